@@ -9,9 +9,13 @@ import (
 // deep copy (no pointers, slices, maps, interfaces or channels inside).
 var flatTypes sync.Map // reflect.Type -> bool
 
-func copySpec[S any](src *S) S {
+// copySpecInto deep-copies *src into *dst. dst lives inside the new
+// resource, so the reflective path writes there instead of allocating a
+// temporary.
+func copySpecInto[S any](dst, src *S) {
 	if c, ok := any(src).(Copier[S]); ok {
-		return c.DeepCopy()
+		*dst = c.DeepCopy()
+		return
 	}
 
 	t := reflect.TypeFor[S]()
@@ -23,14 +27,11 @@ func copySpec[S any](src *S) S {
 	}
 
 	if flat.(bool) { //nolint:forcetypeassert // only bools are stored
-		return *src
+		*dst = *src
+		return
 	}
 
-	var dst S
-
-	deepCopyValue(reflect.ValueOf(&dst).Elem(), reflect.ValueOf(src).Elem())
-
-	return dst
+	deepCopyValue(reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem())
 }
 
 func isFlat(t reflect.Type, seen map[reflect.Type]bool) bool {

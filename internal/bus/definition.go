@@ -42,7 +42,7 @@ func (d Definition) plural() string {
 func (d Definition) autoAliases() []string {
 	p := d.plural()
 	lower := strings.ToLower(p)
-	out := []string{lower, strings.TrimSuffix(lower, "s")}
+	out := []string{lower, singular(lower)}
 
 	var initials strings.Builder
 
@@ -57,6 +57,18 @@ func (d Definition) autoAliases() []string {
 	}
 
 	return out
+}
+
+// singular undoes English plurals well enough for type names.
+func singular(p string) string {
+	switch {
+	case strings.HasSuffix(p, "ies"):
+		return strings.TrimSuffix(p, "ies") + "y"
+	case strings.HasSuffix(p, "sses"), strings.HasSuffix(p, "uses"), strings.HasSuffix(p, "xes"), strings.HasSuffix(p, "shes"):
+		return strings.TrimSuffix(p, "es")
+	}
+
+	return strings.TrimSuffix(p, "s")
 }
 
 // Registry holds resource definitions and resolves what users type

@@ -54,18 +54,3 @@ func recv(t *testing.T, w *bus.Watcher) bus.Event {
 
 	return bus.Event{}
 }
-
-// eventually polls cond until it holds or the deadline passes; used only
-// where the thing awaited has no event to wait on (runtime status).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -134,5 +134,8 @@ func (r *Typed[S]) TypedSpec() *S { return &r.spec }
 
 // DeepCopy returns an independent copy.
 func (r *Typed[S]) DeepCopy() Resource {
-	return &Typed[S]{md: r.md, spec: copySpec(&r.spec)}
+	c := &Typed[S]{md: r.md}
+	copySpecInto(&c.spec, &r.spec)
+
+	return c
 }

@@ -79,8 +79,9 @@ func (s *Store) bucket(k Kind) *bucket {
 	return b
 }
 
-// WriteOption changes how a write is done.
-type WriteOption func(*writeOptions)
+// WriteOption changes how a write is done. Options pass their struct by
+// value so that applying them allocates nothing on the write path.
+type WriteOption func(writeOptions) writeOptions
 
 type writeOptions struct {
 	owner string
@@ -89,13 +90,16 @@ type writeOptions struct {
 // WithOwner writes as owner. Only the owner recorded at creation may
 // update, tear down or destroy a resource; the empty owner is an owner too.
 func WithOwner(owner string) WriteOption {
-	return func(o *writeOptions) { o.owner = owner }
+	return func(o writeOptions) writeOptions {
+		o.owner = owner
+		return o
+	}
 }
 
 func ownerOf(opts []WriteOption) string {
 	var o writeOptions
 	for _, opt := range opts {
-		opt(&o)
+		o = opt(o)
 	}
 
 	return o.owner
