@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The measurements quoted in issue notes. Run on an otherwise idle machine;
+# the machine's speed drifts between periods, so compare within one run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOFLAGS=-trimpath
+benchtime=${BENCHTIME:-1s}
+
+echo "== bus: update throughput, watch latency, and the gRPC unix-socket hop"
+go test -run '^$' -bench 'Update|WatchLatency|GRPCUnix' -benchtime "$benchtime" ./internal/bus
+
+echo
+echo "== client start-up"
+scripts/bench-startup.sh
