@@ -78,7 +78,10 @@ then ~/.talos/config.`,
 	pf.StringSliceVarP(&g.Nodes, "nodes", "n", nil, "target the specified nodes")
 	pf.StringSliceVarP(&g.Endpoints, "endpoints", "e", nil, "override default endpoints in Talos configuration")
 
-	root.AddCommand(newVersionCommand(g))
+	root.AddCommand(
+		newVersionCommand(g),
+		newGenCommand(g),
+	)
 
 	return root
 }
