@@ -1,0 +1,490 @@
+package configs
+
+import (
+	"encoding"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+const (
+	nullTag   = "!!null"
+	binaryTag = "!!binary"
+	mergeTag  = "!!merge"
+
+	// maxVisits bounds the work an input can cause: aliases let a small
+	// document expand into a huge tree ("billion laughs"). A large real
+	// config has a few thousand nodes.
+	maxVisits = 200_000
+)
+
+var (
+	durationType      = reflect.TypeFor[time.Duration]()
+	unstructuredType  = reflect.TypeFor[Unstructured]()
+	textUnmarshalType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// decoder fills Go values from a yaml.Node tree. It exists instead of
+// yaml.v3's own strict mode because that one reports neither the config path
+// of a problem nor more than the first unknown field per struct.
+type decoder struct {
+	errs    []error
+	path    []string
+	visits  int
+	aborted bool
+}
+
+func (d *decoder) pathString() string {
+	return strings.TrimPrefix(strings.Join(d.path, ""), ".")
+}
+
+// fail records a problem with the value at the current path.
+func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+	path := d.pathString()
+	msg := fmt.Sprintf(format, args...)
+
+	if path != "" {
+		msg = path + ": " + msg
+	}
+
+	d.errs = append(d.errs, &DecodeError{Line: n.Line, Path: path, Msg: msg})
+}
+
+func (d *decoder) value(n *yaml.Node, v reflect.Value) {
+	if d.aborted {
+		return
+	}
+
+	if d.visits++; d.visits > maxVisits {
+		d.aborted = true
+		d.errs = append(d.errs, &DecodeError{Line: n.Line, Msg: "config is too large or expands too many aliases"})
+
+		return
+	}
+
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == nullTag {
+		// An explicit null leaves the zero value, like an absent key, so
+		// "network:" with nothing under it is accepted.
+		v.SetZero()
+
+		return
+	}
+
+	t := v.Type()
+
+	switch {
+	case t == durationType:
+		d.duration(n, v)
+
+		return
+	case t == unstructuredType:
+		d.unstructured(n, v)
+
+		return
+	case reflect.PointerTo(t).Implements(textUnmarshalType):
+		if !d.expect(n, yaml.ScalarNode) {
+			return
+		}
+
+		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
+			d.fail(n, "%v", err)
+		}
+
+		return
+	}
+
+	switch t.Kind() {
+	case reflect.Pointer:
+		elem := reflect.New(t.Elem())
+		d.value(n, elem.Elem())
+		v.Set(elem)
+	case reflect.Struct:
+		d.structValue(n, v)
+	case reflect.Map:
+		d.mapValue(n, v)
+	case reflect.Slice:
+		d.sliceValue(n, v)
+	case reflect.String:
+		if d.expect(n, yaml.ScalarNode) {
+			d.stringValue(n, v)
+		}
+	case reflect.Bool:
+		if d.expect(n, yaml.ScalarNode) {
+			d.boolValue(n, v)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if d.expect(n, yaml.ScalarNode) {
+			d.intValue(n, v)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if d.expect(n, yaml.ScalarNode) {
+			d.uintValue(n, v)
+		}
+	default:
+		// Only reachable if a config type gains a field of a kind this
+		// decoder was not taught; fail loudly rather than skip data.
+		d.fail(n, "internal error: cannot decode into %s", t)
+	}
+}
+
+var kindNames = map[yaml.Kind]string{
+	yaml.MappingNode:  "a mapping",
+	yaml.SequenceNode: "a sequence",
+	yaml.ScalarNode:   "a single value",
+}
+
+func (d *decoder) expect(n *yaml.Node, kind yaml.Kind) bool {
+	if n.Kind == kind {
+		return true
+	}
+
+	d.fail(n, "expected %s, got %s", kindNames[kind], describe(n))
+
+	return false
+}
+
+// fieldInfo maps YAML keys to struct field indexes for one struct type.
+type fieldInfo struct {
+	index map[string]int
+	names []string
+}
+
+var fieldCache sync.Map // reflect.Type -> *fieldInfo
+
+func fieldsOf(t reflect.Type) *fieldInfo {
+	if fi, ok := fieldCache.Load(t); ok {
+		return fi.(*fieldInfo) //nolint:forcetypeassert // only *fieldInfo is stored
+	}
+
+	fi := &fieldInfo{index: map[string]int{}}
+
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+
+		fi.index[name] = i
+		fi.names = append(fi.names, name)
+	}
+
+	actual, _ := fieldCache.LoadOrStore(t, fi)
+
+	return actual.(*fieldInfo) //nolint:forcetypeassert // only *fieldInfo is stored
+}
+
+func (d *decoder) structValue(n *yaml.Node, v reflect.Value) {
+	if !d.expect(n, yaml.MappingNode) {
+		return
+	}
+
+	fi := fieldsOf(v.Type())
+	seen := make(map[string]int, len(n.Content)/2)
+
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+
+		name, ok := d.key(key)
+		if !ok {
+			continue
+		}
+
+		if first, dup := seen[name]; dup {
+			d.fail(key, "duplicate key %q (first at line %d)", name, first)
+
+			continue
+		}
+
+		seen[name] = key.Line
+
+		idx, known := fi.index[name]
+		if !known {
+			d.unknownField(key, name, fi)
+
+			continue
+		}
+
+		d.path = append(d.path, "."+name)
+		d.value(val, v.Field(idx))
+		d.path = d.path[:len(d.path)-1]
+	}
+}
+
+func (d *decoder) unknownField(key *yaml.Node, name string, fi *fieldInfo) {
+	where := d.pathString()
+	if where == "" {
+		where = "the config root"
+	}
+
+	msg := fmt.Sprintf("unknown field %q in %s", name, where)
+
+	if s := suggest(name, fi.names); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+
+	d.errs = append(d.errs, &DecodeError{Line: key.Line, Path: d.pathString(), Msg: msg})
+}
+
+// key returns a mapping key as a string.
+func (d *decoder) key(key *yaml.Node) (string, bool) {
+	for key.Kind == yaml.AliasNode {
+		key = key.Alias
+	}
+
+	if key.Kind != yaml.ScalarNode {
+		d.fail(key, "mapping keys must be single values, got %s", describe(key))
+
+		return "", false
+	}
+
+	switch key.ShortTag() {
+	case mergeTag:
+		d.fail(key, "merge keys (<<) are not supported")
+
+		return "", false
+	case binaryTag:
+		b, err := base64.StdEncoding.DecodeString(key.Value)
+		if err != nil {
+			d.fail(key, "invalid !!binary key: %v", err)
+
+			return "", false
+		}
+
+		return string(b), true
+	}
+
+	return key.Value, true
+}
+
+func (d *decoder) mapValue(n *yaml.Node, v reflect.Value) {
+	if !d.expect(n, yaml.MappingNode) || len(n.Content) == 0 {
+		return
+	}
+
+	t := v.Type()
+	m := reflect.MakeMapWithSize(t, len(n.Content)/2)
+	seen := make(map[string]int, len(n.Content)/2)
+
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+
+		name, ok := d.key(key)
+		if !ok {
+			continue
+		}
+
+		if first, dup := seen[name]; dup {
+			d.fail(key, "duplicate key %q (first at line %d)", name, first)
+
+			continue
+		}
+
+		seen[name] = key.Line
+
+		elem := reflect.New(t.Elem()).Elem()
+
+		d.path = append(d.path, "["+strconv.Quote(name)+"]")
+		d.value(val, elem)
+		d.path = d.path[:len(d.path)-1]
+
+		m.SetMapIndex(reflect.ValueOf(name).Convert(t.Key()), elem)
+	}
+
+	v.Set(m)
+}
+
+func (d *decoder) sliceValue(n *yaml.Node, v reflect.Value) {
+	if !d.expect(n, yaml.SequenceNode) || len(n.Content) == 0 {
+		// Empty sequences decode to nil so that encoding (which omits
+		// empty fields) and decoding again gives an equal value.
+		return
+	}
+
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+
+	for i, item := range n.Content {
+		d.path = append(d.path, "["+strconv.Itoa(i)+"]")
+		d.value(item, s.Index(i))
+		d.path = d.path[:len(d.path)-1]
+	}
+
+	v.Set(s)
+}
+
+func (d *decoder) stringValue(n *yaml.Node, v reflect.Value) {
+	if n.ShortTag() != binaryTag {
+		v.SetString(n.Value)
+
+		return
+	}
+
+	// yaml.v3 writes strings that are not valid UTF-8 as !!binary.
+	b, err := base64.StdEncoding.DecodeString(n.Value)
+	if err != nil {
+		d.fail(n, "invalid !!binary value: %v", err)
+
+		return
+	}
+
+	v.SetString(string(b))
+}
+
+func (d *decoder) boolValue(n *yaml.Node, v reflect.Value) {
+	// YAML 1.1 spellings are accepted because yaml.v3 accepts them for typed
+	// booleans and older Talos configs use them.
+	switch n.Value {
+	case "true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON":
+		v.SetBool(true)
+	case "false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF":
+		v.SetBool(false)
+	default:
+		d.fail(n, "expected a boolean, got %s", describe(n))
+	}
+}
+
+func (d *decoder) intValue(n *yaml.Node, v reflect.Value) {
+	i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
+	if err != nil || v.OverflowInt(i) {
+		d.fail(n, "expected an integer that fits in %s, got %s", v.Type().Kind(), describe(n))
+
+		return
+	}
+
+	v.SetInt(i)
+}
+
+func (d *decoder) uintValue(n *yaml.Node, v reflect.Value) {
+	u, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
+	if err != nil || v.OverflowUint(u) {
+		d.fail(n, "expected a non-negative integer that fits in %s, got %s", v.Type().Kind(), describe(n))
+
+		return
+	}
+
+	v.SetUint(u)
+}
+
+func (d *decoder) duration(n *yaml.Node, v reflect.Value) {
+	if !d.expect(n, yaml.ScalarNode) {
+		return
+	}
+
+	dur, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.fail(n, "invalid duration %s: expected a Go duration such as \"30s\" or \"1h30m\"", describe(n))
+
+		return
+	}
+
+	v.SetInt(int64(dur))
+}
+
+func (d *decoder) unstructured(n *yaml.Node, v reflect.Value) {
+	if !d.expect(n, yaml.MappingNode) || len(n.Content) == 0 {
+		return
+	}
+
+	var m map[string]any
+	if err := n.Decode(&m); err != nil {
+		d.unstructuredError(n, err)
+
+		return
+	}
+
+	v.Set(reflect.ValueOf(Unstructured(m)))
+}
+
+// yamlTypeErrLine splits the "line N: msg" entries of a *yaml.TypeError.
+var yamlTypeErrLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// unstructuredError reports yaml.v3's own decode errors (duplicate keys in
+// free-form sections, mostly) at their own lines, under the section's path.
+func (d *decoder) unstructuredError(n *yaml.Node, err error) {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		d.fail(n, "%s", trimYAMLPrefix(err.Error()))
+
+		return
+	}
+
+	for _, e := range te.Errors {
+		line := n.Line
+		if m := yamlTypeErrLine.FindStringSubmatch(e); m != nil {
+			line, _ = strconv.Atoi(m[1]) //nolint:errcheck // the pattern only matches digits
+			e = m[2]
+		}
+
+		d.fail(&yaml.Node{Line: line}, "%s", e)
+	}
+}
+
+// suggest returns the known field a misspelt one most likely meant: same
+// letters in another case, or one or two edits away for longer names.
+func suggest(name string, known []string) string {
+	limit := 1
+	if len(name) > 5 {
+		limit = 2
+	}
+
+	best, bestDist := "", limit+1
+
+	for _, k := range known {
+		if strings.EqualFold(k, name) {
+			return k
+		}
+
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+
+	return best
+}
+
+// editDistance is the Levenshtein distance between two short strings.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+
+	for j := range prev {
+		prev[j] = j
+	}
+
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+
+		prev, cur = cur, prev
+	}
+
+	return prev[len(b)]
+}

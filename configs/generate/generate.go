@@ -1,0 +1,274 @@
+// Package generate builds the machine configs `talosctl gen config NAME
+// ENDPOINT` writes: one for control-plane nodes and one for workers, both
+// from the same secrets bundle so the nodes trust each other.
+package generate
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/pki"
+)
+
+// Defaults used for the zero values of Options.
+const (
+	DefaultKubernetesVersion = "1.34.1"
+	DefaultInstallDisk       = "/dev/sda"
+	DefaultInstallImage      = "ghcr.io/talosbox/installer:latest"
+	DefaultDNSDomain         = "cluster.local"
+	DefaultPodSubnet         = "10.244.0.0/16"
+	DefaultServiceSubnet     = "10.96.0.0/12"
+	DefaultAPIServerPort     = "6443"
+	DefaultKubePrismPort     = 7445
+)
+
+// Options are the inputs of gen config. Only ClusterName and Endpoint are
+// required.
+type Options struct {
+	ClusterName string
+	// Endpoint is the Kubernetes API URL; a bare host or host:port gets
+	// https:// and the default port added.
+	Endpoint string
+	// KubernetesVersion picks the control-plane and kubelet images, with or
+	// without a leading "v".
+	KubernetesVersion string
+	InstallDisk       string
+	InstallImage      string
+	// AdditionalSANs go into the Talos API and Kubernetes API certificates.
+	AdditionalSANs []string
+	DNSDomain      string
+	// RegistryMirrors maps a registry host ("docker.io", "*") to the URL of
+	// a mirror, as --registry-mirror host=url gives them.
+	RegistryMirrors map[string]string
+	PodSubnets      []string
+	ServiceSubnets  []string
+	// Secrets is the bundle to use (gen config --with-secrets); a new one is
+	// made when nil.
+	Secrets *pki.Bundle
+	// Now is the clock for a new bundle's certificates; time.Now when nil.
+	Now func() time.Time
+}
+
+// Output is the result of Generate.
+type Output struct {
+	ControlPlane *configs.Config
+	Worker       *configs.Config
+	// Secrets is the bundle both configs were made from, to be saved for
+	// generating more configs of the same cluster later.
+	Secrets *pki.Bundle
+}
+
+var kubernetesVersion = regexp.MustCompile(`^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$`)
+
+// Generate builds the control-plane and worker configs. Both are checked with
+// configs validation in metal mode before they are returned.
+func Generate(opts Options) (*Output, error) {
+	opts, err := withDefaults(opts)
+	if err != nil {
+		return nil, err
+	}
+
+	bundle := opts.Secrets
+	if bundle == nil {
+		if bundle, err = pki.NewBundle(pki.BundleOptions{Now: opts.Now}); err != nil {
+			return nil, fmt.Errorf("error generating secrets: %w", err)
+		}
+	}
+
+	out := &Output{
+		ControlPlane: build(opts, bundle, configs.MachineTypeControlPlane),
+		Worker:       build(opts, bundle, configs.MachineTypeWorker),
+		Secrets:      bundle,
+	}
+
+	for _, c := range []*configs.Config{out.ControlPlane, out.Worker} {
+		if _, err := c.Validate(configs.ModeMetal); err != nil {
+			return nil, fmt.Errorf("generated %s config is invalid: %w", c.Machine.Type, err)
+		}
+	}
+
+	return out, nil
+}
+
+// withDefaults fills zero options and rejects the ones that cannot work.
+func withDefaults(opts Options) (Options, error) {
+	if strings.TrimSpace(opts.ClusterName) == "" {
+		return opts, errors.New("cluster name is required")
+	}
+
+	endpoint, err := NormalizeEndpoint(opts.Endpoint)
+	if err != nil {
+		return opts, err
+	}
+
+	opts.Endpoint = endpoint
+
+	if opts.KubernetesVersion == "" {
+		opts.KubernetesVersion = DefaultKubernetesVersion
+	}
+
+	if !kubernetesVersion.MatchString(opts.KubernetesVersion) {
+		return opts, fmt.Errorf("invalid Kubernetes version %q (expected X.Y.Z)", opts.KubernetesVersion)
+	}
+
+	opts.KubernetesVersion = strings.TrimPrefix(opts.KubernetesVersion, "v")
+
+	setDefault(&opts.InstallDisk, DefaultInstallDisk)
+	setDefault(&opts.InstallImage, DefaultInstallImage)
+	setDefault(&opts.DNSDomain, DefaultDNSDomain)
+
+	if len(opts.PodSubnets) == 0 {
+		opts.PodSubnets = []string{DefaultPodSubnet}
+	}
+
+	if len(opts.ServiceSubnets) == 0 {
+		opts.ServiceSubnets = []string{DefaultServiceSubnet}
+	}
+
+	return opts, nil
+}
+
+func setDefault(s *string, def string) {
+	if *s == "" {
+		*s = def
+	}
+}
+
+// build makes the config of one machine type. The two types share all but
+// the secrets: control-plane nodes get every CA key, workers only the CA
+// certificates they need to trust the cluster.
+func build(opts Options, b *pki.Bundle, machineType string) *configs.Config {
+	cp := machineType == configs.MachineTypeControlPlane
+	version := "v" + opts.KubernetesVersion
+
+	machine := &configs.MachineConfig{
+		Type:     machineType,
+		Token:    b.TrustdInfo.Token,
+		CA:       caPair(b.Certs.OS, cp),
+		CertSANs: slices.Clone(opts.AdditionalSANs),
+		Kubelet: &configs.KubeletConfig{
+			Image:                               "ghcr.io/siderolabs/kubelet:" + version,
+			DefaultRuntimeSeccompProfileEnabled: true,
+			DisableManifestsDirectory:           true,
+		},
+		Network: &configs.NetworkConfig{},
+		Install: &configs.InstallConfig{
+			Disk:  opts.InstallDisk,
+			Image: opts.InstallImage,
+		},
+		Registries: registries(opts.RegistryMirrors),
+		Features: &configs.FeaturesConfig{
+			RBAC:                 ptr(true),
+			StableHostname:       ptr(true),
+			APIDCheckExtKeyUsage: ptr(true),
+			DiskQuotaSupport:     ptr(true),
+			KubePrism:            &configs.KubePrism{Enabled: ptr(true), Port: DefaultKubePrismPort},
+			HostDNS:              &configs.HostDNS{Enabled: ptr(true), ForwardKubeDNSToHost: ptr(true)},
+		},
+	}
+
+	cluster := &configs.ClusterConfig{
+		ID:           b.Cluster.ID,
+		Secret:       b.Cluster.Secret,
+		ControlPlane: &configs.ControlPlaneConfig{Endpoint: opts.Endpoint},
+		ClusterName:  opts.ClusterName,
+		Network: &configs.ClusterNetworkConfig{
+			DNSDomain:      opts.DNSDomain,
+			PodSubnets:     slices.Clone(opts.PodSubnets),
+			ServiceSubnets: slices.Clone(opts.ServiceSubnets),
+		},
+		Token: b.Secrets.BootstrapToken,
+		CA:    caPair(b.Certs.K8s, cp),
+		Discovery: &configs.DiscoveryConfig{
+			Enabled: true,
+			Registries: &configs.DiscoveryRegistries{
+				// Talos turned the Kubernetes registry off by default: it
+				// leaks member addresses into node annotations.
+				Kubernetes: &configs.DisabledToggle{Disabled: true},
+				Service:    &configs.DiscoveryServiceRegistry{},
+			},
+		},
+	}
+
+	if cp {
+		// Keeps external load balancers from sending traffic to control
+		// plane nodes, as Talos does.
+		machine.NodeLabels = map[string]string{"node.kubernetes.io/exclude-from-external-load-balancers": ""}
+
+		addControlPlane(cluster, opts, b, version)
+	}
+
+	return &configs.Config{
+		Version: configs.Version,
+		Persist: true,
+		Machine: machine,
+		Cluster: cluster,
+	}
+}
+
+func addControlPlane(c *configs.ClusterConfig, opts Options, b *pki.Bundle, version string) {
+	c.SecretboxEncryptionSecret = b.Secrets.SecretboxEncryptionSecret
+	c.AESCBCEncryptionSecret = b.Secrets.AESCBCEncryptionSecret
+	c.AggregatorCA = caPair(b.Certs.K8sAggregator, true)
+	c.ServiceAccount = &configs.PEMKey{Key: clone(b.Certs.K8sServiceAccount.Key)}
+	c.APIServer = &configs.APIServerConfig{
+		Image:            "registry.k8s.io/kube-apiserver:" + version,
+		CertSANs:         apiServerSANs(opts),
+		AdmissionControl: defaultAdmissionControl(),
+		AuditPolicy:      defaultAuditPolicy(),
+	}
+	c.ControllerManager = &configs.ControllerManager{Image: "registry.k8s.io/kube-controller-manager:" + version}
+	c.Proxy = &configs.ProxyConfig{Image: "registry.k8s.io/kube-proxy:" + version}
+	c.Scheduler = &configs.SchedulerConfig{Image: "registry.k8s.io/kube-scheduler:" + version}
+	c.Etcd = &configs.EtcdConfig{CA: caPair(b.Certs.Etcd, true)}
+}
+
+// apiServerSANs puts the endpoint host first so the API certificate is
+// valid for the name clients dial, then the additional SANs.
+func apiServerSANs(opts Options) []string {
+	sans := []string{endpointHost(opts.Endpoint)}
+
+	for _, s := range opts.AdditionalSANs {
+		if !slices.Contains(sans, s) {
+			sans = append(sans, s)
+		}
+	}
+
+	return sans
+}
+
+func caPair(p pki.CertAndKey, withKey bool) *configs.PEMCertificateAndKey {
+	out := &configs.PEMCertificateAndKey{Crt: clone(p.Crt)}
+	if withKey {
+		out.Key = clone(p.Key)
+	}
+
+	return out
+}
+
+// clone copies so that editing a config never changes the bundle.
+func clone(b []byte) configs.Base64 {
+	return configs.Base64(slices.Clone(b))
+}
+
+func registries(mirrors map[string]string) *configs.RegistriesConfig {
+	if len(mirrors) == 0 {
+		return nil
+	}
+
+	r := &configs.RegistriesConfig{Mirrors: map[string]configs.RegistryMirror{}}
+
+	for _, host := range slices.Sorted(maps.Keys(mirrors)) {
+		r.Mirrors[host] = configs.RegistryMirror{Endpoints: []string{mirrors[host]}}
+	}
+
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }

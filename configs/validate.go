@@ -1,0 +1,173 @@
+package configs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Mode is the kind of platform a node runs on; some rules depend on it.
+type Mode string
+
+// Modes, as Talos names them.
+const (
+	// ModeMetal is a real or virtual machine that installs to a disk.
+	ModeMetal Mode = "metal"
+	// ModeContainer is a node running in a container: no disks, no kernel.
+	ModeContainer Mode = "container"
+	// ModeCloud is a cloud VM booted from a prepared image.
+	ModeCloud Mode = "cloud"
+)
+
+// ParseMode reads a mode name as given on a command line.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(s)); m {
+	case ModeMetal, ModeContainer, ModeCloud:
+		return m, nil
+	default:
+		return "", fmt.Errorf("unknown mode %q (expected metal, container or cloud)", s)
+	}
+}
+
+// RequiresInstall reports whether nodes in this mode install themselves to a
+// disk, so the config must say which one.
+func (m Mode) RequiresInstall() bool {
+	return m == ModeMetal
+}
+
+func (m Mode) String() string {
+	return string(m)
+}
+
+// ValidateOption changes how Validate judges a config.
+type ValidateOption func(*validateOptions)
+
+type validateOptions struct {
+	strict bool
+}
+
+// WithStrict turns every warning into an error, like talosctl validate
+// --strict.
+func WithStrict(strict bool) ValidateOption {
+	return func(o *validateOptions) { o.strict = strict }
+}
+
+// Validate checks the whole config in one pass and returns every problem:
+// warnings (suspicious but usable, as "path: message") apart from errors.
+// The error, when not nil, is *Errors with one *ValidationError per problem.
+func (c *Config) Validate(mode Mode, opts ...ValidateOption) ([]string, error) {
+	var o validateOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+
+	if c == nil {
+		return nil, &Errors{List: []error{&ValidationError{Msg: "config is empty"}}}
+	}
+
+	v := &validator{mode: mode, cfg: c}
+
+	switch mode {
+	case ModeMetal, ModeContainer, ModeCloud:
+	default:
+		v.errorf("", "unknown validation mode %q (expected metal, container or cloud)", string(mode))
+	}
+
+	v.config()
+
+	var warnings []string
+
+	for _, w := range v.warns {
+		if o.strict {
+			w.Warning = true
+			v.errs = append(v.errs, w)
+
+			continue
+		}
+
+		warnings = append(warnings, w.Error())
+	}
+
+	if len(v.errs) == 0 {
+		return warnings, nil
+	}
+
+	return warnings, &Errors{List: v.errs}
+}
+
+// validator collects problems; every check records and carries on so one
+// call reports everything.
+type validator struct {
+	mode  Mode
+	cfg   *Config
+	errs  []error
+	warns []*ValidationError
+}
+
+func (v *validator) errorf(path, format string, args ...any) {
+	v.errs = append(v.errs, &ValidationError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) warnf(path, format string, args ...any) {
+	v.warns = append(v.warns, &ValidationError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// check records err, if any, at path.
+func (v *validator) check(path string, err error) {
+	if err != nil {
+		v.errorf(path, "%v", err)
+	}
+}
+
+func (v *validator) controlPlane() bool {
+	return v.cfg.IsControlPlane()
+}
+
+func (v *validator) config() {
+	c := v.cfg
+
+	switch c.Version {
+	case Version:
+	case "":
+		v.errorf("version", "config version is required (%q)", Version)
+	default:
+		v.errorf("version", "invalid config version %q (expected %q)", c.Version, Version)
+	}
+
+	if !c.Persist {
+		v.errorf("persist", ".persist should be enabled")
+	}
+
+	if c.Machine == nil {
+		v.errorf("machine", "machine instructions are required")
+	} else {
+		v.machine(c.Machine)
+	}
+
+	if c.Cluster == nil {
+		v.errorf("cluster", "cluster instructions are required")
+	} else {
+		v.cluster(c.Cluster)
+	}
+}
+
+// sortedKeys gives map keys in a stable order so problems are reported the
+// same way every run.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+
+	slices.Sort(keys)
+
+	return keys
+}
+
+func keyPath(path, key string) string {
+	return fmt.Sprintf("%s[%q]", path, key)
+}
+
+func indexPath(path string, i int) string {
+	return fmt.Sprintf("%s[%d]", path, i)
+}

@@ -1,0 +1,355 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+var (
+	cniNames   = []string{"flannel", "custom", "none"}
+	proxyModes = []string{"iptables", "ipvs", "nftables"}
+)
+
+func (v *validator) cluster(c *ClusterConfig) {
+	const p = "cluster"
+
+	v.endpoint(c.ControlPlane)
+
+	if c.ID != "" {
+		v.check(p+".id", checkBase64Key("cluster id", c.ID, 32))
+	}
+
+	if c.Secret != "" {
+		v.check(p+".secret", checkBase64Key("cluster secret", c.Secret, 32))
+	}
+
+	switch {
+	case c.Token == "":
+		v.errorf(p+".token", "cluster bootstrap token is required (.cluster.token)")
+	case !tokenPattern.MatchString(c.Token):
+		v.errorf(p+".token", "invalid bootstrap token (expected [a-z0-9]{6}.[a-z0-9]{16})")
+	}
+
+	if c.SecretboxEncryptionSecret != "" {
+		v.check(p+".secretboxEncryptionSecret", checkBase64Key("secretbox encryption secret", c.SecretboxEncryptionSecret, 32))
+	}
+
+	if c.AESCBCEncryptionSecret != "" {
+		v.check(p+".aescbcEncryptionSecret", checkBase64Key("aescbc encryption secret", c.AESCBCEncryptionSecret, 16, 24, 32))
+	}
+
+	if v.controlPlane() && c.SecretboxEncryptionSecret == "" && c.AESCBCEncryptionSecret == "" {
+		v.errorf(p+".secretboxEncryptionSecret", "an encryption secret is required for controlplane nodes (.cluster.secretboxEncryptionSecret or .cluster.aescbcEncryptionSecret)")
+	}
+
+	v.clusterNetwork(c.Network)
+	v.clusterSecrets(c)
+
+	for i, ca := range c.AcceptedCAs {
+		v.pemCertificate(indexPath(p+".acceptedCAs", i)+".crt", ca.Crt, true)
+	}
+
+	v.controlPlaneComponents(c)
+	v.manifests(c)
+}
+
+func (v *validator) endpoint(cp *ControlPlaneConfig) {
+	const p = "cluster.controlPlane"
+
+	if cp == nil || cp.Endpoint == "" {
+		v.errorf(p+".endpoint", "cluster controlplane endpoint is required")
+
+		return
+	}
+
+	if err := checkEndpoint(cp.Endpoint); err != nil {
+		v.errorf(p+".endpoint", "invalid controlplane endpoint: %v", err)
+	}
+
+	if cp.LocalAPIServerPort != 0 {
+		v.check(p+".localAPIServerPort", checkPort("local API server port", cp.LocalAPIServerPort))
+	}
+}
+
+// checkEndpoint requires what kubelets and talosctl can dial: an https URL
+// with a host and nothing after the port.
+func checkEndpoint(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return unwrapURLError(err)
+	}
+
+	switch {
+	case u.Scheme != "https":
+		return fmt.Errorf("scheme must be https, got %q", u.Scheme)
+	case u.Hostname() == "":
+		return errors.New("host is missing")
+	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.Fragment != "":
+		return errors.New("must not have a path, query or fragment")
+	}
+
+	if p := u.Port(); p != "" {
+		return checkPortString(p)
+	}
+
+	return nil
+}
+
+func (v *validator) clusterNetwork(n *ClusterNetworkConfig) {
+	if n == nil {
+		return
+	}
+
+	const p = "cluster.network"
+
+	if cni := n.CNI; cni != nil {
+		switch {
+		case !slices.Contains(cniNames, cni.Name):
+			v.errorf(p+".cni.name", "unsupported CNI driver %q (expected flannel, custom or none)", cni.Name)
+		case cni.Name == "custom" && len(cni.URLs) == 0:
+			v.errorf(p+".cni.urls", "at least one manifest URL is required for the custom CNI")
+		case cni.Name != "custom" && len(cni.URLs) > 0:
+			v.errorf(p+".cni.urls", "manifest URLs are only allowed for the custom CNI")
+		}
+
+		for i, u := range cni.URLs {
+			v.check(indexPath(p+".cni.urls", i), checkURL("CNI manifest URL", u, "http", "https"))
+		}
+	}
+
+	if n.DNSDomain != "" && !isDNSName(n.DNSDomain) {
+		v.errorf(p+".dnsDomain", "invalid DNS domain %q", n.DNSDomain)
+	}
+
+	v.subnets(p+".podSubnets", n.PodSubnets)
+	v.subnets(p+".serviceSubnets", n.ServiceSubnets)
+}
+
+// subnets checks a Kubernetes subnet list: one subnet, or two for dual
+// stack (one of each family).
+func (v *validator) subnets(p string, subnets []string) {
+	families := map[bool]int{}
+
+	for i, s := range subnets {
+		prefix, err := netip.ParsePrefix(s)
+		if err != nil {
+			v.errorf(indexPath(p, i), "invalid CIDR %q", s)
+
+			continue
+		}
+
+		families[prefix.Addr().Is4()]++
+	}
+
+	if families[true] > 1 || families[false] > 1 {
+		v.errorf(p, "at most one IPv4 and one IPv6 subnet are allowed")
+	}
+}
+
+// clusterSecrets checks which CA keys a node may hold: control-plane nodes
+// need them all, workers must not carry any.
+func (v *validator) clusterSecrets(c *ClusterConfig) {
+	type secret struct {
+		path, name string
+		crt        Base64
+		hasCrt     bool
+		key        Base64
+	}
+
+	secrets := []secret{
+		{path: "cluster.ca", name: "kubernetes CA", hasCrt: true},
+		{path: "cluster.aggregatorCA", name: "aggregator CA", hasCrt: true},
+		{path: "cluster.serviceAccount", name: "service account"},
+	}
+
+	if c.CA != nil {
+		secrets[0].crt, secrets[0].key = c.CA.Crt, c.CA.Key
+	}
+
+	if c.AggregatorCA != nil {
+		secrets[1].crt, secrets[1].key = c.AggregatorCA.Crt, c.AggregatorCA.Key
+	}
+
+	if c.ServiceAccount != nil {
+		secrets[2].key = c.ServiceAccount.Key
+	}
+
+	if c.Etcd != nil || v.controlPlane() {
+		etcd := secret{path: "cluster.etcd.ca", name: "etcd CA", hasCrt: true}
+		if c.Etcd != nil && c.Etcd.CA != nil {
+			etcd.crt, etcd.key = c.Etcd.CA.Crt, c.Etcd.CA.Key
+		}
+
+		secrets = append(secrets, etcd)
+	}
+
+	worker := v.cfg.Machine != nil && v.cfg.Machine.Type == MachineTypeWorker
+
+	for _, s := range secrets {
+		switch {
+		case v.controlPlane():
+			if s.hasCrt && len(s.crt) == 0 {
+				v.errorf(s.path+".crt", "%s certificate is required for controlplane nodes (.%s.crt)", s.name, s.path)
+			}
+
+			if len(s.key) == 0 {
+				v.errorf(s.path+".key", "%s key is required for controlplane nodes (.%s.key)", s.name, s.path)
+			}
+		case worker && len(s.key) > 0:
+			if s.path == "cluster.ca" {
+				v.errorf(s.path+".key", "cluster CA key is not allowed on non-controlplane nodes (.cluster.ca)")
+			} else {
+				v.errorf(s.path+".key", "%s key is not allowed on non-controlplane nodes (.%s)", s.name, s.path)
+			}
+		}
+
+		if len(s.crt) > 0 {
+			v.check(s.path+".crt", checkPEMCertificate(s.crt))
+		}
+
+		if len(s.key) > 0 {
+			v.check(s.path+".key", checkPEMKey(s.key))
+		}
+	}
+
+	if worker && (c.CA == nil || len(c.CA.Crt) == 0) {
+		v.errorf("cluster.ca.crt", "kubernetes CA certificate is required (.cluster.ca.crt)")
+	}
+
+	if worker && c.Etcd != nil {
+		v.errorf("cluster.etcd", "etcd config is only allowed on control plane machines")
+	}
+}
+
+func (v *validator) controlPlaneComponents(c *ClusterConfig) {
+	if a := c.APIServer; a != nil {
+		v.image("cluster.apiServer.image", a.Image)
+
+		for i, san := range a.CertSANs {
+			v.check(indexPath("cluster.apiServer.certSANs", i), checkSAN(san))
+		}
+
+		v.volumes("cluster.apiServer.extraVolumes", a.ExtraVolumes)
+
+		for i, plugin := range a.AdmissionControl {
+			if plugin.Name == "" {
+				v.errorf(indexPath("cluster.apiServer.admissionControl", i)+".name", "admission plugin name is required")
+			}
+		}
+
+		if a.DisablePodSecurityPolicy {
+			v.warnf("cluster.apiServer.disablePodSecurityPolicy", "has no effect: PodSecurityPolicy was removed in Kubernetes 1.25")
+		}
+	}
+
+	if cm := c.ControllerManager; cm != nil {
+		v.image("cluster.controllerManager.image", cm.Image)
+		v.volumes("cluster.controllerManager.extraVolumes", cm.ExtraVolumes)
+	}
+
+	if s := c.Scheduler; s != nil {
+		v.image("cluster.scheduler.image", s.Image)
+		v.volumes("cluster.scheduler.extraVolumes", s.ExtraVolumes)
+	}
+
+	if px := c.Proxy; px != nil {
+		v.image("cluster.proxy.image", px.Image)
+
+		if px.Mode != "" && !slices.Contains(proxyModes, px.Mode) {
+			v.errorf("cluster.proxy.mode", "unsupported kube-proxy mode %q (expected iptables, ipvs or nftables)", px.Mode)
+		}
+	}
+
+	if e := c.Etcd; e != nil {
+		v.image("cluster.etcd.image", e.Image)
+
+		for i, s := range e.AdvertisedSubnets {
+			v.check(indexPath("cluster.etcd.advertisedSubnets", i), checkSubnetFilter(s))
+		}
+
+		for i, s := range e.ListenSubnets {
+			v.check(indexPath("cluster.etcd.listenSubnets", i), checkSubnetFilter(s))
+		}
+	}
+
+	if c.CoreDNS != nil {
+		v.image("cluster.coreDNS.image", c.CoreDNS.Image)
+	}
+
+	if d := c.Discovery; d != nil && d.Registries != nil {
+		r := d.Registries
+		if r.Service != nil && r.Service.Endpoint != "" {
+			v.check("cluster.discovery.registries.service.endpoint", checkURL("discovery service endpoint", r.Service.Endpoint, "https", "http"))
+		}
+
+		kubernetesOff := r.Kubernetes != nil && r.Kubernetes.Disabled
+		serviceOff := r.Service != nil && r.Service.Disabled
+
+		if d.Enabled && kubernetesOff && serviceOff {
+			v.warnf("cluster.discovery", "discovery is enabled but every registry is disabled")
+		}
+	}
+
+	if a := c.AdminKubeconfig; a != nil && a.CertLifetime < 0 {
+		v.errorf("cluster.adminKubeconfig.certLifetime", "must not be negative")
+	}
+}
+
+func (v *validator) image(p, image string) {
+	if image != "" {
+		v.check(p, checkImage(image))
+	}
+}
+
+func (v *validator) volumes(p string, vols []VolumeMount) {
+	for i, vol := range vols {
+		vp := indexPath(p, i)
+		v.check(vp+".hostPath", checkAbsPath("host path", vol.HostPath))
+		v.check(vp+".mountPath", checkAbsPath("mount path", vol.MountPath))
+	}
+}
+
+func (v *validator) manifests(c *ClusterConfig) {
+	for i, u := range c.ExtraManifests {
+		v.check(indexPath("cluster.extraManifests", i), checkURL("manifest URL", u, "http", "https"))
+	}
+
+	for _, k := range sortedKeys(c.ExtraManifestHeaders) {
+		if k == "" || strings.ContainsAny(k, " :\t\r\n") {
+			v.errorf(keyPath("cluster.extraManifestHeaders", k), "invalid HTTP header name %q", k)
+		}
+	}
+
+	if ecp := c.ExternalCloudProvider; ecp != nil {
+		for i, u := range ecp.Manifests {
+			v.check(indexPath("cluster.externalCloudProvider.manifests", i), checkURL("manifest URL", u, "http", "https"))
+		}
+
+		if !ecp.Enabled && len(ecp.Manifests) > 0 {
+			v.warnf("cluster.externalCloudProvider.manifests", "manifests are not applied while the external cloud provider is disabled")
+		}
+	}
+
+	names := map[string]bool{}
+
+	for i, m := range c.InlineManifests {
+		mp := indexPath("cluster.inlineManifests", i)
+
+		switch {
+		case m.Name == "":
+			v.errorf(mp+".name", "inline manifest name can't be empty")
+		case names[m.Name]:
+			v.errorf(mp+".name", "inline manifest name %q is duplicate", m.Name)
+		}
+
+		names[m.Name] = true
+
+		if strings.TrimSpace(m.Contents) == "" {
+			v.warnf(mp+".contents", "inline manifest %q is empty", m.Name)
+		}
+	}
+}

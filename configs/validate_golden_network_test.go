@@ -1,0 +1,154 @@
+package configs_test
+
+import "testing"
+
+// TestValidateGoldenNetwork covers machine.network rules.
+func TestValidateGoldenNetwork(t *testing.T) {
+	t.Parallel()
+
+	runValidateCases(t, []validateCase{
+		{
+			name:     "VIP on a worker",
+			base:     "worker",
+			patch:    `machine: {network: {interfaces: [{interface: eth0, dhcp: true, vip: {ip: 10.0.0.100}}]}}`,
+			wantErrs: []string{`machine.network.interfaces[0].vip: virtual (shared) IP is not allowed on non-controlplane nodes`},
+		},
+		{
+			name:     "VIP address invalid",
+			patch:    `machine: {network: {interfaces: [{interface: eth0, dhcp: true, vlans: [{vlanId: 10, vip: {ip: 10.0.0.300}}]}]}}`,
+			wantErrs: []string{`machine.network.interfaces[0].vlans[0].vip.ip: invalid VIP address "10.0.0.300"`},
+		},
+		{
+			name: "interface in two bonds",
+			patch: `machine: {network: {interfaces: [
+				{interface: bond0, dhcp: true, bond: {mode: active-backup, interfaces: [eth0, eth1]}},
+				{interface: bond1, dhcp: true, bond: {mode: active-backup, interfaces: [eth0, eth2]}}]}}`,
+			wantErrs: []string{`machine.network.interfaces[1].bond.interfaces[0]: interface "eth0" is declared as part of two separate links`},
+		},
+		{
+			name: "interface in a bond and a bridge",
+			patch: `machine: {network: {interfaces: [
+				{interface: bond0, bond: {interfaces: [eth0]}},
+				{interface: br0, bridge: {interfaces: [eth0]}}]}}`,
+			wantErrs: []string{`machine.network.interfaces[1].bridge.interfaces[0]: interface "eth0" is declared as part of two separate links`},
+		},
+		{
+			name: "bond member with its own address",
+			patch: `machine: {network: {interfaces: [
+				{interface: bond0, dhcp: true, bond: {interfaces: [eth0, eth1]}},
+				{interface: eth0, addresses: [10.0.0.5/24]}]}}`,
+			wantErrs: []string{`machine.network.interfaces[1]: interface "eth0" is a member of "bond0" and cannot have addressing of its own`},
+		},
+		{
+			name:     "bridge port to an undeclared bridge",
+			patch:    `machine: {network: {interfaces: [{interface: eth0, bridgePort: {master: br9}}]}}`,
+			wantErrs: []string{`machine.network.interfaces[0].bridgePort.master: bridge "br9" is not declared`},
+		},
+		{
+			name:     "invalid legacy cidr",
+			patch:    `machine: {network: {interfaces: [{interface: eth0, dhcp: true}, {interface: eth1, cidr: 10.0.0/8}]}}`,
+			wantErrs: []string{`machine.network.interfaces[1].cidr: invalid CIDR "10.0.0/8"`},
+		},
+		{
+			name:     "address without prefix length",
+			patch:    `machine: {network: {interfaces: [{interface: eth0, addresses: [10.0.0.5]}]}}`,
+			wantErrs: []string{`machine.network.interfaces[0].addresses[0]: invalid CIDR "10.0.0.5"`},
+		},
+		{
+			name: "bad routes",
+			patch: `machine: {network: {interfaces: [{interface: eth0, dhcp: true, routes: [
+				{network: 0.0.0.0/0, gateway: 10.0.0.256},
+				{network: "::/0", gateway: 10.0.0.1},
+				{metric: 10},
+				{network: 10.1.0.0/16, gateway: 10.0.0.1, source: bad, mtu: 20}]}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].routes[0].gateway: invalid gateway address "10.0.0.256"`,
+				`machine.network.interfaces[0].routes[1].gateway: gateway 10.0.0.1 and network ::/0 are of different address families`,
+				`machine.network.interfaces[0].routes[2]: route needs a network, a gateway or both`,
+				`machine.network.interfaces[0].routes[3].source: invalid source address "bad"`,
+				`machine.network.interfaces[0].routes[3].mtu: invalid MTU 20: must be between 68 and 65535`,
+			},
+		},
+		{
+			name:  "bad host settings",
+			patch: `machine: {network: {hostname: "-bad-", nameservers: [dns.example.com], searchDomains: ["a..b"], extraHostEntries: [{ip: 10.0.0.1}]}}`,
+			wantErrs: []string{
+				`machine.network.hostname: invalid hostname "-bad-"`,
+				`machine.network.nameservers[0]: invalid nameserver address "dns.example.com"`,
+				`machine.network.searchDomains[0]: invalid search domain "a..b"`,
+				`machine.network.extraHostEntries[0].aliases: at least one alias is required`,
+			},
+		},
+		{
+			name: "interface naming",
+			patch: `machine: {network: {interfaces: [
+				{interface: eth0, deviceSelector: {driver: virtio_net}, dhcp: true},
+				{dhcp: true},
+				{deviceSelector: {}, dhcp: true},
+				{deviceSelector: {hardwareAddr: "zz:00"}, dhcp: true}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0]: interface and deviceSelector are mutually exclusive`,
+				`machine.network.interfaces[1]: either interface or deviceSelector is required`,
+				`machine.network.interfaces[2].deviceSelector: deviceSelector must match on at least one property`,
+				`machine.network.interfaces[3].deviceSelector.hardwareAddr: invalid MAC address "zz:00"`,
+			},
+		},
+		{
+			name: "bond settings",
+			patch: `machine: {network: {interfaces: [{interface: bond0, dhcp: true, bond: {
+				interfaces: [eth0, eth1], mode: fast, lacpRate: quick, xmitHashPolicy: layer9, miimon: 100, updelay: 150, downdelay: 200}}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].bond.mode: unsupported bond mode "fast" (expected one of balance-rr, active-backup, balance-xor, broadcast, 802.3ad, balance-tlb, balance-alb)`,
+				`machine.network.interfaces[0].bond.lacpRate: unsupported LACP rate "quick" (expected one of slow, fast)`,
+				`machine.network.interfaces[0].bond.xmitHashPolicy: unsupported transmit hash policy "layer9" (expected one of layer2, layer3+4, layer2+3, encap2+3, encap3+4, vlan+srcmac)`,
+				`machine.network.interfaces[0].bond.updelay: bond.upDelay should be a multiple of miiMon`,
+			},
+		},
+		{
+			name:     "bond without members",
+			patch:    `machine: {network: {interfaces: [{interface: bond0, dhcp: true, bond: {mode: 802.3ad}}]}}`,
+			wantErrs: []string{`machine.network.interfaces[0].bond: bond requires interfaces or deviceSelectors`},
+		},
+		{
+			name:     "link of two kinds",
+			patch:    `machine: {network: {interfaces: [{interface: x0, dummy: true, bridge: {}}]}}`,
+			wantErrs: []string{`machine.network.interfaces[0]: a link can only be one of bond, bridge, dummy or wireguard (found bridge, dummy)`},
+		},
+		{
+			name:  "VLAN IDs",
+			patch: `machine: {network: {interfaces: [{interface: eth0, vlans: [{vlanId: 5000, dhcp: true}, {vlanId: 10, dhcp: true}, {vlanId: 10, dhcp: true}, {dhcp: true}]}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].vlans[0].vlanId: invalid VLAN ID 5000: must be between 1 and 4094`,
+				`machine.network.interfaces[0].vlans[2].vlanId: VLAN ID 10 is declared twice on this link`,
+				`machine.network.interfaces[0].vlans[3].vlanId: invalid VLAN ID 0: must be between 1 and 4094`,
+			},
+		},
+		{
+			name: "duplicate interface entries that disagree",
+			patch: `machine: {network: {interfaces: [
+				{interface: eth0, mtu: 1500, vlans: [{vlanId: 7, dhcp: true}]},
+				{interface: eth0, mtu: 9000, vlans: [{vlanId: 7, dhcp: true}]},
+				{interface: br0, bridge: {}},
+				{interface: br0, dummy: true}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[3]: interface "br0" is declared more than once with link settings (bond, bridge, dummy or wireguard)`,
+				`machine.network.interfaces[1].mtu: interface "eth0" is declared more than once with different MTUs (1500 and 9000)`,
+				`machine.network.interfaces[1].vlans[0].vlanId: VLAN ID 7 is declared twice on interface "eth0"`,
+			},
+		},
+		{
+			name:  "duplicate interface entries that agree are merged",
+			patch: `machine: {network: {interfaces: [{interface: lo0, cidr: 192.168.0.21/24}, {interface: lo0, cidr: 10.2.2.2/24}]}}`,
+		},
+		{
+			name: "wireguard as printed in the guide",
+			patch: `machine: {network: {interfaces: [{interface: wg0, cidr: 192.168.2.1/24, wireguard: {privateKey: "<privatekey file contents>", listenPort: 51820,
+				peers: [{allowedIPs: [192.168.88.0/24], endpoint: 209.202.254.14.8172, publicKey: ABCDEF...}]}}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].wireguard.privateKey: invalid wireguard private key: must be base64 of 32 bytes`,
+				`machine.network.interfaces[0].wireguard.peers[0].publicKey: invalid wireguard public key: must be base64 of 32 bytes`,
+				`machine.network.interfaces[0].wireguard.peers[0].endpoint: invalid wireguard peer endpoint "209.202.254.14.8172": expected host:port`,
+			},
+		},
+	})
+}

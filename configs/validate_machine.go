@@ -1,0 +1,465 @@
+package configs
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+func (v *validator) machine(m *MachineConfig) {
+	const p = "machine"
+
+	switch m.Type {
+	case MachineTypeControlPlane, MachineTypeWorker:
+	case MachineTypeInit:
+		v.warnf(p+".type", "machine type %q is deprecated: use %q and run talosctl bootstrap once", m.Type, MachineTypeControlPlane)
+	default:
+		v.errorf(p+".type", "unknown machine type %q", m.Type)
+	}
+
+	switch {
+	case m.Token == "":
+		v.errorf(p+".token", "trustd token is required (.machine.token)")
+	case !tokenPattern.MatchString(m.Token):
+		v.errorf(p+".token", "trustd token is invalid (expected [a-z0-9]{6}.[a-z0-9]{16})")
+	}
+
+	v.machineCA(m)
+
+	for i, san := range m.CertSANs {
+		v.check(indexPath(p+".certSANs", i), checkSAN(san))
+	}
+
+	if m.ControlPlane != nil && m.Type == MachineTypeWorker {
+		v.warnf(p+".controlPlane", "has no effect on worker nodes")
+	}
+
+	v.kubelet(m.Kubelet)
+	v.staticPods(m.Pods)
+
+	if m.Network != nil {
+		v.network(m.Network)
+	}
+
+	v.disks(m.Disks)
+	v.install(m.Install)
+	v.files(m.Files)
+
+	for _, k := range sortedKeys(m.Env) {
+		if !envName.MatchString(k) {
+			v.errorf(keyPath(p+".env", k), "invalid environment variable name %q", k)
+		}
+	}
+
+	v.time(m.Time)
+	v.kernelSettings(p+".sysctls", m.Sysctls)
+	v.kernelSettings(p+".sysfs", m.Sysfs)
+	v.registries(m.Registries)
+	v.encryption(m.SystemDiskEncryption)
+	v.features(m.Features)
+	v.machineMisc(m)
+	v.kubernetesMetadata(m)
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (v *validator) machineCA(m *MachineConfig) {
+	ca := m.CA
+	if ca == nil {
+		ca = &PEMCertificateAndKey{}
+	}
+
+	switch {
+	case v.controlPlane():
+		if len(ca.Key) == 0 {
+			v.errorf("machine.ca.key", "issuing CA key is required for controlplane nodes (.machine.ca.key)")
+		}
+
+		if len(ca.Crt) == 0 {
+			v.errorf("machine.ca.crt", "issuing CA certificate is required for controlplane nodes (.machine.ca.crt)")
+		}
+	case m.Type == MachineTypeWorker:
+		if len(ca.Crt) == 0 && len(m.AcceptedCAs) == 0 {
+			v.errorf("machine.ca.crt", "trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)")
+		}
+
+		if len(ca.Key) > 0 {
+			v.errorf("machine.ca.key", "issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)")
+		}
+	}
+
+	v.certAndKey("machine.ca", m.CA)
+
+	for i, c := range m.AcceptedCAs {
+		v.pemCertificate(indexPath("machine.acceptedCAs", i)+".crt", c.Crt, true)
+	}
+}
+
+// certAndKey checks the PEM of whatever parts are present; which parts are
+// required depends on the node type and is checked by the caller.
+func (v *validator) certAndKey(path string, ck *PEMCertificateAndKey) {
+	if ck == nil {
+		return
+	}
+
+	v.pemCertificate(path+".crt", ck.Crt, false)
+
+	if len(ck.Key) > 0 {
+		v.check(path+".key", checkPEMKey(ck.Key))
+	}
+}
+
+func (v *validator) pemCertificate(path string, crt Base64, required bool) {
+	switch {
+	case len(crt) > 0:
+		v.check(path, checkPEMCertificate(crt))
+	case required:
+		v.errorf(path, "certificate is required")
+	}
+}
+
+func (v *validator) kubelet(k *KubeletConfig) {
+	if k == nil {
+		return
+	}
+
+	const p = "machine.kubelet"
+
+	if k.Image != "" {
+		v.check(p+".image", checkImage(k.Image))
+	}
+
+	for i, ip := range k.ClusterDNS {
+		v.check(indexPath(p+".clusterDNS", i), checkIP("cluster DNS address", ip))
+	}
+
+	for i, mnt := range k.ExtraMounts {
+		mp := indexPath(p+".extraMounts", i)
+
+		if mnt.Destination == "" {
+			v.errorf(mp+".destination", "mount destination is required")
+		} else {
+			v.check(mp+".destination", checkAbsPath("mount destination", mnt.Destination))
+		}
+	}
+
+	if k.NodeIP != nil {
+		for i, s := range k.NodeIP.ValidSubnets {
+			v.check(indexPath(p+".nodeIP.validSubnets", i), checkSubnetFilter(s))
+		}
+	}
+}
+
+func (v *validator) staticPods(pods []Unstructured) {
+	for i, pod := range pods {
+		if pod["apiVersion"] != "v1" || pod["kind"] != "Pod" {
+			v.errorf(indexPath("machine.pods", i), `static pod must have apiVersion "v1" and kind "Pod"`)
+		}
+	}
+}
+
+func (v *validator) disks(disks []MachineDisk) {
+	for i, d := range disks {
+		dp := indexPath("machine.disks", i)
+
+		if !strings.HasPrefix(d.Device, "/dev/") {
+			v.errorf(dp+".device", "disk device %q must be a path under /dev/", d.Device)
+		}
+
+		for j, part := range d.Partitions {
+			pp := indexPath(dp+".partitions", j)
+
+			v.check(pp+".mountpoint", checkAbsPath("partition mountpoint", part.MountPoint))
+
+			if part.Size != "" {
+				v.check(pp+".size", checkSize("partition size", part.Size))
+			}
+		}
+	}
+}
+
+var diskTypes = []string{"ssd", "hdd", "nvme", "sd"}
+
+func (v *validator) install(in *InstallConfig) {
+	const p = "machine.install"
+
+	if in == nil {
+		if v.mode.RequiresInstall() {
+			v.errorf(p, "install instructions are required in %q mode", v.mode)
+		}
+
+		return
+	}
+
+	if in.Disk == "" && in.DiskSelector == nil && v.mode.RequiresInstall() {
+		v.errorf(p, "either install disk or diskSelector should be defined")
+	}
+
+	if in.Disk != "" && !strings.HasPrefix(in.Disk, "/dev/") {
+		v.errorf(p+".disk", "install disk %q must be a path under /dev/", in.Disk)
+	}
+
+	if sel := in.DiskSelector; sel != nil {
+		if in.Disk != "" {
+			v.warnf(p, "both disk and diskSelector are set; diskSelector wins")
+		}
+
+		if sel.Size != "" {
+			size := strings.TrimLeft(sel.Size, "<>=! ")
+			v.check(p+".diskSelector.size", checkSize("disk size", size))
+		}
+
+		if sel.Type != "" && !slices.Contains(diskTypes, sel.Type) {
+			v.errorf(p+".diskSelector.type", "unsupported disk type %q (expected ssd, hdd, nvme or sd)", sel.Type)
+		}
+	}
+
+	if in.Image != "" {
+		v.check(p+".image", checkImage(in.Image))
+	}
+
+	for i, ext := range in.Extensions {
+		v.check(indexPath(p+".extensions", i)+".image", checkImage(ext.Image))
+	}
+}
+
+var fileOps = []string{"create", "append", "overwrite"}
+
+func (v *validator) files(files []MachineFile) {
+	for i, f := range files {
+		fp := indexPath("machine.files", i)
+
+		if !slices.Contains(fileOps, f.Op) {
+			v.errorf(fp+".op", "unsupported file op %q (expected create, append or overwrite)", f.Op)
+		}
+
+		v.check(fp+".path", checkAbsPath("file path", f.Path))
+
+		switch {
+		case f.Permissions > 0o7777:
+			v.errorf(fp+".permissions", "invalid file permissions 0o%o: only the bits 0o7777 may be set", uint32(f.Permissions))
+		case f.Permissions > 0o777:
+			// A decimal 644 (0o1204) sets the sticky bit: almost always an
+			// octal mode written without its leading zero.
+			v.warnf(fp+".permissions", "file permissions 0o%o set setuid, setgid or sticky bits; write octal modes with a leading 0 (0644)", uint32(f.Permissions))
+		}
+	}
+}
+
+func (v *validator) time(t *TimeConfig) {
+	if t == nil {
+		return
+	}
+
+	const p = "machine.time"
+
+	for i, s := range t.Servers {
+		// NTS servers are written as nts://host.
+		if !isIP(s) && !isDNSName(s) && checkURL("time server", s, "nts") != nil {
+			v.errorf(indexPath(p+".servers", i), "invalid time server %q: must be an IP address or a host name", s)
+		}
+	}
+
+	if t.BootTimeout < 0 {
+		v.errorf(p+".bootTimeout", "must not be negative")
+	}
+
+	if t.Disabled && len(t.Servers) > 0 {
+		v.warnf(p+".servers", "time servers are ignored while time sync is disabled")
+	}
+}
+
+var kernelKey = regexp.MustCompile(`^[a-zA-Z0-9_.*/:-]+$`)
+
+func (v *validator) kernelSettings(path string, settings map[string]string) {
+	for _, k := range sortedKeys(settings) {
+		if !kernelKey.MatchString(k) {
+			v.errorf(keyPath(path, k), "invalid key %q", k)
+		}
+	}
+}
+
+func (v *validator) registries(r *RegistriesConfig) {
+	if r == nil {
+		return
+	}
+
+	const p = "machine.registries"
+
+	for _, host := range sortedKeys(r.Mirrors) {
+		mp := keyPath(p+".mirrors", host)
+
+		if host == "" {
+			v.errorf(mp, "registry host is required")
+		}
+
+		mirror := r.Mirrors[host]
+		if len(mirror.Endpoints) == 0 {
+			v.errorf(mp+".endpoints", "at least one mirror endpoint is required")
+		}
+
+		for i, ep := range mirror.Endpoints {
+			v.check(indexPath(mp+".endpoints", i), checkURL("mirror endpoint", ep, "http", "https"))
+		}
+	}
+
+	for _, host := range sortedKeys(r.Config) {
+		cp := keyPath(p+".config", host)
+		rc := r.Config[host]
+
+		if rc.TLS != nil {
+			if len(rc.TLS.CA) > 0 {
+				v.check(cp+".tls.ca", checkPEMCertificate(rc.TLS.CA))
+			}
+
+			if id := rc.TLS.ClientIdentity; id != nil {
+				v.pemCertificate(cp+".tls.clientIdentity.crt", id.Crt, true)
+
+				if len(id.Key) == 0 {
+					v.errorf(cp+".tls.clientIdentity.key", "client identity key is required")
+				} else {
+					v.check(cp+".tls.clientIdentity.key", checkPEMKey(id.Key))
+				}
+			}
+		}
+
+		if a := rc.Auth; a != nil && a.Password != "" && a.Username == "" {
+			v.errorf(cp+".auth.username", "username is required with a password")
+		}
+	}
+}
+
+var talosRoles = []string{"os:admin", "os:operator", "os:reader", "os:etcd:backup"}
+
+func (v *validator) features(f *FeaturesConfig) {
+	if f == nil {
+		return
+	}
+
+	const p = "machine.features"
+
+	if a := f.KubernetesTalosAPIAccess; a != nil {
+		if a.Enabled != nil && *a.Enabled && !v.controlPlane() {
+			v.errorf(p+".kubernetesTalosAPIAccess", "feature API access from Kubernetes is only allowed on controlplane nodes")
+		}
+
+		for i, role := range a.AllowedRoles {
+			if !slices.Contains(talosRoles, role) {
+				v.errorf(indexPath(p+".kubernetesTalosAPIAccess.allowedRoles", i), "invalid role %q (expected one of %s)", role, strings.Join(talosRoles, ", "))
+			}
+		}
+	}
+
+	if f.KubePrism != nil {
+		v.check(p+".kubePrism.port", checkPort("KubePrism port", f.KubePrism.Port))
+	}
+
+	switch f.NodeAddressSortAlgorithm {
+	case "", "v1", "v2":
+	default:
+		v.errorf(p+".nodeAddressSortAlgorithm", "unsupported algorithm %q (expected v1 or v2)", f.NodeAddressSortAlgorithm)
+	}
+}
+
+func (v *validator) machineMisc(m *MachineConfig) {
+	if m.Logging != nil {
+		for i, d := range m.Logging.Destinations {
+			dp := indexPath("machine.logging.destinations", i)
+
+			v.check(dp+".endpoint", checkURL("log destination", d.Endpoint, "tcp", "udp"))
+
+			if d.Format != "json_lines" {
+				v.errorf(dp+".format", "unsupported logging format %q (expected json_lines)", d.Format)
+			}
+		}
+	}
+
+	if m.Kernel != nil {
+		for i, mod := range m.Kernel.Modules {
+			if mod.Name == "" || strings.ContainsAny(mod.Name, "/ ") {
+				v.errorf(indexPath("machine.kernel.modules", i)+".name", "invalid kernel module name %q", mod.Name)
+			}
+		}
+
+		if len(m.Kernel.Modules) > 0 && v.mode == ModeContainer {
+			v.warnf("machine.kernel.modules", "kernel modules cannot be loaded in container mode")
+		}
+	}
+
+	if m.Udev != nil {
+		for i, rule := range m.Udev.Rules {
+			if strings.TrimSpace(rule) == "" {
+				v.errorf(indexPath("machine.udev.rules", i), "udev rule is empty")
+			}
+		}
+	}
+
+	names := map[string]bool{}
+
+	for i, prof := range m.SeccompProfiles {
+		sp := indexPath("machine.seccompProfiles", i)
+
+		switch {
+		case prof.Name == "":
+			v.errorf(sp+".name", "seccomp profile name is required")
+		case names[prof.Name]:
+			v.errorf(sp+".name", "seccomp profile %q is declared twice", prof.Name)
+		}
+
+		names[prof.Name] = true
+
+		if len(prof.Value) == 0 {
+			v.errorf(sp+".value", "seccomp profile value is required")
+		}
+	}
+}
+
+// A Kubernetes label or annotation key is [DNS prefix/]name; values are
+// short names too, possibly empty.
+var (
+	labelName  = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$`)
+	labelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$`)
+)
+
+func checkQualifiedName(k string) error {
+	prefix, name, found := strings.Cut(k, "/")
+	if !found {
+		name, prefix = prefix, ""
+	}
+
+	if (found && !isDNSName(prefix)) || !labelName.MatchString(name) {
+		return fmt.Errorf("invalid key %q", k)
+	}
+
+	return nil
+}
+
+var taintEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+func (v *validator) kubernetesMetadata(m *MachineConfig) {
+	for _, k := range sortedKeys(m.NodeLabels) {
+		kp := keyPath("machine.nodeLabels", k)
+		v.check(kp, checkQualifiedName(k))
+
+		if val := m.NodeLabels[k]; len(val) > 63 || !labelValue.MatchString(val) {
+			v.errorf(kp, "invalid label value %q", val)
+		}
+	}
+
+	for _, k := range sortedKeys(m.NodeAnnotations) {
+		v.check(keyPath("machine.nodeAnnotations", k), checkQualifiedName(k))
+	}
+
+	for _, k := range sortedKeys(m.NodeTaints) {
+		kp := keyPath("machine.nodeTaints", k)
+		v.check(kp, checkQualifiedName(k))
+
+		val := m.NodeTaints[k]
+		effect := val[strings.LastIndex(val, ":")+1:]
+
+		if !slices.Contains(taintEffects, effect) {
+			v.errorf(kp, "invalid taint %q: expected [value:]effect with effect NoSchedule, PreferNoSchedule or NoExecute", val)
+		}
+	}
+}

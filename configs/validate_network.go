@@ -1,0 +1,404 @@
+package configs
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+var (
+	bondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
+	lacpRates = []string{"slow", "fast"}
+	hashModes = []string{"layer2", "layer3+4", "layer2+3", "encap2+3", "encap3+4", "vlan+srcmac"}
+)
+
+func (v *validator) network(n *NetworkConfig) {
+	const p = "machine.network"
+
+	if n.Hostname != "" && !isDNSName(n.Hostname) {
+		v.errorf(p+".hostname", "invalid hostname %q", n.Hostname)
+	}
+
+	for i, ns := range n.Nameservers {
+		v.check(indexPath(p+".nameservers", i), checkIP("nameserver address", ns))
+	}
+
+	for i, d := range n.SearchDomains {
+		if !isDNSName(d) {
+			v.errorf(indexPath(p+".searchDomains", i), "invalid search domain %q", d)
+		}
+	}
+
+	for i, h := range n.ExtraHostEntries {
+		hp := indexPath(p+".extraHostEntries", i)
+		v.check(hp+".ip", checkIP("host entry address", h.IP))
+
+		if len(h.Aliases) == 0 {
+			v.errorf(hp+".aliases", "at least one alias is required")
+		}
+
+		for j, a := range h.Aliases {
+			if !isDNSName(a) {
+				v.errorf(indexPath(hp+".aliases", j), "invalid host alias %q", a)
+			}
+		}
+	}
+
+	if ks := n.KubeSpan; ks != nil && ks.Filters != nil {
+		for i, s := range ks.Filters.Endpoints {
+			v.check(indexPath(p+".kubespan.filters.endpoints", i), checkSubnetFilter(s))
+		}
+
+		for i, s := range ks.Filters.ExcludeAdvertisedNetworks {
+			v.check(indexPath(p+".kubespan.filters.excludeAdvertisedNetworks", i), checkCIDR(s))
+		}
+	}
+
+	for i := range n.Interfaces {
+		v.device(indexPath(p+".interfaces", i), &n.Interfaces[i])
+	}
+
+	v.links(n.Interfaces)
+}
+
+func (v *validator) device(p string, d *Device) {
+	switch {
+	case d.Interface == "" && d.DeviceSelector == nil:
+		v.errorf(p, "either interface or deviceSelector is required")
+	case d.Interface != "" && d.DeviceSelector != nil:
+		v.errorf(p, "interface and deviceSelector are mutually exclusive")
+	}
+
+	if d.DeviceSelector != nil {
+		v.deviceSelector(p+".deviceSelector", d.DeviceSelector)
+	}
+
+	v.addressing(p, d.Addresses, d.CIDR, d.Routes, d.MTU, d.VIP)
+
+	var kinds []string
+
+	if d.Bond != nil {
+		kinds = append(kinds, "bond")
+		v.bond(p+".bond", d.Bond)
+	}
+
+	if d.Bridge != nil {
+		kinds = append(kinds, "bridge")
+	}
+
+	if d.Dummy {
+		kinds = append(kinds, "dummy")
+	}
+
+	if d.WireGuard != nil {
+		kinds = append(kinds, "wireguard")
+		v.wireguard(p+".wireguard", d.WireGuard)
+	}
+
+	if len(kinds) > 1 {
+		v.errorf(p, "a link can only be one of bond, bridge, dummy or wireguard (found %s)", strings.Join(kinds, ", "))
+	}
+
+	if d.DHCPOptions != nil && !d.DHCP {
+		v.warnf(p+".dhcpOptions", "dhcpOptions have no effect without dhcp: true")
+	}
+
+	seen := map[uint16]bool{}
+
+	for i, vl := range d.VLANs {
+		vp := indexPath(p+".vlans", i)
+
+		switch {
+		case vl.ID < 1 || vl.ID > 4094:
+			v.errorf(vp+".vlanId", "invalid VLAN ID %d: must be between 1 and 4094", vl.ID)
+		case seen[vl.ID]:
+			v.errorf(vp+".vlanId", "VLAN ID %d is declared twice on this link", vl.ID)
+		}
+
+		seen[vl.ID] = true
+
+		v.addressing(vp, vl.Addresses, vl.CIDR, vl.Routes, vl.MTU, vl.VIP)
+	}
+}
+
+func (v *validator) deviceSelector(p string, s *DeviceSelector) {
+	if *s == (DeviceSelector{}) {
+		v.errorf(p, "deviceSelector must match on at least one property")
+	}
+
+	// Selectors may use glob patterns, so only plain addresses are parsed.
+	for _, f := range []struct{ field, mac string }{{"hardwareAddr", s.HardwareAddr}, {"permanentAddr", s.PermanentAddr}} {
+		if f.mac != "" && !strings.ContainsAny(f.mac, "*?[") {
+			if _, err := net.ParseMAC(f.mac); err != nil {
+				v.errorf(p+"."+f.field, "invalid MAC address %q", f.mac)
+			}
+		}
+	}
+}
+
+// addressing checks what a link and a VLAN have in common.
+func (v *validator) addressing(p string, addrs []string, cidr string, routes []Route, mtu uint32, vip *VIPConfig) {
+	for i, a := range addrs {
+		v.check(indexPath(p+".addresses", i), checkCIDR(a))
+	}
+
+	if cidr != "" {
+		v.check(p+".cidr", checkCIDR(cidr))
+	}
+
+	for i, r := range routes {
+		v.route(indexPath(p+".routes", i), r)
+	}
+
+	if mtu != 0 && (mtu < 68 || mtu > 65535) {
+		v.errorf(p+".mtu", "invalid MTU %d: must be between 68 and 65535", mtu)
+	}
+
+	if vip != nil {
+		if !v.controlPlane() {
+			v.errorf(p+".vip", "virtual (shared) IP is not allowed on non-controlplane nodes")
+		}
+
+		v.check(p+".vip.ip", checkIP("VIP address", vip.IP))
+	}
+}
+
+func (v *validator) route(p string, r Route) {
+	var network netip.Prefix
+
+	if r.Network != "" {
+		var err error
+		if network, err = netip.ParsePrefix(r.Network); err != nil {
+			v.errorf(p+".network", "invalid CIDR %q", r.Network)
+		}
+	}
+
+	if r.Gateway != "" {
+		gw, err := netip.ParseAddr(r.Gateway)
+
+		switch {
+		case err != nil:
+			v.errorf(p+".gateway", "invalid gateway address %q", r.Gateway)
+		case network.IsValid() && gw.Is4() != network.Addr().Is4():
+			v.errorf(p+".gateway", "gateway %s and network %s are of different address families", r.Gateway, r.Network)
+		}
+	}
+
+	if r.Source != "" {
+		v.check(p+".source", checkIP("source address", r.Source))
+	}
+
+	if r.Network == "" && r.Gateway == "" {
+		v.errorf(p, "route needs a network, a gateway or both")
+	}
+
+	if r.MTU != 0 && (r.MTU < 68 || r.MTU > 65535) {
+		v.errorf(p+".mtu", "invalid MTU %d: must be between 68 and 65535", r.MTU)
+	}
+}
+
+func (v *validator) bond(p string, b *Bond) {
+	switch {
+	case len(b.Interfaces) == 0 && len(b.DeviceSelectors) == 0:
+		v.errorf(p, "bond requires interfaces or deviceSelectors")
+	case len(b.Interfaces) > 0 && len(b.DeviceSelectors) > 0:
+		v.errorf(p, "bond interfaces and deviceSelectors are mutually exclusive")
+	}
+
+	for i := range b.DeviceSelectors {
+		v.deviceSelector(indexPath(p+".deviceSelectors", i), &b.DeviceSelectors[i])
+	}
+
+	v.oneOf(p+".mode", "bond mode", b.Mode, bondModes)
+	v.oneOf(p+".lacpRate", "LACP rate", b.LACPRate, lacpRates)
+	v.oneOf(p+".xmitHashPolicy", "transmit hash policy", b.HashPolicy, hashModes)
+
+	if b.UpDelay > 0 && (b.MIIMon == 0 || b.UpDelay%b.MIIMon != 0) {
+		v.errorf(p+".updelay", "bond.upDelay should be a multiple of miiMon")
+	}
+
+	if b.DownDelay > 0 && (b.MIIMon == 0 || b.DownDelay%b.MIIMon != 0) {
+		v.errorf(p+".downdelay", "bond.downDelay should be a multiple of miiMon")
+	}
+
+	for i, ip := range b.ARPIPTarget {
+		v.check(indexPath(p+".arpIPTarget", i), checkIP("ARP target address", ip))
+	}
+
+	if b.ADActorSystem != "" {
+		if _, err := net.ParseMAC(b.ADActorSystem); err != nil {
+			v.errorf(p+".adActorSystem", "invalid MAC address %q", b.ADActorSystem)
+		}
+	}
+}
+
+func (v *validator) oneOf(p, what, value string, allowed []string) {
+	if value != "" && !slices.Contains(allowed, value) {
+		v.errorf(p, "unsupported %s %q (expected one of %s)", what, value, strings.Join(allowed, ", "))
+	}
+}
+
+func (v *validator) wireguard(p string, wg *WireGuardConfig) {
+	if wg.PrivateKey == "" {
+		v.errorf(p+".privateKey", "wireguard private key is required")
+	} else {
+		v.check(p+".privateKey", checkBase64Key("wireguard private key", wg.PrivateKey, 32))
+	}
+
+	v.check(p+".listenPort", checkPort("listen port", wg.ListenPort))
+
+	if wg.FirewallMark < 0 {
+		v.errorf(p+".firewallMark", "firewall mark must not be negative")
+	}
+
+	for i, peer := range wg.Peers {
+		pp := indexPath(p+".peers", i)
+
+		v.check(pp+".publicKey", checkBase64Key("wireguard public key", peer.PublicKey, 32))
+
+		if peer.Endpoint != "" {
+			v.check(pp+".endpoint", checkHostPort("wireguard peer endpoint", peer.Endpoint))
+		}
+
+		if peer.PersistentKeepaliveInterval < 0 {
+			v.errorf(pp+".persistentKeepaliveInterval", "must not be negative")
+		}
+
+		for j, a := range peer.AllowedIPs {
+			v.check(indexPath(pp+".allowedIPs", j), checkCIDR(a))
+		}
+	}
+}
+
+// links checks relations between entries: duplicates, and links that two
+// bonds or bridges both claim.
+func (v *validator) links(devs []Device) {
+	const p = "machine.network.interfaces"
+
+	byName := map[string][]int{}
+	bridges := map[string]bool{}
+
+	for i, d := range devs {
+		if d.Interface != "" {
+			byName[d.Interface] = append(byName[d.Interface], i)
+		}
+
+		if d.Bridge != nil {
+			bridges[d.Interface] = true
+		}
+	}
+
+	v.duplicateLinks(devs, byName)
+
+	// members maps a link to the bond or bridge that claimed it first.
+	members := map[string]string{}
+	claim := func(path, member, owner string) {
+		if member == owner {
+			v.errorf(path, "link %q cannot be a member of itself", member)
+
+			return
+		}
+
+		if _, taken := members[member]; taken {
+			v.errorf(path, "interface %q is declared as part of two separate links", member)
+
+			return
+		}
+
+		members[member] = owner
+	}
+
+	for i, d := range devs {
+		dp := indexPath(p, i)
+
+		if d.Bond != nil {
+			for j, m := range d.Bond.Interfaces {
+				claim(indexPath(dp+".bond.interfaces", j), m, d.Interface)
+			}
+		}
+
+		if d.Bridge != nil {
+			for j, m := range d.Bridge.Interfaces {
+				claim(indexPath(dp+".bridge.interfaces", j), m, d.Interface)
+			}
+		}
+
+		if d.BridgePort != nil {
+			if !bridges[d.BridgePort.Master] {
+				v.errorf(dp+".bridgePort.master", "bridge %q is not declared", d.BridgePort.Master)
+			}
+
+			claim(dp+".bridgePort", d.Interface, d.BridgePort.Master)
+		}
+	}
+
+	// A bond or bridge member is driven by its master; addresses of its own
+	// would be silently lost.
+	for _, name := range sortedKeys(members) {
+		for _, i := range byName[name] {
+			d := devs[i]
+			if len(d.Addresses) > 0 || d.CIDR != "" || d.DHCP || len(d.VLANs) > 0 || d.VIP != nil {
+				v.errorf(indexPath(p, i), "interface %q is a member of %q and cannot have addressing of its own", name, members[name])
+			}
+		}
+	}
+}
+
+// duplicateLinks allows the same interface in several entries (the Talos
+// guides do so to add addresses), but not entries that disagree.
+func (v *validator) duplicateLinks(devs []Device, byName map[string][]int) {
+	for _, name := range sortedKeys(byName) {
+		idx := byName[name]
+		if len(idx) < 2 {
+			continue
+		}
+
+		var kindOwner, mtuOwner *Device
+
+		for _, i := range idx {
+			d := &devs[i]
+			dp := indexPath("machine.network.interfaces", i)
+
+			if d.Bond != nil || d.Bridge != nil || d.WireGuard != nil || d.Dummy {
+				if kindOwner != nil {
+					v.errorf(dp, "interface %q is declared more than once with link settings (bond, bridge, dummy or wireguard)", name)
+				}
+
+				kindOwner = d
+			}
+
+			if d.MTU != 0 {
+				if mtuOwner != nil && mtuOwner.MTU != d.MTU {
+					v.errorf(dp+".mtu", "interface %q is declared more than once with different MTUs (%d and %d)", name, mtuOwner.MTU, d.MTU)
+				}
+
+				mtuOwner = d
+			}
+		}
+
+		v.duplicateVLANs(name, devs, idx)
+	}
+}
+
+func (v *validator) duplicateVLANs(name string, devs []Device, idx []int) {
+	seen := map[uint16]bool{}
+
+	for _, i := range idx {
+		local := map[uint16]bool{}
+
+		for j, vl := range devs[i].VLANs {
+			if seen[vl.ID] && !local[vl.ID] {
+				v.errorf(fmt.Sprintf("machine.network.interfaces[%d].vlans[%d].vlanId", i, j),
+					"VLAN ID %d is declared twice on interface %q", vl.ID, name)
+			}
+
+			local[vl.ID] = true
+		}
+
+		for id := range local {
+			seen[id] = true
+		}
+	}
+}

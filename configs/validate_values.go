@@ -1,0 +1,224 @@
+package configs
+
+import (
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Shared checks for single values. Each returns an error whose message is
+// ready to be shown after the value's path.
+
+func checkCIDR(s string) error {
+	if _, err := netip.ParsePrefix(s); err != nil {
+		return fmt.Errorf("invalid CIDR %q", s)
+	}
+
+	return nil
+}
+
+// checkSubnetFilter accepts a CIDR optionally negated with "!", the form of
+// kubelet.nodeIP.validSubnets and etcd subnets.
+func checkSubnetFilter(s string) error {
+	if err := checkCIDR(strings.TrimPrefix(s, "!")); err != nil {
+		return fmt.Errorf("invalid subnet %q", s)
+	}
+
+	return nil
+}
+
+func isIP(s string) bool {
+	_, err := netip.ParseAddr(s)
+
+	return err == nil
+}
+
+func checkIP(what, s string) error {
+	if !isIP(s) {
+		return fmt.Errorf("invalid %s %q", what, s)
+	}
+
+	return nil
+}
+
+// checkURL requires an absolute URL with a host and one of the schemes.
+func checkURL(what, s string, schemes ...string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("invalid %s %q: %w", what, s, unwrapURLError(err))
+	}
+
+	if !slices.Contains(schemes, u.Scheme) {
+		return fmt.Errorf("invalid %s %q: scheme must be %s", what, s, strings.Join(schemes, " or "))
+	}
+
+	if u.Host == "" {
+		return fmt.Errorf("invalid %s %q: host is missing", what, s)
+	}
+
+	if p := u.Port(); p != "" {
+		if err := checkPortString(p); err != nil {
+			return fmt.Errorf("invalid %s %q: %w", what, s, err)
+		}
+	}
+
+	return nil
+}
+
+// unwrapURLError drops url.Error's repetition of the URL, which the caller's
+// message already shows.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+
+	return err
+}
+
+func checkPortString(p string) error {
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("invalid port %q", p)
+	}
+
+	return nil
+}
+
+func checkHostPort(what, s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("invalid %s %q: expected host:port", what, s)
+	}
+
+	if host == "" {
+		return fmt.Errorf("invalid %s %q: host is missing", what, s)
+	}
+
+	if err := checkPortString(port); err != nil {
+		return fmt.Errorf("invalid %s %q: %w", what, s, err)
+	}
+
+	return nil
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
+
+// isDNSName accepts RFC 1123 host names, with an optional trailing dot.
+func isDNSName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+
+	for label := range strings.SplitSeq(s, ".") {
+		if !dnsLabel.MatchString(label) {
+			return false
+		}
+	}
+
+	return true
+}
+
+// checkSAN accepts what can go into a certificate's subject alternative
+// names: an IP or a DNS name, possibly a wildcard.
+func checkSAN(s string) error {
+	if isIP(s) || isDNSName(strings.TrimPrefix(s, "*.")) {
+		return nil
+	}
+
+	return fmt.Errorf("invalid certificate SAN %q: must be an IP address or a DNS name", s)
+}
+
+func checkPEMCertificate(b []byte) error {
+	block, _ := pem.Decode(b)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return errors.New("invalid certificate: expected a PEM CERTIFICATE block")
+	}
+
+	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+		return fmt.Errorf("invalid certificate: %w", err)
+	}
+
+	return nil
+}
+
+func checkPEMKey(b []byte) error {
+	block, _ := pem.Decode(b)
+	if block == nil || !strings.HasSuffix(block.Type, "PRIVATE KEY") {
+		return errors.New("invalid private key: expected a PEM PRIVATE KEY block")
+	}
+
+	return nil
+}
+
+// checkBase64Key requires base64 of one of the given lengths in bytes.
+func checkBase64Key(what, s string, sizes ...int) error {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || !slices.Contains(sizes, len(b)) {
+		want := make([]string, len(sizes))
+		for i, n := range sizes {
+			want[i] = strconv.Itoa(n)
+		}
+
+		return fmt.Errorf("invalid %s: must be base64 of %s bytes", what, strings.Join(want, ", "))
+	}
+
+	return nil
+}
+
+// tokenPattern is the shape of both the Kubernetes bootstrap token and the
+// trustd token.
+var tokenPattern = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
+
+// imageRef follows the distribution reference grammar closely enough to
+// catch typos without a dependency: [host[:port]/]path[:tag][@digest].
+var imageRef = regexp.MustCompile(`^` +
+	`(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+	`(?::[\w][\w.-]{0,127})?` +
+	`(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
+
+func checkImage(s string) error {
+	if !imageRef.MatchString(s) {
+		return fmt.Errorf("invalid image reference %q", s)
+	}
+
+	return nil
+}
+
+func checkAbsPath(what, s string) error {
+	if !strings.HasPrefix(s, "/") {
+		return fmt.Errorf("%s %q must be an absolute path", what, s)
+	}
+
+	return nil
+}
+
+var sizePattern = regexp.MustCompile(`^(?i)\d+(\.\d+)?\s*([kmgtpe]i?b?|b)?$`)
+
+// checkSize accepts a byte count or a size with a unit ("100 GB", "4GiB").
+func checkSize(what, s string) error {
+	if !sizePattern.MatchString(strings.TrimSpace(s)) {
+		return fmt.Errorf("invalid %s %q", what, s)
+	}
+
+	return nil
+}
+
+func checkPort(what string, p int) error {
+	if p < 0 || p > 65535 {
+		return fmt.Errorf("invalid %s %d: must be between 1 and 65535", what, p)
+	}
+
+	return nil
+}
