@@ -23,6 +23,7 @@ hand (gen ca, key, csr, crt, keypair). Files holding private keys are 0600.`,
 
 	cmd.AddCommand(
 		newGenSecretsCommand(),
+		newGenConfigCommand(),
 		newGenCACommand(),
 		newGenKeyCommand(),
 		newGenCSRCommand(),

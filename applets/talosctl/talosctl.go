@@ -23,6 +23,8 @@ var Applet = applet.Applet{
 
 // GlobalFlags are the flags every talosctl command accepts.
 type GlobalFlags struct {
+	env applet.Env
+
 	Talosconfig string
 	Context     string
 	Nodes       []string
@@ -57,7 +59,7 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 // NewRootCommand builds the command tree. env supplies output streams and
 // the environment, so tests run commands without a process.
 func NewRootCommand(env applet.Env) *cobra.Command {
-	g := &GlobalFlags{}
+	g := &GlobalFlags{env: env}
 
 	root := &cobra.Command{
 		Use:   "talosctl",
@@ -81,6 +83,9 @@ then ~/.talos/config.`,
 	root.AddCommand(
 		newVersionCommand(g),
 		newGenCommand(g),
+		newValidateCommand(),
+		newMachineconfigCommand(),
+		newConfigCommand(g),
 	)
 
 	return root

@@ -1,0 +1,67 @@
+package generate_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/configpatch"
+)
+
+// TestSeedFixturesPatchGeneratedConfig merges every config snippet from the
+// seed guides, as a strategic merge patch, into a freshly generated
+// control-plane config: the result must decode strictly, validate, and
+// carry the patch.
+func TestSeedFixturesPatchGeneratedConfig(t *testing.T) {
+	out, err := generate.Generate(generate.Options{ClusterName: "seeds", Endpoint: "https://10.5.0.1:6443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	base, err := out.ControlPlane.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	files, err := filepath.Glob("../testdata/seeds/*.yaml")
+	if err != nil || len(files) < 15 {
+		t.Fatalf("seed fixtures: %v (%d files)", err, len(files))
+	}
+
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			patches, err := configpatch.Load("@" + file)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			doc, err := configpatch.Apply(base, patches...)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			cfg, err := configs.Decode(doc)
+			if err != nil {
+				t.Fatalf("patched config does not decode: %v", err)
+			}
+
+			if _, err := cfg.Validate(configs.ModeMetal); err != nil {
+				t.Fatalf("patched config is invalid: %v", err)
+			}
+
+			// The patch must have landed: the fixture, decoded on its own,
+			// must differ from the base config after merging.
+			if string(doc) == string(base) {
+				t.Fatal("the patch changed nothing")
+			}
+
+			raw, _ := os.ReadFile(file)
+			if _, err := configs.Decode(raw); err != nil {
+				t.Fatalf("fixture itself does not decode: %v", err)
+			}
+		})
+	}
+}
