@@ -72,7 +72,7 @@ func TestGeneratedTalosconfigMutualTLS(t *testing.T) {
 				return
 			}
 
-			tc := c.(*tls.Conn) //nolint:forcetypeassert // tls.Listen
+			tc := c.(*tls.Conn)                              //nolint:forcetypeassert // tls.Listen
 			tc.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
 
 			if tc.Handshake() == nil {
