@@ -36,7 +36,7 @@ func (c *Config) Encode() ([]byte, error) {
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(4)
 
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(quotedForEncoding(c)); err != nil {
 		return nil, fmt.Errorf("error encoding config: %w", err)
 	}
 
