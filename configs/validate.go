@@ -134,8 +134,10 @@ func (v *validator) config() {
 		v.errorf("version", "invalid config version %q (expected %q)", c.Version, Version)
 	}
 
+	// A warning, not an error: a node told not to persist keeps its
+	// config in memory only, which is a legitimate (if unusual) choice.
 	if !c.Persist {
-		v.errorf("persist", ".persist should be enabled")
+		v.warnf("persist", ".persist should be enabled")
 	}
 
 	if c.Machine == nil {

@@ -263,9 +263,9 @@ func TestValidateGolden(t *testing.T) {
 			},
 		},
 		{
-			name:     "persist must be enabled",
-			patch:    `persist: false`,
-			wantErrs: []string{`persist: .persist should be enabled`},
+			name:      "persist should be enabled",
+			patch:     `persist: false`,
+			wantWarns: []string{`persist: .persist should be enabled`},
 		},
 		{
 			name:  "version and sections",

@@ -153,12 +153,11 @@ func TestValidateFullConfigs(t *testing.T) {
 func TestValidateErrorFormat(t *testing.T) {
 	t.Parallel()
 
-	cfg := configWith(t, "worker", `{machine: {type: x, token: bad}, persist: false}`)
+	cfg := configWith(t, "worker", `{machine: {type: x, token: bad}}`)
 
 	_, err := cfg.Validate(configs.ModeMetal)
 
-	want := "3 errors occurred:\n" +
-		"\t* persist: .persist should be enabled\n" +
+	want := "2 errors occurred:\n" +
 		"\t* machine.type: unknown machine type \"x\"\n" +
 		"\t* machine.token: trustd token is invalid (expected [a-z0-9]{6}.[a-z0-9]{16})\n\n"
 	if err == nil || err.Error() != want {
@@ -166,13 +165,18 @@ func TestValidateErrorFormat(t *testing.T) {
 	}
 
 	var ve *configs.ValidationError
-	if !errors.As(err, &ve) || ve.Path != "persist" {
+	if !errors.As(err, &ve) || ve.Path != "machine.type" {
 		t.Fatalf("want the first *ValidationError reachable with errors.As, got %#v", ve)
 	}
 
-	_, err = configWith(t, "worker", `persist: false`).Validate(configs.ModeMetal)
-	if want := "1 error occurred:\n\t* persist: .persist should be enabled\n\n"; err == nil || err.Error() != want {
-		t.Fatalf("got %q\nwant %q", err, want)
+	warnings, err := configWith(t, "worker", `persist: false`).Validate(configs.ModeMetal)
+	if err != nil || len(warnings) != 1 || warnings[0] != "persist: .persist should be enabled" {
+		t.Fatalf("persist: false: warnings %q, err %v; want one warning and no error", warnings, err)
+	}
+
+	_, err = configWith(t, "worker", `persist: false`).Validate(configs.ModeMetal, configs.WithStrict(true))
+	if want := "1 error occurred:\n\t* warning: persist: .persist should be enabled\n\n"; err == nil || err.Error() != want {
+		t.Fatalf("strict: got %q\nwant %q", err, want)
 	}
 }
 

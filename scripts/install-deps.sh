@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 
 # Grows as issues land: iproute2 and dnsmasq (networkd), qemu and a kernel
 # (boot), cryptsetup (LUKS2), ...
-packages=(make git ca-certificates)
+#   chrony      a real NTP server peer for timed's tests
+#   util-linux  unshare, to run machined as PID 1 in fresh namespaces
+packages=(make git ca-certificates chrony util-linux procps)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -15,6 +17,19 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]})); then
+  echo "installing Debian packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# containerd is machined's process-runner service. Docker's own packages
+# already ship it (docker.io depends on containerd; containerd.io from
+# Docker's repository conflicts with Debian's), so only install it when no
+# containerd binary is present.
+if ! command -v containerd >/dev/null; then
+  missing=(containerd)
   echo "installing Debian packages: ${missing[*]}"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -2,9 +2,150 @@
 // supervisor and the machine config. It answers to "init" as well.
 package machined
 
-import "github.com/talosbox/talosbox/internal/applet"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/reaper"
+	"github.com/talosbox/talosbox/internal/version"
+)
 
 // Applet is machined's entry in the multicall table.
-var Applet = applet.Pending("machined", "PID 1: boot sequence, service supervisor, machine config",
-	"Run as PID 1 (or as 'init'): mount pseudo filesystems, acquire the machine config,\nstart apid, trustd, networkd and etcd on one in-process resource bus, and\nhandle reset, reboot and upgrade.",
-	"issue 4", "init")
+var Applet = applet.Applet{
+	Name:    "machined",
+	Aliases: []string{"init"},
+	Summary: "PID 1: boot sequence, service supervisor, machine config",
+	Main:    Main,
+}
+
+// ConfigEnv names a config file when --config is not given.
+const ConfigEnv = "TALOSBOX_CONFIG"
+
+// fatalDelay is how long a fatal error stays on the console before the
+// machine reboots.
+const fatalDelay = 10 * time.Second
+
+const usage = `Usage: machined [--platform metal|container] [--state-dir DIR] [--config FILE]
+
+Run the node: mount pseudo filesystems (metal), acquire the machine config,
+start the services and keep them running. With no config the node waits in
+maintenance mode for 'talosctl apply-config --insecure'.
+
+The platform comes from --platform, then $TALOSBOX_PLATFORM, then detection.
+The config comes from --config, then $TALOSBOX_CONFIG, then the one persisted
+in the state dir (talos.config= on the kernel command line on metal).
+In container mode it also runs when it is not PID 1, and SIGTERM or SIGINT
+stop it in order and make it exit 0.
+
+Flags:
+`
+
+// Main runs machined with args (without the program name).
+func Main(ctx context.Context, args []string, env applet.Env) int {
+	fs := flag.NewFlagSet("machined", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprint(env.Stderr, usage)
+		fs.PrintDefaults()
+	}
+
+	plat := fs.String("platform", "", "metal or container (default: $TALOSBOX_PLATFORM, then detected)")
+	stateDir := fs.String("state-dir", "", "where the node keeps its state (container default /var/lib/talosbox)")
+	configPath := fs.String("config", "", "machine config file or http(s) URL (default: $TALOSBOX_CONFIG)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+
+		return 2
+	}
+
+	if *showVersion {
+		fmt.Fprintln(env.Stdout, version.Short("machined"))
+		return 0
+	}
+
+	if *configPath == "" {
+		*configPath = env.Getenv(ConfigEnv)
+	}
+
+	p, err := platform.Detect(platform.Options{Flag: *plat, StateDir: *stateDir, Getenv: env.Getenv, PID: os.Getpid()})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "machined: %v\n", err)
+		return 2
+	}
+
+	return run(ctx, p, *configPath, env)
+}
+
+func run(ctx context.Context, p platform.Platform, configPath string, env applet.Env) int {
+	pid1 := os.Getpid() == 1
+
+	// As PID 1 only the signals below end the node; the multicall's own
+	// handler is replaced so SIGINT on a console does not kill init.
+	ctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	if pid1 || !p.IsMetal() {
+		if !pid1 {
+			// Adopt orphans of our services, as init would.
+			reaper.SetSubreaper() //nolint:errcheck // best effort when not PID 1
+		}
+
+		go reaper.Run(ctx)
+	}
+
+	fmt.Fprintf(env.Stdout, "[talos] %s, platform %s, state %s\n", version.Short("machined"), p.Name, p.StateDir)
+
+	node, err := machine.New(machine.Options{Platform: p, ConfigPath: configPath, Console: env.Stdout})
+	if err != nil {
+		return fatal(p, env, err)
+	}
+
+	err = node.Run(ctx)
+
+	switch {
+	case err == nil || errors.Is(err, machine.ErrPowerOff):
+		fmt.Fprintln(env.Stdout, "[talos] machined stopped")
+
+		if p.IsMetal() && pid1 {
+			platform.UnmountAll()
+			unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF) //nolint:errcheck // nothing left to do
+		}
+
+		return 0
+	default:
+		return fatal(p, env, err)
+	}
+}
+
+// fatal reports an error that stops the node. On metal as PID 1 it must
+// never return (the kernel would panic): it shows the reason, waits, and
+// reboots.
+func fatal(p platform.Platform, env applet.Env, err error) int {
+	fmt.Fprintf(env.Stderr, "[talos] fatal: %v\n", err)
+
+	if p.IsMetal() && os.Getpid() == 1 {
+		fmt.Fprintf(env.Stderr, "[talos] rebooting in %s\n", fatalDelay)
+		time.Sleep(fatalDelay) // the operator needs time to read the console
+		platform.UnmountAll()
+		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART) //nolint:errcheck
+
+		select {} // never return from init
+	}
+
+	return 1
+}

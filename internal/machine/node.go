@@ -1,0 +1,279 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/logring"
+	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/sequencer"
+	"github.com/talosbox/talosbox/internal/supervisor"
+	"github.com/talosbox/talosbox/internal/timed"
+)
+
+// Options configure a Node.
+type Options struct {
+	Platform platform.Platform
+	// ConfigPath is --config or $TALOSBOX_CONFIG; on metal talos.config=
+	// from the kernel command line is used when it is empty.
+	ConfigPath string
+	// Console receives the node's log lines (stdout, or /dev/console).
+	Console io.Writer
+	// ContainerdPath is the containerd binary; found on PATH when empty.
+	ContainerdPath string
+	// NoContainerd leaves containerd out even when it is installed.
+	NoContainerd bool
+	// StopTimeout bounds each service's stop (30 s by default).
+	StopTimeout time.Duration
+}
+
+// Node is one running machine.
+type Node struct {
+	opts     Options
+	store    *bus.Store
+	registry *bus.Registry
+	state    State
+	log      *logring.Ring
+	console  io.Writer
+	seq      *sequencer.Runner
+
+	// configs offered in maintenance mode reach the waiting boot here.
+	offered chan []byte
+	// requests carry reboot, shutdown and reset from the API to Run.
+	requests chan request
+
+	mu       sync.Mutex
+	sup      *supervisor.Supervisor
+	active   []byte      // the config in effect, as applied
+	booted   bool        // a boot of this process got as far as a config
+	tryTimer *time.Timer // pending revert of a "try" apply
+}
+
+// New prepares a node; Run boots it.
+func New(opts Options) (*Node, error) {
+	if opts.StopTimeout == 0 {
+		opts.StopTimeout = 30 * time.Second
+	}
+
+	if opts.Console == nil {
+		opts.Console = os.Stdout
+	}
+
+	n := &Node{
+		opts:     opts,
+		store:    bus.NewStore(bus.StoreOptions{}),
+		registry: bus.NewRegistry(),
+		state:    State{Dir: opts.Platform.StateDir},
+		log:      logring.New(1 << 20),
+		offered:  make(chan []byte),
+		requests: make(chan request),
+	}
+
+	n.console = io.MultiWriter(opts.Console, n.log)
+	n.seq = &sequencer.Runner{Console: n.console}
+
+	defs := append(append([]bus.Definition{}, Definitions...), supervisor.Definition, timed.Definition)
+	for _, d := range defs {
+		if err := n.registry.Register(d); err != nil {
+			return nil, err
+		}
+	}
+
+	return n, nil
+}
+
+// Store is the node's bus.
+func (n *Node) Store() *bus.Store { return n.store }
+
+// Registry holds the definitions of every resource type on the bus.
+func (n *Node) Registry() *bus.Registry { return n.registry }
+
+// Supervisor runs the node's services (nil before the first boot).
+func (n *Node) Supervisor() *supervisor.Supervisor {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.sup
+}
+
+// Log is machined's own log.
+func (n *Node) Log() *logring.Ring { return n.log }
+
+func (n *Node) logf(format string, args ...any) {
+	fmt.Fprintf(n.console, "[talos] "+format+"\n", args...)
+}
+
+// requestKind is a lifecycle action asked for while running.
+type requestKind int
+
+const (
+	reqReboot requestKind = iota
+	reqShutdown
+	reqReset
+)
+
+type request struct {
+	kind  requestKind
+	reset ResetOptions
+	done  chan error
+}
+
+// ErrPowerOff is returned by Run when the node shut down on request (a
+// metal caller powers the machine off).
+var ErrPowerOff = errors.New("power off")
+
+// Run boots the node and serves until ctx ends (SIGTERM in container
+// mode) or a shutdown is requested. An orderly end returns nil, or
+// ErrPowerOff for a requested shutdown; in container mode a reboot boots
+// again in-process.
+func (n *Node) Run(ctx context.Context) error {
+	if err := n.store.Create(ctx, bus.NewTyped(NamespaceRuntime, MachineStageType, MachineID, MachineStageSpec{Stage: StageBooting}), bus.WithOwner(owner)); err != nil {
+		return err
+	}
+
+	for {
+		if err := n.boot(ctx); err != nil {
+			if ctx.Err() != nil {
+				return n.shutdown(context.WithoutCancel(ctx))
+			}
+
+			return err
+		}
+
+		select {
+		case <-ctx.Done():
+			return n.shutdown(context.WithoutCancel(ctx))
+		case req := <-n.requests:
+			err, again := n.handle(ctx, req)
+			req.done <- err
+
+			if !again {
+				if req.kind == reqShutdown || (req.kind == reqReset && !req.reset.Reboot) {
+					return ErrPowerOff
+				}
+
+				return err
+			}
+		}
+	}
+}
+
+// boot runs Initialize and Boot: acquire the config (waiting in
+// maintenance mode if there is none), then set the machine up and start
+// the services.
+func (n *Node) boot(ctx context.Context) error {
+	n.setStage(ctx, StageBooting)
+
+	var cfgYAML []byte
+
+	if err := n.seq.Run(ctx, n.initializeSequence(&cfgYAML)); err != nil {
+		return err
+	}
+
+	cfg, err := configs.Decode(cfgYAML)
+	if err != nil {
+		return fmt.Errorf("decode config: %w", err)
+	}
+
+	return n.seq.Run(ctx, n.bootSequence(cfg, cfgYAML))
+}
+
+// handle runs a lifecycle request; again says whether Run boots again.
+func (n *Node) handle(ctx context.Context, req request) (err error, again bool) {
+	switch req.kind {
+	case reqReboot:
+		n.setStage(ctx, StageRebooting)
+
+		if err := n.seq.Run(ctx, n.stopSequence("reboot")); err != nil {
+			return err, false
+		}
+
+		return nil, !n.opts.Platform.IsMetal()
+	case reqShutdown:
+		return n.shutdown(ctx), false
+	case reqReset:
+		n.setStage(ctx, StageResetting)
+
+		if err := n.seq.Run(ctx, n.resetSequence(req.reset)); err != nil {
+			return err, false
+		}
+
+		return nil, req.reset.Reboot && !n.opts.Platform.IsMetal()
+	}
+
+	return fmt.Errorf("unknown request %d", req.kind), false
+}
+
+func (n *Node) shutdown(ctx context.Context) error {
+	n.setStage(ctx, StageShuttingDown)
+
+	return n.seq.Run(ctx, n.stopSequence("shutdown"))
+}
+
+// ask hands a lifecycle request to Run and waits for it to be handled.
+func (n *Node) ask(ctx context.Context, req request) error {
+	req.done = make(chan error, 1)
+
+	select {
+	case n.requests <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Reboot stops the services and boots again (in-process in container
+// mode; the caller reboots the machine on metal).
+func (n *Node) Reboot(ctx context.Context) error { return n.ask(ctx, request{kind: reqReboot}) }
+
+// Shutdown stops the node; Run then returns ErrPowerOff.
+func (n *Node) Shutdown(ctx context.Context) error { return n.ask(ctx, request{kind: reqShutdown}) }
+
+// ResetOptions are `talosctl reset`'s.
+type ResetOptions struct {
+	Graceful bool
+	Reboot   bool
+	// SystemLabelsToWipe limits the wipe to these of STATE and EPHEMERAL;
+	// empty wipes both.
+	SystemLabelsToWipe []string
+}
+
+// Reset wipes the node and reboots or powers off.
+func (n *Node) Reset(ctx context.Context, opts ResetOptions) error {
+	for _, l := range opts.SystemLabelsToWipe {
+		if l != "STATE" && l != "EPHEMERAL" {
+			return fmt.Errorf("reset: unknown system label %q: use STATE or EPHEMERAL", l)
+		}
+	}
+
+	return n.ask(ctx, request{kind: reqReset, reset: opts})
+}
+
+func (n *Node) setStage(ctx context.Context, st Stage) {
+	_, err := n.store.Modify(ctx, bus.NewTyped(NamespaceRuntime, MachineStageType, MachineID, MachineStageSpec{}), func(r bus.Resource) error {
+		r.(*MachineStage).TypedSpec().Stage = st //nolint:forcetypeassert // our own type
+		return nil
+	}, bus.WithOwner(owner))
+	if err != nil {
+		n.logf("set stage %s: %v", st, err)
+	}
+}
+
+// slogger is the structured logger handed to controllers.
+func (n *Node) slogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(n.console, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

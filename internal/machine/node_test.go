@@ -1,0 +1,483 @@
+package machine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/configpatch"
+	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/platform"
+)
+
+var (
+	bundleOnce sync.Once
+	bundle     *pki.Bundle
+)
+
+// workerConfig is a generated worker config, patched.
+func workerConfig(t *testing.T, patches ...string) []byte {
+	t.Helper()
+
+	bundleOnce.Do(func() {
+		var err error
+		if bundle, err = pki.NewBundle(pki.BundleOptions{}); err != nil {
+			panic(err)
+		}
+	})
+
+	out, err := generate.Generate(generate.Options{ClusterName: "test", Endpoint: "https://10.5.0.2:6443", Secrets: bundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	data, err := out.Worker.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, p := range patches {
+		ps, err := configpatch.Parse([]byte(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if data, err = configpatch.Apply(data, ps...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	return data
+}
+
+type testNode struct {
+	*machine.Node
+	dir     string
+	console *syncBuffer
+	done    chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	return s.b.String()
+}
+
+// startNode runs a container-mode node in a temp dir with config (nil for
+// maintenance mode) until the test ends.
+func startNode(t *testing.T, dir string, config []byte) *testNode {
+	t.Helper()
+
+	if dir == "" {
+		dir = t.TempDir()
+	}
+
+	var path string
+	if config != nil {
+		path = filepath.Join(dir, "input.yaml")
+		if err := os.WriteFile(path, config, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	p, err := platform.Detect(platform.Options{Flag: platform.Container, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tn := &testNode{dir: dir, console: &syncBuffer{}, done: make(chan error, 1)}
+
+	tn.Node, err = machine.New(machine.Options{Platform: p, ConfigPath: path, Console: tn.console, NoContainerd: true, StopTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+
+	go func() { tn.done <- tn.Run(ctx) }()
+
+	t.Cleanup(func() {
+		cancel()
+
+		select {
+		case err := <-tn.done:
+			if err != nil && !errors.Is(err, machine.ErrPowerOff) {
+				t.Errorf("node run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("node did not stop")
+		}
+
+		if t.Failed() {
+			t.Logf("console:\n%s", tn.console.String())
+		}
+	})
+
+	return tn
+}
+
+// waitFor watches one resource until cond holds.
+func waitFor[T bus.Resource](t *testing.T, n *testNode, p bus.Pointer, what string, cond func(T) bool) T {
+	t.Helper()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	w, err := n.Store().Watch(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	for {
+		select {
+		case ev := <-w.Events():
+			if ev.Type == bus.Errored {
+				t.Fatal(ev.Err)
+			}
+
+			if r, ok := ev.Resource.(T); ok && ev.Type != bus.Destroyed && cond(r) {
+				return r
+			}
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s\nconsole:\n%s", what, n.console.String())
+		}
+	}
+}
+
+var (
+	stagePtr  = bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.MachineStageType, ID: machine.MachineID}
+	statusPtr = bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.MachineStatusType, ID: machine.MachineID}
+	configPtr = bus.Pointer{Namespace: machine.NamespaceConfig, Type: machine.MachineConfigType, ID: machine.ActiveConfigID}
+	errorPtr  = bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.ConfigLoadErrorType, ID: "last"}
+)
+
+func waitStage(t *testing.T, n *testNode, st machine.Stage) {
+	t.Helper()
+	waitFor(t, n, stagePtr, "stage "+string(st), func(r *machine.MachineStage) bool { return r.TypedSpec().Stage == st })
+}
+
+func waitReady(t *testing.T, n *testNode) *machine.MachineStatus {
+	t.Helper()
+
+	return waitFor(t, n, statusPtr, "ready", func(r *machine.MachineStatus) bool { return r.TypedSpec().Status.Ready })
+}
+
+func hostnameOf(t *testing.T, n *testNode) string {
+	t.Helper()
+
+	mc, err := bus.GetAs[*machine.MachineConfig](context.Background(), n.Store(), configPtr)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return mc.TypedSpec().Config.Machine.Network.Hostname
+}
+
+func TestMaintenanceModeThenApply(t *testing.T) {
+	n := startNode(t, "", nil)
+	ctx := context.Background()
+
+	waitStage(t, n, machine.StageMaintenance)
+
+	st := waitFor(t, n, statusPtr, "status in maintenance", func(r *machine.MachineStatus) bool {
+		return r.TypedSpec().Stage == machine.StageMaintenance
+	})
+	if st.TypedSpec().Status.Ready {
+		t.Fatal("a node in maintenance mode reports ready")
+	}
+
+	// An invalid config is refused, recorded, and the node stays put.
+	_, err := n.ApplyConfiguration(ctx, []byte("version: v1alpha1\nmachine:\n  type: boss\n"), machine.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), `unknown machine type "boss"`) {
+		t.Fatalf("invalid apply: %v", err)
+	}
+
+	rec := waitFor(t, n, errorPtr, "config load error", func(r *machine.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
+	if !strings.Contains(rec.TypedSpec().Error, `unknown machine type "boss"`) {
+		t.Fatalf("recorded error %q", rec.TypedSpec().Error)
+	}
+
+	if got, _ := bus.GetAs[*machine.MachineStage](ctx, n.Store(), stagePtr); got.TypedSpec().Stage != machine.StageMaintenance {
+		t.Fatalf("stage after a refused config: %s", got.TypedSpec().Stage)
+	}
+
+	// A valid one is persisted and boots the node.
+	cfg := workerConfig(t, "machine: {network: {hostname: maint-1}}")
+
+	res, err := n.ApplyConfiguration(ctx, cfg, machine.ApplyOptions{Mode: machine.ModeAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !strings.Contains(res.Message, "leaving maintenance mode") {
+		t.Fatalf("message %q", res.Message)
+	}
+
+	waitReady(t, n)
+
+	persisted, err := os.ReadFile(filepath.Join(n.dir, "state", machine.ConfigFile))
+	if err != nil || !bytes.Equal(persisted, cfg) {
+		t.Fatalf("persisted config differs from the applied one (%v)", err)
+	}
+
+	if fi, err := os.Stat(filepath.Join(n.dir, "state", machine.ConfigFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("config file mode: %v %v", fi.Mode(), err)
+	}
+
+	if hostnameOf(t, n) != "maint-1" {
+		t.Fatal("active config is not the applied one")
+	}
+}
+
+func TestApplyModes(t *testing.T) {
+	n := startNode(t, "", workerConfig(t, "machine: {network: {hostname: start}}"))
+	ctx := context.Background()
+
+	waitReady(t, n)
+
+	statePath := filepath.Join(n.dir, "state", machine.ConfigFile)
+	version := func() uint64 {
+		r, err := n.Store().Get(ctx, configPtr)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		return r.Metadata().Version
+	}
+
+	v0 := version()
+
+	// Dry run: a diff, and nothing changes.
+	res, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: dry}}"), machine.ApplyOptions{Mode: machine.ModeNoReboot, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !strings.Contains(res.Diff, "\n-    network: {hostname: start}\n+    network: {hostname: dry}\n") {
+		t.Fatalf("dry-run diff:\n%s", res.Diff)
+	}
+
+	if version() != v0 || hostnameOf(t, n) != "start" {
+		t.Fatal("a dry run changed the active config")
+	}
+
+	// no-reboot refuses what needs a reboot, naming the fields.
+	before, _ := os.ReadFile(statePath)
+
+	_, err = n.ApplyConfiguration(ctx, workerConfig(t, `machine: {env: {HTTP_PROXY: "http://p:3128"}, files: [{path: /var/x, content: y, op: create}]}`), machine.ApplyOptions{Mode: machine.ModeNoReboot})
+	if !errors.Is(err, machine.ErrRebootRequired) || !strings.HasSuffix(err.Error(), "changes cannot be applied without a reboot: machine.env, machine.files") {
+		t.Fatalf("no-reboot refusal: %v", err)
+	}
+
+	if after, _ := os.ReadFile(statePath); !bytes.Equal(before, after) || version() != v0 {
+		t.Fatal("a refused apply changed something")
+	}
+
+	// no-reboot applies a live change: new version, persisted.
+	live := workerConfig(t, "machine: {network: {hostname: live}}")
+
+	if res, err = n.ApplyConfiguration(ctx, live, machine.ApplyOptions{Mode: machine.ModeAuto}); err != nil || res.Mode != machine.ModeNoReboot {
+		t.Fatalf("auto apply: %+v %v", res, err)
+	}
+
+	if version() <= v0 || hostnameOf(t, n) != "live" {
+		t.Fatal("no-reboot apply did not take effect")
+	}
+
+	if after, _ := os.ReadFile(statePath); !bytes.Equal(after, live) {
+		t.Fatal("no-reboot apply was not persisted")
+	}
+
+	// staged: persisted for the next boot, not active now.
+	staged := workerConfig(t, "machine: {network: {hostname: staged}}")
+
+	if _, err := n.ApplyConfiguration(ctx, staged, machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
+		t.Fatal(err)
+	}
+
+	if hostnameOf(t, n) != "live" {
+		t.Fatal("staged apply changed the running config")
+	}
+
+	if after, _ := os.ReadFile(statePath); !bytes.Equal(after, staged) {
+		t.Fatal("staged config not persisted")
+	}
+
+	// try: active at once, not persisted, reverted after the timeout.
+	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: trial}}"), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+
+	if hostnameOf(t, n) != "trial" {
+		t.Fatal("try apply not active")
+	}
+
+	waitFor(t, n, configPtr, "try revert", func(r *machine.MachineConfig) bool { return r.TypedSpec().Config.Machine.Network.Hostname == "live" })
+
+	if after, _ := os.ReadFile(statePath); !bytes.Equal(after, staged) {
+		t.Fatal("a try apply touched the persisted config")
+	}
+
+	// try, then confirmed by another apply: no revert.
+	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: trial2}}"), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+
+	confirmed := workerConfig(t, "machine: {network: {hostname: confirmed}}")
+	if _, err := n.ApplyConfiguration(ctx, confirmed, machine.ApplyOptions{Mode: machine.ModeNoReboot}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Wait past the try deadline on the bus: a revert would publish a new
+	// version; a marker apply after the deadline proves nothing came between.
+	deadline := time.Now().Add(400 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) //nolint:forbidigo // waiting out a timer whose absence is the assertion
+	}
+
+	if hostnameOf(t, n) != "confirmed" {
+		t.Fatalf("a confirmed try was reverted: hostname %s", hostnameOf(t, n))
+	}
+
+	// reboot mode: the node reboots in-process and comes back with it.
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+
+	stages, err := n.Store().Watch(wctx, stagePtr)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if res, err := n.ApplyConfiguration(ctx, workerConfig(t, `machine: {env: {A: "1"}, network: {hostname: rebooted}}`), machine.ApplyOptions{Mode: machine.ModeAuto}); err != nil || res.Mode != machine.ModeReboot {
+		t.Fatalf("auto apply needing a reboot: %+v %v", res, err)
+	}
+
+	var seen []machine.Stage
+
+	for len(seen) == 0 || seen[len(seen)-1] != machine.StageRunning || !slices.Contains(seen, machine.StageRebooting) {
+		select {
+		case ev := <-stages.Events():
+			if r, ok := ev.Resource.(*machine.MachineStage); ok && ev.Type == bus.Updated {
+				seen = append(seen, r.TypedSpec().Stage)
+			}
+		case <-wctx.Done():
+			t.Fatalf("stages seen: %v\n%s", seen, n.console.String())
+		}
+	}
+
+	if want := []machine.Stage{machine.StageRebooting, machine.StageBooting, machine.StageRunning}; !slices.Equal(seen, want) {
+		t.Fatalf("stages %v, want %v", seen, want)
+	}
+
+	if hostnameOf(t, n) != "rebooted" || os.Getenv("A") != "1" {
+		t.Fatalf("after reboot: hostname %s, A=%q", hostnameOf(t, n), os.Getenv("A"))
+	}
+}
+
+func TestPersistFalseIsHonoured(t *testing.T) {
+	n := startNode(t, "", workerConfig(t, "persist: false"))
+	waitReady(t, n)
+
+	if _, err := os.Stat(filepath.Join(n.dir, "state", machine.ConfigFile)); !os.IsNotExist(err) {
+		t.Fatalf("persist: false, but the config was written (%v)", err)
+	}
+}
+
+func TestResetWipesAndReturnsToMaintenance(t *testing.T) {
+	n := startNode(t, "", workerConfig(t, "machine: {files: [{path: /var/etc/motd, content: hello, op: create}]}"))
+	ctx := context.Background()
+
+	waitReady(t, n)
+
+	motd := filepath.Join(n.dir, "ephemeral", "var", "etc", "motd")
+	if b, err := os.ReadFile(motd); err != nil || string(b) != "hello" {
+		t.Fatalf("machine.files not written under EPHEMERAL: %q %v", b, err)
+	}
+
+	if err := n.Reset(ctx, machine.ResetOptions{SystemLabelsToWipe: []string{"BOGUS"}}); err == nil || !strings.Contains(err.Error(), `unknown system label "BOGUS"`) {
+		t.Fatalf("bad label: %v", err)
+	}
+
+	// Only EPHEMERAL: the config survives and the node boots again with it.
+	if err := n.Reset(ctx, machine.ResetOptions{Reboot: true, SystemLabelsToWipe: []string{"EPHEMERAL"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	waitReady(t, n)
+
+	if _, err := os.Stat(filepath.Join(n.dir, "state", machine.ConfigFile)); err != nil {
+		t.Fatal("EPHEMERAL-only reset removed the config")
+	}
+
+	identity, err := os.ReadFile(filepath.Join(n.dir, "state", machine.IdentityFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Everything: back to maintenance, STATE empty.
+	if err := n.Reset(ctx, machine.ResetOptions{Reboot: true, Graceful: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	waitStage(t, n, machine.StageMaintenance)
+
+	// The config is gone; the identity was wiped and made anew.
+	if _, err := os.Stat(filepath.Join(n.dir, "state", machine.ConfigFile)); !os.IsNotExist(err) {
+		t.Fatalf("STATE not wiped: config still there (%v)", err)
+	}
+
+	if after, _ := os.ReadFile(filepath.Join(n.dir, "state", machine.IdentityFile)); bytes.Equal(after, identity) {
+		t.Fatal("the node identity survived a STATE wipe")
+	}
+
+	if !strings.Contains(n.console.String(), "nothing to leave") {
+		t.Fatal("graceful reset did not try to leave etcd")
+	}
+}
+
+func TestInvalidPersistedConfigWaitsInMaintenance(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "state", machine.ConfigFile), []byte("machine: {colour: red}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	n := startNode(t, dir, nil)
+
+	waitStage(t, n, machine.StageMaintenance)
+	rec := waitFor(t, n, errorPtr, "load error", func(r *machine.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
+
+	if !strings.Contains(rec.TypedSpec().Error, `unknown field "colour"`) {
+		t.Fatalf("error %q", rec.TypedSpec().Error)
+	}
+
+	_ = configs.ModeContainer
+}

@@ -1,0 +1,114 @@
+// Package machine is the node runtime behind machined: it acquires and
+// persists the machine config, runs the lifecycle sequences, supervises
+// the services and applies configuration changes. Its state is published
+// on the bus as resources, so every other part of the node (and, through
+// apid, every client) sees the same thing.
+package machine
+
+import (
+	"slices"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// Namespaces and resource types owned by the machine runtime.
+const (
+	NamespaceConfig  = "config"
+	NamespaceRuntime = "runtime"
+
+	MachineConfigType   = "MachineConfigs.config.talosbox.dev"
+	MachineStageType    = "MachineStages.runtime.talosbox.dev"
+	MachineStatusType   = "MachineStatuses.runtime.talosbox.dev"
+	ConfigLoadErrorType = "ConfigLoadErrors.runtime.talosbox.dev"
+
+	// ActiveConfigID is the MachineConfig in effect.
+	ActiveConfigID = "v1alpha1"
+	// MachineID names the singleton runtime resources.
+	MachineID = "machine"
+
+	// owner of everything the runtime writes directly.
+	owner = "machined"
+)
+
+// Definitions of the types above, for the registry behind `talosctl get`.
+var Definitions = []bus.Definition{
+	{Type: MachineConfigType, DefaultNamespace: NamespaceConfig, Aliases: []string{"mc", "machineconfig"}, Sensitive: true},
+	{Type: MachineStageType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"stage"},
+		PrintColumns: []bus.PrintColumn{{Name: "STAGE", JSONPath: "{.stage}"}}},
+	{Type: MachineStatusType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"machinestatus"},
+		PrintColumns: []bus.PrintColumn{{Name: "STAGE", JSONPath: "{.stage}"}, {Name: "READY", JSONPath: "{.status.ready}"}}},
+	{Type: ConfigLoadErrorType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"configerror"},
+		PrintColumns: []bus.PrintColumn{{Name: "ERROR", JSONPath: "{.error}"}}},
+}
+
+// MachineConfigSpec holds the config in effect and its source text.
+type MachineConfigSpec struct {
+	Config *configs.Config `yaml:"config"`
+	// YAML is the config as it was applied: what is persisted, diffed
+	// and shown.
+	YAML string `yaml:"-"`
+}
+
+// DeepCopy keeps the bus off the reflective path for a large struct: the
+// config is immutable once published, so the pointer is shared.
+func (s MachineConfigSpec) DeepCopy() MachineConfigSpec { return s }
+
+// MachineConfig is the resource type of the active config.
+type MachineConfig = bus.Typed[MachineConfigSpec]
+
+// Stage is the node's lifecycle stage, as Talos names them.
+type Stage string
+
+// Stages.
+const (
+	StageBooting      Stage = "booting"
+	StageMaintenance  Stage = "maintenance"
+	StageRunning      Stage = "running"
+	StageRebooting    Stage = "rebooting"
+	StageShuttingDown Stage = "shuttingDown"
+	StageResetting    Stage = "resetting"
+)
+
+// MachineStageSpec is written by the sequencer as it goes.
+type MachineStageSpec struct {
+	Stage Stage `yaml:"stage"`
+}
+
+// MachineStage is the resource type of the current stage.
+type MachineStage = bus.Typed[MachineStageSpec]
+
+// UnmetCondition is one reason the node is not ready.
+type UnmetCondition struct {
+	Name   string `yaml:"name"`
+	Reason string `yaml:"reason"`
+}
+
+// MachineStatusSpec says where the node is and whether it is ready.
+type MachineStatusSpec struct {
+	Stage  Stage `yaml:"stage"`
+	Status struct {
+		Ready           bool             `yaml:"ready"`
+		UnmetConditions []UnmetCondition `yaml:"unmetConditions,omitempty"`
+	} `yaml:"status"`
+}
+
+// DeepCopy copies the conditions slice.
+func (s MachineStatusSpec) DeepCopy() MachineStatusSpec {
+	s.Status.UnmetConditions = slices.Clone(s.Status.UnmetConditions)
+	return s
+}
+
+// MachineStatus is the resource type of the node's status.
+type MachineStatus = bus.Typed[MachineStatusSpec]
+
+// ConfigLoadErrorSpec records why the last config offered was refused.
+type ConfigLoadErrorSpec struct {
+	Source string    `yaml:"source"`
+	Error  string    `yaml:"error"`
+	Time   time.Time `yaml:"time"`
+}
+
+// ConfigLoadError is the resource type of the last refused config.
+type ConfigLoadError = bus.Typed[ConfigLoadErrorSpec]

@@ -1,0 +1,319 @@
+package machine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/kmod"
+	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/sequencer"
+	"github.com/talosbox/talosbox/internal/sysctl"
+	"github.com/talosbox/talosbox/internal/userfiles"
+
+	"golang.org/x/sys/unix"
+)
+
+func task(name string, fn sequencer.TaskFunc) sequencer.Task {
+	return sequencer.Task{Name: name, Func: fn}
+}
+
+// initializeSequence prepares the machine and finds the config, storing
+// its text in *cfg.
+func (n *Node) initializeSequence(cfg *[]byte) *sequencer.Sequence {
+	metal := n.opts.Platform.IsMetal()
+	seq := &sequencer.Sequence{Name: "initialize"}
+
+	seq.AppendWhen(metal, "mountPseudo", task("mountPseudoFilesystems", func(_ context.Context, w io.Writer) error {
+		return platform.MountPseudo(w)
+	}))
+	seq.AppendWhen(metal, "cmdline", task("applyKernelCmdline", n.applyCmdline))
+	seq.Append("earlyServices", task("startMachined", n.startEarlyServices))
+	seq.Append("identity", task("loadNodeIdentity", func(_ context.Context, w io.Writer) error {
+		id, err := n.state.Identity()
+		if err == nil {
+			fmt.Fprintf(w, "[talos] node identity %s…\n", id[:8])
+		}
+
+		return err
+	}))
+	seq.Append("config", task("loadConfig", func(ctx context.Context, w io.Writer) error {
+		data, err := n.acquire(ctx, w)
+		*cfg = data
+
+		return err
+	}))
+
+	return seq
+}
+
+func (n *Node) applyCmdline(_ context.Context, w io.Writer) error {
+	c, err := platform.ReadCmdline()
+	if err != nil {
+		return err
+	}
+
+	if h, ok := c.Get(platform.ParamHostname); ok && h != "" {
+		if err := unix.Sethostname([]byte(h)); err != nil {
+			return fmt.Errorf("set hostname %q: %w", h, err)
+		}
+
+		fmt.Fprintf(w, "[talos] hostname %s (from the kernel command line)\n", h)
+	}
+
+	if src, ok := c.Get(platform.ParamConfig); ok && n.opts.ConfigPath == "" {
+		n.opts.ConfigPath = src
+	}
+
+	return nil
+}
+
+// acquire finds the config: --config or $TALOSBOX_CONFIG (or talos.config=
+// on metal), then the one persisted on STATE, then maintenance mode, where
+// it waits for an apply. A config that does not decode or validate is
+// recorded as a ConfigLoadError and the node waits in maintenance.
+func (n *Node) acquire(ctx context.Context, w io.Writer) ([]byte, error) {
+	var (
+		data   []byte
+		source string
+		err    error
+	)
+
+	// --config seeds the first boot of this process; after that (an
+	// in-process reboot) what apply-config persisted on STATE wins.
+	n.mu.Lock()
+	booted := n.booted
+	n.mu.Unlock()
+
+	if booted {
+		source = n.state.ConfigPath()
+		data, err = n.state.LoadConfig()
+	}
+
+	if data == nil && err == nil && n.opts.ConfigPath != "" {
+		source = n.opts.ConfigPath
+		data, err = platform.FetchConfig(ctx, source)
+	}
+
+	if data == nil && err == nil && !booted {
+		source = n.state.ConfigPath()
+		data, err = n.state.LoadConfig()
+	}
+
+	if err == nil && data != nil {
+		if err = n.check(data); err == nil {
+			fmt.Fprintf(w, "[talos] loaded config from %s\n", source)
+
+			return data, nil
+		}
+	}
+
+	if err != nil {
+		n.recordLoadError(ctx, source, err)
+		fmt.Fprintf(w, "[talos] config from %s refused: %v\n", source, err)
+	}
+
+	n.setStage(ctx, StageMaintenance)
+	fmt.Fprintln(w, "[talos] entering maintenance mode: waiting for a config (talosctl apply-config --insecure)")
+
+	select {
+	case data := <-n.offered:
+		n.setStage(ctx, StageBooting)
+		return data, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// mode is what configs are validated for here.
+func (n *Node) mode() configs.Mode {
+	if n.opts.Platform.IsMetal() {
+		return configs.ModeMetal
+	}
+
+	return configs.ModeContainer
+}
+
+// check decodes and validates a config for this platform.
+func (n *Node) check(data []byte) error {
+	cfg, err := configs.Decode(data)
+	if err != nil {
+		return err
+	}
+
+	_, err = cfg.Validate(n.mode())
+
+	return err
+}
+
+func (n *Node) recordLoadError(ctx context.Context, source string, err error) {
+	_, merr := n.store.Modify(ctx, bus.NewTyped(NamespaceRuntime, ConfigLoadErrorType, "last", ConfigLoadErrorSpec{}), func(r bus.Resource) error {
+		*r.(*ConfigLoadError).TypedSpec() = ConfigLoadErrorSpec{Source: source, Error: err.Error(), Time: time.Now().UTC()} //nolint:forcetypeassert
+		return nil
+	}, bus.WithOwner(owner))
+	if merr != nil {
+		n.logf("record config error: %v", merr)
+	}
+}
+
+// bootSequence sets the machine up from cfg and starts the services.
+func (n *Node) bootSequence(cfg *configs.Config, data []byte) *sequencer.Sequence {
+	metal := n.opts.Platform.IsMetal()
+	seq := &sequencer.Sequence{Name: "boot"}
+
+	seq.Append("config", task("saveConfig", func(ctx context.Context, w io.Writer) error {
+		if cfg.Persist {
+			persisted, err := n.state.LoadConfig()
+			if err != nil {
+				return err
+			}
+
+			if !bytes.Equal(persisted, data) {
+				if err := n.state.SaveConfig(data); err != nil {
+					return err
+				}
+
+				fmt.Fprintf(w, "[talos] persisted config to %s\n", n.state.ConfigPath())
+			}
+		} else {
+			fmt.Fprintln(w, "[talos] persist is false: the config is kept in memory only")
+		}
+
+		n.mu.Lock()
+		n.booted = true
+		n.mu.Unlock()
+
+		return n.publish(ctx, data)
+	}))
+	seq.Append("env", task("setUserEnvVars", func(context.Context, io.Writer) error {
+		return setEnv(cfg)
+	}))
+	seq.Append("userSetup", task("writeUserFiles", func(_ context.Context, w io.Writer) error {
+		if cfg.Machine == nil || len(cfg.Machine.Files) == 0 {
+			return nil
+		}
+
+		root := "/"
+		if !metal {
+			// Container mode never writes outside the node's own dirs.
+			root = n.opts.Platform.EphemeralDir
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				return err
+			}
+		}
+
+		fmt.Fprintf(w, "[talos] writing %d machine file(s) under %s\n", len(cfg.Machine.Files), root)
+
+		return userfiles.Write(cfg.Machine.Files, userfiles.Options{Root: root})
+	}))
+	seq.AppendWhen(metal, "kernel",
+		task("setSysctls", func(context.Context, io.Writer) error {
+			if cfg.Machine == nil {
+				return nil
+			}
+
+			return sysctl.Apply(cfg.Machine.Sysctls, "/proc/sys")
+		}),
+		task("loadKernelModules", func(context.Context, io.Writer) error {
+			if cfg.Machine == nil || cfg.Machine.Kernel == nil {
+				return nil
+			}
+
+			return kmod.Load(cfg.Machine.Kernel.Modules, kmod.Options{})
+		}),
+	)
+	seq.Append("startEverything", task("startAllServices", func(ctx context.Context, w io.Writer) error {
+		return n.startServices(ctx, cfg, w)
+	}))
+	seq.Append("running", task("markRunning", func(ctx context.Context, _ io.Writer) error {
+		n.setStage(ctx, StageRunning)
+		return nil
+	}))
+
+	return seq
+}
+
+// setEnv exports machine.env to machined and so to every service it starts.
+func setEnv(cfg *configs.Config) error {
+	if cfg.Machine == nil {
+		return nil
+	}
+
+	for _, k := range slices.Sorted(maps.Keys(cfg.Machine.Env)) {
+		if err := os.Setenv(k, cfg.Machine.Env[k]); err != nil {
+			return fmt.Errorf("machine.env %s: %w", k, err)
+		}
+	}
+
+	return nil
+}
+
+// stopSequence stops every service, in reverse dependency order.
+func (n *Node) stopSequence(name string) *sequencer.Sequence {
+	seq := &sequencer.Sequence{Name: name}
+	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
+
+	return seq
+}
+
+func (n *Node) stopServices(ctx context.Context, _ io.Writer) error {
+	n.mu.Lock()
+	sup := n.sup
+	n.cancelTryLocked()
+	n.mu.Unlock()
+
+	if sup == nil {
+		return nil
+	}
+
+	return sup.StopAll(ctx)
+}
+
+// resetSequence leaves the cluster, stops everything and wipes STATE and
+// EPHEMERAL (or the labels asked for).
+func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
+	seq := &sequencer.Sequence{Name: "reset"}
+
+	seq.AppendWhen(opts.Graceful, "leave", task("leaveEtcd", func(_ context.Context, w io.Writer) error {
+		fmt.Fprintln(w, "[talos] etcd does not run on this node: nothing to leave")
+		return nil
+	}))
+	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
+	seq.Append("wipe", task("wipeSystemLabels", func(_ context.Context, w io.Writer) error {
+		labels := opts.SystemLabelsToWipe
+		if len(labels) == 0 {
+			labels = []string{"STATE", "EPHEMERAL"}
+		}
+
+		for _, l := range labels {
+			dir := n.state.Dir
+			if l == "EPHEMERAL" {
+				dir = n.opts.Platform.EphemeralDir
+			}
+
+			if err := Wipe(dir); err != nil {
+				return err
+			}
+
+			fmt.Fprintf(w, "[talos] wiped %s (%s)\n", l, dir)
+		}
+
+		if slices.Contains(labels, "STATE") {
+			n.mu.Lock()
+			n.active = nil
+			n.opts.ConfigPath = "" // the next boot starts from scratch
+			n.mu.Unlock()
+		}
+
+		return nil
+	}))
+
+	return seq
+}

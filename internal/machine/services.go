@@ -1,0 +1,182 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/supervisor"
+	"github.com/talosbox/talosbox/internal/timed"
+)
+
+// startEarlyServices makes a fresh supervisor for this boot and starts
+// what runs before there is a config: machined itself, as Talos's
+// earlyServices phase does, so status and maintenance mode are served.
+func (n *Node) startEarlyServices(ctx context.Context, _ io.Writer) error {
+	sup := supervisor.New(supervisor.Options{
+		Store:       n.store,
+		Console:     n.console,
+		StopTimeout: n.opts.StopTimeout,
+	})
+
+	n.mu.Lock()
+	n.sup = sup
+	n.mu.Unlock()
+
+	if err := sup.Load(n.machinedService()); err != nil {
+		return err
+	}
+
+	if err := sup.Start("machined"); err != nil {
+		return err
+	}
+
+	return sup.WaitUp(ctx, "machined")
+}
+
+// startServices loads the services that need the config, starts them and
+// waits until every service is up, finished or skipped.
+func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writer) error {
+	sup := n.Supervisor()
+
+	svcs := []supervisor.Service{n.timedService(cfg)}
+	if c, ok := n.containerdService(); ok {
+		svcs = append(svcs, c)
+	}
+
+	if err := sup.Load(svcs...); err != nil {
+		return err
+	}
+
+	for _, svc := range svcs {
+		if err := sup.Start(svc.ID); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintf(w, "[talos] waiting for %d service(s) to be up\n", len(sup.List()))
+
+	return sup.WaitUp(ctx)
+}
+
+// machinedService runs the node's controllers on the bus.
+func (n *Node) machinedService() supervisor.Service {
+	return supervisor.Service{
+		ID: "machined",
+		Runner: supervisor.GoroutineRunner(func(ctx context.Context, _ io.Writer) error {
+			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
+			if err := rt.Register(&MachineStatusController{}); err != nil {
+				return err
+			}
+
+			return rt.Run(ctx)
+		}),
+	}
+}
+
+// timedService syncs time on metal; container mode leaves the clock to the
+// host, so it is Skipped there.
+func (n *Node) timedService(cfg *configs.Config) supervisor.Service {
+	svc := supervisor.Service{ID: "timed"}
+	if !n.opts.Platform.IsMetal() {
+		return svc
+	}
+
+	opts := timed.Options{Store: n.store, SetClock: true, Servers: []string{"time.cloudflare.com"}}
+	if cfg.Machine != nil && cfg.Machine.Time != nil {
+		if len(cfg.Machine.Time.Servers) > 0 {
+			opts.Servers = cfg.Machine.Time.Servers
+		}
+
+		opts.Disabled = cfg.Machine.Time.Disabled
+		opts.BootTimeout = cfg.Machine.Time.BootTimeout
+	}
+
+	svc.Runner = supervisor.GoroutineRunner(func(ctx context.Context, w io.Writer) error {
+		return timed.Run(ctx, opts, w)
+	})
+
+	return svc
+}
+
+// containerdService runs the system containerd when its binary is present.
+// Its state lives on EPHEMERAL, its socket health-checked.
+func (n *Node) containerdService() (supervisor.Service, bool) {
+	if n.opts.NoContainerd {
+		return supervisor.Service{}, false
+	}
+
+	path := n.opts.ContainerdPath
+	if path == "" {
+		p, err := exec.LookPath("containerd")
+		if err != nil {
+			return supervisor.Service{}, false
+		}
+
+		path = p
+	}
+
+	base := filepath.Join(n.opts.Platform.EphemeralDir, "system", "containerd")
+	sock := filepath.Join(base, "run", "containerd.sock")
+	conf := filepath.Join(base, "config.toml")
+
+	// The system containerd pulls nothing and runs no CRI: Kubernetes gets
+	// its own later, as on Talos.
+	config := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = %q
+`, filepath.Join(base, "root"), filepath.Join(base, "run"), sock)
+
+	return supervisor.Service{
+		ID: "containerd",
+		Runner: &prepared{
+			prepare: func() error {
+				if err := os.MkdirAll(filepath.Join(base, "run"), 0o711); err != nil {
+					return err
+				}
+
+				return os.WriteFile(conf, []byte(config), 0o600)
+			},
+			Runner: supervisor.ProcessRunner(supervisor.ProcessOptions{
+				Path: path,
+				Args: []string{"--config", conf},
+				Env:  os.Environ(),
+			}),
+		},
+		Health: &supervisor.HealthCheck{
+			Func: func(ctx context.Context) error {
+				var d net.Dialer
+				c, err := d.DialContext(ctx, "unix", sock)
+				if err != nil {
+					return err
+				}
+
+				return c.Close()
+			},
+			InitialDelay: 100e6, Period: 5e9,
+		},
+	}, true
+}
+
+// prepared runs a setup step before the wrapped runner.
+type prepared struct {
+	supervisor.Runner
+	prepare func() error
+}
+
+func (p *prepared) Run(ctx context.Context, log io.Writer) error {
+	if err := p.prepare(); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+
+	return p.Runner.Run(ctx, log)
+}

@@ -1,0 +1,126 @@
+package machine
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/internal/pki"
+)
+
+// Files on STATE, named as on Talos.
+const (
+	ConfigFile   = "config.yaml"
+	IdentityFile = "node-identity.yaml"
+)
+
+// State is the STATE directory.
+type State struct {
+	Dir string
+}
+
+// ConfigPath is where the persisted config lives.
+func (s State) ConfigPath() string { return filepath.Join(s.Dir, ConfigFile) }
+
+// LoadConfig returns the persisted config, or nil when there is none.
+func (s State) LoadConfig() ([]byte, error) {
+	data, err := os.ReadFile(s.ConfigPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+
+	if err != nil {
+		return nil, fmt.Errorf("read persisted config: %w", err)
+	}
+
+	return data, nil
+}
+
+// SaveConfig persists the config atomically: a reader (or a crash at any
+// point) sees the old file or the new one, never a mix.
+func (s State) SaveConfig(data []byte) error {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("persist config: %w", err)
+	}
+
+	if err := pki.WriteFileAtomic(s.ConfigPath(), data, 0o600); err != nil {
+		return fmt.Errorf("persist config: %w", err)
+	}
+
+	return nil
+}
+
+// identity is the on-disk form of the node identity.
+type identity struct {
+	NodeID string `yaml:"nodeId"`
+}
+
+// Identity returns the node's identity: 32 random bytes made once and kept
+// on STATE, so a node is the same node across reboots.
+func (s State) Identity() (string, error) {
+	path := filepath.Join(s.Dir, IdentityFile)
+
+	data, err := os.ReadFile(path)
+	if err == nil {
+		var id identity
+		if err := yaml.Unmarshal(data, &id); err != nil || len(id.NodeID) < 32 {
+			return "", fmt.Errorf("%s is corrupt: %v", path, err)
+		}
+
+		return id.NodeID, nil
+	}
+
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read node identity: %w", err)
+	}
+
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("node identity: %w", err)
+	}
+
+	id := strings.TrimRight(base64.RawURLEncoding.EncodeToString(raw), "=")
+
+	out, err := yaml.Marshal(identity{NodeID: id})
+	if err != nil {
+		return "", err
+	}
+
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return "", fmt.Errorf("node identity: %w", err)
+	}
+
+	if err := pki.WriteFileAtomic(path, out, 0o600); err != nil {
+		return "", fmt.Errorf("node identity: %w", err)
+	}
+
+	return id, nil
+}
+
+// Wipe removes everything in dir but keeps dir itself (it may be a mount
+// point or a volume).
+func Wipe(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+
+	if err != nil {
+		return fmt.Errorf("wipe %s: %w", dir, err)
+	}
+
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("wipe %s: %w", dir, err)
+		}
+	}
+
+	return nil
+}

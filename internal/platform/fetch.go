@@ -1,0 +1,90 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// MaxConfigSize caps a config read from a file or URL: a config is tens of
+// kilobytes, and an endless stream must not exhaust PID 1's memory.
+const MaxConfigSize = 4 << 20
+
+// FetchConfig reads the config talos.config= names: an http(s) URL, or a
+// file path. URLs are retried with backoff until ctx ends, because on
+// metal the network may come up after the first try.
+func FetchConfig(ctx context.Context, source string) ([]byte, error) {
+	if !strings.HasPrefix(source, "http://") && !strings.HasPrefix(source, "https://") {
+		f, err := os.Open(source)
+		if err != nil {
+			return nil, fmt.Errorf("read config %s: %w", source, err)
+		}
+		defer f.Close()
+
+		return readCapped(f, source)
+	}
+
+	backoff := 250 * time.Millisecond
+
+	for attempt := 1; ; attempt++ {
+		data, retry, err := fetchOnce(ctx, source)
+		if err == nil {
+			return data, nil
+		}
+
+		if !retry || attempt >= 5 {
+			return nil, err
+		}
+
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+
+		backoff *= 2
+	}
+}
+
+// fetchOnce makes one attempt; retry says whether another could succeed
+// (network trouble and server errors, not a 404 or an oversized body).
+func fetchOnce(ctx context.Context, url string) (data []byte, retry bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("fetch config %s: %w", url, err)
+	}
+
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, true, fmt.Errorf("fetch config: %w", err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode >= 500, fmt.Errorf("fetch config %s: %s", url, resp.Status)
+	}
+
+	data, err = readCapped(resp.Body, url)
+
+	return data, false, err
+}
+
+func readCapped(r io.Reader, name string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", name, err)
+	}
+
+	if len(data) > MaxConfigSize {
+		return nil, fmt.Errorf("read config %s: larger than %d bytes", name, MaxConfigSize)
+	}
+
+	return data, nil
+}
