@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
-# The main job, at this stage of the project: the built binary, its applet
-# links, and what each applet answers. The local node and cluster arrive
-# with machined (issue 4) and `talosctl cluster create` (issue 7).
+# The main job: build, then run one talosbox node in container mode in the
+# foreground, as PID 1 of fresh namespaces when we are root. Ctrl-C (or
+# SIGTERM) stops its services in order and ends it.
+#
+#   scripts/run.sh BINARY LINKS_DIR
+#   NODE_DIR   where the node keeps its state (default _out/node)
+#   CONFIG     the machine config (default: generated into _out/cluster)
 set -euo pipefail
 bin=$1 links=$2
+out=$(dirname "$bin")
+node_dir=${NODE_DIR:-$out/node}
+config=${CONFIG:-$out/cluster/controlplane.yaml}
 
-echo
-"$bin" --version
-echo
-"$bin" --help
-echo
-echo "applet links in $links:"
-ls -l "$links" | awk 'NR > 1 {print "  " $9 " -> " $11}'
-echo
-echo "\$ $links/talosctl version --client"
-"$links/talosctl" version --client
-echo
-echo "Try: $links/talosctl --help, $links/talosctl completion bash, $links/apid --help"
+if [ ! -f "$config" ]; then
+  echo "generating a cluster config in $(dirname "$config") (talosctl gen config)"
+  "$links/talosctl" gen config local https://127.0.0.1:6443 -o "$(dirname "$config")"
+fi
+
+cat <<MSG
+
+Starting a talosbox node in container mode:
+  state:  $node_dir (STATE in state/, EPHEMERAL in ephemeral/)
+  config: $config
+Stop it with Ctrl-C. To see maintenance mode, start one with no config at all:
+  $links/machined --platform container --state-dir /tmp/empty-node
+The node API (apid, issue 5) is not built yet: the console is the interface for now.
+
+MSG
+
+cmd=("$links/init" --platform container --state-dir "$node_dir" --config "$config")
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+  exec unshare --fork --pid --mount --uts --ipc --mount-proc "${cmd[@]}"
+fi
+exec "${cmd[@]}"

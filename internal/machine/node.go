@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,7 +184,38 @@ func (n *Node) boot(ctx context.Context) error {
 		return fmt.Errorf("decode config: %w", err)
 	}
 
-	return n.seq.Run(ctx, n.bootSequence(cfg, cfgYAML))
+	if err := n.seq.Run(ctx, n.bootSequence(cfg, cfgYAML)); err != nil {
+		return err
+	}
+
+	n.logServices(ctx)
+
+	return nil
+}
+
+// logServices prints the Services resources once the boot is done: one
+// line an operator (or a test without API access) can read the node from.
+func (n *Node) logServices(ctx context.Context) {
+	svcs, err := bus.ListAs[*supervisor.ServiceResource](ctx, n.store, bus.Kind{Namespace: supervisor.Namespace, Type: supervisor.ServiceType})
+	if err != nil {
+		n.logf("list services: %v", err)
+		return
+	}
+
+	parts := make([]string, 0, len(svcs))
+
+	for _, s := range svcs {
+		spec := s.TypedSpec()
+
+		health := ""
+		if spec.Running && !spec.Unknown {
+			health = map[bool]string{true: " healthy", false: " unhealthy"}[spec.Healthy]
+		}
+
+		parts = append(parts, fmt.Sprintf("%s=%s%s", s.Metadata().ID, spec.State, health))
+	}
+
+	n.logf("services: %s", strings.Join(parts, " "))
 }
 
 // handle runs a lifecycle request; again says whether Run boots again.

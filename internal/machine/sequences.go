@@ -37,6 +37,10 @@ func (n *Node) initializeSequence(cfg *[]byte) *sequencer.Sequence {
 	seq.AppendWhen(metal, "cmdline", task("applyKernelCmdline", n.applyCmdline))
 	seq.Append("earlyServices", task("startMachined", n.startEarlyServices))
 	seq.Append("identity", task("loadNodeIdentity", func(_ context.Context, w io.Writer) error {
+		if err := n.state.RemoveStaleTemps(); err != nil {
+			return err
+		}
+
 		id, err := n.state.Identity()
 		if err == nil {
 			fmt.Fprintf(w, "[talos] node identity %s…\n", id[:8])

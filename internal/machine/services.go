@@ -83,7 +83,7 @@ func (n *Node) machinedService() supervisor.Service {
 // timedService syncs time on metal; container mode leaves the clock to the
 // host, so it is Skipped there.
 func (n *Node) timedService(cfg *configs.Config) supervisor.Service {
-	svc := supervisor.Service{ID: "timed"}
+	svc := supervisor.Service{ID: "timed", DependsOn: []string{"machined"}}
 	if !n.opts.Platform.IsMetal() {
 		return svc
 	}
@@ -137,7 +137,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 `, filepath.Join(base, "root"), filepath.Join(base, "run"), sock)
 
 	return supervisor.Service{
-		ID: "containerd",
+		ID:        "containerd",
+		DependsOn: []string{"machined"},
 		Runner: &prepared{
 			prepare: func() error {
 				if err := os.MkdirAll(filepath.Join(base, "run"), 0o711); err != nil {

@@ -124,3 +124,21 @@ func Wipe(dir string) error {
 
 	return nil
 }
+
+// RemoveStaleTemps deletes temporary files left by writes that a crash or
+// power loss interrupted; the rename never happened, so they hold nothing
+// that was ever in effect.
+func (s State) RemoveStaleTemps() error {
+	matches, err := filepath.Glob(filepath.Join(s.Dir, ".*.tmp-*"))
+	if err != nil {
+		return err
+	}
+
+	for _, m := range matches {
+		if err := os.Remove(m); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale %s: %w", m, err)
+		}
+	}
+
+	return nil
+}
