@@ -118,12 +118,17 @@ func run(ctx context.Context, p platform.Platform, configPath string, env applet
 	err = node.Run(ctx)
 
 	switch {
-	case err == nil || errors.Is(err, machine.ErrPowerOff):
+	case err == nil || errors.Is(err, machine.ErrPowerOff) || errors.Is(err, machine.ErrReboot):
 		fmt.Fprintln(env.Stdout, "[talos] machined stopped")
 
 		if p.IsMetal() && pid1 {
-			platform.UnmountAll()
-			unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF) //nolint:errcheck // nothing left to do
+			cmd := unix.LINUX_REBOOT_CMD_POWER_OFF
+			if errors.Is(err, machine.ErrReboot) {
+				cmd = unix.LINUX_REBOOT_CMD_RESTART
+			}
+
+			platform.UnmountAll() // syncs first
+			unix.Reboot(cmd)      //nolint:errcheck // nothing left to do
 		}
 
 		return 0

@@ -257,6 +257,15 @@ func (n *Node) applyTry(ctx context.Context, data, prev []byte, timeout time.Dur
 	return nil
 }
 
+// TryPending reports whether a "try" apply is waiting to be confirmed or
+// reverted.
+func (n *Node) TryPending() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.tryTimer != nil
+}
+
 func (n *Node) cancelTryLocked() {
 	if n.tryTimer != nil {
 		n.tryTimer.Stop()

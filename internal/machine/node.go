@@ -131,6 +131,10 @@ type request struct {
 // metal caller powers the machine off).
 var ErrPowerOff = errors.New("power off")
 
+// ErrReboot is returned by Run on metal when the node stopped to reboot;
+// the caller reboots the machine. Container mode reboots in-process.
+var ErrReboot = errors.New("reboot")
+
 // Run boots the node and serves until ctx ends (SIGTERM in container
 // mode) or a shutdown is requested. An orderly end returns nil, or
 // ErrPowerOff for a requested shutdown; in container mode a reboot boots
@@ -156,12 +160,14 @@ func (n *Node) Run(ctx context.Context) error {
 			err, again := n.handle(ctx, req)
 			req.done <- err
 
-			if !again {
-				if req.kind == reqShutdown || (req.kind == reqReset && !req.reset.Reboot) {
-					return ErrPowerOff
-				}
-
+			switch {
+			case again:
+			case err != nil:
 				return err
+			case req.kind == reqShutdown || (req.kind == reqReset && !req.reset.Reboot):
+				return ErrPowerOff
+			default:
+				return ErrReboot
 			}
 		}
 	}

@@ -140,14 +140,14 @@ func (r *Runner) Run(ctx context.Context, seq *Sequence) error {
 			return fmt.Errorf("%s sequence: %w", seq.Name, err)
 		}
 
-		r.logf("phase %s (%d/%d): done, %s", p.Name, i+1, len(seq.Phases), round(r.now().Sub(phaseStart)))
+		r.logf("phase %s (%d/%d): done in %s", p.Name, i+1, len(seq.Phases), round(r.now().Sub(phaseStart)))
 
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s sequence: %w", seq.Name, err)
 		}
 	}
 
-	r.logf("%s sequence: done: %s", seq.Name, round(r.now().Sub(start)))
+	r.logf("%s sequence: done in %s", seq.Name, round(r.now().Sub(start)))
 
 	return nil
 }
@@ -166,7 +166,7 @@ func (r *Runner) runTask(ctx context.Context, t Task, idx, total int) (err error
 			return
 		}
 
-		r.logf("task %s (%d/%d): done, %s", t.Name, idx, total, round(r.now().Sub(start)))
+		r.logf("task %s (%d/%d): done in %s", t.Name, idx, total, round(r.now().Sub(start)))
 	}()
 
 	return t.Func(ctx, lockedWriter{r})

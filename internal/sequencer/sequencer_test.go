@@ -93,8 +93,8 @@ func TestPhasesRunInOrderTasksInParallel(t *testing.T) {
 		"[talos] task a (1/3): starting\n",
 		"[talos] task b (2/3): starting\n",
 		"[talos] task c (3/3): starting\n",
-		"[talos] task c (3/3): done, 1ms\n",
-		"[talos] boot sequence: done: ",
+		"[talos] task c (3/3): done in 1ms\n",
+		"[talos] boot sequence: done in ",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
