@@ -193,7 +193,7 @@ func TestMachinedAsPID1(t *testing.T) {
 
 	// An orphan: sh starts a grandchild and exits; the grandchild is
 	// re-parented to our init, which must reap it when it exits.
-	nsenter := exec.Command("nsenter", "--target", strconv.Itoa(initPID), "--pid", "/bin/sh", "-c", "sleep 1 & exit 0")
+	nsenter := exec.Command("nsenter", "--target", strconv.Itoa(initPID), "--pid", "/bin/sh", "-c", "sleep 2 </dev/null >/dev/null 2>&1 & exit 0")
 	if outb, err := nsenter.CombinedOutput(); err != nil {
 		t.Fatalf("nsenter: %v: %s", err, outb)
 	}

@@ -18,7 +18,7 @@ func readAll(t *testing.T, r *logring.Ring, opts logring.ReadOptions) string {
 	t.Helper()
 
 	rd := r.Reader(opts)
-	defer rd.Close() //nolint:errcheck // reader Close never fails
+	defer rd.Close()
 
 	b, err := io.ReadAll(rd)
 	if err != nil {
@@ -141,7 +141,7 @@ func TestFollowSeesNewWrites(t *testing.T) {
 	write(t, r, "old\n")
 
 	rd := r.Reader(logring.ReadOptions{TailLines: 0, Follow: true})
-	defer rd.Close() //nolint:errcheck // reader Close never fails
+	defer rd.Close()
 
 	buf := make([]byte, 64)
 	pending := readAsync(rd, buf)
@@ -177,7 +177,7 @@ func TestCloseUnblocksReaders(t *testing.T) {
 	t.Run("ring close drains then EOF", func(t *testing.T) {
 		r := logring.New(64)
 		rd := r.Reader(logring.ReadOptions{TailLines: -1, Follow: true})
-		defer rd.Close() //nolint:errcheck // reader Close never fails
+		defer rd.Close()
 
 		write(t, r, "last\n")
 		r.Close()
@@ -195,7 +195,7 @@ func TestCloseUnblocksReaders(t *testing.T) {
 	t.Run("ring close while blocked", func(t *testing.T) {
 		r := logring.New(64)
 		rd := r.Reader(logring.ReadOptions{Follow: true})
-		defer rd.Close() //nolint:errcheck // reader Close never fails
+		defer rd.Close()
 
 		pending := readAsync(rd, make([]byte, 8))
 		r.Close()
@@ -238,7 +238,7 @@ func TestSlowFollowerAfterWrap(t *testing.T) {
 	r := logring.New(256)
 	rd := r.Reader(logring.ReadOptions{TailLines: -1, Follow: true})
 
-	defer rd.Close() //nolint:errcheck // reader Close never fails
+	defer rd.Close()
 
 	for i := range 5 {
 		write(t, r, line(i))
@@ -333,7 +333,7 @@ func TestSkipEndsTornLine(t *testing.T) {
 	write(t, r, "abcdefgh\n")
 
 	rd := r.Reader(logring.ReadOptions{TailLines: -1})
-	defer rd.Close() //nolint:errcheck // reader Close never fails
+	defer rd.Close()
 
 	// A short buffer returns part of a line; then the line is overwritten.
 	buf := make([]byte, 4)
@@ -358,7 +358,7 @@ func TestReadsEndAtLineBoundaries(t *testing.T) {
 	write(t, r, "one\ntwo\nthr")
 
 	rd := r.Reader(logring.ReadOptions{TailLines: -1})
-	defer rd.Close() //nolint:errcheck // reader Close never fails
+	defer rd.Close()
 
 	buf := make([]byte, 64)
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
@@ -46,7 +47,13 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 	sup := n.Supervisor()
 
 	svcs := []supervisor.Service{n.timedService(cfg)}
-	if c, ok := n.containerdService(); ok {
+
+	c, ok, err := n.containerdService()
+	if err != nil {
+		return err
+	}
+
+	if ok {
 		svcs = append(svcs, c)
 	}
 
@@ -107,16 +114,16 @@ func (n *Node) timedService(cfg *configs.Config) supervisor.Service {
 
 // containerdService runs the system containerd when its binary is present.
 // Its state lives on EPHEMERAL, its socket health-checked.
-func (n *Node) containerdService() (supervisor.Service, bool) {
+func (n *Node) containerdService() (supervisor.Service, bool, error) {
 	if n.opts.NoContainerd {
-		return supervisor.Service{}, false
+		return supervisor.Service{}, false, nil
 	}
 
 	path := n.opts.ContainerdPath
 	if path == "" {
 		p, err := exec.LookPath("containerd")
 		if err != nil {
-			return supervisor.Service{}, false
+			return supervisor.Service{}, false, nil
 		}
 
 		path = p
@@ -136,23 +143,22 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   address = %q
 `, filepath.Join(base, "root"), filepath.Join(base, "run"), sock)
 
+	// Written at load, on every boot: a reset may have wiped EPHEMERAL.
+	if err := os.MkdirAll(filepath.Join(base, "run"), 0o711); err != nil {
+		return supervisor.Service{}, false, fmt.Errorf("containerd: %w", err)
+	}
+
+	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
+		return supervisor.Service{}, false, fmt.Errorf("containerd: %w", err)
+	}
+
 	return supervisor.Service{
 		ID:        "containerd",
 		DependsOn: []string{"machined"},
-		Runner: &prepared{
-			prepare: func() error {
-				if err := os.MkdirAll(filepath.Join(base, "run"), 0o711); err != nil {
-					return err
-				}
-
-				return os.WriteFile(conf, []byte(config), 0o600)
-			},
-			Runner: supervisor.ProcessRunner(supervisor.ProcessOptions{
-				Path: path,
-				Args: []string{"--config", conf},
-				Env:  os.Environ(),
-			}),
-		},
+		Runner: supervisor.ProcessRunner(supervisor.ProcessOptions{
+			Path: path,
+			Args: []string{"--config", conf},
+		}),
 		Health: &supervisor.HealthCheck{
 			Func: func(ctx context.Context) error {
 				var d net.Dialer
@@ -163,21 +169,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 
 				return c.Close()
 			},
-			InitialDelay: 100e6, Period: 5e9,
+			InitialDelay: 100 * time.Millisecond,
+			Period:       5 * time.Second,
 		},
-	}, true
-}
-
-// prepared runs a setup step before the wrapped runner.
-type prepared struct {
-	supervisor.Runner
-	prepare func() error
-}
-
-func (p *prepared) Run(ctx context.Context, log io.Writer) error {
-	if err := p.prepare(); err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-
-	return p.Runner.Run(ctx, log)
+	}, true, nil
 }

@@ -58,7 +58,7 @@ func (c *resourceCondition) watchOnce(ctx context.Context) (bool, error) {
 	defer w.Close()
 
 	for ev := range w.Events() {
-		switch ev.Type { //nolint:exhaustive // the rest carry nothing to test
+		switch ev.Type {
 		case bus.Created, bus.Updated:
 			if c.pred == nil || c.pred(ev.Resource) {
 				return true, nil

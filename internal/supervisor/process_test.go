@@ -2,6 +2,7 @@ package supervisor_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/logring"
+	"github.com/talosbox/talosbox/internal/reaper"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -50,7 +52,7 @@ func follow(t *testing.T, ring *logring.Ring) <-chan string {
 	}()
 
 	t.Cleanup(func() {
-		rd.Close() //nolint:errcheck // never fails
+		rd.Close()
 		<-done
 	})
 
@@ -387,4 +389,42 @@ func TestProcessDiesWithParent(t *testing.T) {
 	}
 
 	waitDead(t, child)
+}
+
+// As PID 1, machined reaps orphans; the process runner's own children
+// must keep their exit status for cmd.Wait.
+func TestProcessExitStatusSurvivesReaper(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	reaped := make(chan struct{})
+
+	go func() {
+		defer close(reaped)
+		reaper.Run(ctx)
+	}()
+
+	t.Cleanup(func() {
+		cancel()
+		<-reaped
+	})
+
+	h := newHarness(t, nil)
+	h.load(t, supervisor.Service{ID: "svc", Restart: supervisor.Once, Runner: shell("exit 3", nil)})
+
+	for i := 1; i <= 20; i++ {
+		h.start(t, "svc")
+		evs := h.rec.wait(t, fmt.Sprintf("run %d to fail", i), func(evs []recorded) bool {
+			n := 0
+			for _, e := range evs {
+				if e.Event.State == supervisor.Failed {
+					n++
+				}
+			}
+
+			return n == i
+		})
+
+		if last := evs[len(evs)-1].Event.Message; !strings.HasSuffix(last, "exit status 3") {
+			t.Fatalf("run %d: %q", i, last)
+		}
+	}
 }

@@ -3,7 +3,6 @@ package supervisor_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -195,29 +194,52 @@ func TestRestartPolicyNames(t *testing.T) {
 	}
 }
 
-// Whoever sees a service's final event may start it again at once.
+// Whoever sees a service's final state may start it again at once: the
+// handle is released in the same step that records the final state.
 func TestStartRightAfterFinish(t *testing.T) {
-	h := newHarness(t, nil)
+	var hold atomic.Bool
+
+	release := make(chan struct{})
+
+	h := newHarness(t, func(o *supervisor.Options) {
+		record := o.OnEvent
+		o.OnEvent = func(id string, ev supervisor.Event) {
+			record(id, ev)
+
+			// Keep the run's goroutine inside its final event while the
+			// test calls Start.
+			if ev.State == supervisor.Finished && hold.Load() {
+				<-release
+			}
+		}
+	})
 
 	var runs atomic.Int32
 
 	h.load(t, supervisor.Service{ID: "job", Restart: supervisor.Once, Runner: scripted(&runs, nil)})
+	hold.Store(true)
+	h.start(t, "job")
 
-	for i := 1; i <= 20; i++ {
-		h.start(t, "job")
-		h.rec.wait(t, fmt.Sprintf("run %d to finish", i), func(evs []recorded) bool {
-			n := 0
-			for _, e := range evs {
-				if e.Event.State == supervisor.Finished {
-					n++
-				}
-			}
-
-			return n == i
-		})
+	if err := h.sup.WaitUp(ctxTimeout(t), "job"); err != nil {
+		t.Fatal(err)
 	}
 
-	if runs.Load() != 20 {
-		t.Fatalf("%d runs, want 20", runs.Load())
+	started := make(chan error, 1)
+
+	go func() { started <- h.sup.Start("job") }()
+
+	hold.Store(false)
+	close(release)
+
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+
+	h.rec.wait(t, "the second run to finish", func(evs []recorded) bool {
+		return len(finishOrder(evs)) == 2
+	})
+
+	if runs.Load() != 2 {
+		t.Fatalf("%d runs, want 2", runs.Load())
 	}
 }

@@ -256,7 +256,7 @@ func (s *Supervisor) runOnce(ctx context.Context, svc *service) error {
 type attempt struct {
 	s   *Supervisor
 	svc *service
-	ctx context.Context //nolint:containedctx // the run's context, parent of the health checker
+	ctx context.Context // the run's context, parent of the health checker
 
 	mu         sync.Mutex
 	over       bool // reports after the run are stale: drop them

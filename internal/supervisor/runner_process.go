@@ -13,6 +13,8 @@ const DefaultProcessStopTimeout = 10 * time.Second
 
 // ProcessOptions describe a child process.
 type ProcessOptions struct {
+	// Path is the program; it is not looked up in PATH, so give it in
+	// full (a relative path is taken from Dir).
 	Path string
 	// Args are the arguments after the program name; argv[0] is Path.
 	Args []string

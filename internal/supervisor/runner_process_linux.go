@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/talosbox/talosbox/internal/reaper"
 )
 
 // logDrainTimeout bounds how long a finished run waits for its log pipe to
@@ -30,7 +32,7 @@ func (p *processRunner) Run(ctx context.Context, log io.Writer) error {
 		return fmt.Errorf("creating log pipe for %s: %w", p, err)
 	}
 
-	defer pr.Close() //nolint:errcheck // read end, nothing to flush
+	defer pr.Close()
 
 	cmd := &exec.Cmd{
 		Path:   p.opts.Path,
@@ -43,15 +45,17 @@ func (p *processRunner) Run(ctx context.Context, log io.Writer) error {
 
 	cgroup, err := p.setSysProcAttr(cmd)
 	if err == nil {
-		err = cmd.Start()
+		// Through the reaper, so that PID 1's zombie collection never
+		// takes this child's exit status from cmd.Wait.
+		err = reaper.StartCommand(cmd)
 	}
 
 	// From here on only the child holds the write end, so the log copy
 	// ends when the child's group is gone.
-	pw.Close() //nolint:errcheck // nothing was written through it
+	pw.Close()
 
 	if cgroup != nil {
-		cgroup.Close() //nolint:errcheck // directory opened read-only
+		cgroup.Close()
 	}
 
 	if err != nil {
@@ -72,6 +76,7 @@ func (p *processRunner) Run(ctx context.Context, log io.Writer) error {
 	cancelStop := context.AfterFunc(ctx, st.terminate)
 	waitErr := cmd.Wait()
 
+	reaper.Done(pid)
 	st.exited()
 	cancelStop()
 
@@ -104,7 +109,7 @@ func (p *processRunner) setSysProcAttr(cmd *exec.Cmd) (*os.File, error) {
 	cmd.SysProcAttr = attr
 
 	if p.opts.UID != nil || p.opts.GID != nil {
-		cred := &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())} //nolint:gosec // ids are never negative
+		cred := &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
 		if p.opts.UID != nil {
 			cred.Uid = *p.opts.UID
 		}
@@ -128,7 +133,7 @@ func (p *processRunner) setSysProcAttr(cmd *exec.Cmd) (*os.File, error) {
 	}
 
 	attr.UseCgroupFD = true
-	attr.CgroupFD = int(dir.Fd()) //nolint:gosec // file descriptors fit in int
+	attr.CgroupFD = int(dir.Fd())
 
 	return dir, nil
 }
@@ -137,7 +142,7 @@ func (p *processRunner) setSysProcAttr(cmd *exec.Cmd) (*os.File, error) {
 // no signal is sent once Wait has reaped the leader, when the PID could
 // be reused.
 type processStopper struct {
-	ctx  context.Context //nolint:containedctx // only carries the reporter
+	ctx  context.Context // only carries the reporter
 	p    *processRunner
 	pgid int
 

@@ -138,7 +138,7 @@ type runHandle struct {
 // upLocked reports whether dependents may start. Caller holds
 // Supervisor.mu.
 func (svc *service) upLocked() bool {
-	switch svc.state { //nolint:exhaustive // every other state is not up
+	switch svc.state {
 	case Finished, Skipped:
 		return true
 	case Running:

@@ -44,9 +44,10 @@ type Options struct {
 	StopTimeout time.Duration
 	// Now stamps events (time.Now if nil).
 	Now func() time.Time
-	// OnEvent, if set, sees every event once it is recorded, in order for
-	// each service (machined forwards them to its event stream). It must
-	// not block, and must not call Stop, Restart or StopAll.
+	// OnEvent, if set, sees every event once it is recorded, in the
+	// order they happened (machined forwards them to its event stream).
+	// Events wait for it, so it must be quick, and it may only read:
+	// Load, Start, Stop, Restart and StopAll would deadlock.
 	OnEvent func(id string, ev Event)
 }
 
@@ -217,7 +218,7 @@ func (s *Supervisor) Start(ids ...string) error {
 
 	type launch struct {
 		svc *service
-		ctx context.Context //nolint:containedctx // handed to the service goroutine
+		ctx context.Context // handed to the service goroutine
 		h   *runHandle
 	}
 
