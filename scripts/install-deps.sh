@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # (boot), cryptsetup (LUKS2), ...
 #   chrony      a real NTP server peer for timed's tests
 #   util-linux  unshare, to run machined as PID 1 in fresh namespaces
-packages=(make git ca-certificates chrony util-linux procps)
+#   protobuf-compiler, libprotobuf-dev   make generate (the API's .pb.go files)
+packages=(make git ca-certificates chrony util-linux procps protobuf-compiler libprotobuf-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,7 @@
+// Package api holds the talosbox node API definitions: common, machine
+// (MachineService) and resource (ResourceService), each a protobuf package
+// with its generated Go package beside it. `make generate` rebuilds them
+// with Debian's protoc and the pinned Go plugins (go tool).
+package api
+
+//go:generate sh -c "protoc -I . -I /usr/include --plugin=protoc-gen-go=$(go tool -n protoc-gen-go) --plugin=protoc-gen-go-grpc=$(go tool -n protoc-gen-go-grpc) --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative common/common.proto machine/machine.proto resource/resource.proto"
