@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -36,12 +37,12 @@ func Decode(data []byte) (*Config, error) {
 
 // yamlErrLine splits yaml.v3 syntax errors ("yaml: line 3: ...") so the line
 // is reported the same way as every other decode error.
-var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlErrLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 func syntaxError(data []byte, err error) error {
 	msg := err.Error()
 
-	m := yamlErrLine.FindStringSubmatch(msg)
+	m := yamlErrLine().FindStringSubmatch(msg)
 	if m == nil {
 		return &DecodeError{Msg: "invalid YAML: " + trimYAMLPrefix(msg)}
 	}
@@ -76,7 +77,7 @@ func problemLine(data []byte, reported int, problem string) int {
 		}
 
 		if err := parseAll(data[:end]); err != nil {
-			if m := yamlErrLine.FindStringSubmatch(err.Error()); m != nil && m[2] == problem {
+			if m := yamlErrLine().FindStringSubmatch(err.Error()); m != nil && m[2] == problem {
 				return i + 1
 			}
 		}

@@ -416,7 +416,7 @@ func (d *decoder) unstructured(n *yaml.Node, v reflect.Value) {
 }
 
 // yamlTypeErrLine splits the "line N: msg" entries of a *yaml.TypeError.
-var yamlTypeErrLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+var yamlTypeErrLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): (.*)$`) })
 
 // unstructuredError reports yaml.v3's own decode errors (duplicate keys in
 // free-form sections, mostly) at their own lines, under the section's path.
@@ -430,7 +430,7 @@ func (d *decoder) unstructuredError(n *yaml.Node, err error) {
 
 	for _, e := range te.Errors {
 		line := n.Line
-		if m := yamlTypeErrLine.FindStringSubmatch(e); m != nil {
+		if m := yamlTypeErrLine().FindStringSubmatch(e); m != nil {
 			line, _ = strconv.Atoi(m[1]) //nolint:errcheck // the pattern only matches digits
 			e = m[2]
 		}

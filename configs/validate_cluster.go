@@ -30,7 +30,7 @@ func (v *validator) cluster(c *ClusterConfig) {
 	switch {
 	case c.Token == "":
 		v.errorf(p+".token", "cluster bootstrap token is required (.cluster.token)")
-	case !tokenPattern.MatchString(c.Token):
+	case !tokenPattern().MatchString(c.Token):
 		v.errorf(p+".token", "invalid bootstrap token (expected [a-z0-9]{6}.[a-z0-9]{16})")
 	}
 

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 func (v *validator) machine(m *MachineConfig) {
@@ -21,7 +22,7 @@ func (v *validator) machine(m *MachineConfig) {
 	switch {
 	case m.Token == "":
 		v.errorf(p+".token", "trustd token is required (.machine.token)")
-	case !tokenPattern.MatchString(m.Token):
+	case !tokenPattern().MatchString(m.Token):
 		v.errorf(p+".token", "trustd token is invalid (expected [a-z0-9]{6}.[a-z0-9]{16})")
 	}
 
@@ -47,7 +48,7 @@ func (v *validator) machine(m *MachineConfig) {
 	v.files(m.Files)
 
 	for _, k := range sortedKeys(m.Env) {
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			v.errorf(keyPath(p+".env", k), "invalid environment variable name %q", k)
 		}
 	}
@@ -62,7 +63,7 @@ func (v *validator) machine(m *MachineConfig) {
 	v.kubernetesMetadata(m)
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func (v *validator) machineCA(m *MachineConfig) {
 	ca := m.CA
@@ -270,11 +271,11 @@ func (v *validator) time(t *TimeConfig) {
 	}
 }
 
-var kernelKey = regexp.MustCompile(`^[a-zA-Z0-9_.*/:-]+$`)
+var kernelKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_.*/:-]+$`) })
 
 func (v *validator) kernelSettings(path string, settings map[string]string) {
 	for _, k := range sortedKeys(settings) {
-		if !kernelKey.MatchString(k) {
+		if !kernelKey().MatchString(k) {
 			v.errorf(keyPath(path, k), "invalid key %q", k)
 		}
 	}
@@ -418,8 +419,8 @@ func (v *validator) machineMisc(m *MachineConfig) {
 // A Kubernetes label or annotation key is [DNS prefix/]name; values are
 // short names too, possibly empty.
 var (
-	labelName  = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$`)
-	labelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$`)
+	labelName  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$`) })
+	labelValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$`) })
 )
 
 func checkQualifiedName(k string) error {
@@ -428,7 +429,7 @@ func checkQualifiedName(k string) error {
 		name, prefix = prefix, ""
 	}
 
-	if (found && !isDNSName(prefix)) || !labelName.MatchString(name) {
+	if (found && !isDNSName(prefix)) || !labelName().MatchString(name) {
 		return fmt.Errorf("invalid key %q", k)
 	}
 
@@ -442,7 +443,7 @@ func (v *validator) kubernetesMetadata(m *MachineConfig) {
 		kp := keyPath("machine.nodeLabels", k)
 		v.check(kp, checkQualifiedName(k))
 
-		if val := m.NodeLabels[k]; len(val) > 63 || !labelValue.MatchString(val) {
+		if val := m.NodeLabels[k]; len(val) > 63 || !labelValue().MatchString(val) {
 			v.errorf(kp, "invalid label value %q", val)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Shared checks for single values. Each returns an error whose message is
@@ -111,7 +112,7 @@ func checkHostPort(what, s string) error {
 	return nil
 }
 
-var dnsLabel = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
+var dnsLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`) })
 
 // isDNSName accepts RFC 1123 host names, with an optional trailing dot.
 func isDNSName(s string) bool {
@@ -121,7 +122,7 @@ func isDNSName(s string) bool {
 	}
 
 	for label := range strings.SplitSeq(s, ".") {
-		if !dnsLabel.MatchString(label) {
+		if !dnsLabel().MatchString(label) {
 			return false
 		}
 	}
@@ -178,18 +179,20 @@ func checkBase64Key(what, s string, sizes ...int) error {
 
 // tokenPattern is the shape of both the Kubernetes bootstrap token and the
 // trustd token.
-var tokenPattern = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
+var tokenPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`) })
 
 // imageRef follows the distribution reference grammar closely enough to
 // catch typos without a dependency: [host[:port]/]path[:tag][@digest].
-var imageRef = regexp.MustCompile(`^` +
-	`(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?/)?` +
-	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
-	`(?::[\w][\w.-]{0,127})?` +
-	`(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
+var imageRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^` +
+		`(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?/)?` +
+		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+		`(?::[\w][\w.-]{0,127})?` +
+		`(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
+})
 
 func checkImage(s string) error {
-	if !imageRef.MatchString(s) {
+	if !imageRef().MatchString(s) {
 		return fmt.Errorf("invalid image reference %q", s)
 	}
 
@@ -204,11 +207,11 @@ func checkAbsPath(what, s string) error {
 	return nil
 }
 
-var sizePattern = regexp.MustCompile(`^(?i)\d+(\.\d+)?\s*([kmgtpe]i?b?|b)?$`)
+var sizePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?i)\d+(\.\d+)?\s*([kmgtpe]i?b?|b)?$`) })
 
 // checkSize accepts a byte count or a size with a unit ("100 GB", "4GiB").
 func checkSize(what, s string) error {
-	if !sizePattern.MatchString(strings.TrimSpace(s)) {
+	if !sizePattern().MatchString(strings.TrimSpace(s)) {
 		return fmt.Errorf("invalid %s %q", what, s)
 	}
 
