@@ -56,6 +56,10 @@ func (s *Sequence) AppendWhen(cond bool, name string, tasks ...Task) *Sequence {
 type Runner struct {
 	Console io.Writer
 	Now     func() time.Time
+	// Observe, when set, hears every sequence, phase and task transition
+	// (kind "sequence", "phase" or "task"; action "start", "stop" or
+	// "fail"), for the node's event stream.
+	Observe func(kind, name, action string, err error)
 
 	mu sync.Mutex // keeps parallel tasks' lines whole
 }
@@ -77,6 +81,12 @@ func (r *Runner) logf(format string, args ...any) {
 	defer r.mu.Unlock()
 
 	fmt.Fprintf(r.Console, "[talos] "+format+"\n", args...)
+}
+
+func (r *Runner) observe(kind, name, action string, err error) {
+	if r.Observe != nil {
+		r.Observe(kind, name, action, err)
+	}
 }
 
 // lockedWriter prefixes nothing but serializes task output with the
@@ -105,11 +115,13 @@ func (r *Runner) Run(ctx context.Context, seq *Sequence) error {
 	}
 
 	r.logf("%s sequence: %d phase(s)", seq.Name, len(seq.Phases))
+	r.observe("sequence", seq.Name, "start", nil)
 
 	n := 0
 
 	for i, p := range seq.Phases {
 		r.logf("phase %s (%d/%d): %d task(s)", p.Name, i+1, len(seq.Phases), len(p.Tasks))
+		r.observe("phase", p.Name, "start", nil)
 		phaseStart := r.now()
 
 		var (
@@ -136,11 +148,14 @@ func (r *Runner) Run(ctx context.Context, seq *Sequence) error {
 		if err := errors.Join(errs...); err != nil {
 			r.logf("phase %s (%d/%d): failed", p.Name, i+1, len(seq.Phases))
 			r.logf("%s sequence: failed", seq.Name)
+			r.observe("phase", p.Name, "fail", err)
+			r.observe("sequence", seq.Name, "fail", err)
 
 			return fmt.Errorf("%s sequence: %w", seq.Name, err)
 		}
 
 		r.logf("phase %s (%d/%d): done in %s", p.Name, i+1, len(seq.Phases), round(r.now().Sub(phaseStart)))
+		r.observe("phase", p.Name, "stop", nil)
 
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s sequence: %w", seq.Name, err)
@@ -148,12 +163,14 @@ func (r *Runner) Run(ctx context.Context, seq *Sequence) error {
 	}
 
 	r.logf("%s sequence: done in %s", seq.Name, round(r.now().Sub(start)))
+	r.observe("sequence", seq.Name, "stop", nil)
 
 	return nil
 }
 
 func (r *Runner) runTask(ctx context.Context, t Task, idx, total int) (err error) {
 	r.logf("task %s (%d/%d): starting", t.Name, idx, total)
+	r.observe("task", t.Name, "start", nil)
 	start := r.now()
 
 	defer func() {
@@ -163,10 +180,13 @@ func (r *Runner) runTask(ctx context.Context, t Task, idx, total int) (err error
 
 		if err != nil {
 			r.logf("task %s (%d/%d): failed: %v", t.Name, idx, total, err)
+			r.observe("task", t.Name, "fail", err)
+
 			return
 		}
 
 		r.logf("task %s (%d/%d): done in %s", t.Name, idx, total, round(r.now().Sub(start)))
+		r.observe("task", t.Name, "stop", nil)
 	}()
 
 	return t.Func(ctx, lockedWriter{r})

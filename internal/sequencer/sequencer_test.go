@@ -107,9 +107,20 @@ func TestPhasesRunInOrderTasksInParallel(t *testing.T) {
 }
 
 func TestFailureStopsAfterThePhase(t *testing.T) {
-	var out bytes.Buffer
+	var (
+		out      bytes.Buffer
+		observed []string
+		mu       sync.Mutex
+	)
 
-	r := &sequencer.Runner{Console: &out}
+	r := &sequencer.Runner{Console: &out, Observe: func(kind, name, action string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+
+		if kind != "task" {
+			observed = append(observed, kind+" "+name+" "+action)
+		}
+	}}
 
 	var sibling, later atomic.Bool
 
@@ -130,6 +141,11 @@ func TestFailureStopsAfterThePhase(t *testing.T) {
 
 	if !strings.Contains(out.String(), "[talos] task bad (1/3): failed: no such device\n") {
 		t.Fatalf("log:\n%s", out.String())
+	}
+
+	want := []string{"sequence boot start", "phase mount start", "phase mount fail", "sequence boot fail"}
+	if strings.Join(observed, ",") != strings.Join(want, ",") {
+		t.Fatalf("observed %v, want %v", observed, want)
 	}
 }
 
