@@ -32,9 +32,31 @@ type Options struct {
 	ContainerdPath string
 	// NoContainerd leaves containerd out even when it is installed.
 	NoContainerd bool
+	// EarlyServices are started with machined, before there is a config:
+	// apid serves maintenance mode from there, as on Talos.
+	EarlyServices func(*Node) []supervisor.Service
+	// OnEvent receives the node's events: service state changes, sequence,
+	// phase and task transitions, config load errors. It must not block.
+	OnEvent func(Event)
 	// StopTimeout bounds each service's stop (30 s by default).
 	StopTimeout time.Duration
 }
+
+// Event is one entry of the node's event stream (`talosctl events`).
+type Event struct {
+	Type    string // "machine.ServiceStateEvent", "machine.TaskEvent", ...
+	Message string
+	Fields  map[string]string
+}
+
+func (n *Node) emit(ev Event) {
+	if n.opts.OnEvent != nil {
+		n.opts.OnEvent(ev)
+	}
+}
+
+// Platform is where the node runs.
+func (n *Node) Platform() platform.Platform { return n.opts.Platform }
 
 // Node is one running machine.
 type Node struct {
@@ -79,7 +101,18 @@ func New(opts Options) (*Node, error) {
 	}
 
 	n.console = io.MultiWriter(opts.Console, n.log)
-	n.seq = &sequencer.Runner{Console: n.console}
+	n.seq = &sequencer.Runner{Console: n.console, Observe: func(kind, name, action string, err error) {
+		ev := Event{
+			Type:    "machine." + map[string]string{"sequence": "SequenceEvent", "phase": "PhaseEvent", "task": "TaskEvent"}[kind],
+			Message: fmt.Sprintf("%s %s: %s", kind, name, action),
+			Fields:  map[string]string{kind: name, "action": action},
+		}
+		if err != nil {
+			ev.Fields["error"] = err.Error()
+		}
+
+		n.emit(ev)
+	}}
 
 	defs := append(append([]bus.Definition{}, Definitions...), supervisor.Definition, timed.Definition)
 	for _, d := range defs {

@@ -66,6 +66,22 @@ type testNode struct {
 	dir     string
 	console *syncBuffer
 	done    chan error
+
+	evMu   sync.Mutex
+	events []machine.Event
+}
+
+// eventTypes counts the node events seen so far, by type.
+func (tn *testNode) eventTypes() map[string]int {
+	tn.evMu.Lock()
+	defer tn.evMu.Unlock()
+
+	out := map[string]int{}
+	for _, ev := range tn.events {
+		out[ev.Type]++
+	}
+
+	return out
 }
 
 type syncBuffer struct {
@@ -111,7 +127,14 @@ func startNode(t *testing.T, dir string, config []byte) *testNode {
 
 	tn := &testNode{dir: dir, console: &syncBuffer{}, done: make(chan error, 1)}
 
-	tn.Node, err = machine.New(machine.Options{Platform: p, ConfigPath: path, Console: tn.console, NoContainerd: true, StopTimeout: 5 * time.Second})
+	tn.Node, err = machine.New(machine.Options{
+		Platform: p, ConfigPath: path, Console: tn.console, NoContainerd: true, StopTimeout: 5 * time.Second,
+		OnEvent: func(ev machine.Event) {
+			tn.evMu.Lock()
+			tn.events = append(tn.events, ev)
+			tn.evMu.Unlock()
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +274,14 @@ func TestMaintenanceModeThenApply(t *testing.T) {
 
 	if hostnameOf(t, n) != "maint-1" {
 		t.Fatal("active config is not the applied one")
+	}
+
+	// The event stream saw the refusal, the tasks and the services.
+	types := n.eventTypes()
+	for _, want := range []string{"machine.ConfigLoadErrorEvent", "machine.TaskEvent", "machine.SequenceEvent", "machine.ServiceStateEvent"} {
+		if types[want] == 0 {
+			t.Errorf("no %s in the event stream: %v", want, types)
+		}
 	}
 }
 

@@ -165,6 +165,8 @@ func (n *Node) recordLoadError(ctx context.Context, source string, err error) {
 	if merr != nil {
 		n.logf("record config error: %v", merr)
 	}
+
+	n.emit(Event{Type: "machine.ConfigLoadErrorEvent", Message: err.Error(), Fields: map[string]string{"source": source}})
 }
 
 // bootSequence sets the machine up from cfg and starts the services.

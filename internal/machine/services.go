@@ -24,21 +24,38 @@ func (n *Node) startEarlyServices(ctx context.Context, _ io.Writer) error {
 		Store:       n.store,
 		Console:     n.console,
 		StopTimeout: n.opts.StopTimeout,
+		OnEvent: func(id string, ev supervisor.Event) {
+			n.emit(Event{
+				Type:    "machine.ServiceStateEvent",
+				Message: ev.Message,
+				Fields:  map[string]string{"service": id, "state": ev.State.String()},
+			})
+		},
 	})
 
 	n.mu.Lock()
 	n.sup = sup
 	n.mu.Unlock()
 
-	if err := sup.Load(n.machinedService()); err != nil {
+	early := []supervisor.Service{n.machinedService()}
+	if n.opts.EarlyServices != nil {
+		early = append(early, n.opts.EarlyServices(n)...)
+	}
+
+	if err := sup.Load(early...); err != nil {
 		return err
 	}
 
-	if err := sup.Start("machined"); err != nil {
-		return err
+	ids := make([]string, len(early))
+	for i, svc := range early {
+		ids[i] = svc.ID
+
+		if err := sup.Start(svc.ID); err != nil {
+			return err
+		}
 	}
 
-	return sup.WaitUp(ctx, "machined")
+	return sup.WaitUp(ctx, ids...)
 }
 
 // startServices loads the services that need the config, starts them and
