@@ -200,6 +200,24 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value) {
 	}
 
 	fi := fieldsOf(v.Type())
+
+	d.eachPair(n, func(key, val *yaml.Node, name string) {
+		idx, known := fi.index[name]
+		if !known {
+			d.unknownField(key, name, fi)
+
+			return
+		}
+
+		d.path = append(d.path, "."+name)
+		d.value(val, v.Field(idx))
+		d.path = d.path[:len(d.path)-1]
+	})
+}
+
+// eachPair calls fn for each key/value of a mapping, reporting keys that
+// are not scalars or repeat an earlier key (and skipping them).
+func (d *decoder) eachPair(n *yaml.Node, fn func(key, val *yaml.Node, name string)) {
 	seen := make(map[string]int, len(n.Content)/2)
 
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -218,16 +236,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value) {
 
 		seen[name] = key.Line
 
-		idx, known := fi.index[name]
-		if !known {
-			d.unknownField(key, name, fi)
-
-			continue
-		}
-
-		d.path = append(d.path, "."+name)
-		d.value(val, v.Field(idx))
-		d.path = d.path[:len(d.path)-1]
+		fn(key, val, name)
 	}
 }
 
@@ -284,24 +293,8 @@ func (d *decoder) mapValue(n *yaml.Node, v reflect.Value) {
 
 	t := v.Type()
 	m := reflect.MakeMapWithSize(t, len(n.Content)/2)
-	seen := make(map[string]int, len(n.Content)/2)
 
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, val := n.Content[i], n.Content[i+1]
-
-		name, ok := d.key(key)
-		if !ok {
-			continue
-		}
-
-		if first, dup := seen[name]; dup {
-			d.fail(key, "duplicate key %q (first at line %d)", name, first)
-
-			continue
-		}
-
-		seen[name] = key.Line
-
+	d.eachPair(n, func(_, val *yaml.Node, name string) {
 		elem := reflect.New(t.Elem()).Elem()
 
 		d.path = append(d.path, "["+strconv.Quote(name)+"]")
@@ -309,7 +302,7 @@ func (d *decoder) mapValue(n *yaml.Node, v reflect.Value) {
 		d.path = d.path[:len(d.path)-1]
 
 		m.SetMapIndex(reflect.ValueOf(name).Convert(t.Key()), elem)
-	}
+	})
 
 	v.Set(m)
 }
