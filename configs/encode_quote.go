@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/internal/deepcopy"
 )
 
 // yaml.v3 writes a multi-line string that starts with white space as a
@@ -29,7 +31,16 @@ func quotedForEncoding(c *Config) any {
 
 	originals := map[string]string{}
 	cp := reflect.New(reflect.TypeOf(*c)).Elem()
-	cloneReplacing(cp, reflect.ValueOf(c).Elem(), originals)
+	deepcopy.Value(cp, reflect.ValueOf(c).Elem(), func(s string) string {
+		if !needsQuoting(s) {
+			return s
+		}
+
+		ph := fmt.Sprintf("talosbox-quoted-placeholder-%d", len(originals))
+		originals[ph] = s
+
+		return ph
+	})
 
 	var n yaml.Node
 	if err := n.Encode(cp.Addr().Interface()); err != nil {
@@ -73,77 +84,6 @@ func hasAwkwardString(v reflect.Value) bool {
 	}
 
 	return false
-}
-
-// cloneReplacing deep-copies src into dst, swapping awkward strings for
-// placeholders recorded in originals.
-func cloneReplacing(dst, src reflect.Value, originals map[string]string) {
-	switch src.Kind() {
-	case reflect.String:
-		s := src.String()
-		if needsQuoting(s) {
-			ph := fmt.Sprintf("talosbox-quoted-placeholder-%d", len(originals))
-			originals[ph] = s
-			s = ph
-		}
-
-		dst.SetString(s)
-	case reflect.Pointer:
-		if src.IsNil() {
-			return
-		}
-
-		p := reflect.New(src.Type().Elem())
-		cloneReplacing(p.Elem(), src.Elem(), originals)
-		dst.Set(p)
-	case reflect.Interface:
-		if src.IsNil() {
-			return
-		}
-
-		v := reflect.New(src.Elem().Type()).Elem()
-		cloneReplacing(v, src.Elem(), originals)
-		dst.Set(v)
-	case reflect.Struct:
-		dst.Set(src)
-
-		for i := range src.NumField() {
-			if src.Type().Field(i).IsExported() {
-				cloneReplacing(dst.Field(i), src.Field(i), originals)
-			}
-		}
-	case reflect.Slice:
-		if src.IsNil() {
-			return
-		}
-
-		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
-		for i := range src.Len() {
-			cloneReplacing(s.Index(i), src.Index(i), originals)
-		}
-
-		dst.Set(s)
-	case reflect.Map:
-		if src.IsNil() {
-			return
-		}
-
-		m := reflect.MakeMapWithSize(src.Type(), src.Len())
-		iter := src.MapRange()
-
-		for iter.Next() {
-			k := reflect.New(src.Type().Key()).Elem()
-			cloneReplacing(k, iter.Key(), originals)
-
-			v := reflect.New(src.Type().Elem()).Elem()
-			cloneReplacing(v, iter.Value(), originals)
-			m.SetMapIndex(k, v)
-		}
-
-		dst.Set(m)
-	default:
-		dst.Set(src)
-	}
 }
 
 func restore(n *yaml.Node, originals map[string]string) {

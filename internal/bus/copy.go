@@ -3,6 +3,8 @@ package bus
 import (
 	"reflect"
 	"sync"
+
+	"github.com/talosbox/talosbox/internal/deepcopy"
 )
 
 // flatTypes caches, per spec type, whether a plain assignment is already a
@@ -31,7 +33,7 @@ func copySpecInto[S any](dst, src *S) {
 		return
 	}
 
-	deepCopyValue(reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem())
+	deepcopy.Value(reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem(), nil)
 }
 
 func isFlat(t reflect.Type, seen map[reflect.Type]bool) bool {
@@ -55,70 +57,4 @@ func isFlat(t reflect.Type, seen map[reflect.Type]bool) bool {
 	}
 
 	return true
-}
-
-// deepCopyValue copies src into the settable dst, following pointers,
-// slices, maps and interfaces. Unexported fields are copied as values.
-func deepCopyValue(dst, src reflect.Value) {
-	switch src.Kind() {
-	case reflect.Pointer:
-		if src.IsNil() {
-			return
-		}
-
-		p := reflect.New(src.Type().Elem())
-		deepCopyValue(p.Elem(), src.Elem())
-		dst.Set(p)
-	case reflect.Slice:
-		if src.IsNil() {
-			return
-		}
-
-		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
-		for i := range src.Len() {
-			deepCopyValue(s.Index(i), src.Index(i))
-		}
-
-		dst.Set(s)
-	case reflect.Map:
-		if src.IsNil() {
-			return
-		}
-
-		m := reflect.MakeMapWithSize(src.Type(), src.Len())
-		iter := src.MapRange()
-
-		for iter.Next() {
-			v := reflect.New(src.Type().Elem()).Elem()
-			deepCopyValue(v, iter.Value())
-			m.SetMapIndex(iter.Key(), v)
-		}
-
-		dst.Set(m)
-	case reflect.Interface:
-		if src.IsNil() {
-			return
-		}
-
-		v := reflect.New(src.Elem().Type()).Elem()
-		deepCopyValue(v, src.Elem())
-		dst.Set(v)
-	case reflect.Struct:
-		if !dst.CanSet() {
-			return
-		}
-
-		dst.Set(src) // copies unexported fields too; exported ones deepened below
-		for i := range src.NumField() {
-			if dst.Field(i).CanSet() {
-				deepCopyValue(dst.Field(i), src.Field(i))
-			}
-		}
-	case reflect.Array:
-		for i := range src.Len() {
-			deepCopyValue(dst.Index(i), src.Index(i))
-		}
-	default:
-		dst.Set(src)
-	}
 }
