@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 #   chrony      a real NTP server peer for timed's tests
 #   util-linux  unshare, to run machined as PID 1 in fresh namespaces
 #   protobuf-compiler, libprotobuf-dev   make generate (the API's .pb.go files)
-packages=(make git ca-certificates chrony util-linux procps protobuf-compiler libprotobuf-dev)
+#   iproute2    network namespaces, veth and bridges for multi-node tests
+packages=(make git ca-certificates chrony util-linux procps iproute2 protobuf-compiler libprotobuf-dev)
 
 missing=()
 for p in "${packages[@]}"; do
