@@ -14,7 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/talosbox/talosbox/internal/apid"
 	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/reaper"
@@ -63,6 +65,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	plat := fs.String("platform", "", "metal or container (default: $TALOSBOX_PLATFORM, then detected)")
 	stateDir := fs.String("state-dir", "", "where the node keeps its state (container default /var/lib/talosbox)")
 	configPath := fs.String("config", "", "machine config file or http(s) URL (default: $TALOSBOX_CONFIG)")
+	listen := fs.String("apid-listen", ":50000", "address apid listens on")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 
 	if err := fs.Parse(args); err != nil {
@@ -88,10 +91,10 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 		return 2
 	}
 
-	return run(ctx, p, *configPath, env)
+	return run(ctx, p, *configPath, *listen, env)
 }
 
-func run(ctx context.Context, p platform.Platform, configPath string, env applet.Env) int {
+func run(ctx context.Context, p platform.Platform, configPath, listen string, env applet.Env) int {
 	pid1 := os.Getpid() == 1
 
 	// As PID 1 only the signals below end the node; the multicall's own
@@ -110,7 +113,16 @@ func run(ctx context.Context, p platform.Platform, configPath string, env applet
 
 	fmt.Fprintf(env.Stdout, "[talos] %s, platform %s, state %s\n", version.Short("machined"), p.Name, p.StateDir)
 
-	node, err := machine.New(machine.Options{Platform: p, ConfigPath: configPath, Console: env.Stdout})
+	// One event stream for the node's life; apid serves it (talosctl events).
+	ring := events.New(events.DefaultCapacity)
+
+	node, err := machine.New(machine.Options{
+		Platform:      p,
+		ConfigPath:    configPath,
+		Console:       env.Stdout,
+		EarlyServices: apid.EarlyServices(ring, listen),
+		OnEvent:       func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
+	})
 	if err != nil {
 		return fatal(p, env, err)
 	}

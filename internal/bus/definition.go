@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -163,7 +164,12 @@ func (r *Registry) Lookup(name string) (Definition, error) {
 
 	switch len(found) {
 	case 0:
-		return Definition{}, fmt.Errorf("resource type %q is not registered", name)
+		msg := fmt.Sprintf("resource type %q not found", name)
+		if s := r.suggestLocked(name); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+
+		return Definition{}, &LookupError{Err: ErrUnknownType, Msg: msg}
 	case 1:
 		return found[0], nil
 	}
@@ -175,5 +181,76 @@ func (r *Registry) Lookup(name string) (Definition, error) {
 
 	sort.Strings(names)
 
-	return Definition{}, fmt.Errorf("resource type %q is ambiguous: it could be %s", name, strings.Join(names, ", "))
+	return Definition{}, &LookupError{Err: ErrAmbiguousType, Msg: fmt.Sprintf("resource type %q is ambiguous: it could be %s", name, strings.Join(names, ", "))}
+}
+
+// Lookup failures; test with errors.Is.
+var (
+	ErrUnknownType   = errors.New("unknown resource type")
+	ErrAmbiguousType = errors.New("ambiguous resource type")
+)
+
+// LookupError is a failed Lookup with a message fit for users.
+type LookupError struct {
+	Err error
+	Msg string
+}
+
+func (e *LookupError) Error() string { return e.Msg }
+
+func (e *LookupError) Unwrap() error { return e.Err }
+
+// suggestLocked finds up to three types one of whose names is within a
+// small edit distance of name, or starts with it.
+func (r *Registry) suggestLocked(name string) []string {
+	want := strings.ToLower(name)
+
+	var out []string
+
+	for _, d := range r.defs {
+		names := append([]string{strings.ToLower(d.Type)}, d.autoAliases()...)
+		for _, a := range d.Aliases {
+			names = append(names, strings.ToLower(a))
+		}
+
+		for _, n := range names {
+			limit := max(1, min(len(want), len(n))/4)
+
+			if editDistance(want, n) <= limit || (len(want) >= 3 && strings.HasPrefix(n, want)) {
+				out = append(out, fmt.Sprintf("%q", d.Type))
+				break
+			}
+		}
+	}
+
+	sort.Strings(out)
+
+	return out[:min(len(out), 3)]
+}
+
+// editDistance is the Levenshtein distance.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+
+	for j := range prev {
+		prev[j] = j
+	}
+
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+
+		prev, cur = cur, prev
+	}
+
+	return prev[len(b)]
 }

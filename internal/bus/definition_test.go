@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/talosbox/talosbox/internal/bus"
@@ -41,7 +42,9 @@ func TestRegistryLookup(t *testing.T) {
 		{"mc", "MachineConfigs.config.talosbox.dev", ""},
 		{"ms", "", `resource type "ms" is ambiguous: it could be MachineStatuses.runtime.talosbox.dev, MountStatuses.runtime.talosbox.dev`},
 		{"mss", "", `resource type "mss" is ambiguous: it could be MachineStatuses.runtime.talosbox.dev, MountStatuses.runtime.talosbox.dev`},
-		{"nothing", "", `resource type "nothing" is not registered`},
+		{"nothing", "", `resource type "nothing" not found`},
+		{"machinestatu", "", `resource type "machinestatu" not found; did you mean "MachineStatuses.runtime.talosbox.dev"?`},
+		{"mount", "", `resource type "mount" not found; did you mean "MountStatuses.runtime.talosbox.dev"?`},
 	}
 
 	for _, tt := range tests {
@@ -49,6 +52,14 @@ func TestRegistryLookup(t *testing.T) {
 		if errString(err) != tt.err || d.Type != tt.want {
 			t.Errorf("Lookup(%q) = %q, %v; want %q, %q", tt.name, d.Type, err, tt.want, tt.err)
 		}
+	}
+
+	if _, err := r.Lookup("nothing"); !errors.Is(err, bus.ErrUnknownType) {
+		t.Errorf("unknown type error %v is not ErrUnknownType", err)
+	}
+
+	if _, err := r.Lookup("ms"); !errors.Is(err, bus.ErrAmbiguousType) {
+		t.Errorf("ambiguous error %v is not ErrAmbiguousType", err)
 	}
 
 	if d, _ := r.Get("MachineConfigs.config.talosbox.dev"); !d.Sensitive || d.DefaultNamespace != "config" {

@@ -1,0 +1,191 @@
+package apid
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/pki"
+)
+
+// ErrNoCAKey is why a worker's apid does not serve yet: its server
+// certificate must come from a control-plane node's trustd (issue 8).
+var ErrNoCAKey = errors.New("apid: no OS CA key on this node (worker certificates come from trustd, not built yet)")
+
+// identity is what apid serves as, derived from the active config. A new
+// one is made whenever the config or the stage changes.
+type identity struct {
+	// maintenance: no config yet, so no CA: server-only TLS and the
+	// allow-list of maintenance methods.
+	maintenance bool
+	// err, when set, says why the node cannot serve (ErrNoCAKey).
+	err error
+
+	cfg      *configs.Config
+	ca       *pki.CertAndKey // the OS CA (issuing: machine.ca)
+	trust    *x509.CertPool  // machine.ca + machine.acceptedCAs
+	hostname string
+	certSANs []string
+
+	// trustKey changes when the mode or the trust material does; a change
+	// restarts the server so that no connection outlives the trust it was
+	// accepted under. Other changes (SANs, hostname) only renew the
+	// server certificate.
+	trustKey string
+
+	server *certIssuer // serving certificate, renewed at half-life
+	client *certIssuer // os:impersonator certificate for forwarding
+}
+
+// newIdentity derives the identity from the active config (nil in
+// maintenance mode). hostname overrides the node's hostname when set.
+func newIdentity(active []byte, hostname string) (*identity, error) {
+	if active == nil {
+		id := &identity{maintenance: true, hostname: hostnameOf(nil, hostname), trustKey: "maintenance"}
+		id.server = newSelfSignedIssuer(id.hostname)
+
+		return id, nil
+	}
+
+	cfg, err := configs.Decode(active)
+	if err != nil {
+		return nil, fmt.Errorf("apid: decode active config: %w", err)
+	}
+
+	id := &identity{cfg: cfg, hostname: hostnameOf(cfg, hostname)}
+
+	if cfg.Machine == nil || cfg.Machine.CA == nil || len(cfg.Machine.CA.Crt) == 0 {
+		return nil, errors.New("apid: the active config has no machine.ca")
+	}
+
+	id.certSANs = slices.Clone(cfg.Machine.CertSANs)
+	id.ca = &pki.CertAndKey{Crt: cfg.Machine.CA.Crt, Key: cfg.Machine.CA.Key}
+
+	pems := [][]byte{cfg.Machine.CA.Crt}
+	for _, a := range cfg.Machine.AcceptedCAs {
+		pems = append(pems, a.Crt)
+	}
+
+	if id.trust, err = pki.CertPool(pems...); err != nil {
+		return nil, fmt.Errorf("apid: machine.ca/acceptedCAs: %w", err)
+	}
+
+	sum := sha256.Sum256(bytes.Join(append(pems, cfg.Machine.CA.Key), []byte{0}))
+	id.trustKey = "mtls:" + hex.EncodeToString(sum[:])
+
+	if len(id.ca.Key) == 0 {
+		id.err = ErrNoCAKey
+		return id, nil
+	}
+
+	if err := id.ca.Validate(); err != nil {
+		return nil, fmt.Errorf("apid: machine.ca: %w", err)
+	}
+
+	id.server = newIssuer(func() (*pki.CertAndKey, error) {
+		ips, dns := id.sans()
+
+		return pki.NewServerCertificate(id.ca, pki.ServerOptions{CommonName: id.hostname, IPs: ips, DNSNames: dns})
+	})
+	id.client = newIssuer(func() (*pki.CertAndKey, error) {
+		return pki.NewClientCertificate(id.ca, pki.ClientOptions{Roles: []string{string(RoleImpersonator)}, TTL: pki.ServerCertValidity})
+	})
+
+	return id, nil
+}
+
+// hostnameOf picks the node's name: the override, machine.network.hostname,
+// then the kernel's.
+func hostnameOf(cfg *configs.Config, override string) string {
+	if override != "" {
+		return override
+	}
+
+	if cfg != nil && cfg.Machine != nil && cfg.Machine.Network != nil && cfg.Machine.Network.Hostname != "" {
+		return cfg.Machine.Network.Hostname
+	}
+
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+
+	return h
+}
+
+// sans are the server certificate's names: loopback, every address of
+// the node, its hostname and machine.certSANs.
+func (id *identity) sans() ([]net.IP, []string) {
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	dns := []string{"localhost"}
+
+	for _, ip := range localAddresses() {
+		if !slices.ContainsFunc(ips, ip.Equal) {
+			ips = append(ips, ip)
+		}
+	}
+
+	for _, name := range append([]string{id.hostname}, id.certSANs...) {
+		if ip := net.ParseIP(name); ip != nil {
+			if !slices.ContainsFunc(ips, ip.Equal) {
+				ips = append(ips, ip)
+			}
+		} else if name != "" && !slices.Contains(dns, name) {
+			dns = append(dns, name)
+		}
+	}
+
+	return ips, dns
+}
+
+// localAddresses are the node's interface addresses. Networkd will publish
+// them on the bus (issue 6); until then the kernel is asked directly.
+func localAddresses() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+
+	out := make([]net.IP, 0, len(addrs))
+
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			out = append(out, n.IP)
+		}
+	}
+
+	return out
+}
+
+// isLocal says whether a node name ("host" or "host:port", as the node
+// metadata carries it) names this apid. A bare host is local when it is
+// this node's; host:port is local only with our own port, so several
+// apids on one host (tests, host-network containers) can reach each other.
+func (id *identity) isLocal(host, port, ownPort string) bool {
+	if port != "" && port != ownPort {
+		return false
+	}
+
+	if strings.EqualFold(host, "localhost") || strings.EqualFold(host, id.hostname) {
+		return true
+	}
+
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+
+	if ip.IsLoopback() && (ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback)) {
+		return true
+	}
+
+	return slices.ContainsFunc(localAddresses(), ip.Equal)
+}

@@ -1,0 +1,483 @@
+package apid
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/api/resource"
+	imachine "github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/pki"
+)
+
+// invoke calls any method of the table with an empty request: unary
+// methods through Invoke, streams by reading the first message.
+func invoke(ctx context.Context, cc *grpc.ClientConn, method string) error {
+	in, out, err := methodTypes(method)
+	if err != nil {
+		return err
+	}
+
+	if isStream(method) {
+		cs, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, method)
+		if err != nil {
+			return err
+		}
+
+		if err := cs.SendMsg(in.New().Interface()); err != nil && err != io.EOF {
+			return err
+		}
+
+		cs.CloseSend() //nolint:errcheck // the error shows on RecvMsg
+
+		err = cs.RecvMsg(out.New().Interface())
+		if err == io.EOF {
+			return nil
+		}
+
+		return err
+	}
+
+	return cc.Invoke(ctx, method, in.New().Interface(), out.New().Interface())
+}
+
+func isStream(method string) bool {
+	for _, sd := range []grpc.ServiceDesc{machine.MachineService_ServiceDesc, resource.ResourceService_ServiceDesc} {
+		for _, s := range sd.Streams {
+			if "/"+sd.ServiceName+"/"+s.StreamName == method {
+				return true
+			}
+		}
+	}
+
+	return false
+}
+
+// handshake connects with TLS alone and reads: in TLS 1.3 the server's
+// verdict on the client certificate arrives after the client's handshake.
+func handshake(t *testing.T, addr string, cert *pki.CertAndKey) error {
+	t.Helper()
+
+	pool, _ := pki.CertPool(osCA().Crt)
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{"h2"}}
+
+	if cert != nil {
+		c, err := cert.TLSCertificate()
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// Presented whatever CAs the server asks for, so the server, not
+		// the client's choice, decides.
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
+	}
+
+	conn, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")); err != nil {
+		return err
+	}
+
+	_, err = conn.Read(make([]byte, 1))
+
+	return err
+}
+
+func TestRejectedClientCertificates(t *testing.T) {
+	ca := osCA()
+
+	otherCA, err := pki.NewCA(pki.CAOptions{Organization: "talos", CommonName: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	wrongCA, err := pki.NewClientCertificate(otherCA, pki.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	expired, err := pki.NewClientCertificate(ca, pki.ClientOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(-48 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	serverOnly, err := pki.NewServerCertificate(ca, pki.ServerOptions{CommonName: "node", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A certificate good for both ends: Talos refuses it as a client too.
+	keyPEM, err := pki.GenerateKeyPEM(pki.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	csr, err := pki.NewCSR(keyPEM, pki.CSROptions{Organizations: []string{string(RoleAdmin)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	bothCrt, err := pki.SignCSR(ca, csr, pki.SignOptions{ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Each is refused in the handshake (the TLS alert says why) and so
+	// never reaches gRPC, where the client sees Unavailable.
+	cases := []struct {
+		name  string
+		cert  *pki.CertAndKey
+		alert string
+	}{
+		{"no client certificate", nil, "certificate required"},
+		{"wrong CA", wrongCA, "unknown certificate authority"},
+		{"expired", expired, "expired certificate"},
+		{"server auth only", serverOnly, "bad certificate"},
+		{"server and client", &pki.CertAndKey{Crt: bothCrt, Key: keyPEM}, "bad certificate"},
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := handshake(t, shared.addr, tc.cert); err == nil || !strings.Contains(err.Error(), tc.alert) {
+				t.Fatalf("handshake: %v, want %q", err, tc.alert)
+			}
+
+			_, err := machineClient(dial(t, shared.addr, tc.cert)).Version(testCtx(t), &emptypb.Empty{})
+			wantCode(t, err, codes.Unavailable, "")
+		})
+	}
+
+	// The same connection path works with a proper certificate.
+	if _, err := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader)))).Version(testCtx(t), &emptypb.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every RPC that the table keeps from readers is refused to them, before
+// any handler runs (so calling Reset here is safe).
+func TestReaderDeniedMutations(t *testing.T) {
+	cc := dial(t, shared.addr, clientCert(t, string(RoleReader)))
+
+	denied := 0
+
+	for method := range methodRoles {
+		if allowed(method, []Role{RoleReader}) {
+			continue
+		}
+
+		denied++
+
+		t.Run(method, func(t *testing.T) {
+			wantCode(t, invoke(testCtx(t), cc, method), codes.PermissionDenied, "os:reader")
+		})
+	}
+
+	// Mutations and file contents at least.
+	if denied < 11 {
+		t.Fatalf("only %d methods are kept from readers", denied)
+	}
+}
+
+// Operators get reader access plus the lifecycle of services and the
+// node; admin-only methods stay closed.
+func TestOperatorTable(t *testing.T) {
+	cc := dial(t, shared.addr, clientCert(t, string(RoleOperator)))
+	mc := machineClient(cc)
+	ctx := testCtx(t)
+
+	for method, roles := range methodRoles {
+		if len(roles) == 1 && roles[0] == RoleAdmin {
+			wantCode(t, invoke(ctx, cc, method), codes.PermissionDenied, "os:operator")
+		}
+	}
+
+	// Past authorization, the supervisor answers: an unknown service.
+	_, err := mc.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: "nope"})
+	wantCode(t, err, codes.NotFound, `"nope"`)
+
+	_, err = mc.ServiceStop(ctx, &machine.ServiceStopRequest{Id: "nope"})
+	wantCode(t, err, codes.NotFound, `"nope"`)
+
+	if _, err := mc.ServiceList(ctx, &emptypb.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An operator reboots a node: the answer comes back, then the node goes
+// through rebooting and comes back running, in-process (container mode).
+func TestOperatorReboot(t *testing.T) {
+	e := newEnv(t, nodeConfig(t, false, "machine: {network: {hostname: node-r}}"), "127.0.0.1:0")
+	e.waitServing(t, false)
+	e.waitReady(t)
+
+	ctx := testCtx(t)
+
+	w, err := e.node.Store().Watch(ctx, stagePtr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	resp, err := machineClient(dial(t, e.addr, clientCert(t, string(RoleOperator)))).Reboot(ctx, &machine.RebootRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if resp.GetMessages()[0].GetActorId() == "" || resp.GetMessages()[0].GetMetadata().GetHostname() != "node-r" {
+		t.Fatalf("reply %v", resp)
+	}
+
+	var seen []imachine.Stage
+
+	for ev := range w.Events() {
+		if st, ok := ev.Resource.(*imachine.MachineStage); ok {
+			seen = append(seen, st.TypedSpec().Stage)
+		}
+
+		if len(seen) > 2 && seen[len(seen)-1] == imachine.StageRunning {
+			break
+		}
+	}
+
+	if !strings.Contains(strings.Join(stagesText(seen), " "), "rebooting booting") {
+		t.Fatalf("stages %v", seen)
+	}
+}
+
+func stagesText(st []imachine.Stage) []string {
+	out := make([]string, len(st))
+	for i, s := range st {
+		out[i] = string(s)
+	}
+
+	return out
+}
+
+func TestSensitiveResourcesRedacted(t *testing.T) {
+	ctx := testCtx(t)
+	req := &resource.GetRequest{Type: "mc", Id: imachine.ActiveConfigID}
+
+	for _, role := range []Role{RoleReader, RoleOperator} {
+		rc := resourceClient(dial(t, shared.addr, clientCert(t, string(role))))
+
+		got, err := rc.Get(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if !got.GetResource().GetRedacted() || len(got.GetResource().GetSpecYaml()) != 0 || got.GetResource().GetMetadata().GetVersion() == 0 {
+			t.Fatalf("%s got %v", role, got.GetResource())
+		}
+
+		ls, err := rc.List(ctx, &resource.ListRequest{Type: "machineconfig"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		first, err := ls.Recv()
+		if err != nil || !first.GetResource().GetRedacted() || len(first.GetResource().GetSpecYaml()) != 0 {
+			t.Fatalf("%s list: %v %v", role, first, err)
+		}
+
+		ws, err := rc.Watch(ctx, &resource.WatchRequest{Type: "mc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		ev, err := ws.Recv()
+		if err != nil || !ev.GetResource().GetRedacted() || len(ev.GetResource().GetSpecYaml()) != 0 {
+			t.Fatalf("%s watch: %v %v", role, ev, err)
+		}
+	}
+
+	got, err := resourceClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin)))).Get(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got.GetResource().GetRedacted() || !strings.Contains(string(got.GetResource().GetSpecYaml()), "hostname: node-a") {
+		t.Fatalf("admin got %v", got.GetResource())
+	}
+}
+
+// Every RPC of every service the server registers has a row in the role
+// table, and every row names a registered RPC.
+func TestDescriptorCoverage(t *testing.T) {
+	gs := shared.srv.newGRPCServer(shared.srv.identity())
+	defer gs.Stop()
+
+	registered := map[string]bool{}
+
+	for svc, info := range gs.GetServiceInfo() {
+		for _, m := range info.Methods {
+			method := "/" + svc + "/" + m.Name
+			registered[method] = true
+
+			if _, ok := methodRoles[method]; !ok {
+				t.Errorf("%s has no entry in methodRoles: it would be denied to everyone", method)
+			}
+		}
+	}
+
+	if len(registered) < 27 {
+		t.Fatalf("only %d methods registered", len(registered))
+	}
+
+	for method := range methodRoles {
+		if !registered[method] {
+			t.Errorf("methodRoles names %s, which is not registered", method)
+		}
+	}
+
+	for method := range maintenanceMethods {
+		if !registered[method] {
+			t.Errorf("maintenanceMethods names %s, which is not registered", method)
+		}
+	}
+
+	// Unknown methods are refused by the gate itself.
+	if allowed("/machine.MachineService/Upgrade", []Role{RoleAdmin}) {
+		t.Fatal("a method outside the table is allowed")
+	}
+}
+
+func TestMaintenanceMode(t *testing.T) {
+	e := newEnv(t, nil, "127.0.0.1:0")
+	e.waitServing(t, true)
+
+	ctx := testCtx(t)
+	cc := dialInsecure(t, e.addr)
+	mc, rc := machineClient(cc), resourceClient(cc)
+
+	v, err := mc.Version(ctx, &emptypb.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !v.GetMessages()[0].GetMaintenance() || v.GetMessages()[0].GetPlatform().GetName() != "container" {
+		t.Fatalf("version %v", v)
+	}
+
+	// Status resources are readable...
+	if _, err := rc.Get(ctx, &resource.GetRequest{Type: "machinestatus", Id: imachine.MachineID}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := rc.Definitions(ctx, &emptypb.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// ...the rest of the bus is not, nor anything else.
+	_, err = rc.Get(ctx, &resource.GetRequest{Type: "configerror", Id: "last"})
+	wantCode(t, err, codes.PermissionDenied, "maintenance mode")
+
+	for method := range methodRoles {
+		if maintenanceMethods[method] {
+			continue
+		}
+
+		wantCode(t, invoke(ctx, cc, method), codes.PermissionDenied, "maintenance mode: only apply-config, version")
+	}
+
+	// A client verifying against the OS CA cannot connect: there is no
+	// CA yet, the certificate is self-signed.
+	_, err = machineClient(dial(t, e.addr, clientCert(t, string(RoleAdmin)))).Version(ctx, &emptypb.Empty{})
+	wantCode(t, err, codes.Unavailable, "")
+
+	// An invalid config is the caller's error.
+	_, err = mc.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{Data: []byte("version: v1alpha1\nmachine:\n  type: boss\n")})
+	wantCode(t, err, codes.InvalidArgument, `unknown machine type "boss"`)
+
+	// apply-config --insecure: no client certificate.
+	resp, err := mc.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
+		Data: nodeConfig(t, false, "machine: {network: {hostname: node-m}}"),
+		Mode: machine.ApplyConfigurationRequest_AUTO,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !strings.Contains(resp.GetMessages()[0].GetModeDetails(), "leaving maintenance mode") {
+		t.Fatalf("apply: %v", resp)
+	}
+
+	// The node leaves maintenance mode and apid restarts with mTLS.
+	e.waitServing(t, false)
+
+	v, err = machineClient(dial(t, e.addr, clientCert(t, string(RoleReader)))).Version(ctx, &emptypb.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if v.GetMessages()[0].GetMaintenance() || v.GetMessages()[0].GetMetadata().GetHostname() != "node-m" {
+		t.Fatalf("version after apply: %v", v)
+	}
+
+	_, err = machineClient(dialInsecure(t, e.addr)).Version(ctx, &emptypb.Empty{})
+	wantCode(t, err, codes.Unavailable, "")
+
+	if st, ok := status.FromError(err); ok && st.Code() == codes.OK {
+		t.Fatal("insecure client served after maintenance")
+	}
+}
+
+// A worker has no CA key: apid does not serve and says why.
+func TestWorkerWithoutCAKey(t *testing.T) {
+	e := newEnv(t, nodeConfig(t, true, "machine: {network: {hostname: worker-1}}"), "127.0.0.1:0")
+	e.waitReady(t)
+
+	ctx := testCtx(t)
+
+	err := e.srv.waitState(ctx, func(serving bool, id *identity) bool { return id != nil && id.err == ErrNoCAKey && !serving })
+	if err != nil {
+		t.Fatalf("apid did not report %q: %v", ErrNoCAKey, err)
+	}
+
+	if !strings.Contains(e.console.String(), ErrNoCAKey.Error()) {
+		t.Fatalf("the console does not say why apid does not serve:\n%s", e.console.String())
+	}
+
+	if e.srv.Err() != ErrNoCAKey {
+		t.Fatalf("Err() = %v", e.srv.Err())
+	}
+}
+
+// An admin resets a node: it wipes STATE, comes back in maintenance mode,
+// and apid follows it back to server-only TLS.
+func TestResetBackToMaintenance(t *testing.T) {
+	e := newEnv(t, nodeConfig(t, false, "machine: {network: {hostname: node-x}}"), "127.0.0.1:0")
+	e.waitServing(t, false)
+
+	ctx := testCtx(t)
+	mc := machineClient(dial(t, e.addr, clientCert(t, string(RoleAdmin))))
+
+	_, err := mc.Reset(ctx, &machine.ResetRequest{SystemPartitionsToWipe: []*machine.ResetPartitionSpec{{Label: "META", Wipe: true}}})
+	wantCode(t, err, codes.InvalidArgument, `"META"`)
+
+	resp, err := mc.Reset(ctx, &machine.ResetRequest{Reboot: true, SystemPartitionsToWipe: []*machine.ResetPartitionSpec{{Label: "STATE", Wipe: true}}})
+	if err != nil || resp.GetMessages()[0].GetActorId() == "" {
+		t.Fatalf("reset: %v %v", resp, err)
+	}
+
+	e.waitServing(t, true)
+
+	v, err := machineClient(dialInsecure(t, e.addr)).Version(ctx, &emptypb.Empty{})
+	if err != nil || !v.GetMessages()[0].GetMaintenance() {
+		t.Fatalf("after reset: %v %v", v, err)
+	}
+}
