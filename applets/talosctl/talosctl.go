@@ -80,12 +80,34 @@ then ~/.talos/config.`,
 	pf.StringSliceVarP(&g.Nodes, "nodes", "n", nil, "target the specified nodes")
 	pf.StringSliceVarP(&g.Endpoints, "endpoints", "e", nil, "override default endpoints in Talos configuration")
 
+	configCmd := newConfigCommand(g)
+	configCmd.AddCommand(newConfigNewCommand(g))
+
 	root.AddCommand(
 		newVersionCommand(g),
 		newGenCommand(g),
 		newValidateCommand(),
 		newMachineconfigCommand(),
-		newConfigCommand(g),
+		configCmd,
+		// Node API commands.
+		newGetCommand(g),
+		newServiceCommand(g),
+		newLogsCommand(g),
+		newDmesgCommand(g),
+		newEventsCommand(g),
+		newApplyConfigCommand(g),
+		newPatchCommand(g),
+		newEditCommand(g),
+		newRebootCommand(g),
+		newShutdownCommand(g),
+		newResetCommand(g),
+		newListCommand(g),
+		newReadCommand(g),
+		newCopyCommand(g),
+		newMountsCommand(g),
+		newMemoryCommand(g),
+		newProcessesCommand(g),
+		newHealthCommand(g),
 	)
 
 	return root

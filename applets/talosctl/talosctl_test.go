@@ -31,7 +31,7 @@ func TestCommands(t *testing.T) {
 	}{
 		{[]string{"version", "--client"}, 0, "Client:\n\tTag:         v0.0.0-dev\n\tSHA:         unknown\n\tBuilt:       unknown\n\tGo version:  " + runtime.Version() + "\n\tOS/Arch:     " + runtime.GOOS + "/" + runtime.GOARCH + "\n", ""},
 		{[]string{"version", "--client", "--short"}, 0, "Client:\n\tv0.0.0-dev\n", ""},
-		{[]string{"version"}, 1, "Client:", "error: server version: the node API is not built yet in this talosbox; use --client\n"},
+		{[]string{"version"}, 1, "Client:", "error: cannot find the talosconfig"},
 		{[]string{"--help"}, 0, "talosctl manages talosbox nodes", ""},
 		{[]string{"completion", "bash"}, 0, "# bash completion V2 for talosctl", ""},
 		{[]string{"completion", "zsh"}, 0, "#compdef talosctl", ""},

@@ -160,6 +160,12 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   address = %q
 `, filepath.Join(base, "root"), filepath.Join(base, "run"), sock)
 
+	// containerd also listens on sock+".ttrpc"; both must fit a unix
+	// socket address (108 bytes with the terminating NUL).
+	if n := len(sock) + len(".ttrpc"); n > maxSocketPath {
+		return supervisor.Service{}, false, fmt.Errorf("containerd: socket path %s is %d bytes with its .ttrpc twin, more than a unix socket allows (%d): use a shorter --state-dir", sock, n, maxSocketPath)
+	}
+
 	// Written at load, on every boot: a reset may have wiped EPHEMERAL.
 	if err := os.MkdirAll(filepath.Join(base, "run"), 0o711); err != nil {
 		return supervisor.Service{}, false, fmt.Errorf("containerd: %w", err)
@@ -191,3 +197,6 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 		},
 	}, true, nil
 }
+
+// maxSocketPath is the longest path a unix socket address holds on Linux.
+const maxSocketPath = 107

@@ -1,0 +1,266 @@
+package talosctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/talosconfig"
+)
+
+// healthCheck is one condition `health` waits for. check returns nil when
+// met, or why not.
+type healthCheck struct {
+	name  string
+	check func(ctx context.Context, s *session) error
+}
+
+var healthChecks = []healthCheck{
+	{"API to be reachable on all nodes", checkAPI},
+	{"all nodes to finish boot sequence", checkBooted},
+	{"all services to be up", checkServices},
+}
+
+// joinNodeErrors reports every failing node of a check in one message.
+func joinNodeErrors[T any](results []client.Result[T], s *session) error {
+	var msgs []string
+
+	for _, r := range results {
+		if r.Err != nil {
+			msgs = append(msgs, fmt.Sprintf("%s: %s", s.nodeName(r.Node, nil), client.Message(r.Err)))
+		}
+	}
+
+	if len(msgs) == 0 {
+		return nil
+	}
+
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+func checkAPI(ctx context.Context, s *session) error {
+	return joinNodeErrors(fanOut(ctx, s, func(ctx context.Context, c *client.Client) (struct{}, error) {
+		resp, err := c.Machine.Version(ctx, &emptypb.Empty{})
+		if err != nil {
+			return struct{}{}, err
+		}
+
+		_, err = firstMessage(resp.GetMessages())
+
+		return struct{}{}, err
+	}), s)
+}
+
+func checkBooted(ctx context.Context, s *session) error {
+	return joinNodeErrors(fanOut(ctx, s, func(ctx context.Context, c *client.Client) (struct{}, error) {
+		st := machineState(ctx, c)
+		if st.err != nil {
+			return struct{}{}, st.err
+		}
+
+		if st.stage != "running" {
+			return struct{}{}, fmt.Errorf("stage is %s", st.stage)
+		}
+
+		return struct{}{}, nil
+	}), s)
+}
+
+// serviceUp: running and not failing its health check, or done on purpose.
+func serviceUp(svc *machine.ServiceInfo) bool {
+	switch svc.GetState() {
+	case "Finished", "Skipped":
+		return true
+	case "Running":
+		return svc.GetHealth().GetUnknown() || svc.GetHealth().GetHealthy()
+	default:
+		return false
+	}
+}
+
+func checkServices(ctx context.Context, s *session) error {
+	return joinNodeErrors(fanOut(ctx, s, func(ctx context.Context, c *client.Client) (struct{}, error) {
+		resp, err := c.Machine.ServiceList(ctx, &emptypb.Empty{})
+		if err != nil {
+			return struct{}{}, err
+		}
+
+		list, err := firstMessage(resp.GetMessages())
+		if err != nil {
+			return struct{}{}, err
+		}
+
+		var down []string
+
+		for _, svc := range list.GetServices() {
+			if !serviceUp(svc) {
+				down = append(down, fmt.Sprintf("%s is %s (health %s)", svc.GetId(), svc.GetState(), healthStatus(svc.GetHealth())))
+			}
+		}
+
+		if len(down) > 0 {
+			return struct{}{}, errors.New(strings.Join(down, ", "))
+		}
+
+		return struct{}{}, nil
+	}), s)
+}
+
+func newHealthCommand(g *GlobalFlags) *cobra.Command {
+	var (
+		timeout                time.Duration
+		controlPlanes, workers []string
+		initNode               string
+	)
+
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Check cluster health",
+		Long: `Waits until every node's API answers, every node has finished booting and
+every service is up, printing each check as it is met. Checks run from the
+client; etcd and Kubernetes checks join as those components land.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withSession(false, func(s *session) error {
+				if extra := slices.Concat([]string{initNode}, controlPlanes, workers); len(slices.DeleteFunc(extra, func(n string) bool { return n == "" })) > 0 {
+					s.nodes = extra
+				}
+
+				if len(s.nodes) > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "discovered nodes: [%s]\n", quoteJoin(s.nodes))
+				}
+
+				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+				defer cancel()
+
+				for _, hc := range healthChecks {
+					if err := waitCheck(ctx, cmd.OutOrStdout(), s, hc); err != nil {
+						return err
+					}
+				}
+
+				return nil
+			})
+		},
+	}
+
+	cmd.Flags().DurationVar(&timeout, "wait-timeout", 20*time.Minute, "timeout to wait for the cluster to be ready")
+	cmd.Flags().StringSliceVar(&controlPlanes, "control-plane-nodes", nil, "specify IPs of control plane nodes")
+	cmd.Flags().StringSliceVar(&workers, "worker-nodes", nil, "specify IPs of worker nodes")
+	cmd.Flags().StringVar(&initNode, "init-node", "", "specify IPs of init node")
+
+	return cmd
+}
+
+func quoteJoin(nodes []string) string {
+	q := make([]string, len(nodes))
+	for i, n := range nodes {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+
+	return strings.Join(q, " ")
+}
+
+// waitCheck retries a check until it passes, printing its reason whenever
+// it changes, then `waiting for NAME: OK`.
+func waitCheck(ctx context.Context, out io.Writer, s *session, hc healthCheck) error {
+	last := ""
+
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+
+	for {
+		err := hc.check(ctx, s)
+		if err == nil {
+			fmt.Fprintf(out, "waiting for %s: OK\n", hc.name)
+			return nil
+		}
+
+		if msg := err.Error(); msg != last {
+			fmt.Fprintf(out, "waiting for %s: %s\n", hc.name, msg)
+			last = msg
+		}
+
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: timed out: %s", hc.name, last)
+		case <-tick.C:
+		}
+	}
+}
+
+func newConfigNewCommand(g *GlobalFlags) *cobra.Command {
+	var (
+		roles []string
+		ttl   time.Duration
+	)
+
+	cmd := &cobra.Command{
+		Use:   "new [<path>]",
+		Short: "Generate a new client configuration file",
+		Long: `Asks the node for a client certificate with the given roles, signed by its OS
+CA, and writes a talosconfig (mode 0600) to <path>, ./talosconfig by default.
+The endpoints of the current context are kept when the node gives none.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "talosconfig"
+			if len(args) == 1 {
+				path = args[0]
+			}
+
+			if _, err := os.Stat(path); err == nil {
+				return fmt.Errorf("config file %q already exists", path)
+			}
+
+			req := &machine.GenerateClientConfigurationRequest{Roles: roles, CrtTtl: durationpb.New(ttl)}
+
+			return g.withSession(false, func(s *session) error {
+				if err := singleNode(s); err != nil {
+					return err
+				}
+
+				results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (*machine.GenerateClientConfiguration, error) {
+					resp, err := c.Machine.GenerateClientConfiguration(ctx, req)
+					if err != nil {
+						return nil, err
+					}
+
+					return firstMessage(resp.GetMessages())
+				})
+
+				if err := reportErrors(cmd, results); err != nil {
+					return err
+				}
+
+				cfg, err := talosconfig.Parse(results[0].Value.GetTalosconfig())
+				if err != nil {
+					return fmt.Errorf("generated talosconfig: %w", err)
+				}
+
+				for _, ctx := range cfg.Contexts {
+					if len(ctx.Endpoints) == 0 && s.shared != nil {
+						ctx.Endpoints = append(ctx.Endpoints, s.shared.Endpoints()...)
+					}
+				}
+
+				return cfg.Save(path)
+			})
+		},
+	}
+
+	cmd.Flags().StringSliceVar(&roles, "roles", []string{"os:admin"}, "roles")
+	cmd.Flags().DurationVar(&ttl, "crt-ttl", 87600*time.Hour, "certificate TTL")
+
+	return cmd
+}

@@ -1,0 +1,188 @@
+package talosctl
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/client"
+)
+
+// waitFlags are --wait and --timeout of reboot, shutdown and reset.
+type waitFlags struct {
+	wait    bool
+	timeout time.Duration
+}
+
+func (w *waitFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&w.wait, "wait", false, "wait for the operation to complete, tracking its progress")
+	cmd.Flags().DurationVar(&w.timeout, "timeout", 30*time.Minute, "time to wait for the operation to complete when --wait is set")
+}
+
+// lifecycleAction runs action on every node and, with --wait, follows each
+// node until it reaches goal.
+func lifecycleAction(cmd *cobra.Command, g *GlobalFlags, wf waitFlags, goal waitGoal, action func(ctx context.Context, c *client.Client) error) error {
+	return g.withSession(false, func(s *session) error {
+		results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (nodeState, error) {
+			var before nodeState
+			if wf.wait {
+				// The state before the action tells a node that came back
+				// from one that has not gone down yet.
+				before = machineState(ctx, c)
+			}
+
+			return before, action(ctx, c)
+		})
+
+		if !wf.wait {
+			return reportErrors(cmd, results)
+		}
+
+		// Only the nodes that accepted the action are followed.
+		var ok []client.Result[nodeState]
+
+		for _, r := range results {
+			if r.Err == nil {
+				ok = append(ok, r)
+			}
+		}
+
+		waitErr := waitForNodes(cmd, s, ok, goal, wf.timeout)
+
+		if err := reportErrors(cmd, results); err != nil {
+			return err
+		}
+
+		return waitErr
+	})
+}
+
+func newRebootCommand(g *GlobalFlags) *cobra.Command {
+	var (
+		wf   waitFlags
+		mode string
+	)
+
+	modes := map[string]machine.RebootRequest_Mode{
+		"default":    machine.RebootRequest_DEFAULT,
+		"powercycle": machine.RebootRequest_POWERCYCLE,
+		"force":      machine.RebootRequest_FORCE,
+	}
+
+	cmd := &cobra.Command{
+		Use:   "reboot",
+		Short: "Reboot a node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, ok := modes[mode]
+			if !ok {
+				return fmt.Errorf("unknown reboot mode %q: use default, powercycle or force", mode)
+			}
+
+			return lifecycleAction(cmd, g, wf, goalBack, func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Machine.Reboot(ctx, &machine.RebootRequest{Mode: m})
+				if err != nil {
+					return err
+				}
+
+				_, err = firstMessage(resp.GetMessages())
+
+				return err
+			})
+		},
+	}
+
+	wf.register(cmd)
+	cmd.Flags().StringVarP(&mode, "mode", "m", "default", "select the reboot mode: default, powercycle (skips kexec), force (skips graceful teardown)")
+
+	return cmd
+}
+
+func newShutdownCommand(g *GlobalFlags) *cobra.Command {
+	var (
+		wf    waitFlags
+		force bool
+	)
+
+	cmd := &cobra.Command{
+		Use:   "shutdown",
+		Short: "Shutdown a node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return lifecycleAction(cmd, g, wf, goalGone, func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Machine.Shutdown(ctx, &machine.ShutdownRequest{Force: force})
+				if err != nil {
+					return err
+				}
+
+				_, err = firstMessage(resp.GetMessages())
+
+				return err
+			})
+		},
+	}
+
+	wf.register(cmd)
+	cmd.Flags().BoolVar(&force, "force", false, "if true, force a node to shutdown without a cordon/drain")
+
+	return cmd
+}
+
+func newResetCommand(g *GlobalFlags) *cobra.Command {
+	var (
+		wf       waitFlags
+		graceful bool
+		reboot   bool
+		labels   []string
+	)
+
+	cmd := &cobra.Command{
+		Use:   "reset",
+		Short: "Reset a node",
+		Long: `Wipes the node's system partitions (all of them by default, or those named by
+--system-labels-to-wipe, e.g. STATE,EPHEMERAL) and powers it off, or reboots it
+with --reboot. --graceful=false skips leaving etcd first.`,
+		Example: `  talosctl reset --system-labels-to-wipe EPHEMERAL -n 10.5.0.2 --reboot=true`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := &machine.ResetRequest{Graceful: graceful, Reboot: reboot}
+
+			for _, l := range labels {
+				l = strings.ToUpper(strings.TrimSpace(l))
+				if !slices.Contains([]string{"STATE", "EPHEMERAL", "META"}, l) {
+					return fmt.Errorf("unknown system partition label %q: use STATE, EPHEMERAL or META", l)
+				}
+
+				req.SystemPartitionsToWipe = append(req.SystemPartitionsToWipe, &machine.ResetPartitionSpec{Label: l, Wipe: true})
+			}
+
+			goal := goalGone
+			if reboot {
+				goal = goalBack
+			}
+
+			return lifecycleAction(cmd, g, wf, goal, func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Machine.Reset(ctx, req)
+				if err != nil {
+					return err
+				}
+
+				_, err = firstMessage(resp.GetMessages())
+
+				return err
+			})
+		},
+	}
+
+	wf.register(cmd)
+	cmd.Flags().BoolVar(&graceful, "graceful", true, "if true, attempt to cordon/drain node and leave etcd (if applicable)")
+	cmd.Flags().BoolVar(&reboot, "reboot", false, "if true, reboot the node after resetting instead of shutting down")
+	cmd.Flags().StringSliceVar(&labels, "system-labels-to-wipe", nil, "if set, just wipe selected system disk partitions by label but keep other partitions intact")
+
+	return cmd
+}

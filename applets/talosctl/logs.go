@@ -1,0 +1,217 @@
+package talosctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+
+	"github.com/talosbox/talosbox/internal/api/common"
+	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/client"
+)
+
+func newLogsCommand(g *GlobalFlags) *cobra.Command {
+	var (
+		follow     bool
+		kubernetes bool
+		tail       int32
+	)
+
+	cmd := &cobra.Command{
+		Use:   "logs <service name>",
+		Short: "Retrieve logs for a service",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			namespace := "system"
+			if kubernetes {
+				namespace = "k8s.io"
+			}
+
+			req := &machine.LogsRequest{Namespace: namespace, Id: args[0], Follow: follow, TailLines: tail}
+
+			return g.withSession(false, func(s *session) error {
+				return streamData(cmd, s, func(ctx context.Context, c *client.Client) (grpc.ServerStreamingClient[common.Data], error) {
+					return c.Machine.Logs(ctx, req)
+				})
+			})
+		},
+	}
+
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "specify if the logs should be streamed")
+	cmd.Flags().BoolVarP(&kubernetes, "kubernetes", "k", false, "use the k8s.io containerd namespace")
+	cmd.Flags().Int32Var(&tail, "tail", -1, "lines of log file to display (default is to show from the beginning)")
+
+	return cmd
+}
+
+func newDmesgCommand(g *GlobalFlags) *cobra.Command {
+	var follow, tail bool
+
+	cmd := &cobra.Command{
+		Use:   "dmesg",
+		Short: "Retrieve kernel logs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := &machine.DmesgRequest{Follow: follow, Tail: tail}
+
+			return g.withSession(false, func(s *session) error {
+				return streamData(cmd, s, func(ctx context.Context, c *client.Client) (grpc.ServerStreamingClient[common.Data], error) {
+					return c.Machine.Dmesg(ctx, req)
+				})
+			})
+		},
+	}
+
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "specify if the kernel log should be streamed")
+	cmd.Flags().BoolVar(&tail, "tail", false, "specify if only new messages should be sent (makes sense only when combined with --follow)")
+
+	return cmd
+}
+
+// streamData prints every node's stream of text, each line prefixed with
+// its node as talosctl does ("172.20.0.2: ..."), until the streams end or
+// the command is interrupted.
+func streamData(cmd *cobra.Command, s *session, open func(ctx context.Context, c *client.Client) (grpc.ServerStreamingClient[common.Data], error)) error {
+	lw := &lineWriter{w: cmd.OutOrStdout()}
+
+	results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (struct{}, error) {
+		stream, err := open(ctx, c)
+		if err != nil {
+			return struct{}{}, err
+		}
+
+		var (
+			pending []byte
+			prefix  string
+		)
+
+		defer func() {
+			if len(pending) > 0 {
+				lw.prefixLines(prefix, pending, []byte("\n"))
+			}
+		}()
+
+		for {
+			msg, err := stream.Recv()
+			if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
+				return struct{}{}, nil
+			}
+
+			if err != nil {
+				return struct{}{}, err
+			}
+
+			if err := client.MetadataError(msg.GetMetadata()); err != nil {
+				return struct{}{}, err
+			}
+
+			prefix = s.nodeName(nodeOf(ctx), msg.GetMetadata()) + ": "
+			pending = lw.prefixLines(prefix, pending, msg.GetBytes())
+		}
+	})
+
+	return reportErrors(cmd, results)
+}
+
+func newEventsCommand(g *GlobalFlags) *cobra.Command {
+	var (
+		tail     int32
+		since    string
+		duration time.Duration
+	)
+
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "Stream runtime events",
+		Long:  "Streams the nodes' runtime events: past ones selected by --tail, --since or --duration, then new ones as they happen.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := &machine.EventsRequest{TailEvents: tail, TailId: since, TailSeconds: int32(duration / time.Second)}
+			if since != "" || duration > 0 {
+				// --since and --duration choose the history themselves.
+				if !cmd.Flags().Changed("tail") {
+					req.TailEvents = 0
+				}
+			}
+
+			return g.withSession(false, func(s *session) error {
+				return streamEvents(cmd, s, req)
+			})
+		},
+	}
+
+	cmd.Flags().Int32Var(&tail, "tail", 0, "show specified number of past events (use -1 to show full history, default is to show no history)")
+	cmd.Flags().StringVar(&since, "since", "", "show events after the specified event ID (default is to show no history)")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "show events for the past duration interval (one second resolution, default is to show no history)")
+
+	return cmd
+}
+
+func streamEvents(cmd *cobra.Command, s *session, req *machine.EventsRequest) error {
+	lw := &lineWriter{w: cmd.OutOrStdout()}
+	lw.printf("%s\n", eventColumns("NODE", "ID", "EVENT", "ACTOR", "SOURCE", "MESSAGE"))
+
+	results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (struct{}, error) {
+		stream, err := c.Machine.Events(ctx, req)
+		if err != nil {
+			return struct{}{}, err
+		}
+
+		for {
+			ev, err := stream.Recv()
+			if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
+				return struct{}{}, nil
+			}
+
+			if err != nil {
+				return struct{}{}, err
+			}
+
+			if err := client.MetadataError(ev.GetMetadata()); err != nil {
+				return struct{}{}, err
+			}
+
+			lw.printf("%s\n", formatEvent(s.nodeName(nodeOf(ctx), ev.GetMetadata()), ev))
+		}
+	})
+
+	return reportErrors(cmd, results)
+}
+
+// eventColumns pads like a table would: events stream, so a tabwriter
+// could only align after the end.
+func eventColumns(node, id, typ, actor, source, msg string) string {
+	return strings.TrimRight(fmt.Sprintf("%-15s  %-20s  %-28s  %-10s  %-10s  %s", node, id, typ, actor, source, msg), " ")
+}
+
+// formatEvent prints an event's message, or its fields when it has none.
+func formatEvent(node string, ev *machine.Event) string {
+	msg := ev.GetMessage()
+
+	if msg == "" && len(ev.GetFields()) > 0 {
+		keys := make([]string, 0, len(ev.GetFields()))
+		for k := range ev.GetFields() {
+			if k != "actor_id" && k != "source" {
+				keys = append(keys, k)
+			}
+		}
+
+		sort.Strings(keys)
+
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, k+"="+ev.GetFields()[k])
+		}
+
+		msg = strings.Join(parts, " ")
+	}
+
+	return eventColumns(node, ev.GetId(), ev.GetType(), ev.GetFields()["actor_id"], ev.GetFields()["source"], msg)
+}

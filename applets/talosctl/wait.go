@@ -1,0 +1,279 @@
+package talosctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/client"
+)
+
+type waitGoal int
+
+const (
+	goalBack waitGoal = iota // rebooted: down, then running again
+	goalGone                 // shut down: the API stops answering
+)
+
+// pollInterval paces the probes of a waiting node: often enough that a
+// quick reboot is noticed, rare enough to be no load.
+const pollInterval = time.Second
+
+// nodeState is what a probe of the node's MachineStatus saw.
+type nodeState struct {
+	stage   string
+	version uint64
+	created time.Time
+	err     error
+}
+
+// machineState probes the node's MachineStatus resource.
+func machineState(ctx context.Context, c *client.Client) nodeState {
+	ctx, cancel := context.WithTimeout(ctx, client.DefaultDialTimeout)
+	defer cancel()
+
+	resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: "machinestatus", Id: "machine"})
+	if err == nil {
+		err = client.MetadataError(resp.GetMetadata())
+	}
+
+	if err != nil {
+		return nodeState{err: err}
+	}
+
+	var spec struct {
+		Stage string `yaml:"stage"`
+	}
+
+	if err := yaml.Unmarshal(resp.GetResource().GetSpecYaml(), &spec); err != nil {
+		return nodeState{err: fmt.Errorf("machine status: %w", err)}
+	}
+
+	m := resp.GetResource().GetMetadata()
+
+	return nodeState{stage: spec.Stage, version: m.GetVersion(), created: m.GetCreated().AsTime()}
+}
+
+// unreachable says the probe failed because the node's API is gone, as
+// opposed to answering with an error.
+func unreachable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// cameBack says a node that answers "running" has been through a reboot
+// since before: a new bus (created changed) or at least two stage changes.
+func cameBack(before, now nodeState) bool {
+	if before.err != nil {
+		return false
+	}
+
+	return !now.created.Equal(before.created) || now.version >= before.version+2
+}
+
+func waitForNodes(cmd *cobra.Command, s *session, nodes []client.Result[nodeState], goal waitGoal, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	defer cancel()
+
+	names := make([]string, len(nodes))
+	before := map[string]nodeState{}
+
+	for i, n := range nodes {
+		names[i] = s.nodeName(n.Node, nil)
+		before[n.Node] = n.Value
+	}
+
+	prog := newProgress(cmd.ErrOrStderr(), names)
+	defer prog.stop()
+
+	targets := make([]string, len(nodes))
+	for i, n := range nodes {
+		targets[i] = n.Node
+	}
+
+	results := client.FanOut(ctx, targets, func(ctx context.Context, node string) (struct{}, error) {
+		name := s.nodeName(node, nil)
+		sawDown := false
+		last := ""
+
+		tick := time.NewTicker(pollInterval)
+		defer tick.Stop()
+
+		for {
+			st := machineState(ctx, s.client(node))
+
+			switch {
+			case goal == goalGone && st.err != nil && unreachable(st.err):
+				prog.done(name, "shut down")
+				return struct{}{}, nil
+			case st.err != nil:
+				sawDown = sawDown || unreachable(st.err)
+				last = "unreachable: " + client.Message(st.err)
+			case goal == goalBack && st.stage == "running" && (sawDown || cameBack(before[node], st)):
+				prog.done(name, "back: running")
+				return struct{}{}, nil
+			case goal == goalBack && st.stage == "running":
+				last = "waiting for the reboot to start"
+			default:
+				sawDown = true
+				last = st.stage
+			}
+
+			prog.set(name, last)
+
+			select {
+			case <-ctx.Done():
+				return struct{}{}, fmt.Errorf("timed out waiting (last state: %s)", last)
+			case <-tick.C:
+			}
+		}
+	})
+
+	prog.stop()
+
+	return reportErrors(cmd, results)
+}
+
+// progress shows each waiting node's state: a spinner line redrawn in
+// place when stderr is a terminal, plain lines on change otherwise (logs,
+// CI), so captured output stays readable.
+type progress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	tty     bool
+	order   []string
+	state   map[string]string
+	frame   int
+	quit    chan struct{}
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func newProgress(w io.Writer, nodes []string) *progress {
+	p := &progress{w: w, tty: isTerminal(w), order: nodes, state: map[string]string{}, quit: make(chan struct{})}
+
+	if p.tty {
+		p.wg.Add(1)
+
+		go p.spin()
+	}
+
+	return p
+}
+
+// isTerminal: golang.org/x/term is not a dependency; a character device
+// is what a terminal looks like to Stat.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+
+	fi, err := f.Stat()
+
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (p *progress) spin() {
+	defer p.wg.Done()
+
+	t := time.NewTicker(120 * time.Millisecond)
+	defer t.Stop()
+
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			p.frame++
+			p.redraw()
+			p.mu.Unlock()
+		}
+	}
+}
+
+// redraw rewrites the spinner line; p.mu is held.
+func (p *progress) redraw() {
+	var parts []string
+
+	for _, n := range p.order {
+		if st, ok := p.state[n]; ok {
+			parts = append(parts, n+": "+st)
+		}
+	}
+
+	if len(parts) == 0 {
+		return
+	}
+
+	fmt.Fprintf(p.w, "\r\033[K%s waiting for %s", spinnerFrames[p.frame%len(spinnerFrames)], strings.Join(parts, ", "))
+}
+
+func (p *progress) set(node, state string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	if p.state[node] == state {
+		return
+	}
+
+	p.state[node] = state
+
+	if p.tty {
+		p.redraw()
+	} else {
+		fmt.Fprintf(p.w, "%s: %s\n", node, state)
+	}
+}
+
+// done prints a node's final state on its own line and stops tracking it.
+func (p *progress) done(node, state string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	delete(p.state, node)
+
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s: %s\n", node, state)
+		p.redraw()
+	} else {
+		fmt.Fprintf(p.w, "%s: %s\n", node, state)
+	}
+}
+
+func (p *progress) stop() {
+	p.mu.Lock()
+
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
+
+	p.stopped = true
+	close(p.quit)
+	p.mu.Unlock()
+
+	p.wg.Wait()
+
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
