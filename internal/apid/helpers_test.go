@@ -128,7 +128,7 @@ type env struct {
 
 // startEnv runs a container-mode node in dir with config (nil: maintenance
 // mode) and its apid on listen (e.g. "127.0.0.1:0"). stop ends both.
-func startEnv(dir string, config []byte, listen string) (*env, error) {
+func startEnv(dir string, config []byte, listen string, tweaks ...func(*imachine.Options)) (*env, error) {
 	var path string
 
 	if config != nil {
@@ -145,10 +145,16 @@ func startEnv(dir string, config []byte, listen string) (*env, error) {
 
 	e := &env{console: &syncBuffer{}, ring: events.New(0)}
 
-	e.node, err = imachine.New(imachine.Options{
+	opts := imachine.Options{
 		Platform: p, ConfigPath: path, Console: e.console, NoContainerd: true, StopTimeout: 5 * time.Second,
 		OnEvent: func(ev imachine.Event) { e.ring.Publish(ev.Type, ev.Message, ev.Fields) },
-	})
+	}
+
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
+
+	e.node, err = imachine.New(opts)
 	if err != nil {
 		return nil, err
 	}
