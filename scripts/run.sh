@@ -22,9 +22,16 @@ cat <<MSG
 Starting a talosbox node in container mode:
   state:  $node_dir (STATE in state/, EPHEMERAL in ephemeral/)
   config: $config
-Stop it with Ctrl-C. To see maintenance mode, start one with no config at all:
+Stop it with Ctrl-C. From another terminal, talk to it through apid (:50000):
+  export TALOSCONFIG=$(dirname "$config")/talosconfig
+  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 version
+  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 services
+  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 get machinestatus
+  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 logs machined --tail 20
+  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 health
+To see maintenance mode, start one with no config at all (apid then serves
+apply-config --insecure):
   $links/machined --platform container --state-dir /tmp/empty-node
-The node API (apid, issue 5) is not built yet: the console is the interface for now.
 
 MSG
 
