@@ -23,7 +23,7 @@ DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%
 VERSION_PKG := github.com/talosbox/talosbox/internal/version
 LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
 
-.PHONY: all build install-links run deps lint unit fuzz test generate bench clean
+.PHONY: all build install-links run deps lint unit fuzz test generate check-generate bench clean
 
 all: build
 
@@ -54,7 +54,11 @@ unit:
 fuzz:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
-test: deps lint unit fuzz
+# The checked-in generated code must be what `make generate` makes.
+check-generate: generate
+	@git diff --exit-code --stat -- '*.pb.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
+
+test: deps lint check-generate unit fuzz
 
 generate:
 	$(GO) generate ./...
