@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/internal/levenshtein"
 )
 
 const (
@@ -447,37 +449,10 @@ func suggest(name string, known []string) string {
 			return k
 		}
 
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {
+		if d := levenshtein.Distance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
 
 	return best
-}
-
-// editDistance is the Levenshtein distance between two short strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-
-	for j := range prev {
-		prev[j] = j
-	}
-
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-
-		prev, cur = cur, prev
-	}
-
-	return prev[len(b)]
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/talosbox/talosbox/internal/levenshtein"
 )
 
 // PrintColumn is one extra column `talosctl get` shows for a type.
@@ -216,7 +218,7 @@ func (r *Registry) suggestLocked(name string) []string {
 		for _, n := range names {
 			limit := max(1, min(len(want), len(n))/4)
 
-			if editDistance(want, n) <= limit || (len(want) >= 3 && strings.HasPrefix(n, want)) {
+			if levenshtein.Distance(want, n) <= limit || (len(want) >= 3 && strings.HasPrefix(n, want)) {
 				out = append(out, fmt.Sprintf("%q", d.Type))
 				break
 			}
@@ -226,31 +228,4 @@ func (r *Registry) suggestLocked(name string) []string {
 	sort.Strings(out)
 
 	return out[:min(len(out), 3)]
-}
-
-// editDistance is the Levenshtein distance.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-
-	for j := range prev {
-		prev[j] = j
-	}
-
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-
-		prev, cur = cur, prev
-	}
-
-	return prev[len(b)]
 }
