@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 #   util-linux  unshare, to run machined as PID 1 in fresh namespaces
 #   protobuf-compiler, libprotobuf-dev   make generate (the API's .pb.go files)
 #   iproute2    network namespaces, veth and bridges for multi-node tests
-packages=(make git ca-certificates chrony util-linux procps iproute2 protobuf-compiler libprotobuf-dev)
+#   dnsmasq-base   a real DHCP server peer for networkd's DHCP tests
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev)
 
 missing=()
 for p in "${packages[@]}"; do
