@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -19,62 +20,115 @@ import (
 	"github.com/talosbox/talosbox/internal/platform"
 )
 
-// This file is the only one that starts a real node: test files are not
+// This file is the only one that starts real nodes: test files are not
 // part of talosctl's import graph (TestImportGraph lists it without
 // -test), so talosctl itself still never links apid or machine.
+//
+// The end-to-end tests of every command run the real binary against
+// nodes in their own namespaces (../../e2e_*_test.go). These run
+// talosctl in this process instead, so that its concurrent paths (fan-out,
+// streams cut mid-way, watches, waiting for reboots) run under the race
+// detector, which the binary is not built with.
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// output is a writer tests can wait on: each write wakes waiters.
+type output struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	more chan struct{}
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func newOutput() *output { return &output{more: make(chan struct{})} }
 
-	return l.b.Write(p)
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	n, err := o.b.Write(p)
+	close(o.more)
+	o.more = make(chan struct{})
+
+	return n, err
 }
 
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 
-	return l.b.String()
+	return o.b.String()
 }
 
-// startRealNode generates a cluster with talosctl, boots a container-mode
-// node on its control-plane config with apid on 127.0.0.1, and returns a
-// runner for talosctl commands against it.
-func startRealNode(t *testing.T) (run func(args ...string) (int, string, string), addr string) {
+// waitFor returns once every s appears in the output, failing after timeout.
+func (o *output) waitFor(t *testing.T, timeout time.Duration, s ...string) {
 	t.Helper()
 
-	dir := t.TempDir()
-	if code, _, errOut := runCtl("gen", "config", "e2e", "https://10.5.0.2:6443", "-o", filepath.Join(dir, "cluster")); code != 0 {
-		t.Fatalf("gen config: %s", errOut)
+	deadline := time.After(timeout)
+
+	for {
+		o.mu.Lock()
+		text, more := o.b.String(), o.more
+		o.mu.Unlock()
+
+		missing := false
+
+		for _, want := range s {
+			if !strings.Contains(text, want) {
+				missing = true
+			}
+		}
+
+		if !missing {
+			return
+		}
+
+		select {
+		case <-more:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %q in:\n%s", s, text)
+		}
+	}
+}
+
+// realNode is a container-mode node with apid on a loopback address.
+type realNode struct {
+	name, addr string
+	console    *output
+}
+
+// startRealNode boots a node of the cluster in dir (made by gen config)
+// on ip, named name, with a certificate naming ip.
+func startRealNode(t *testing.T, dir, ip, name string) *realNode {
+	t.Helper()
+
+	cfg := filepath.Join(dir, name+".yaml")
+	if code, _, errOut := runCtl("machineconfig", "patch", filepath.Join(dir, "controlplane.yaml"),
+		"-p", fmt.Sprintf("machine: {network: {hostname: %s}, certSANs: [%s]}", name, ip), "-o", cfg); code != 0 {
+		t.Fatalf("machineconfig patch: %s", errOut)
 	}
 
-	p, err := platform.Detect(platform.Options{Flag: platform.Container, StateDir: filepath.Join(dir, "node")})
+	p, err := platform.Detect(platform.Options{Flag: platform.Container, StateDir: filepath.Join(dir, name)})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	console := &lockedBuffer{}
+	n := &realNode{name: name, console: newOutput()}
 	ring := events.New(0)
 
 	node, err := machine.New(machine.Options{
-		Platform: p, ConfigPath: filepath.Join(dir, "cluster", "controlplane.yaml"), Console: console, NoContainerd: true, StopTimeout: 5 * time.Second,
+		Platform: p, ConfigPath: cfg, Console: n.console, NoContainerd: true, StopTimeout: 5 * time.Second,
 		OnEvent: func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	srv, err := apid.NewServer(apid.Options{Node: node, Events: ring, StopGrace: 2 * time.Second}, console)
+	n.addr = lis.Addr().String()
+
+	srv, err := apid.NewServer(apid.Options{Node: node, Events: ring, Hostname: name, StopGrace: 2 * time.Second}, n.console)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,86 +144,119 @@ func startRealNode(t *testing.T) (run func(args ...string) (int, string, string)
 
 		for range 2 {
 			if err := <-done; err != nil && !errors.Is(err, machine.ErrPowerOff) && !errors.Is(err, context.Canceled) {
-				t.Errorf("stop: %v", err)
+				t.Errorf("%s stopped with %v", name, err)
 			}
 		}
 
 		if t.Failed() {
-			t.Logf("console:\n%s", console.String())
+			t.Logf("%s console:\n%s", name, n.console)
 		}
 	})
 
-	waitCtx, waitCancel := context.WithTimeout(ctx, time.Minute)
-	defer waitCancel()
+	n.console.waitFor(t, time.Minute, "[talos] services: ")
 
-	if err := srv.WaitServing(waitCtx, false); err != nil {
-		t.Fatalf("apid never served with mutual TLS: %v\n%s", err, console.String())
-	}
-
-	addr = lis.Addr().String()
-	talosconfigPath := filepath.Join(dir, "cluster", "talosconfig")
-
-	return func(args ...string) (int, string, string) {
-		var out, errOut bytes.Buffer
-
-		code := talosctl.Main(context.Background(), append([]string{"--talosconfig", talosconfigPath, "-e", addr}, args...), applet.Env{
-			Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
-		})
-
-		return code, out.String(), errOut.String()
-	}, addr
+	return n
 }
 
-func TestEndToEndRealNode(t *testing.T) {
+// ctl runs talosctl in this process until it ends or ctx is done.
+func ctl(ctx context.Context, stdout, stderr *output, args ...string) int {
+	return talosctl.Main(ctx, args, applet.Env{
+		Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr, Getenv: func(string) string { return "" },
+	})
+}
+
+func TestInProcessNodes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("boots a node")
+		t.Skip("boots two nodes")
 	}
 
-	run, addr := startRealNode(t)
+	dir := t.TempDir()
+	if code, _, errOut := runCtl("gen", "config", "e2e", "https://10.5.0.2:6443", "-o", dir); code != 0 {
+		t.Fatalf("gen config: %s", errOut)
+	}
 
-	check := func(args ...string) string {
+	n1 := startRealNode(t, dir, "127.0.0.1", "node-1")
+	n2 := startRealNode(t, dir, "127.0.0.2", "node-2")
+	base := []string{"--talosconfig", filepath.Join(dir, "talosconfig"), "-e", n1.addr, "-n", n1.addr + "," + n2.addr}
+
+	// run runs a command to its end on both nodes.
+	run := func(t *testing.T, args ...string) (string, string) {
 		t.Helper()
 
-		code, out, errOut := run(args...)
-		if code != 0 {
+		out, errOut := newOutput(), newOutput()
+		if code := ctl(context.Background(), out, errOut, append(base, args...)...); code != 0 {
 			t.Fatalf("talosctl %v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
 		}
 
-		return out
+		return out.String(), errOut.String()
 	}
 
-	if out := check("version"); !strings.Contains(out, "Server:\n\tNODE:") || !strings.Contains(out, "\tTag:") {
-		t.Errorf("version:\n%s", out)
+	// stream runs a command that does not end by itself, until every want
+	// string is out, then cancels it as Ctrl-C would.
+	stream := func(t *testing.T, args []string, want ...string) string {
+		t.Helper()
+
+		ctx, cancel := context.WithCancel(context.Background())
+		out, errOut := newOutput(), newOutput()
+		code := make(chan int, 1)
+
+		go func() { code <- ctl(ctx, out, errOut, append(base, args...)...) }()
+
+		out.waitFor(t, 30*time.Second, want...)
+		cancel()
+
+		if c := <-code; c != 0 || errOut.String() != "" {
+			t.Fatalf("talosctl %v cancelled: exit %d, stderr %q", args, c, errOut)
+		}
+
+		return out.String()
 	}
 
-	if out := check("-n", addr, "get", "rd"); !strings.Contains(out, "ResourceDefinition") || !strings.Contains(out, "machineconfigs.") {
-		t.Errorf("get rd:\n%s", out)
-	}
+	t.Run("fan-out", func(t *testing.T) {
+		out, _ := run(t, "version")
+		for _, n := range []*realNode{n1, n2} {
+			if !strings.Contains(out, "Server:\n\tNODE:        "+n.addr+"\n") {
+				t.Errorf("version lacks %s:\n%s", n.addr, out)
+			}
+		}
 
-	if out := check("-n", addr, "services"); !strings.HasPrefix(out, "NODE") || !strings.Contains(out, "machined") {
-		t.Errorf("services:\n%s", out)
-	}
+		out, _ = run(t, "get", "services", "-o", "json")
+		if strings.Count(out, `"node": "`+n1.addr+`"`) != 2 || strings.Count(out, `"node": "`+n2.addr+`"`) != 2 {
+			t.Errorf("get services -o json:\n%s", out)
+		}
 
-	if out := check("-n", addr, "service", "machined"); !strings.Contains(out, "ID       machined\n") || !strings.Contains(out, "EVENTS   [") {
-		t.Errorf("service machined:\n%s", out)
-	}
+		out, _ = run(t, "services")
+		if strings.Count(out, " machined ") != 2 {
+			t.Errorf("services:\n%s", out)
+		}
 
-	if out := check("get", "mc", "-o", "yaml"); !strings.Contains(out, "version: v1alpha1") {
-		t.Errorf("get mc -o yaml:\n%s", out)
-	}
+		out, _ = run(t, "logs", "machined", "--tail", "3")
+		if strings.Count(out, n1.addr+": ") != 3 || strings.Count(out, n2.addr+": ") != 3 {
+			t.Errorf("logs:\n%s", out)
+		}
 
-	code, _, errOut := run("get", "foo")
-	if code != 1 || !strings.Contains(errOut, `resource type "foo" not found`) {
-		t.Errorf("get foo: exit %d %q", code, errOut)
-	}
+		out, _ = run(t, "patch", "mc", "--dry-run", "-p", `[{"op":"add","path":"/machine/sysctls","value":{"vm.swappiness":"1"}}]`)
+		if strings.Count(out, "vm.swappiness") != 2 {
+			t.Errorf("patch --dry-run:\n%s", out)
+		}
 
-	out := check("patch", "mc", "--dry-run", "-p", `[{"op": "add", "path": "/machine/sysctls", "value": {"net.core.somaxconn": "65535"}}]`)
-	if !strings.Contains(out, "somaxconn") {
-		t.Errorf("patch --dry-run shows no diff:\n%s", out)
-	}
+		if out, _ = run(t, "health"); !strings.HasSuffix(out, "waiting for all services to be up: OK\n") {
+			t.Errorf("health:\n%s", out)
+		}
+	})
 
-	code, _, errOut = run("patch", "mc", "-p", `[{"op": "replace", "path": "/machine/nope", "value": 1}]`)
-	if code != 1 || !strings.Contains(errOut, "/machine/nope") {
-		t.Errorf("bad patch: exit %d %q", code, errOut)
-	}
+	t.Run("streams", func(t *testing.T) {
+		stream(t, []string{"get", "machinestatus", "-w"}, n1.addr+"   +", n2.addr+"   +")
+		stream(t, []string{"logs", "machined", "-f", "--tail", "2"}, n1.addr+": ", n2.addr+": ")
+		stream(t, []string{"events", "--tail", "3"}, n1.addr+"  ", n2.addr+"  ")
+	})
+
+	t.Run("reboot --wait", func(t *testing.T) {
+		_, errOut := run(t, "reboot", "--wait", "--timeout", "1m")
+		for _, n := range []*realNode{n1, n2} {
+			if !strings.Contains(errOut, n.addr+": back: running\n") {
+				t.Errorf("reboot --wait: %s not back:\n%s", n.addr, errOut)
+			}
+		}
+	})
 }

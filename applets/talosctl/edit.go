@@ -294,7 +294,11 @@ func editNode(ctx context.Context, cmd *cobra.Command, g *GlobalFlags, s *sessio
 	}
 
 	content := []byte(editHeader(name) + string(current))
-	lastAttempt := []byte(nil)
+
+	var (
+		lastAttempt []byte
+		lastErr     error
+	)
 
 	for {
 		if err := os.WriteFile(path, content, 0o600); err != nil {
@@ -325,8 +329,10 @@ func editNode(ctx context.Context, cmd *cobra.Command, g *GlobalFlags, s *sessio
 			return nil
 		case lastAttempt != nil && bytes.Equal(body, lastAttempt):
 			// Saved again without touching the failed attempt: the user
-			// gives up; their edits stay in the file.
-			return keep(errors.New("edit cancelled, no valid changes were saved"))
+			// gives up; their edits stay in the file. The node's reason
+			// is repeated, for editors that never showed the file (a
+			// script, an editor that failed to open).
+			return keep(fmt.Errorf("edit cancelled, no valid changes were saved: %s", lastErr))
 		}
 
 		req, err := af.request(cmd, body)
@@ -343,8 +349,8 @@ func editNode(ctx context.Context, cmd *cobra.Command, g *GlobalFlags, s *sessio
 		}
 
 		// Reopen with the error on top of the user's own text, kubectl-style.
-		lastAttempt = body
-		content = []byte(editHeader(name) + errorHeader(errors.New(client.Message(err))) + string(body))
+		lastAttempt, lastErr = body, errors.New(client.Message(err))
+		content = []byte(editHeader(name) + errorHeader(lastErr) + string(body))
 	}
 }
 

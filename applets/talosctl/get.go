@@ -327,7 +327,7 @@ func watchResources(cmd *cobra.Command, s *session, w resourceWriter, typ, id st
 	results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (struct{}, error) {
 		stream, err := c.Resource.Watch(ctx, &resource.WatchRequest{Namespace: opts.namespace, Type: typ, Id: id, LabelSelector: opts.selector})
 		if err != nil {
-			return struct{}{}, err
+			return struct{}{}, interrupted(ctx, err)
 		}
 
 		bootstrapped := false

@@ -133,6 +133,18 @@ func newShutdownCommand(g *GlobalFlags) *cobra.Command {
 	return cmd
 }
 
+// wipesState says whether a reset removes the node's config: an empty
+// list wipes every system partition.
+func wipesState(req *machine.ResetRequest) bool {
+	if len(req.GetSystemPartitionsToWipe()) == 0 {
+		return true
+	}
+
+	return slices.ContainsFunc(req.GetSystemPartitionsToWipe(), func(p *machine.ResetPartitionSpec) bool {
+		return p.GetLabel() == "STATE" && p.GetWipe()
+	})
+}
+
 func newResetCommand(g *GlobalFlags) *cobra.Command {
 	var (
 		wf       waitFlags
@@ -162,7 +174,13 @@ with --reboot. --graceful=false skips leaving etcd first.`,
 			}
 
 			goal := goalGone
-			if reboot {
+
+			switch {
+			case reboot && wipesState(req):
+				// No config after the reboot: the node comes back in
+				// maintenance mode, not running.
+				goal = goalMaintenance
+			case reboot:
 				goal = goalBack
 			}
 

@@ -75,6 +75,16 @@ func newDmesgCommand(g *GlobalFlags) *cobra.Command {
 	return cmd
 }
 
+// interrupted is err, or nil when the command was interrupted (Ctrl-C):
+// the way a stream that never ends is ended, even before it opened.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+
+	return err
+}
+
 // streamData prints every node's stream of text, each line prefixed with
 // its node as talosctl does ("172.20.0.2: ..."), until the streams end or
 // the command is interrupted.
@@ -84,7 +94,7 @@ func streamData(cmd *cobra.Command, s *session, open func(ctx context.Context, c
 	results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (struct{}, error) {
 		stream, err := open(ctx, c)
 		if err != nil {
-			return struct{}{}, err
+			return struct{}{}, interrupted(ctx, err)
 		}
 
 		var (
@@ -161,7 +171,7 @@ func streamEvents(cmd *cobra.Command, s *session, req *machine.EventsRequest) er
 	results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (struct{}, error) {
 		stream, err := c.Machine.Events(ctx, req)
 		if err != nil {
-			return struct{}{}, err
+			return struct{}{}, interrupted(ctx, err)
 		}
 
 		for {
@@ -186,9 +196,11 @@ func streamEvents(cmd *cobra.Command, s *session, req *machine.EventsRequest) er
 }
 
 // eventColumns pads like a table would: events stream, so a tabwriter
-// could only align after the end.
+// could only align after the end. The widths fit what the node sends: IDs
+// of 22 characters, event types up to machine.ConfigLoadErrorEvent and
+// actor IDs of 16.
 func eventColumns(node, id, typ, actor, source, msg string) string {
-	return strings.TrimRight(fmt.Sprintf("%-15s  %-20s  %-28s  %-10s  %-10s  %s", node, id, typ, actor, source, msg), " ")
+	return strings.TrimRight(fmt.Sprintf("%-15s   %-22s   %-28s   %-16s   %-10s   %s", node, id, typ, actor, source, msg), " ")
 }
 
 // formatEvent prints an event's message, or its fields when it has none.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/internal/api/resource"
@@ -22,8 +23,9 @@ import (
 type waitGoal int
 
 const (
-	goalBack waitGoal = iota // rebooted: down, then running again
-	goalGone                 // shut down: the API stops answering
+	goalBack        waitGoal = iota // rebooted: down, then running again
+	goalGone                        // shut down: the API stops answering
+	goalMaintenance                 // reset with STATE wiped: back without a config, in maintenance mode
 )
 
 // pollInterval paces the probes of a waiting node: often enough that a
@@ -111,13 +113,35 @@ func waitForNodes(cmd *cobra.Command, s *session, nodes []client.Result[nodeStat
 		sawDown := false
 		last := ""
 
+		var probeMaintenance func(context.Context) (bool, error)
+
+		if goal == goalMaintenance {
+			probe, closeProbe, err := maintenanceProbe(s, node)
+			if err != nil {
+				return struct{}{}, err
+			}
+			defer closeProbe()
+
+			probeMaintenance = probe
+		}
+
 		tick := time.NewTicker(pollInterval)
 		defer tick.Stop()
 
 		for {
 			st := machineState(ctx, s.client(node))
 
+			var inMaintenance bool
+			if probeMaintenance != nil && st.err != nil {
+				// The node's certificates went with STATE: the client's
+				// credentials no longer reach it, the maintenance API does.
+				inMaintenance, _ = probeMaintenance(ctx)
+			}
+
 			switch {
+			case inMaintenance:
+				prog.done(name, "back: maintenance mode, waiting for a config (apply-config --insecure)")
+				return struct{}{}, nil
 			case goal == goalGone && st.err != nil && unreachable(st.err):
 				prog.done(name, "shut down")
 				return struct{}{}, nil
@@ -147,6 +171,42 @@ func waitForNodes(cmd *cobra.Command, s *session, nodes []client.Result[nodeStat
 	prog.stop()
 
 	return reportErrors(cmd, results)
+}
+
+// maintenanceProbe dials node directly without credentials, as
+// `apply-config --insecure` does, and reports whether it serves the
+// maintenance API. A node reset with its STATE wiped has no config, and so
+// no certificates: neither this client nor another node's apid can reach
+// it with mutual TLS any more.
+func maintenanceProbe(s *session, node string) (func(context.Context) (bool, error), func(), error) {
+	addr := node
+	if addr == "" && s.shared != nil && len(s.shared.Endpoints()) > 0 {
+		addr = s.shared.Endpoints()[0]
+	}
+
+	c, err := client.New(client.Options{Endpoints: []string{addr}, Insecure: true})
+	if err != nil {
+		return nil, nil, err
+	}
+
+	probe := func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(client.WithoutNode(ctx), client.DefaultDialTimeout)
+		defer cancel()
+
+		resp, err := c.Machine.Version(ctx, &emptypb.Empty{})
+		if err != nil {
+			return false, err
+		}
+
+		v, err := firstMessage(resp.GetMessages())
+		if err != nil {
+			return false, err
+		}
+
+		return v.GetMaintenance(), nil
+	}
+
+	return probe, func() { c.Close() }, nil
 }
 
 // progress shows each waiting node's state: a spinner line redrawn in

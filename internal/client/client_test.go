@@ -2,40 +2,20 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
-	"github.com/talosbox/talosbox/internal/client/clienttest"
+	"github.com/talosbox/talosbox/internal/pki"
 )
-
-func fakeNodes(names ...string) *clienttest.Server {
-	s := &clienttest.Server{Self: names[0], Nodes: map[string]*clienttest.Node{}}
-	for _, n := range names {
-		s.Nodes[n] = &clienttest.Node{Name: n, Version: &machine.VersionInfo{Tag: "v1-" + n}}
-	}
-
-	return s
-}
-
-func newClient(t *testing.T, p *clienttest.PKI, endpoints ...string) *client.Client {
-	t.Helper()
-
-	c, err := client.New(client.Options{Endpoints: endpoints, CA: p.CA.Crt, Crt: p.Client.Crt, Key: p.Client.Key, DialTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { c.Close() })
-
-	return c
-}
 
 // refusedAddr is a 127.0.0.1 port nothing listens on: it is bound, then
 // closed, so connecting to it is refused at once.
@@ -53,143 +33,208 @@ func refusedAddr(t *testing.T) string {
 	return addr
 }
 
-func TestFailoverToWorkingEndpoint(t *testing.T) {
-	p := clienttest.NewPKI(t)
-	addr := clienttest.Start(t, p, fakeNodes("10.0.0.2"), false)
-
-	c := newClient(t, p, refusedAddr(t), addr)
-
-	resp, err := c.Machine.Version(context.Background(), &emptypb.Empty{})
+// hostnameOf asks whoever ctx routes to for its name.
+func hostnameOf(ctx context.Context, c *client.Client) (string, error) {
+	resp, err := c.Machine.Hostname(ctx, &emptypb.Empty{})
 	if err != nil {
-		t.Fatalf("Version through the second endpoint: %v", err)
+		return "", err
 	}
 
-	if got := resp.GetMessages()[0].GetVersion().GetTag(); got != "v1-10.0.0.2" {
-		t.Fatalf("tag %q", got)
-	}
+	return resp.GetMessages()[0].GetHostname(), nil
+}
+
+// TestRealNodes runs the tests that need a node against two real ones:
+// node-1 on 127.0.0.1 and node-2 on 127.0.0.2, one cluster.
+func TestRealNodes(t *testing.T) {
+	n1 := startNode(t, "127.0.0.1", "node-1", true)
+	n2 := startNode(t, "127.0.0.2", "node-2", true)
+
+	t.Run("failover to a working endpoint", func(t *testing.T) {
+		c := newClient(t, refusedAddr(t), n1.addr)
+
+		resp, err := c.Machine.Version(context.Background(), &emptypb.Empty{})
+		if err != nil {
+			t.Fatalf("Version through the second endpoint: %v", err)
+		}
+
+		if v := resp.GetMessages()[0]; v.GetVersion().GetTag() == "" || v.GetMaintenance() {
+			t.Fatalf("version %v", v)
+		}
+
+		if got, err := hostnameOf(context.Background(), c); err != nil || got != "node-1" {
+			t.Fatalf("answered by %q, %v", got, err)
+		}
+	})
+
+	t.Run("server verified against the CA", func(t *testing.T) {
+		// Another cluster's credentials: their CA did not sign our
+		// server's certificate; refused, and the error says why.
+		other, err := pki.NewBundle(pki.BundleOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		crt, err := pki.NewClientCertificate(&other.Certs.OS, pki.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		c, err := client.New(client.Options{Endpoints: []string{n1.addr}, CA: other.Certs.OS.Crt, Crt: crt.Crt, Key: crt.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+
+		_, err = c.Machine.Version(context.Background(), &emptypb.Empty{})
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+			t.Fatalf("error %v, want a certificate error", err)
+		}
+	})
+
+	t.Run("fan-out order and errors", func(t *testing.T) {
+		c := newClient(t, n1.addr)
+
+		// Through node-1's apid: node-2, a node nobody answers for, node-1.
+		nodes := []string{n2.addr, refusedAddr(t), n1.addr}
+
+		results := client.FanOut(context.Background(), nodes, func(ctx context.Context, _ string) (string, error) {
+			return hostnameOf(ctx, c)
+		})
+
+		for i, want := range []string{"node-2", "", "node-1"} {
+			if results[i].Node != nodes[i] || results[i].Value != want || (want == "") != (results[i].Err != nil) {
+				t.Errorf("result %d = %+v, want node %s value %q", i, results[i], nodes[i], want)
+			}
+		}
+
+		err := client.Errors(results)
+
+		var ne *client.NodeError
+		if !errors.As(err, &ne) || ne.Node != nodes[1] {
+			t.Fatalf("Errors = %v, want a NodeError for %s", err, nodes[1])
+		}
+
+		if got := err.Error(); !strings.HasPrefix(got, "error on node "+nodes[1]+": ") || strings.Contains(got, "rpc error") || !strings.Contains(got, "connection refused") {
+			t.Fatalf("message %q: want the node, the cause, and no gRPC prefix", got)
+		}
+	})
+
+	t.Run("fan-out without nodes calls the endpoint", func(t *testing.T) {
+		c := newClient(t, n2.addr)
+
+		results := client.FanOut(context.Background(), nil, func(ctx context.Context, _ string) (string, error) {
+			return hostnameOf(ctx, c)
+		})
+
+		if len(results) != 1 || results[0].Node != "" || results[0].Err != nil || results[0].Value != "node-2" {
+			t.Fatalf("results %+v", results)
+		}
+	})
+
+	t.Run("WithNode replaces", func(t *testing.T) {
+		c := newClient(t, n1.addr)
+
+		got, err := hostnameOf(client.WithNode(client.WithNode(context.Background(), "127.0.0.9"), n2.addr), c)
+		if err != nil || got != "node-2" {
+			t.Fatalf("answered by %q, %v; want node-2", got, err)
+		}
+
+		got, err = hostnameOf(client.WithoutNode(client.WithNode(context.Background(), n2.addr)), c)
+		if err != nil || got != "node-1" {
+			t.Fatalf("WithoutNode: answered by %q, %v; want the endpoint, node-1", got, err)
+		}
+	})
 }
 
 func TestAllEndpointsDown(t *testing.T) {
-	p := clienttest.NewPKI(t)
-	c := newClient(t, p, refusedAddr(t), refusedAddr(t))
+	ca, crt := adminCredentials(t)
 
-	_, err := c.Machine.Version(context.Background(), &emptypb.Empty{})
-	if err == nil || !strings.Contains(client.Message(err), "connection refused") {
-		t.Fatalf("error %v, want connection refused", err)
-	}
-}
-
-func TestServerVerifiedAgainstCA(t *testing.T) {
-	ours, theirs := clienttest.NewPKI(t), clienttest.NewPKI(t)
-	addr := clienttest.Start(t, theirs, fakeNodes("n"), false)
-
-	// Our CA does not sign their server certificate: refused, and the
-	// error says why.
-	c := newClient(t, ours, addr)
-
-	_, err := c.Machine.Version(context.Background(), &emptypb.Empty{})
-	if err == nil || !strings.Contains(err.Error(), "certificate") {
-		t.Fatalf("error %v, want a certificate error", err)
-	}
-}
-
-func TestServerNameIsDialledIP(t *testing.T) {
-	p := clienttest.NewPKI(t)
-	addr := clienttest.Start(t, p, fakeNodes("n"), false)
-	_, port, _ := net.SplitHostPort(addr)
-
-	// "localhost" reaches the server, but its certificate names 127.0.0.1
-	// only: the dialled name must be in the SANs.
-	c := newClient(t, p, "localhost:"+port)
-
-	_, err := c.Machine.Version(context.Background(), &emptypb.Empty{})
-	if err == nil || !strings.Contains(err.Error(), "localhost") {
-		t.Fatalf("error %v, want a name mismatch for localhost", err)
-	}
-}
-
-func TestInsecureMaintenance(t *testing.T) {
-	p := clienttest.NewPKI(t)
-	addr := clienttest.Start(t, p, fakeNodes("n"), true)
-
-	c, err := client.New(client.Options{Endpoints: []string{addr}, Insecure: true})
+	c, err := client.New(client.Options{Endpoints: []string{refusedAddr(t), refusedAddr(t)}, CA: ca, Crt: crt.Crt, Key: crt.Key})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 
-	if _, err := c.Machine.Version(context.Background(), &emptypb.Empty{}); err != nil {
-		t.Fatal(err)
+	_, err = c.Machine.Version(context.Background(), &emptypb.Empty{})
+	if err == nil || !strings.Contains(client.Message(err), "connection refused") {
+		t.Fatalf("error %v, want connection refused", err)
 	}
 }
 
-func TestFanOutOrderAndErrors(t *testing.T) {
-	p := clienttest.NewPKI(t)
-	srv := fakeNodes("10.0.0.2", "10.0.0.3")
-	c := newClient(t, p, clienttest.Start(t, p, srv, false))
-
-	nodes := []string{"10.0.0.3", "10.0.0.9", "10.0.0.2"}
-
-	results := client.FanOut(context.Background(), nodes, func(ctx context.Context, _ string) (string, error) {
-		resp, err := c.Machine.Version(ctx, &emptypb.Empty{})
-		if err != nil {
-			return "", err
-		}
-
-		return resp.GetMessages()[0].GetVersion().GetTag(), nil
-	})
-
-	for i, want := range []string{"v1-10.0.0.3", "", "v1-10.0.0.2"} {
-		if results[i].Node != nodes[i] || results[i].Value != want {
-			t.Errorf("result %d = %+v, want node %s value %q", i, results[i], nodes[i], want)
-		}
-	}
-
-	err := client.Errors(results)
-
-	var ne *client.NodeError
-	if !errors.As(err, &ne) || ne.Node != "10.0.0.9" {
-		t.Fatalf("Errors = %v, want a NodeError for 10.0.0.9", err)
-	}
-
-	if got := err.Error(); !strings.HasPrefix(got, "error on node 10.0.0.9: connection error:") {
-		t.Fatalf("message %q: want the gRPC prefix stripped", got)
-	}
-}
-
-func TestFanOutWithoutNodesCallsEndpoint(t *testing.T) {
-	p := clienttest.NewPKI(t)
-	srv := fakeNodes("self")
-	c := newClient(t, p, clienttest.Start(t, p, srv, false))
-
-	results := client.FanOut(context.Background(), nil, func(ctx context.Context, _ string) (*machine.VersionResponse, error) {
-		return c.Machine.Version(ctx, &emptypb.Empty{})
-	})
-
-	if len(results) != 1 || results[0].Node != "" || results[0].Err != nil {
-		t.Fatalf("results %+v", results)
-	}
-
-	srv.Locked(func() {
-		if len(srv.SeenNodes) != 1 || srv.SeenNodes[0] != "self" {
-			t.Fatalf("seen nodes %v", srv.SeenNodes)
-		}
-	})
-}
-
-func TestWithNodeReplaces(t *testing.T) {
-	ctx := client.WithNode(client.WithNode(context.Background(), "a"), "b")
-	p := clienttest.NewPKI(t)
-	srv := fakeNodes("a", "b")
-	c := newClient(t, p, clienttest.Start(t, p, srv, false))
-
-	resp, err := c.Machine.Version(ctx, &emptypb.Empty{})
+// TestServerNameIsDialledIP: a real TLS server whose certificate names
+// 127.0.0.1 only. "localhost" reaches it, but the dialled name must be in
+// the certificate's SANs. (apid's own certificates always name localhost,
+// so a bare listener is what can show this.)
+func TestServerNameIsDialledIP(t *testing.T) {
+	b, err := secrets()
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if got := resp.GetMessages()[0].GetMetadata().GetHostname(); got != "b" {
-		t.Fatalf("answered by %q, want b", got)
+	pair, err := pki.NewServerCertificate(&b.Certs.OS, pki.ServerOptions{CommonName: "n", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cert, err := pair.TLSCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+
+			go func() {
+				defer conn.Close()
+
+				conn.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck // best effort
+				conn.(*tls.Conn).Handshake()                       //nolint:errcheck,forcetypeassert // the client decides
+				conn.Read(make([]byte, 1))                         //nolint:errcheck // until the client hangs up
+			}()
+		}
+	}()
+
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	c := newClient(t, "localhost:"+port)
+
+	_, err = c.Machine.Version(context.Background(), &emptypb.Empty{})
+	if err == nil || !strings.Contains(err.Error(), "localhost") || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("error %v, want a name mismatch for localhost", err)
+	}
+}
+
+func TestInsecureMaintenance(t *testing.T) {
+	n := startNode(t, "127.0.0.1", "waiting", false)
+
+	c, err := client.New(client.Options{Endpoints: []string{n.addr}, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	resp, err := c.Machine.Version(context.Background(), &emptypb.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !resp.GetMessages()[0].GetMaintenance() {
+		t.Fatalf("version %v: not in maintenance", resp.GetMessages()[0])
+	}
+
+	// The cluster's credentials do not reach a node without a config: it
+	// has no certificate from the cluster's CA yet.
+	if _, err := newClient(t, n.addr).Machine.Version(context.Background(), &emptypb.Empty{}); err == nil {
+		t.Fatal("mutual TLS against a node in maintenance mode succeeded")
 	}
 }
 
