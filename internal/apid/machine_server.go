@@ -126,7 +126,24 @@ func (m *machineServer) ServiceStart(_ context.Context, req *machine.ServiceStar
 	return &machine.ServiceStartResponse{Messages: []*machine.ServiceStart{{Resp: fmt.Sprintf("Service %q started", req.GetId())}}}, nil
 }
 
+// notControllable are the services the API itself runs on: stopping or
+// restarting them over the API would cut the call (and every later one)
+// off, as Talos also refuses for its core services.
+var notControllable = map[string]bool{"apid": true, "machined": true}
+
+func checkControllable(id, verb string) error {
+	if notControllable[id] {
+		return status.Errorf(codes.FailedPrecondition, "service %q doesn't support %s via API: the node API runs on it", id, verb)
+	}
+
+	return nil
+}
+
 func (m *machineServer) ServiceStop(ctx context.Context, req *machine.ServiceStopRequest) (*machine.ServiceStopResponse, error) {
+	if err := checkControllable(req.GetId(), "stop"); err != nil {
+		return nil, err
+	}
+
 	sup, err := m.supervisor()
 	if err != nil {
 		return nil, err
@@ -140,6 +157,10 @@ func (m *machineServer) ServiceStop(ctx context.Context, req *machine.ServiceSto
 }
 
 func (m *machineServer) ServiceRestart(ctx context.Context, req *machine.ServiceRestartRequest) (*machine.ServiceRestartResponse, error) {
+	if err := checkControllable(req.GetId(), "restart"); err != nil {
+		return nil, err
+	}
+
 	sup, err := m.supervisor()
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -370,7 +371,7 @@ func TestResourceListWatchDefinitions(t *testing.T) {
 		t.Fatalf("list %v %v", first, err)
 	}
 
-	ws, err := rc.Watch(ctx, &resource.WatchRequest{Type: "svc", Id: "machined"})
+	ws, err := rc.Watch(ctx, &resource.WatchRequest{Type: "svc", Id: "timed"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,13 +383,34 @@ func TestResourceListWatchDefinitions(t *testing.T) {
 		}
 	}
 
-	// A restart of the service shows up as updates.
-	if _, err := machineClient(admin).ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: "machined"}); err != nil {
+	// A restart of the service shows up as updates (timed is Skipped in
+	// container mode; a restart runs it through Starting to Skipped again).
+	if _, err := machineClient(admin).ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: "timed"}); err != nil {
 		t.Fatal(err)
 	}
 
 	ev, err := ws.Recv()
-	if err != nil || ev.GetEventType() != resource.WatchResponse_UPDATED || ev.GetResource().GetMetadata().GetId() != "machined" {
+	if err != nil || ev.GetEventType() != resource.WatchResponse_UPDATED || ev.GetResource().GetMetadata().GetId() != "timed" {
 		t.Fatalf("watch update: %v %v", ev, err)
+	}
+}
+
+// TestCoreServicesCannotBeStoppedOverTheAPI: stopping or restarting the
+// services the API runs on would cut every later call off for good.
+func TestCoreServicesCannotBeStoppedOverTheAPI(t *testing.T) {
+	mc := machineClient(dial(t, shared.addr, clientCert(t, "os:admin")))
+	ctx := testCtx(t)
+
+	for _, id := range []string{"apid", "machined"} {
+		_, err := mc.ServiceStop(ctx, &machine.ServiceStopRequest{Id: id})
+		wantCode(t, err, codes.FailedPrecondition, fmt.Sprintf("service %q doesn't support stop via API", id))
+
+		_, err = mc.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: id})
+		wantCode(t, err, codes.FailedPrecondition, fmt.Sprintf("service %q doesn't support restart via API", id))
+	}
+
+	// The API still answers.
+	if _, err := mc.Version(ctx, &emptypb.Empty{}); err != nil {
+		t.Fatal(err)
 	}
 }
