@@ -1,0 +1,138 @@
+package networkd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/network"
+)
+
+// quiet is how long the bus must stay still before --once judges the
+// result: the pipeline is several controllers deep, and each hop is an
+// event, so stillness plus convergence means the pass is complete.
+const quiet = 200 * time.Millisecond
+
+// watched are the kinds whose changes mean networkd is still working.
+var watched = []string{
+	network.LinkSpecType, network.AddressSpecType, network.RouteSpecType, network.HostnameSpecType,
+	network.LinkStatusType, network.AddressStatusType, network.RouteStatusType, network.HostnameStatusType,
+	network.EtcFileStatusType, network.ApplyIssueType, network.NetworkStatusType,
+}
+
+// once waits until the network settled (or the timeout passed), prints
+// the status and exits 1 when anything could not be applied.
+func once(ctx context.Context, store *bus.Store, o options, env applet.Env) int {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	changed := make(chan struct{}, 1)
+
+	for _, typ := range watched {
+		w, err := store.WatchKind(ctx, bus.Kind{Namespace: network.Namespace, Type: typ})
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "networkd: %v\n", err)
+			return 1
+		}
+		defer w.Close()
+
+		go func() {
+			for range w.Events() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+
+	for settled := false; !settled; {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(env.Stderr, "networkd: the network did not settle within %s\n", o.timeout)
+			return report(store, env, 1)
+		case <-changed:
+			timer.Reset(quiet)
+		case <-timer.C:
+			settled = converged(store, o.etcDir != "")
+			if !settled {
+				timer.Reset(quiet)
+			}
+		}
+	}
+
+	return report(store, env, 0)
+}
+
+// report prints the NetworkStatus and turns its issues into the exit code.
+func report(store *bus.Store, env applet.Env, code int) int {
+	st, err := bus.GetAs[*network.NetworkStatus](context.Background(), store, statusPointer())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "networkd: no network status: %v\n", err)
+		return 1
+	}
+
+	printStatus(env.Stdout, st.TypedSpec())
+
+	if len(st.TypedSpec().Issues) > 0 {
+		for _, is := range st.TypedSpec().Issues {
+			fmt.Fprintf(env.Stderr, "networkd: could not apply %s\n", is)
+		}
+
+		return 1
+	}
+
+	return code
+}
+
+// converged reports whether every merged spec is either in effect (a
+// matching status) or has an ApplyIssue explaining why not.
+func converged(store *bus.Store, etc bool) bool {
+	ctx := context.Background()
+	has := func(typ, id string) bool {
+		_, err := store.Get(ctx, bus.Pointer{Namespace: network.Namespace, Type: typ, ID: id})
+		return err == nil
+	}
+	issue := func(id string) bool { return has(network.ApplyIssueType, id) }
+
+	if !has(network.NetworkStatusType, network.NetworkStatusID) || !has(network.HostnameStatusType, network.HostnameID) {
+		return false
+	}
+
+	if etc && !(has(network.EtcFileStatusType, network.HostsFile) && has(network.EtcFileStatusType, network.ResolvFile)) && !issue("etcfile/"+network.HostsFile) {
+		return false
+	}
+
+	links, _ := bus.ListAs[*network.LinkSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.LinkSpecType}) //nolint:errcheck // empty on error
+	for _, l := range links {
+		spec := l.TypedSpec()
+
+		st, err := bus.GetAs[*network.LinkStatus](ctx, store, bus.Pointer{Namespace: network.Namespace, Type: network.LinkStatusType, ID: spec.Name})
+		inEffect := err == nil && (!spec.Up || st.TypedSpec().Up) && (spec.MTU == 0 || st.TypedSpec().MTU == int(spec.MTU))
+
+		if !inEffect && !issue("link/"+spec.Name) {
+			return false
+		}
+	}
+
+	addrs, _ := bus.ListAs[*network.AddressSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.AddressSpecType}) //nolint:errcheck
+	for _, a := range addrs {
+		if id := a.Metadata().ID; !has(network.AddressStatusType, id) && !issue("address/"+id) {
+			return false
+		}
+	}
+
+	routes, _ := bus.ListAs[*network.RouteSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.RouteSpecType}) //nolint:errcheck
+	for _, r := range routes {
+		if id := r.Metadata().ID; !has(network.RouteStatusType, id) && !issue("route/"+id) {
+			return false
+		}
+	}
+
+	return true
+}

@@ -1,0 +1,52 @@
+package network
+
+import (
+	"crypto/sha256"
+	"strings"
+)
+
+// NewHostnameConfigController builds the HostnameSpec: talos-xxx-yyy from
+// the node ID (default), ip= or talos.hostname= (cmdline), and
+// machine.network.hostname (configuration). A DHCP operator adds its own
+// at the operator layer, between the last two.
+func NewHostnameConfigController(opts *Options) *configController[HostnameSpecSpec] {
+	return &configController[HostnameSpecSpec]{name: "network.HostnameConfigController", typ: HostnameSpecType, opts: opts, build: buildHostname}
+}
+
+func buildHostname(src *source, out *layeredSet[HostnameSpecSpec], _ issues) {
+	out.add(HostnameID, HostnameSpecSpec{Hostname: DefaultHostname(src.nodeID), Layer: LayerDefault})
+
+	if h := src.cmdline.Hostname; h != "" {
+		out.add(HostnameID, splitFQDN(h, LayerCmdline))
+	}
+
+	if src.net != nil && src.net.Hostname != "" {
+		out.add(HostnameID, splitFQDN(src.net.Hostname, LayerConfiguration))
+	}
+}
+
+func splitFQDN(fqdn string, layer ConfigLayer) HostnameSpecSpec {
+	h, d, _ := strings.Cut(fqdn, ".")
+	return HostnameSpecSpec{Hostname: h, Domainname: d, Layer: layer}
+}
+
+// DefaultHostname is "talos-xxx-yyy", stable for a node ID.
+func DefaultHostname(nodeID string) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+	sum := sha256.Sum256([]byte(nodeID))
+
+	var b strings.Builder
+
+	b.WriteString("talos-")
+
+	for i := range 6 {
+		if i == 3 {
+			b.WriteByte('-')
+		}
+
+		b.WriteByte(alphabet[int(sum[i])%len(alphabet)])
+	}
+
+	return b.String()
+}

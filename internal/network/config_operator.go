@@ -1,0 +1,70 @@
+package network
+
+import "github.com/talosbox/talosbox/configs"
+
+// NewOperatorConfigController builds OperatorSpecs: a DHCP client for
+// ip=...:dhcp (cmdline) and for every interface or VLAN with dhcp: true
+// (configuration). DHCPv4 runs unless dhcpOptions.ipv4 is false; DHCPv6
+// only when dhcpOptions.ipv6 is true, as in Talos.
+func NewOperatorConfigController(opts *Options) *configController[OperatorSpecSpec] {
+	return &configController[OperatorSpecSpec]{name: "network.OperatorConfigController", typ: OperatorSpecType, opts: opts, build: buildOperators}
+}
+
+func buildOperators(src *source, out *layeredSet[OperatorSpecSpec], _ issues) {
+	skipHostname := src.net != nil && src.net.Hostname != ""
+
+	if src.cmdline.DHCP {
+		if name := src.cmdlineLink(); name != "" && !src.ignored(name) {
+			spec := OperatorSpecSpec{Operator: OperatorDHCP4, LinkName: name, RequireUp: true, RouteMetric: DefaultRouteMetric,
+				SkipHostnameRequest: skipHostname || src.cmdline.Hostname != "", Layer: LayerCmdline}
+			out.add(spec.ID(), spec)
+		}
+	}
+
+	add := func(link string, dhcp bool, o *configs.DHCPOptions) {
+		if !dhcp {
+			return
+		}
+
+		metric := uint32(DefaultRouteMetric)
+		v4, v6 := true, false
+
+		if o != nil {
+			if o.RouteMetric != 0 {
+				metric = o.RouteMetric
+			}
+
+			if o.IPv4 != nil {
+				v4 = *o.IPv4
+			}
+
+			if o.IPv6 != nil {
+				v6 = *o.IPv6
+			}
+		}
+
+		if v4 {
+			spec := OperatorSpecSpec{Operator: OperatorDHCP4, LinkName: link, RequireUp: true, RouteMetric: metric,
+				SkipHostnameRequest: skipHostname, Layer: LayerConfiguration}
+			out.add(spec.ID(), spec)
+		}
+
+		if v6 {
+			spec := OperatorSpecSpec{Operator: OperatorDHCP6, LinkName: link, RequireUp: true, RouteMetric: metric,
+				SkipHostnameRequest: skipHostname, Layer: LayerConfiguration}
+			if o != nil {
+				spec.DUIDv6 = o.DUIDv6
+			}
+
+			out.add(spec.ID(), spec)
+		}
+	}
+
+	for _, d := range src.devices(nil) {
+		add(d.name, d.dev.DHCP, d.dev.DHCPOptions)
+
+		for _, v := range d.dev.VLANs {
+			add(vlanName(d.name, v.ID), v.DHCP, v.DHCPOptions)
+		}
+	}
+}

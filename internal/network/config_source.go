@@ -1,0 +1,195 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// The machine config resource (internal/machine). It is named here rather
+// than imported so that internal/machine can import this package to wire
+// networkd into machined without an import cycle; a test checks the names
+// still agree.
+const (
+	MachineConfigNamespace = "config"
+	MachineConfigType      = "MachineConfigs.config.talosbox.dev"
+	MachineConfigID        = "v1alpha1"
+)
+
+// ConfigFromResource returns the *configs.Config held by a MachineConfig
+// resource: any resource whose spec is a struct with a Config
+// *configs.Config field.
+func ConfigFromResource(res bus.Resource) (*configs.Config, error) {
+	v := reflect.ValueOf(res.Spec())
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+
+	if v.Kind() == reflect.Struct {
+		if f := v.FieldByName("Config"); f.IsValid() {
+			if cfg, ok := f.Interface().(*configs.Config); ok {
+				return cfg, nil
+			}
+		}
+	}
+
+	return nil, fmt.Errorf("%s: spec %T holds no *configs.Config", res.Metadata().Pointer(), res.Spec())
+}
+
+// configInputs are what every config controller reads.
+var configInputs = []bus.Input{
+	{Namespace: MachineConfigNamespace, Type: MachineConfigType, ID: MachineConfigID},
+	{Namespace: Namespace, Type: LinkStatusType},
+}
+
+// source is one snapshot of everything network config derives from.
+type source struct {
+	net     *configs.NetworkConfig // nil without a config or a network section
+	cfg     *configs.Config        // nil without a config
+	cmdline Cmdline
+	cmdErr  error
+	links   []*LinkStatus
+	nodeID  string
+}
+
+func readSource(ctx context.Context, r bus.ControllerRuntime, opts *Options) (*source, error) {
+	src := &source{nodeID: opts.NodeID}
+	src.cmdline, src.cmdErr = ParseCmdline(opts.KernelCmdline)
+
+	res, err := r.Get(ctx, bus.Pointer{Namespace: MachineConfigNamespace, Type: MachineConfigType, ID: MachineConfigID})
+
+	switch {
+	case bus.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("read machine config: %w", err)
+	default:
+		if src.cfg, err = ConfigFromResource(res); err != nil {
+			return nil, err
+		}
+
+		if src.cfg != nil && src.cfg.Machine != nil {
+			src.net = src.cfg.Machine.Network
+		}
+	}
+
+	if src.links, err = bus.ListAs[*LinkStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: LinkStatusType}); err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+
+	return src, nil
+}
+
+// device is a configured interface resolved to a link name.
+type device struct {
+	name string
+	dev  *configs.Device
+}
+
+// devices resolves machine.network.interfaces to link names, skipping
+// ignored ones. A deviceSelector that matches no link yet is reported
+// into is (when not nil) and skipped until a link appears.
+func (s *source) devices(is issues) []device {
+	if s.net == nil {
+		return nil
+	}
+
+	var out []device
+
+	for i := range s.net.Interfaces {
+		d := &s.net.Interfaces[i]
+		if d.Ignore {
+			continue
+		}
+
+		name := d.Interface
+		if name == "" && d.DeviceSelector != nil {
+			name = s.match(d.DeviceSelector)
+			if name == "" {
+				if is != nil {
+					is.pending(fmt.Sprintf("link/selector/%d", i), "machine.network.interfaces[%d].deviceSelector matches no link yet", i)
+				}
+
+				continue
+			}
+		}
+
+		if name != "" {
+			out = append(out, device{name: name, dev: d})
+		}
+	}
+
+	return out
+}
+
+// ignored reports whether the config says to leave a link alone.
+func (s *source) ignored(name string) bool {
+	return s.net != nil && slices.ContainsFunc(s.net.Interfaces, func(d configs.Device) bool { return d.Ignore && d.Interface == name })
+}
+
+// match finds the first link (by name) a selector fits; every set field
+// must match, and fields may be glob patterns.
+func (s *source) match(sel *configs.DeviceSelector) string {
+	for _, l := range s.links {
+		st := l.TypedSpec()
+		if st.Type == "loopback" {
+			continue
+		}
+
+		if globMismatch(sel.HardwareAddr, st.HardwareAddr) || globMismatch(sel.PermanentAddr, st.HardwareAddr) ||
+			globMismatch(sel.Driver, st.Driver) {
+			continue
+		}
+
+		if sel.Physical != nil && *sel.Physical != (st.Kind == "") {
+			continue
+		}
+
+		if sel.BusPath != "" || sel.PCIID != "" {
+			continue // needs sysfs of the link's device; not matched yet
+		}
+
+		return l.Metadata().ID
+	}
+
+	return ""
+}
+
+func globMismatch(pattern, value string) bool {
+	if pattern == "" {
+		return false
+	}
+
+	ok, err := path.Match(strings.ToLower(pattern), strings.ToLower(value))
+
+	return err != nil || !ok
+}
+
+// firstEthernet is the link ip= without a device applies to: the first
+// physical-looking ethernet link by name.
+func (s *source) firstEthernet() string {
+	for _, l := range s.links {
+		if st := l.TypedSpec(); st.Type == "ether" && !st.Managed {
+			return l.Metadata().ID
+		}
+	}
+
+	return ""
+}
+
+// cmdlineLink is the link ip= configures, or "".
+func (s *source) cmdlineLink() string {
+	if s.cmdline.LinkName != "" {
+		return s.cmdline.LinkName
+	}
+
+	return s.firstEthernet()
+}
+
+// vlanName is how Talos names a VLAN link: "<parent>.<id>".
+func vlanName(parent string, id uint16) string { return fmt.Sprintf("%s.%d", parent, id) }

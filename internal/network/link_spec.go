@@ -1,0 +1,205 @@
+package network
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// LinkAlias marks links networkd created (IFLA_IFALIAS), so it removes
+// only those when their spec goes away, even after a restart.
+const LinkAlias = "talosbox"
+
+// retryInterval is how soon a controller with unresolved issues tries
+// again without being woken: kernel and bus events cover most retries,
+// this covers refusals no event will undo.
+const retryInterval = 5 * time.Second
+
+// LinkSpecController applies LinkSpecs: creates logical links (dummy,
+// bond, VLAN, WireGuard), enslaves bond members, sets MTU and brings links
+// up; it deletes logical links it created whose spec is gone. Links it did
+// not create are never deleted.
+type LinkSpecController struct{ opts *Options }
+
+// NewLinkSpecController makes the controller.
+func NewLinkSpecController(opts *Options) *LinkSpecController { return &LinkSpecController{opts: opts} }
+
+func (c *LinkSpecController) Name() string { return "network.LinkSpecController" }
+
+func (c *LinkSpecController) Inputs() []bus.Input {
+	return []bus.Input{{Namespace: Namespace, Type: LinkSpecType}}
+}
+
+func (c *LinkSpecController) Outputs() []bus.Output { return []bus.Output{issueOutput} }
+
+func (c *LinkSpecController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	k, err := openKernel(c.opts.NetNSPath)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+
+	// The subscription must end with this run, not only with the
+	// runtime: a failed run is restarted and subscribes again.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	errc, err := k.watch(ctx, watchLinks, r.QueueReconcile)
+	if err != nil {
+		return err
+	}
+
+	retry := time.AfterFunc(time.Hour, r.QueueReconcile)
+	defer retry.Stop()
+
+	return loop(ctx, r, errc, func() error {
+		is, err := c.reconcile(ctx, r, k)
+		if err != nil {
+			return err
+		}
+
+		if len(is) > 0 {
+			retry.Reset(retryInterval)
+		}
+
+		return is.sync(ctx, r, c.Name())
+	})
+}
+
+// rank orders link work so that what a link depends on exists first:
+// plain links, then bonds, their members, and VLANs on top.
+func rank(s *LinkSpecSpec) int {
+	switch {
+	case s.Kind == KindBond:
+		return 1
+	case s.BondMaster != "":
+		return 2
+	case s.Kind == KindVLAN:
+		return 3
+	}
+
+	return 0
+}
+
+func (c *LinkSpecController) reconcile(ctx context.Context, r bus.ControllerRuntime, k *kernel) (issues, error) {
+	specs, err := bus.ListAs[*LinkSpec](ctx, r, bus.Kind{Namespace: Namespace, Type: LinkSpecType})
+	if err != nil {
+		return nil, err
+	}
+
+	slices.SortStableFunc(specs, func(a, b *LinkSpec) int { return cmp.Compare(rank(a.TypedSpec()), rank(b.TypedSpec())) })
+
+	is := issues{}
+	wanted := map[string]bool{}
+
+	for _, res := range specs {
+		spec := res.TypedSpec()
+		wanted[spec.Name] = true
+
+		if err := c.apply(k, spec); err != nil {
+			if errors.Is(err, errLinkMissing) {
+				is.pending("link/"+spec.Name, "%v", err)
+			} else {
+				is.fail("link/"+spec.Name, err)
+			}
+		}
+	}
+
+	links, err := retryDump(k.h.LinkList)
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+
+	for _, l := range links {
+		if a := l.Attrs(); a.Alias == LinkAlias && !wanted[a.Name] {
+			if err := k.h.LinkDel(l); err != nil {
+				is.fail("link/"+a.Name, fmt.Errorf("delete link %s: %w", a.Name, err))
+			}
+		}
+	}
+
+	return is, nil
+}
+
+var errLinkMissing = errors.New("link not found")
+
+func (c *LinkSpecController) apply(k *kernel, spec *LinkSpecSpec) error {
+	link, err := k.h.LinkByName(spec.Name)
+
+	var notFound netlink.LinkNotFoundError
+
+	switch {
+	case errors.As(err, &notFound) && spec.Logical:
+		if link, err = createLink(k, spec); err != nil {
+			return err
+		}
+	case errors.As(err, &notFound):
+		return fmt.Errorf("%w: waiting for link %s to appear", errLinkMissing, spec.Name)
+	case err != nil:
+		return fmt.Errorf("look up link %s: %w", spec.Name, err)
+	}
+
+	if spec.Logical {
+		if err := updateLogical(k, link, spec); err != nil {
+			return err
+		}
+	}
+
+	if spec.BondMaster != "" {
+		if err := enslave(k, link, spec.BondMaster); err != nil {
+			return err
+		}
+
+		// Joining took the member down; read it again.
+		if link, err = k.h.LinkByName(spec.Name); err != nil {
+			return fmt.Errorf("look up link %s: %w", spec.Name, err)
+		}
+	}
+
+	a := link.Attrs()
+
+	if spec.MTU != 0 && a.MTU != int(spec.MTU) {
+		if err := k.h.LinkSetMTU(link, int(spec.MTU)); err != nil {
+			return fmt.Errorf("set MTU %d on link %s: %w (the kernel keeps MTU %d)", spec.MTU, spec.Name, err, a.MTU)
+		}
+	}
+
+	if spec.Up && a.Flags&net.FlagUp == 0 {
+		if err := k.h.LinkSetUp(link); err != nil {
+			return fmt.Errorf("set link %s up: %w", spec.Name, err)
+		}
+	}
+
+	return nil
+}
+
+// enslave makes link a member of bond master; the bonding driver wants
+// members down while they join.
+func enslave(k *kernel, link netlink.Link, master string) error {
+	m, err := k.h.LinkByName(master)
+	if err != nil {
+		return fmt.Errorf("%w: bond %s for member %s: %v", errLinkMissing, master, link.Attrs().Name, err)
+	}
+
+	if link.Attrs().MasterIndex == m.Attrs().Index {
+		return nil
+	}
+
+	if err := k.h.LinkSetDown(link); err != nil {
+		return fmt.Errorf("set %s down to join bond %s: %w", link.Attrs().Name, master, err)
+	}
+
+	if err := k.h.LinkSetMasterByIndex(link, m.Attrs().Index); err != nil {
+		return fmt.Errorf("add %s to bond %s: %w", link.Attrs().Name, master, err)
+	}
+
+	return nil
+}

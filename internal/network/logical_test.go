@@ -1,0 +1,90 @@
+package network_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/network"
+)
+
+// The specs for bonds, VLANs, dummies and WireGuard links; this host
+// cannot create them (no modules), so only the config -> merge half runs
+// here and the kernel half is left to the QEMU guest.
+func TestLogicalLinkSpecs(t *testing.T) {
+	store := bus.NewStore(bus.StoreOptions{})
+	rt := bus.NewRuntime(store, bus.RuntimeOptions{})
+
+	for _, c := range network.Controllers(network.Options{NodeID: "n"}) {
+		if n := c.Name(); strings.HasSuffix(n, "ConfigController") || strings.HasSuffix(n, "MergeController") {
+			if err := rt.Register(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+
+	go func() {
+		defer close(done)
+		rt.Run(ctx) //nolint:errcheck
+	}()
+
+	t.Cleanup(func() { cancel(); <-done })
+
+	nd := &node{t: t, store: store}
+	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{
+		{Interface: "bond0", Bond: &configs.Bond{Mode: "802.3ad", LACPRate: "fast", HashPolicy: "layer3+4", MIIMon: 100, Interfaces: []string{"eth0", "eth1"}},
+			DHCP: true},
+		{Interface: "eth2", VLANs: []configs.VLAN{{ID: 100, CIDR: "192.168.2.10/28", MTU: 1400,
+			Routes: []configs.Route{{Network: "0.0.0.0/0", Gateway: "192.168.2.1"}}}}},
+		{Interface: "dummy0", Dummy: true, Addresses: []string{"169.254.5.5/32"}},
+		{Interface: "wg0", WireGuard: &configs.WireGuardConfig{
+			PrivateKey: "aFpVsYxq7vEjp3MjHUxFzb5w6eWwDb/LQf6ERy4pTFE=", ListenPort: 51820,
+			Peers: []configs.WireGuardPeer{{PublicKey: "mGE/2HdfEtaS5HmI1J+DVUvXbUXOBY9Hm3ijPtgk8hU=", Endpoint: "192.0.2.1:51820",
+				PersistentKeepaliveInterval: 25 * time.Second, AllowedIPs: []string{"10.99.0.0/16"}}},
+		}},
+		{Interface: "eth9", Ignore: true, Addresses: []string{"10.1.1.1/24"}},
+	}})
+
+	var links map[string]bus.Resource
+
+	nd.waitFor(network.LinkSpecType, "logical link specs", func(items []bus.Resource) bool {
+		links = ids(items)
+		return len(links) == 8 // lo, bond0, eth0, eth1, eth2, eth2.100, dummy0, wg0
+	})
+
+	spec := func(id string) *network.LinkSpecSpec { return links[id].(*network.LinkSpec).TypedSpec() }
+
+	if s := spec("bond0"); !s.Logical || s.Kind != network.KindBond || s.Bond.Mode != "802.3ad" || s.Bond.MIIMon != 100 {
+		t.Errorf("bond0: %+v", s)
+	}
+
+	if s := spec("eth1"); s.BondMaster != "bond0" || s.Logical {
+		t.Errorf("eth1: %+v", s)
+	}
+
+	if s := spec("eth2.100"); s.Kind != network.KindVLAN || s.ParentName != "eth2" || s.VLAN.ID != 100 || s.MTU != 1400 {
+		t.Errorf("eth2.100: %+v", s)
+	}
+
+	if s := spec("dummy0"); s.Kind != network.KindDummy || !s.Logical {
+		t.Errorf("dummy0: %+v", s)
+	}
+
+	if s := spec("wg0"); s.Kind != network.KindWireGuard || len(s.WireGuard.Peers) != 1 || s.WireGuard.Peers[0].AllowedIPs[0].String() != "10.99.0.0/16" {
+		t.Errorf("wg0: %+v", s)
+	}
+
+	nd.waitFor(network.RouteSpecType, "VLAN default route", hasIDs(false, "inet4/192.168.2.1//1024"))
+	nd.waitFor(network.AddressSpecType, "VLAN and dummy addresses, not the ignored link's",
+		func(items []bus.Resource) bool {
+			m := ids(items)
+			return m["eth2.100/192.168.2.10/28"] != nil && m["dummy0/169.254.5.5/32"] != nil && m["eth9/10.1.1.1/24"] == nil
+		})
+	nd.waitFor(network.OperatorSpecType, "DHCP on the bond", hasIDs(false, "dhcp4/bond0"))
+}

@@ -1,0 +1,56 @@
+package network
+
+import (
+	"context"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// mergeController is the generic XMergeController: it folds the layered
+// specs of one type in ConfigNamespace into the final specs in Namespace.
+// For each ID the spec of the highest layer wins whole; Talos merges some
+// link fields across layers, which nothing here needs yet.
+type mergeController[S layered] struct {
+	name string
+	typ  string
+}
+
+func newMerge[S layered](name, typ string) *mergeController[S] {
+	return &mergeController[S]{name: name, typ: typ}
+}
+
+func (c *mergeController[S]) Name() string { return c.name }
+
+func (c *mergeController[S]) Inputs() []bus.Input {
+	return []bus.Input{{Namespace: ConfigNamespace, Type: c.typ}}
+}
+
+func (c *mergeController[S]) Outputs() []bus.Output {
+	return []bus.Output{{Type: c.typ, Kind: bus.OutputShared}}
+}
+
+func (c *mergeController[S]) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	return loop(ctx, r, nil, func() error {
+		items, err := bus.ListAs[*bus.Typed[S]](ctx, r, bus.Kind{Namespace: ConfigNamespace, Type: c.typ})
+		if err != nil {
+			return err
+		}
+
+		want := map[string]S{}
+
+		// Items come sorted by layered ID, so among equal layers the
+		// result does not depend on write order.
+		for _, it := range items {
+			if it.Metadata().Phase == bus.PhaseTearingDown {
+				continue
+			}
+
+			id, spec := unlayeredID(it.Metadata().ID), *it.TypedSpec()
+			if cur, ok := want[id]; !ok || spec.layer() > cur.layer() {
+				want[id] = spec
+			}
+		}
+
+		return syncOutputs(ctx, r, c.name, Namespace, c.typ, want)
+	})
+}

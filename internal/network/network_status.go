@@ -1,0 +1,79 @@
+package network
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// NetworkStatusController sums the network up in one NetworkStatus: the
+// Talos readiness bits plus the open ApplyIssues.
+type NetworkStatusController struct{ opts *Options }
+
+// NewNetworkStatusController makes the controller.
+func NewNetworkStatusController(opts *Options) *NetworkStatusController {
+	return &NetworkStatusController{opts: opts}
+}
+
+func (c *NetworkStatusController) Name() string { return "network.StatusController" }
+
+func (c *NetworkStatusController) Inputs() []bus.Input {
+	return []bus.Input{
+		{Namespace: Namespace, Type: NodeAddressType, ID: NodeAddressesCur},
+		{Namespace: Namespace, Type: RouteStatusType},
+		{Namespace: Namespace, Type: HostnameStatusType},
+		{Namespace: Namespace, Type: EtcFileStatusType},
+		{Namespace: Namespace, Type: ApplyIssueType},
+	}
+}
+
+func (c *NetworkStatusController) Outputs() []bus.Output {
+	return []bus.Output{{Type: NetworkStatusType}}
+}
+
+func (c *NetworkStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	return loop(ctx, r, nil, func() error {
+		var st NetworkStatusSpec
+
+		node, err := bus.GetAs[*NodeAddress](ctx, r, bus.Pointer{Namespace: Namespace, Type: NodeAddressType, ID: NodeAddressesCur})
+		if err != nil && !bus.IsNotFound(err) {
+			return err
+		}
+
+		st.AddressReady = node != nil && len(node.TypedSpec().Addresses) > 0
+
+		routes, err := bus.ListAs[*RouteStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: RouteStatusType})
+		if err != nil {
+			return err
+		}
+
+		for _, rt := range routes {
+			if s := rt.TypedSpec(); !s.Destination.IsValid() && s.Gateway.IsValid() {
+				st.ConnectivityReady = true // a default route through a gateway
+			}
+		}
+
+		if _, err := r.Get(ctx, bus.Pointer{Namespace: Namespace, Type: HostnameStatusType, ID: HostnameID}); err == nil {
+			st.HostnameReady = true
+		}
+
+		files, err := r.List(ctx, bus.Kind{Namespace: Namespace, Type: EtcFileStatusType})
+		if err != nil {
+			return err
+		}
+
+		st.EtcFilesReady = c.opts.EtcDir == "" || len(files) == 2
+
+		iss, err := bus.ListAs[*ApplyIssue](ctx, r, bus.Kind{Namespace: Namespace, Type: ApplyIssueType})
+		if err != nil {
+			return err
+		}
+
+		for _, is := range iss {
+			st.Issues = append(st.Issues, fmt.Sprintf("%s: %s (%s)", is.Metadata().ID, is.TypedSpec().Message, is.TypedSpec().State))
+		}
+
+		return syncOutputs(ctx, r, c.Name(), Namespace, NetworkStatusType, map[string]NetworkStatusSpec{NetworkStatusID: st})
+	})
+}

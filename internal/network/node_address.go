@@ -1,0 +1,74 @@
+package network
+
+import (
+	"cmp"
+	"context"
+	"net/netip"
+	"slices"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// NodeAddressController derives NodeAddresses from AddressStatuses:
+// "current" is every global address not on a loopback link (IPv4 first,
+// then by address), "default" the first of those.
+type NodeAddressController struct{}
+
+func (c *NodeAddressController) Name() string { return "network.NodeAddressController" }
+
+func (c *NodeAddressController) Inputs() []bus.Input {
+	return []bus.Input{{Namespace: Namespace, Type: AddressStatusType}, {Namespace: Namespace, Type: LinkStatusType}}
+}
+
+func (c *NodeAddressController) Outputs() []bus.Output { return []bus.Output{{Type: NodeAddressType}} }
+
+func (c *NodeAddressController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	return loop(ctx, r, nil, func() error {
+		addrs, err := bus.ListAs[*AddressStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: AddressStatusType})
+		if err != nil {
+			return err
+		}
+
+		links, err := bus.ListAs[*LinkStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: LinkStatusType})
+		if err != nil {
+			return err
+		}
+
+		loopback := map[string]bool{}
+		for _, l := range links {
+			loopback[l.Metadata().ID] = l.TypedSpec().Type == "loopback"
+		}
+
+		var current []netip.Prefix
+
+		for _, a := range addrs {
+			st := a.TypedSpec()
+			if loopback[st.LinkName] || st.Scope != ScopeGlobal || st.Address.Addr().IsLinkLocalUnicast() {
+				continue
+			}
+
+			current = append(current, st.Address)
+		}
+
+		slices.SortFunc(current, func(a, b netip.Prefix) int {
+			if a.Addr().Is4() != b.Addr().Is4() {
+				if a.Addr().Is4() {
+					return -1
+				}
+
+				return 1
+			}
+
+			return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+		})
+
+		current = slices.Compact(current)
+		want := map[string]NodeAddressSpec{NodeAddressesCur: {Addresses: current}}
+
+		if len(current) > 0 {
+			want[NodeAddressesDef] = NodeAddressSpec{Addresses: current[:1:1]}
+		}
+
+		return syncOutputs(ctx, r, c.Name(), Namespace, NodeAddressType, want)
+	})
+}

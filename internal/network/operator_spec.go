@@ -1,0 +1,215 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// OperatorSpecController runs one Operator per merged OperatorSpec (built
+// by Options.Operators) while its link is up, and publishes what the
+// operators report as operator-layer specs in ConfigNamespace, where the
+// merge controllers pick them up.
+type OperatorSpecController struct {
+	opts *Options
+
+	mu      sync.Mutex
+	running map[string]*runningOperator // OperatorSpec ID -> operator
+}
+
+type runningOperator struct {
+	spec   OperatorSpecSpec
+	op     Operator
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewOperatorSpecController makes the controller.
+func NewOperatorSpecController(opts *Options) *OperatorSpecController {
+	return &OperatorSpecController{opts: opts, running: map[string]*runningOperator{}}
+}
+
+func (c *OperatorSpecController) Name() string { return "network.OperatorSpecController" }
+
+func (c *OperatorSpecController) Inputs() []bus.Input {
+	return []bus.Input{{Namespace: Namespace, Type: OperatorSpecType}, {Namespace: Namespace, Type: LinkStatusType}}
+}
+
+func (c *OperatorSpecController) Outputs() []bus.Output {
+	out := []bus.Output{issueOutput}
+	for _, t := range []string{AddressSpecType, RouteSpecType, HostnameSpecType, ResolverSpecType, TimeServerSpecType} {
+		out = append(out, bus.Output{Type: t, Kind: bus.OutputShared})
+	}
+
+	return out
+}
+
+func (c *OperatorSpecController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	defer c.stopAll()
+
+	return loop(ctx, r, nil, func() error {
+		is, err := c.reconcile(ctx, r)
+		if err != nil {
+			return err
+		}
+
+		if err := c.publish(ctx, r); err != nil {
+			return err
+		}
+
+		return is.sync(ctx, r, c.Name())
+	})
+}
+
+func (c *OperatorSpecController) reconcile(ctx context.Context, r bus.ControllerRuntime) (issues, error) {
+	specs, err := bus.ListAs[*OperatorSpec](ctx, r, bus.Kind{Namespace: Namespace, Type: OperatorSpecType})
+	if err != nil {
+		return nil, err
+	}
+
+	links, err := bus.ListAs[*LinkStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: LinkStatusType})
+	if err != nil {
+		return nil, err
+	}
+
+	up := map[string]bool{}
+	for _, l := range links {
+		up[l.Metadata().ID] = l.TypedSpec().Up
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	is, keep := issues{}, map[string]bool{}
+
+	for _, res := range specs {
+		spec, id := *res.TypedSpec(), res.Metadata().ID
+
+		if spec.RequireUp && !up[spec.LinkName] {
+			is.pending("operator/"+id, "operator %s waits for link %s to be up", spec.Operator, spec.LinkName)
+			continue
+		}
+
+		if cur, ok := c.running[id]; ok && cur.spec == spec {
+			keep[id] = true
+			continue
+		}
+
+		c.stopLocked(id)
+
+		if c.opts.Operators == nil {
+			is.pending("operator/"+id, "no %s operator is wired into networkd", spec.Operator)
+			continue
+		}
+
+		op, err := c.opts.Operators(spec, OperatorEnv{
+			NetNSPath: c.opts.NetNSPath,
+			InNetNS:   func(fn func() error) error { return inNetNSPath(c.opts.NetNSPath, fn) },
+			Logger:    r.Logger().With("operator", id),
+		})
+
+		switch {
+		case err != nil:
+			is.fail("operator/"+id, fmt.Errorf("start operator %s: %w", id, err))
+			continue
+		case op == nil:
+			is.pending("operator/"+id, "no %s operator is wired into networkd", spec.Operator)
+			continue
+		}
+
+		opCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		ro := &runningOperator{spec: spec, op: op, cancel: cancel, done: make(chan struct{})}
+
+		go func() {
+			defer close(ro.done)
+			op.Run(opCtx, r.QueueReconcile)
+		}()
+
+		c.running[id] = ro
+		keep[id] = true
+	}
+
+	for id := range c.running {
+		if !keep[id] {
+			c.stopLocked(id)
+		}
+	}
+
+	return is, nil
+}
+
+func (c *OperatorSpecController) stopLocked(id string) {
+	if ro, ok := c.running[id]; ok {
+		ro.cancel()
+		<-ro.done
+		delete(c.running, id)
+	}
+}
+
+func (c *OperatorSpecController) stopAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	for id := range c.running {
+		c.stopLocked(id)
+	}
+}
+
+// publish writes every running operator's results at the operator layer.
+func (c *OperatorSpecController) publish(ctx context.Context, r bus.ControllerRuntime) error {
+	addrs, routes := layeredSet[AddressSpecSpec]{}, layeredSet[RouteSpecSpec]{}
+	hosts, resolvers, times := layeredSet[HostnameSpecSpec]{}, layeredSet[ResolverSpecSpec]{}, layeredSet[TimeServerSpecSpec]{}
+
+	c.mu.Lock()
+
+	for _, ro := range c.running {
+		for _, s := range ro.op.AddressSpecs() {
+			s.Layer = LayerOperator
+			addrs.add(s.ID(), s)
+		}
+
+		for _, s := range ro.op.RouteSpecs() {
+			s.Layer = LayerOperator
+			routes.add(s.ID(), s)
+		}
+
+		for _, s := range ro.op.HostnameSpecs() {
+			s.Layer = LayerOperator
+			hosts.add(HostnameID, s)
+		}
+
+		for _, s := range ro.op.ResolverSpecs() {
+			s.Layer = LayerOperator
+			resolvers.add(ResolverID, s)
+		}
+
+		for _, s := range ro.op.TimeServerSpecs() {
+			s.Layer = LayerOperator
+			times.add(TimeServerID, s)
+		}
+	}
+
+	c.mu.Unlock()
+
+	name := c.Name()
+
+	if err := syncOutputs(ctx, r, name, ConfigNamespace, AddressSpecType, map[string]AddressSpecSpec(addrs)); err != nil {
+		return err
+	}
+
+	if err := syncOutputs(ctx, r, name, ConfigNamespace, RouteSpecType, map[string]RouteSpecSpec(routes)); err != nil {
+		return err
+	}
+
+	if err := syncOutputs(ctx, r, name, ConfigNamespace, HostnameSpecType, map[string]HostnameSpecSpec(hosts)); err != nil {
+		return err
+	}
+
+	if err := syncOutputs(ctx, r, name, ConfigNamespace, ResolverSpecType, map[string]ResolverSpecSpec(resolvers)); err != nil {
+		return err
+	}
+
+	return syncOutputs(ctx, r, name, ConfigNamespace, TimeServerSpecType, map[string]TimeServerSpecSpec(times))
+}

@@ -1,0 +1,87 @@
+package network
+
+import (
+	"fmt"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// Options configure networkd's controllers.
+type Options struct {
+	// NetNSPath is the network namespace to manage, e.g.
+	// /run/netns/NAME; empty means the process's own
+	// (/proc/self/ns/net). Every netlink socket is opened there, so the
+	// controllers are not confused by goroutines changing threads.
+	NetNSPath string
+	// KernelCmdline is the kernel command line (ip=, talos.hostname=);
+	// empty in container mode.
+	KernelCmdline string
+	// NodeID seeds the default hostname talos-xxx-yyy.
+	NodeID string
+	// Hostname applies the hostname: KernelHostname on metal,
+	// FileHostname in container mode; nil only records it.
+	Hostname HostnameSetter
+	// EtcDir receives resolv.conf and hosts; empty renders nothing.
+	EtcDir string
+	// Operators builds DHCP (and later VIP) operators; nil leaves
+	// OperatorSpecs pending with an ApplyIssue.
+	Operators OperatorFactory
+}
+
+// Controllers returns networkd's controllers for opts, in pipeline order.
+func Controllers(opts Options) []bus.Controller {
+	o := &opts
+
+	ctrls := []bus.Controller{
+		// config: machine config + cmdline -> layered specs
+		NewLinkConfigController(o),
+		NewAddressConfigController(o),
+		NewRouteConfigController(o),
+		NewHostnameConfigController(o),
+		NewResolverConfigController(o),
+		NewTimeServerConfigController(o),
+		NewOperatorConfigController(o),
+		// merge: layered specs -> final specs
+		newMerge[LinkSpecSpec]("network.LinkMergeController", LinkSpecType),
+		newMerge[AddressSpecSpec]("network.AddressMergeController", AddressSpecType),
+		newMerge[RouteSpecSpec]("network.RouteMergeController", RouteSpecType),
+		newMerge[HostnameSpecSpec]("network.HostnameMergeController", HostnameSpecType),
+		newMerge[ResolverSpecSpec]("network.ResolverMergeController", ResolverSpecType),
+		newMerge[TimeServerSpecSpec]("network.TimeServerMergeController", TimeServerSpecType),
+		newMerge[OperatorSpecSpec]("network.OperatorMergeController", OperatorSpecType),
+		// spec: final specs -> kernel, files, operators
+		NewLinkSpecController(o),
+		NewAddressSpecController(o),
+		NewRouteSpecController(o),
+		NewHostnameSpecController(o),
+		&ResolverSpecController{},
+		&TimeServerSpecController{},
+		NewOperatorSpecController(o),
+		// status: kernel -> statuses, and what derives from them
+		NewLinkStatusController(o),
+		NewAddressStatusController(o),
+		NewRouteStatusController(o),
+		&NodeAddressController{},
+		NewNetworkStatusController(o),
+	}
+
+	if opts.EtcDir != "" {
+		ctrls = append(ctrls, NewEtcFileController(o))
+	}
+
+	return ctrls
+}
+
+// Register adds networkd's controllers to rt, before rt.Run. They read the
+// MachineConfig resource (config/MachineConfigs/v1alpha1) from the same
+// bus and work on the namespace in opts. The resource definitions are in
+// Definitions.
+func Register(rt *bus.Runtime, opts Options) error {
+	for _, c := range Controllers(opts) {
+		if err := rt.Register(c); err != nil {
+			return fmt.Errorf("networkd: %w", err)
+		}
+	}
+
+	return nil
+}

@@ -1,0 +1,37 @@
+package network
+
+import (
+	"context"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// ResolverSpecController turns the merged ResolverSpec into the
+// ResolverStatus in effect; the EtcFileController renders it.
+type ResolverSpecController struct{}
+
+func (c *ResolverSpecController) Name() string { return "network.ResolverSpecController" }
+
+func (c *ResolverSpecController) Inputs() []bus.Input {
+	return []bus.Input{{Namespace: Namespace, Type: ResolverSpecType}}
+}
+
+func (c *ResolverSpecController) Outputs() []bus.Output {
+	return []bus.Output{{Type: ResolverStatusType}}
+}
+
+func (c *ResolverSpecController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	return loop(ctx, r, nil, func() error {
+		specs, err := bus.ListAs[*ResolverSpec](ctx, r, bus.Kind{Namespace: Namespace, Type: ResolverSpecType})
+		if err != nil {
+			return err
+		}
+
+		want := map[string]ResolverStatusSpec{}
+		for _, s := range specs {
+			want[s.Metadata().ID] = ResolverStatusSpec{DNSServers: s.TypedSpec().DNSServers, SearchDomains: s.TypedSpec().SearchDomains}
+		}
+
+		return syncOutputs(ctx, r, c.Name(), Namespace, ResolverStatusType, want)
+	})
+}

@@ -1,0 +1,119 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// RouteStatusController mirrors the namespace's routes (every table but
+// local, whose entries follow the addresses) into RouteStatuses, kept
+// current from a netlink subscription.
+type RouteStatusController struct{ opts *Options }
+
+// NewRouteStatusController makes the controller.
+func NewRouteStatusController(opts *Options) *RouteStatusController {
+	return &RouteStatusController{opts: opts}
+}
+
+func (c *RouteStatusController) Name() string { return "network.RouteStatusController" }
+
+func (c *RouteStatusController) Inputs() []bus.Input { return nil }
+
+func (c *RouteStatusController) Outputs() []bus.Output { return []bus.Output{{Type: RouteStatusType}} }
+
+func (c *RouteStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	k, err := openKernel(c.opts.NetNSPath)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+
+	// The subscription must end with this run, not only with the
+	// runtime: a failed run is restarted and subscribes again.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	errc, err := k.watch(ctx, watchRoutes|watchLinks, r.QueueReconcile)
+	if err != nil {
+		return err
+	}
+
+	return loop(ctx, r, errc, func() error {
+		want, err := c.read(k)
+		if err != nil {
+			return err
+		}
+
+		return syncOutputs(ctx, r, c.Name(), Namespace, RouteStatusType, want)
+	})
+}
+
+func (c *RouteStatusController) read(k *kernel) (map[string]RouteStatusSpec, error) {
+	names, err := linkNames(k)
+	if err != nil {
+		return nil, err
+	}
+
+	routes, err := retryDump(func() ([]netlink.Route, error) {
+		return k.h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 0}, netlink.RT_FILTER_TABLE)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list routes: %w", err)
+	}
+
+	want := make(map[string]RouteStatusSpec, len(routes))
+
+	for _, rt := range routes {
+		if rt.Table == TableLocal {
+			continue
+		}
+
+		st := routeStatus(rt, names)
+
+		id := RouteID(st.Table, st.Family, st.Gateway, st.Destination, st.Priority)
+		if _, dup := want[id]; dup {
+			// The same destination and metric on several links (IPv6
+			// multicast, link-local): the link tells them apart.
+			id += "/" + st.OutLinkName
+		}
+
+		want[id] = st
+	}
+
+	return want, nil
+}
+
+func routeStatus(rt netlink.Route, names map[int]string) RouteStatusSpec {
+	st := RouteStatusSpec{
+		OutLinkIdx: rt.LinkIndex, OutLinkName: names[rt.LinkIndex], Table: rt.Table, Priority: uint32(rt.Priority),
+		Scope: scopeName(rt.Scope), Protocol: int(rt.Protocol), MTU: uint32(rt.MTU), Managed: rt.Protocol == RouteProtocol,
+	}
+
+	st.Destination, _ = prefixOf(rt.Dst)
+	if st.Destination.IsValid() && st.Destination.Bits() == 0 {
+		st.Destination = netip.Prefix{}
+	}
+
+	st.Gateway, _ = netip.AddrFromSlice(rt.Gw)
+	st.Gateway = st.Gateway.Unmap()
+	st.Source, _ = netip.AddrFromSlice(rt.Src)
+	st.Source = st.Source.Unmap()
+
+	switch {
+	case rt.Family == netlink.FAMILY_V6:
+		st.Family = FamilyInet6
+	case rt.Family == netlink.FAMILY_V4:
+		st.Family = FamilyInet4
+	case st.Destination.IsValid():
+		st.Family = familyOf(st.Destination.Addr())
+	case st.Gateway.IsValid():
+		st.Family = familyOf(st.Gateway)
+	}
+
+	return st
+}

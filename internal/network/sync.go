@@ -1,0 +1,84 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// syncOutputs makes the resources of (ns, typ) owned by owner exactly
+// want (id -> spec): it writes what changed and destroys the rest.
+// Resources of the type owned by other controllers are left alone.
+func syncOutputs[S any](ctx context.Context, r bus.ControllerRuntime, owner, ns, typ string, want map[string]S) error {
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		spec := want[id]
+
+		if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(ns, typ, id, spec), func(res *bus.Typed[S]) error {
+			*res.TypedSpec() = spec
+			return nil
+		}); err != nil {
+			return fmt.Errorf("write %s %s: %w", typ, id, err)
+		}
+	}
+
+	have, err := r.List(ctx, bus.Kind{Namespace: ns, Type: typ})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", typ, err)
+	}
+
+	for _, res := range have {
+		md := res.Metadata()
+		if _, ok := want[md.ID]; ok || md.Owner != owner {
+			continue
+		}
+
+		if err := r.Destroy(ctx, md.Pointer()); err != nil && !bus.IsNotFound(err) {
+			return fmt.Errorf("remove %s %s: %w", typ, md.ID, err)
+		}
+	}
+
+	return nil
+}
+
+// issues collects what one pass of a controller could not apply, keyed by
+// "<kind>/<spec id>".
+type issues map[string]ApplyIssueSpec
+
+func (is issues) pending(id, format string, args ...any) {
+	is[id] = ApplyIssueSpec{State: IssuePending, Message: fmt.Sprintf(format, args...)}
+}
+
+func (is issues) fail(id string, err error) {
+	is[id] = ApplyIssueSpec{State: IssueError, Message: err.Error()}
+}
+
+// sync publishes the issues as ApplyIssues owned by owner.
+func (is issues) sync(ctx context.Context, r bus.ControllerRuntime, owner string) error {
+	return syncOutputs(ctx, r, owner, Namespace, ApplyIssueType, map[string]ApplyIssueSpec(is))
+}
+
+// issueOutput is the output every controller that reports issues declares.
+var issueOutput = bus.Output{Type: ApplyIssueType, Kind: bus.OutputShared}
+
+// loop is the body every controller shares: reconcile on each wake-up,
+// failing (and so restarting with backoff) on an error.
+func loop(ctx context.Context, r bus.ControllerRuntime, extra <-chan error, reconcile func() error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-extra:
+			return err
+		case <-r.EventCh():
+		}
+
+		if err := reconcile(); err != nil {
+			return err
+		}
+
+		r.ResetRestartBackoff()
+	}
+}

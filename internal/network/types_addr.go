@@ -1,0 +1,55 @@
+package network
+
+import (
+	"net/netip"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// Address families as Talos prints them.
+const (
+	FamilyInet4 = "inet4"
+	FamilyInet6 = "inet6"
+)
+
+func familyOf(a netip.Addr) string {
+	if a.Is4() || a.Is4In6() {
+		return FamilyInet4
+	}
+
+	return FamilyInet6
+}
+
+// AddressSpecSpec is an address networkd keeps on a link.
+type AddressSpecSpec struct {
+	Address  netip.Prefix `yaml:"address" json:"address"`
+	LinkName string       `yaml:"linkName" json:"linkName"`
+	Family   string       `yaml:"family" json:"family"`
+	Layer    ConfigLayer  `yaml:"layer" json:"layer"`
+}
+
+func (s AddressSpecSpec) layer() ConfigLayer { return s.Layer }
+
+// ID is the Talos ID: "eth0/10.0.0.2/24".
+func (s AddressSpecSpec) ID() string { return AddressID(s.LinkName, s.Address) }
+
+// AddressID is "<link>/<address>/<prefix length>".
+func AddressID(link string, p netip.Prefix) string { return link + "/" + p.String() }
+
+// AddressSpec is an AddressSpecs resource.
+type AddressSpec = bus.Typed[AddressSpecSpec]
+
+// AddressStatusSpec is an address as the kernel reports it.
+type AddressStatusSpec struct {
+	Address   netip.Prefix `yaml:"address" json:"address"`
+	Local     netip.Addr   `yaml:"local,omitempty" json:"local,omitempty"`
+	Broadcast netip.Addr   `yaml:"broadcast,omitempty" json:"broadcast,omitempty"`
+	LinkIndex int          `yaml:"linkIndex" json:"linkIndex"`
+	LinkName  string       `yaml:"linkName" json:"linkName"`
+	Family    string       `yaml:"family" json:"family"`
+	Scope     string       `yaml:"scope" json:"scope"`
+	Flags     int          `yaml:"flags" json:"flags"`
+}
+
+// AddressStatus is an AddressStatuses resource.
+type AddressStatus = bus.Typed[AddressStatusSpec]
