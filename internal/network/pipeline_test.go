@@ -1,8 +1,8 @@
 package network_test
 
 import (
-	"context"
-	"net/netip"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -39,53 +39,46 @@ func TestDefinitionsRegister(t *testing.T) {
 	}
 }
 
-// fakeDHCP stands in for the DHCP helper's operator.
-type fakeDHCP struct {
-	mu   sync.Mutex
-	link string
-	addr netip.Prefix
-}
+// dnsmasqPeer moves peer into a namespace of its own as the DHCP server's
+// side of the link (10.9.8.1/24) and runs Debian's dnsmasq there, giving
+// mac the fixed lease 10.9.8.50 and the hostname "from-dhcp".
+func dnsmasqPeer(t *testing.T, ns *testNS, peer, mac string) {
+	t.Helper()
 
-func (f *fakeDHCP) Run(ctx context.Context, notify func()) {
-	f.mu.Lock()
-	f.addr = netip.MustParsePrefix("10.9.8.50/24")
-	f.mu.Unlock()
-	notify()
-	<-ctx.Done()
-}
-
-func (f *fakeDHCP) AddressSpecs() []network.AddressSpecSpec {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-
-	if !f.addr.IsValid() {
-		return nil
+	if _, err := exec.LookPath("dnsmasq"); err != nil {
+		t.Fatal("dnsmasq is required (dnsmasq-base; scripts/install-deps.sh installs it)")
 	}
 
-	return []network.AddressSpecSpec{{Address: f.addr, LinkName: f.link, Family: network.FamilyInet4}}
+	srv := newNS(t)
+	ns.ip("link", "set", peer, "netns", srv.name)
+	srv.ip("addr", "add", "10.9.8.1/24", "dev", peer)
+	srv.ip("link", "set", peer, "up")
+
+	dir := t.TempDir()
+	cmd := exec.Command("ip", "netns", "exec", srv.name, "dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--port=0",
+		"--interface="+peer, "--bind-interfaces", "--dhcp-authoritative", "--dhcp-range=10.9.8.40,10.9.8.60,2m",
+		"--dhcp-option=option:router,10.9.8.1", "--dhcp-option=option:dns-server,10.9.8.53",
+		"--dhcp-host="+mac+",10.9.8.50,from-dhcp", "--dhcp-leasefile="+filepath.Join(dir, "leases"))
+
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() {
+		cmd.Process.Kill() //nolint:errcheck // stopping the peer
+		cmd.Wait()         //nolint:errcheck
+	})
 }
 
-func (f *fakeDHCP) RouteSpecs() []network.RouteSpecSpec {
-	return []network.RouteSpecSpec{{Family: network.FamilyInet4, Gateway: netip.MustParseAddr("10.9.8.1"), OutLinkName: f.link,
-		Table: network.TableMain, Priority: 1024, Scope: network.ScopeGlobal}}
-}
-
-func (f *fakeDHCP) HostnameSpecs() []network.HostnameSpecSpec {
-	return []network.HostnameSpecSpec{{Hostname: "from-dhcp"}}
-}
-
-func (f *fakeDHCP) ResolverSpecs() []network.ResolverSpecSpec {
-	return []network.ResolverSpecSpec{{DNSServers: []netip.Addr{netip.MustParseAddr("10.9.8.53")}}}
-}
-
-func (f *fakeDHCP) TimeServerSpecs() []network.TimeServerSpecSpec { return nil }
-
-// The operator hook: dhcp: true starts an operator whose results land at
-// the operator layer; the config's hostname still wins over DHCP's, and
-// DHCP's wins over the default.
+// DHCP end to end: dhcp: true starts the dhcp4 operator, which takes a
+// lease from a real dnsmasq; its address, default route, hostname and DNS
+// land at the operator layer. The config's hostname still wins over
+// DHCP's, and DHCP's wins over the default.
 func TestOperatorLayer(t *testing.T) {
 	ns := newNS(t)
 	ns.veth("eth0", "peer0")
+	ns.ip("link", "set", "eth0", "address", "02:00:00:00:00:51")
+	dnsmasqPeer(t, ns, "peer0", "02:00:00:00:00:51")
 
 	var (
 		mu      sync.Mutex
@@ -93,12 +86,13 @@ func TestOperatorLayer(t *testing.T) {
 	)
 
 	nd := startNode(t, ns, func(o *network.Options) {
-		o.Operators = func(spec network.OperatorSpecSpec, _ network.OperatorEnv) (network.Operator, error) {
+		o.Operators = func(spec network.OperatorSpecSpec, env network.OperatorEnv) (network.Operator, error) {
 			mu.Lock()
 			defer mu.Unlock()
 
 			started = append(started, spec)
-			return &fakeDHCP{link: spec.LinkName}, nil
+
+			return network.DHCP4Operators(spec, env)
 		}
 	})
 
