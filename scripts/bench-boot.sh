@@ -17,7 +17,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 boot_ms() {
   local dir=$1 log=$1.log start now
   start=$(date +%s%N)
-  "$bin" machined --platform container --state-dir "$dir" --config "$work/controlplane.yaml" >"$log" 2>&1 &
+  "$bin" machined --platform container --networkd=false --state-dir "$dir" --config "$work/controlplane.yaml" >"$log" 2>&1 &
   local pid=$!
   until grep -q '^\[talos\] services: ' "$log"; do
     kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }

@@ -35,7 +35,8 @@ apply-config --insecure):
 
 MSG
 
-cmd=("$links/init" --platform container --state-dir "$node_dir" --config "$config")
+# The node shares this machine's network namespace here, so networkd stays off.
+cmd=("$links/init" --platform container --state-dir "$node_dir" --config "$config" --networkd=false)
 if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
   exec unshare --fork --pid --mount --uts --ipc --mount-proc "${cmd[@]}"
 fi

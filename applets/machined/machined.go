@@ -66,6 +66,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	stateDir := fs.String("state-dir", "", "where the node keeps its state (container default /var/lib/talosbox)")
 	configPath := fs.String("config", "", "machine config file or http(s) URL (default: $TALOSBOX_CONFIG)")
 	listen := fs.String("apid-listen", ":50000", "address apid listens on")
+	networkd := fs.Bool("networkd", true, "manage this network namespace's links, addresses and routes (turn off when sharing the host's)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 
 	if err := fs.Parse(args); err != nil {
@@ -91,10 +92,10 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 		return 2
 	}
 
-	return run(ctx, p, *configPath, *listen, env)
+	return run(ctx, p, *configPath, *listen, *networkd, env)
 }
 
-func run(ctx context.Context, p platform.Platform, configPath, listen string, env applet.Env) int {
+func run(ctx context.Context, p platform.Platform, configPath, listen string, networkd bool, env applet.Env) int {
 	pid1 := os.Getpid() == 1
 
 	// As PID 1 only the signals below end the node; the multicall's own
@@ -121,6 +122,7 @@ func run(ctx context.Context, p platform.Platform, configPath, listen string, en
 		ConfigPath:    configPath,
 		Console:       env.Stdout,
 		EarlyServices: apid.EarlyServices(ring, listen),
+		Networkd:      networkd,
 		OnEvent:       func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})
 	if err != nil {

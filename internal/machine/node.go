@@ -14,6 +14,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/logring"
+	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/sequencer"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -38,6 +39,11 @@ type Options struct {
 	// OnEvent receives the node's events: service state changes, sequence,
 	// phase and task transitions, config load errors. It must not block.
 	OnEvent func(Event)
+	// Networkd runs networkd's controllers in machined, managing the
+	// network namespace machined runs in: on metal, or in a container (or
+	// test namespace) of its own. Leave it off when the node shares the
+	// host's network namespace.
+	Networkd bool
 	// StopTimeout bounds each service's stop (30 s by default).
 	StopTimeout time.Duration
 }
@@ -115,6 +121,7 @@ func New(opts Options) (*Node, error) {
 	}}
 
 	defs := append(append([]bus.Definition{}, Definitions...), supervisor.Definition, timed.Definition)
+	defs = append(defs, network.Definitions...)
 	for _, d := range defs {
 		if err := n.registry.Register(d); err != nil {
 			return nil, err

@@ -35,7 +35,6 @@ func (n *Node) initializeSequence(cfg *[]byte) *sequencer.Sequence {
 		return platform.MountPseudo(w)
 	}))
 	seq.AppendWhen(metal, "cmdline", task("applyKernelCmdline", n.applyCmdline))
-	seq.Append("earlyServices", task("startMachined", n.startEarlyServices))
 	seq.Append("identity", task("loadNodeIdentity", func(_ context.Context, w io.Writer) error {
 		if err := n.state.RemoveStaleTemps(); err != nil {
 			return err
@@ -48,6 +47,9 @@ func (n *Node) initializeSequence(cfg *[]byte) *sequencer.Sequence {
 
 		return err
 	}))
+	// After the identity: networkd (in machined) derives the default
+	// hostname from it.
+	seq.Append("earlyServices", task("startMachined", n.startEarlyServices))
 	seq.Append("config", task("loadConfig", func(ctx context.Context, w io.Writer) error {
 		data, err := n.acquire(ctx, w)
 		*cfg = data

@@ -12,6 +12,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/timed"
 )
@@ -99,9 +100,50 @@ func (n *Node) machinedService() supervisor.Service {
 				return err
 			}
 
+			if n.opts.Networkd {
+				opts, err := n.networkOptions()
+				if err != nil {
+					return err
+				}
+
+				if err := network.Register(rt, opts); err != nil {
+					return fmt.Errorf("networkd: %w", err)
+				}
+			}
+
 			return rt.Run(ctx)
 		}),
 	}
+}
+
+// networkOptions says how networkd manages this node: the kernel's
+// hostname and /etc on metal; in container mode only the node's own files.
+func (n *Node) networkOptions() (network.Options, error) {
+	id, err := n.state.Identity()
+	if err != nil {
+		return network.Options{}, err
+	}
+
+	opts := network.Options{NodeID: id, Operators: network.DHCP4Operators}
+
+	if n.opts.Platform.IsMetal() {
+		if c, err := os.ReadFile("/proc/cmdline"); err == nil {
+			opts.KernelCmdline = string(c)
+		}
+
+		opts.Hostname, opts.EtcDir = network.KernelHostname{}, "/etc"
+
+		return opts, nil
+	}
+
+	etc := filepath.Join(filepath.Dir(n.opts.Platform.StateDir), "etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return network.Options{}, err
+	}
+
+	opts.Hostname, opts.EtcDir = network.FileHostname{Path: filepath.Join(etc, "hostname")}, etc
+
+	return opts, nil
 }
 
 // timedService syncs time on metal; container mode leaves the clock to the
