@@ -128,7 +128,7 @@ func startRealNode(t *testing.T, dir, ip, name string) *realNode {
 
 	n.addr = lis.Addr().String()
 
-	srv, err := apid.NewServer(apid.Options{Node: node, Events: ring, Hostname: name, StopGrace: 2 * time.Second}, n.console)
+	srv, err := apid.NewServer(apid.Options{Node: node, Events: ring, Hostname: name, StopGrace: 2 * time.Second, NodePorts: true}, n.console)
 	if err != nil {
 		t.Fatal(err)
 	}

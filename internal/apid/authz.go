@@ -253,8 +253,13 @@ func (g *generation) route(ctx context.Context, c *caller) (string, error) {
 		return "", status.Errorf(codes.FailedPrecondition, "apid: maintenance mode: cannot forward to node %q", nodes[0])
 	}
 
-	if port == "" {
-		port = fmt.Sprint(g.s.opts.RemotePort)
+	remote := fmt.Sprint(g.s.opts.RemotePort)
+
+	switch {
+	case port == "":
+		port = remote
+	case port != remote && !g.s.opts.NodePorts:
+		return "", status.Errorf(codes.InvalidArgument, "apid: node %q: nodes are reached on port %s; name the node without a port", nodes[0], remote)
 	}
 
 	return joinHostPort(host, port), nil

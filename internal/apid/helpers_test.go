@@ -166,7 +166,7 @@ func startEnv(dir string, config []byte, listen string, tweaks ...func(*imachine
 
 	e.addr = lis.Addr().String()
 
-	e.srv, err = NewServer(Options{Node: e.node, Events: e.ring, StopGrace: 2 * time.Second}, e.console)
+	e.srv, err = NewServer(Options{Node: e.node, Events: e.ring, StopGrace: 2 * time.Second, NodePorts: true}, e.console)
 	if err != nil {
 		return nil, err
 	}

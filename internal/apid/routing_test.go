@@ -178,3 +178,24 @@ func TestRoutingErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNodePortsOffInProduction: without NodePorts, the node metadata may
+// not name a port, so no caller can make apid dial arbitrary ports.
+func TestNodePortsOffInProduction(t *testing.T) {
+	dir := t.TempDir()
+
+	e, err := startEnv(dir, nodeConfig(t, false), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { e.stop() }) //nolint:errcheck // reported elsewhere
+
+	e.srv.opts.NodePorts = false
+	e.waitServing(t, false)
+
+	mc := machineClient(dial(t, e.addr, clientCert(t, string(RoleReader))))
+
+	_, err = mc.Version(withNode(testCtx(t), "10.9.9.9:22"), &emptypb.Empty{})
+	wantCode(t, err, codes.InvalidArgument, `apid: node "10.9.9.9:22": nodes are reached on port 50000; name the node without a port`)
+}

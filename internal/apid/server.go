@@ -42,9 +42,12 @@ type Options struct {
 	Events *events.Ring
 	// Listen is the address Run listens on (":50000" when empty).
 	Listen string
-	// RemotePort is the port of other nodes' apid, used when the node
-	// metadata has none (DefaultPort when zero).
+	// RemotePort is the port of other nodes' apid (DefaultPort when zero).
 	RemotePort int
+	// NodePorts lets the node metadata name a port ("host:port"), for
+	// several nodes in one test process. Off in production: any caller
+	// could otherwise make apid dial arbitrary ports.
+	NodePorts bool
 	// Hostname overrides the node's name (config, then kernel): two test
 	// nodes in one process need different ones.
 	Hostname string

@@ -116,7 +116,7 @@ func startNode(t *testing.T, ip, name string, configured bool) *testNode {
 		t.Fatal(err)
 	}
 
-	srv, err := apid.NewServer(apid.Options{Node: node, Events: ring, Hostname: name, StopGrace: 2 * time.Second}, console)
+	srv, err := apid.NewServer(apid.Options{Node: node, Events: ring, Hostname: name, StopGrace: 2 * time.Second, NodePorts: true}, console)
 	if err != nil {
 		t.Fatal(err)
 	}
