@@ -29,24 +29,8 @@ func (c *AddressStatusController) Outputs() []bus.Output {
 }
 
 func (c *AddressStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
-	k, err := openKernel(c.opts.NetNSPath)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
 	// Link events matter too: a renamed link renames its addresses' IDs.
-	// The subscription must end with this run, not only with the
-	// runtime: a failed run is restarted and subscribes again.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	errc, err := k.watch(ctx, watchAddrs|watchLinks, r.QueueReconcile)
-	if err != nil {
-		return err
-	}
-
-	return loop(ctx, r, errc, func() error {
+	return runWithKernel(ctx, r, c.opts.NetNSPath, watchAddrs|watchLinks, func(ctx context.Context, k *kernel) error {
 		want, err := kernelAddresses(k)
 		if err != nil {
 			return err

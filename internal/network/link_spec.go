@@ -41,36 +41,8 @@ func (c *LinkSpecController) Inputs() []bus.Input {
 func (c *LinkSpecController) Outputs() []bus.Output { return []bus.Output{issueOutput} }
 
 func (c *LinkSpecController) Run(ctx context.Context, r bus.ControllerRuntime) error {
-	k, err := openKernel(c.opts.NetNSPath)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
-	// The subscription must end with this run, not only with the
-	// runtime: a failed run is restarted and subscribes again.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	errc, err := k.watch(ctx, watchLinks, r.QueueReconcile)
-	if err != nil {
-		return err
-	}
-
-	retry := time.AfterFunc(time.Hour, r.QueueReconcile)
-	defer retry.Stop()
-
-	return loop(ctx, r, errc, func() error {
-		is, err := c.reconcile(ctx, r, k)
-		if err != nil {
-			return err
-		}
-
-		if len(is) > 0 {
-			retry.Reset(retryInterval)
-		}
-
-		return is.sync(ctx, r, c.Name())
+	return runApply(ctx, r, c.opts.NetNSPath, watchLinks, c.Name(), func(ctx context.Context, k *kernel) (issues, error) {
+		return c.reconcile(ctx, r, k)
 	})
 }
 

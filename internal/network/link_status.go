@@ -32,23 +32,9 @@ func (c *LinkStatusController) Inputs() []bus.Input { return nil }
 func (c *LinkStatusController) Outputs() []bus.Output { return []bus.Output{{Type: LinkStatusType}} }
 
 func (c *LinkStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
-	k, err := openKernel(c.opts.NetNSPath)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
-	// The subscription must end with this run, not only with the
-	// runtime: a failed run is restarted and subscribes again.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	errc, err := k.watch(ctx, watchLinks, r.QueueReconcile)
-	if err != nil {
-		return err
-	}
-
-	return loop(ctx, r, errc, func() error { return c.reconcile(ctx, r, k) })
+	return runWithKernel(ctx, r, c.opts.NetNSPath, watchLinks, func(ctx context.Context, k *kernel) error {
+		return c.reconcile(ctx, r, k)
+	})
 }
 
 func (c *LinkStatusController) reconcile(ctx context.Context, r bus.ControllerRuntime, k *kernel) error {

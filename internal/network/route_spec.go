@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -34,38 +33,10 @@ func (c *RouteSpecController) Inputs() []bus.Input {
 func (c *RouteSpecController) Outputs() []bus.Output { return []bus.Output{issueOutput} }
 
 func (c *RouteSpecController) Run(ctx context.Context, r bus.ControllerRuntime) error {
-	k, err := openKernel(c.opts.NetNSPath)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
 	// Addresses and links matter: a gateway becomes reachable when its
 	// subnet's address arrives, and routes vanish with a downed link.
-	// The subscription must end with this run, not only with the
-	// runtime: a failed run is restarted and subscribes again.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	errc, err := k.watch(ctx, watchRoutes|watchAddrs|watchLinks, r.QueueReconcile)
-	if err != nil {
-		return err
-	}
-
-	retry := time.AfterFunc(time.Hour, r.QueueReconcile)
-	defer retry.Stop()
-
-	return loop(ctx, r, errc, func() error {
-		is, err := c.reconcile(ctx, r, k)
-		if err != nil {
-			return err
-		}
-
-		if len(is) > 0 {
-			retry.Reset(retryInterval)
-		}
-
-		return is.sync(ctx, r, c.Name())
+	return runApply(ctx, r, c.opts.NetNSPath, watchRoutes|watchAddrs|watchLinks, c.Name(), func(ctx context.Context, k *kernel) (issues, error) {
+		return c.reconcile(ctx, r, k)
 	})
 }
 

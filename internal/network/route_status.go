@@ -27,23 +27,7 @@ func (c *RouteStatusController) Inputs() []bus.Input { return nil }
 func (c *RouteStatusController) Outputs() []bus.Output { return []bus.Output{{Type: RouteStatusType}} }
 
 func (c *RouteStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
-	k, err := openKernel(c.opts.NetNSPath)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
-	// The subscription must end with this run, not only with the
-	// runtime: a failed run is restarted and subscribes again.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	errc, err := k.watch(ctx, watchRoutes|watchLinks, r.QueueReconcile)
-	if err != nil {
-		return err
-	}
-
-	return loop(ctx, r, errc, func() error {
+	return runWithKernel(ctx, r, c.opts.NetNSPath, watchRoutes|watchLinks, func(ctx context.Context, k *kernel) error {
 		want, err := c.read(k)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
 )
@@ -81,4 +82,47 @@ func loop(ctx context.Context, r bus.ControllerRuntime, extra <-chan error, reco
 
 		r.ResetRestartBackoff()
 	}
+}
+
+// runWithKernel is the shape of every controller that talks to the kernel:
+// open the managed namespace, subscribe to the kernel events in groups for
+// this run only (a failed run is restarted and subscribes again), and call
+// step on every wake-up.
+func runWithKernel(ctx context.Context, r bus.ControllerRuntime, netns string, groups int, step func(ctx context.Context, k *kernel) error) error {
+	k, err := openKernel(netns)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	errc, err := k.watch(ctx, groups, r.QueueReconcile)
+	if err != nil {
+		return err
+	}
+
+	return loop(ctx, r, errc, func() error { return step(ctx, k) })
+}
+
+// runApply is runWithKernel for spec controllers: reconcile's issues are
+// published, and while any remain it is retried every retryInterval even
+// without a kernel event.
+func runApply(ctx context.Context, r bus.ControllerRuntime, netns string, groups int, name string, reconcile func(ctx context.Context, k *kernel) (issues, error)) error {
+	retry := time.AfterFunc(time.Hour, r.QueueReconcile)
+	defer retry.Stop()
+
+	return runWithKernel(ctx, r, netns, groups, func(ctx context.Context, k *kernel) error {
+		is, err := reconcile(ctx, k)
+		if err != nil {
+			return err
+		}
+
+		if len(is) > 0 {
+			retry.Reset(retryInterval)
+		}
+
+		return is.sync(ctx, r, name)
+	})
 }
