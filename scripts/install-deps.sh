@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 #   protobuf-compiler, libprotobuf-dev   make generate (the API's .pb.go files)
 #   iproute2    network namespaces, veth and bridges for multi-node tests
 #   dnsmasq-base   a real DHCP server peer for networkd's DHCP tests
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev)
+#   qemu-system-x86   guests on the Debian cloud kernel (networkd's bond/VLAN/WireGuard tests)
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -39,6 +40,10 @@ if ! command -v containerd >/dev/null; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The kernel the QEMU guests boot: Debian's cloud flavour, resolved at run
+# time (its ABI version changes with security updates), kept in _out/kernel.
+scripts/fetch-kernel.sh _out/kernel >/dev/null
 
 command -v go >/dev/null || { echo "go is not on PATH (expected Go 1.26 at /usr/local/go/bin)" >&2; exit 1; }
 go mod download

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"runtime"
 
 	"github.com/vishvananda/netlink"
@@ -29,7 +30,11 @@ func openKernel(path string) (*kernel, error) {
 		return nil, fmt.Errorf("open network namespace %s: %w", path, err)
 	}
 
-	h, err := netlink.NewHandleAt(ns)
+	// Route netlink only: asking for every family (the default) also opens
+	// XFRM and netfilter sockets, which fail with "protocol not supported"
+	// on a kernel that has them as modules not loaded, and a node has no
+	// modprobe to load them. Found booting the Debian cloud kernel.
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		ns.Close() //nolint:errcheck // already failing
 

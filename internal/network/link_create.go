@@ -104,9 +104,13 @@ func bondSettings(b *netlink.Bond, s *BondSpec) error {
 }
 
 // updateLogical brings a logical link that exists in line with its spec
-// where that is more than MTU and state: today the WireGuard settings.
+// where that is more than MTU and state: the bond and WireGuard settings.
 func updateLogical(k *kernel, link netlink.Link, spec *LinkSpecSpec) error {
-	if spec.Kind != KindWireGuard {
+	switch spec.Kind {
+	case KindBond:
+		return updateBond(k, link, spec)
+	case KindWireGuard:
+	default:
 		return nil
 	}
 
@@ -208,4 +212,102 @@ func wireGuardMatches(dev *wgtypes.Device, cfg wgtypes.Config) bool {
 	}
 
 	return true
+}
+
+// updateBond brings an existing bond's settings in line with its spec. A
+// bond networkd did not create is common: loading the bonding module with
+// its default max_bonds=1 makes a bond0 in balance-rr mode without link
+// monitoring, and a config change can alter a bond networkd made. The
+// kernel takes a new mode or LACP rate only while the bond is down and has
+// no members: those members are released here and join again right after,
+// from their own specs, in the same reconcile pass (members rank after
+// bonds); the bond is brought back up if it was up.
+func updateBond(k *kernel, link netlink.Link, spec *LinkSpecSpec) error {
+	cur, ok := link.(*netlink.Bond)
+	if !ok {
+		return fmt.Errorf("link %s is a %s link, not a bond", spec.Name, link.Type())
+	}
+
+	want := netlink.NewLinkBond(netlink.NewLinkAttrs())
+	if err := bondSettings(want, &spec.Bond); err != nil {
+		return fmt.Errorf("bond %s: %w", spec.Name, err)
+	}
+
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.Index = cur.Name, cur.Index
+	upd := netlink.NewLinkBond(attrs)
+	changed, needDown := false, false
+
+	set := func(want, cur int, dst *int, down bool) {
+		if want >= 0 && want != cur {
+			*dst, changed = want, true
+			needDown = needDown || down
+		}
+	}
+
+	mode, hash, lacp := int(upd.Mode), int(upd.XmitHashPolicy), int(upd.LacpRate)
+	set(int(want.Mode), int(cur.Mode), &mode, true)
+	set(int(want.XmitHashPolicy), int(cur.XmitHashPolicy), &hash, false)
+	set(int(want.LacpRate), int(cur.LacpRate), &lacp, true)
+	upd.Mode, upd.XmitHashPolicy, upd.LacpRate = netlink.BondMode(mode), netlink.BondXmitHashPolicy(hash), netlink.BondLacpRate(lacp)
+	set(want.Miimon, cur.Miimon, &upd.Miimon, false)
+
+	// The kernel rounds the delays down to a multiple of miimon: compare
+	// what it would keep, or every reconcile would write them again (and
+	// the write's link event would trigger the next reconcile).
+	miimon := cur.Miimon
+	if want.Miimon >= 0 {
+		miimon = want.Miimon
+	}
+
+	round := func(d int) int {
+		if d > 0 && miimon > 0 {
+			return d / miimon * miimon
+		}
+
+		return d
+	}
+
+	set(round(want.UpDelay), cur.UpDelay, &upd.UpDelay, false)
+	set(round(want.DownDelay), cur.DownDelay, &upd.DownDelay, false)
+	set(want.MinLinks, cur.MinLinks, &upd.MinLinks, false)
+
+	if !changed {
+		return nil
+	}
+
+	wasUp := cur.Flags&net.FlagUp != 0
+
+	if needDown {
+		links, err := retryDump(k.h.LinkList)
+		if err != nil {
+			return fmt.Errorf("list links: %w", err)
+		}
+
+		for _, l := range links {
+			if l.Attrs().MasterIndex == cur.Index {
+				if err := k.h.LinkSetNoMaster(l); err != nil {
+					return fmt.Errorf("release %s from bond %s to change its mode: %w", l.Attrs().Name, spec.Name, err)
+				}
+			}
+		}
+
+		if wasUp {
+			if err := k.h.LinkSetDown(cur); err != nil {
+				return fmt.Errorf("set bond %s down to change its mode: %w", spec.Name, err)
+			}
+		}
+	}
+
+	if err := k.h.LinkModify(upd); err != nil {
+		return fmt.Errorf("update bond %s settings: %w", spec.Name, err)
+	}
+
+	if needDown && wasUp {
+		if err := k.h.LinkSetUp(cur); err != nil {
+			return fmt.Errorf("set bond %s up: %w", spec.Name, err)
+		}
+	}
+
+	return nil
 }
