@@ -100,6 +100,17 @@ func (o *dhcp4Operator) current() *dhcp.Lease {
 	return o.lease
 }
 
+// LinkSpecs carries the lease's MTU (option 26) to the link; a configured
+// MTU still wins (see mergeLinks).
+func (o *dhcp4Operator) LinkSpecs() []LinkSpecSpec {
+	l := o.current()
+	if l == nil || l.MTU <= 0 {
+		return nil
+	}
+
+	return []LinkSpecSpec{{Name: o.spec.LinkName, Up: true, MTU: uint32(l.MTU)}}
+}
+
 func (o *dhcp4Operator) AddressSpecs() []AddressSpecSpec {
 	l := o.current()
 	if l == nil {

@@ -8,15 +8,28 @@ import (
 
 // mergeController is the generic XMergeController: it folds the layered
 // specs of one type in ConfigNamespace into the final specs in Namespace.
-// For each ID the spec of the highest layer wins whole; Talos merges some
-// link fields across layers, which nothing here needs yet.
+// For each ID the spec of the highest layer wins, whole unless combine
+// takes some fields from the lower one.
 type mergeController[S layered] struct {
 	name string
 	typ  string
+	// combine, when set, merges a lower layer's spec into a higher one's.
+	combine func(lower, higher S) S
 }
 
 func newMerge[S layered](name, typ string) *mergeController[S] {
 	return &mergeController[S]{name: name, typ: typ}
+}
+
+// mergeLinks keeps the higher layer's link spec but takes the MTU from a
+// lower layer (DHCP's) when the higher one sets none, as Talos merges link
+// fields across layers.
+func mergeLinks(lower, higher LinkSpecSpec) LinkSpecSpec {
+	if higher.MTU == 0 {
+		higher.MTU = lower.MTU
+	}
+
+	return higher
 }
 
 func (c *mergeController[S]) Name() string { return c.name }
@@ -46,7 +59,17 @@ func (c *mergeController[S]) Run(ctx context.Context, r bus.ControllerRuntime) e
 			}
 
 			id, spec := unlayeredID(it.Metadata().ID), *it.TypedSpec()
-			if cur, ok := want[id]; !ok || spec.layer() > cur.layer() {
+
+			cur, ok := want[id]
+
+			switch {
+			case !ok:
+				want[id] = spec
+			case c.combine != nil && spec.layer() > cur.layer():
+				want[id] = c.combine(cur, spec)
+			case c.combine != nil:
+				want[id] = c.combine(spec, cur)
+			case spec.layer() > cur.layer():
 				want[id] = spec
 			}
 		}

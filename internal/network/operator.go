@@ -41,3 +41,10 @@ type OperatorEnv struct {
 // for an operator it does not implement, which networkd reports as a
 // pending ApplyIssue rather than an error.
 type OperatorFactory func(spec OperatorSpecSpec, env OperatorEnv) (Operator, error)
+
+// LinkSettings is implemented by operators that learn settings of their
+// link, such as the MTU a DHCP server hands out. They are published at the
+// operator layer, where the configuration still wins for what it sets.
+type LinkSettings interface {
+	LinkSpecs() []LinkSpecSpec
+}

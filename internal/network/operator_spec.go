@@ -39,7 +39,7 @@ func (c *OperatorSpecController) Inputs() []bus.Input {
 
 func (c *OperatorSpecController) Outputs() []bus.Output {
 	out := []bus.Output{issueOutput}
-	for _, t := range []string{AddressSpecType, RouteSpecType, HostnameSpecType, ResolverSpecType, TimeServerSpecType} {
+	for _, t := range []string{LinkSpecType, AddressSpecType, RouteSpecType, HostnameSpecType, ResolverSpecType, TimeServerSpecType} {
 		out = append(out, bus.Output{Type: t, Kind: bus.OutputShared})
 	}
 
@@ -159,12 +159,19 @@ func (c *OperatorSpecController) stopAll() {
 
 // publish writes every running operator's results at the operator layer.
 func (c *OperatorSpecController) publish(ctx context.Context, r bus.ControllerRuntime) error {
-	addrs, routes := layeredSet[AddressSpecSpec]{}, layeredSet[RouteSpecSpec]{}
+	links, addrs, routes := layeredSet[LinkSpecSpec]{}, layeredSet[AddressSpecSpec]{}, layeredSet[RouteSpecSpec]{}
 	hosts, resolvers, times := layeredSet[HostnameSpecSpec]{}, layeredSet[ResolverSpecSpec]{}, layeredSet[TimeServerSpecSpec]{}
 
 	c.mu.Lock()
 
 	for _, ro := range c.running {
+		if ls, ok := ro.op.(LinkSettings); ok {
+			for _, s := range ls.LinkSpecs() {
+				s.Layer = LayerOperator
+				links.add(s.Name, s)
+			}
+		}
+
 		for _, s := range ro.op.AddressSpecs() {
 			s.Layer = LayerOperator
 			addrs.add(s.ID(), s)
@@ -194,6 +201,10 @@ func (c *OperatorSpecController) publish(ctx context.Context, r bus.ControllerRu
 	c.mu.Unlock()
 
 	name := c.Name()
+
+	if err := syncOutputs(ctx, r, name, ConfigNamespace, LinkSpecType, map[string]LinkSpecSpec(links)); err != nil {
+		return err
+	}
 
 	if err := syncOutputs(ctx, r, name, ConfigNamespace, AddressSpecType, map[string]AddressSpecSpec(addrs)); err != nil {
 		return err

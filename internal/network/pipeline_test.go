@@ -57,7 +57,7 @@ func dnsmasqPeer(t *testing.T, ns *testNS, peer, mac string) {
 	dir := t.TempDir()
 	cmd := exec.Command("ip", "netns", "exec", srv.name, "dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--port=0",
 		"--interface="+peer, "--bind-interfaces", "--dhcp-authoritative", "--dhcp-range=10.9.8.40,10.9.8.60,2m",
-		"--dhcp-option=option:router,10.9.8.1", "--dhcp-option=option:dns-server,10.9.8.53",
+		"--dhcp-option=option:router,10.9.8.1", "--dhcp-option=option:dns-server,10.9.8.53", "--dhcp-option=option:mtu,1400",
 		"--dhcp-host="+mac+",10.9.8.50,from-dhcp", "--dhcp-leasefile="+filepath.Join(dir, "leases"))
 
 	if err := cmd.Start(); err != nil {
@@ -103,6 +103,23 @@ func TestOperatorLayer(t *testing.T) {
 		return len(items) == 1 && items[0].(*network.HostnameStatus).TypedSpec().Hostname == "from-dhcp"
 	})
 	checkFileEventually(t, nd, network.ResolvFile, "nameserver 10.9.8.53\n")
+
+	// The lease's MTU reaches the link; a configured MTU wins over it.
+	linkMTU := func(mtu int) func([]bus.Resource) bool {
+		return func(items []bus.Resource) bool {
+			for _, it := range items {
+				if it.Metadata().ID == "eth0" && it.(*network.LinkStatus).TypedSpec().MTU == mtu {
+					return true
+				}
+			}
+
+			return false
+		}
+	}
+
+	nd.waitFor(network.LinkStatusType, "eth0 at the lease's MTU 1400", linkMTU(1400))
+	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{{Interface: "eth0", DHCP: true, MTU: 1300}}})
+	nd.waitFor(network.LinkStatusType, "eth0 at the configured MTU 1300", linkMTU(1300))
 
 	nd.setConfig(&configs.NetworkConfig{Hostname: "configured", Interfaces: []configs.Device{{Interface: "eth0", DHCP: true}}})
 	nd.waitFor(network.HostnameStatusType, "configured hostname", func(items []bus.Resource) bool {

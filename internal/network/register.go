@@ -42,7 +42,7 @@ func Controllers(opts Options) []bus.Controller {
 		NewTimeServerConfigController(o),
 		NewOperatorConfigController(o),
 		// merge: layered specs -> final specs
-		newMerge[LinkSpecSpec]("network.LinkMergeController", LinkSpecType),
+		&mergeController[LinkSpecSpec]{name: "network.LinkMergeController", typ: LinkSpecType, combine: mergeLinks},
 		newMerge[AddressSpecSpec]("network.AddressMergeController", AddressSpecType),
 		newMerge[RouteSpecSpec]("network.RouteMergeController", RouteSpecType),
 		newMerge[HostnameSpecSpec]("network.HostnameMergeController", HostnameSpecType),
