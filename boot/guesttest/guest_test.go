@@ -36,14 +36,20 @@ const (
 // specPath is where the host puts the guest's instructions.
 const specPath = "/guest/spec.json"
 
-// echoPort is where every guest answers the echo check.
-const echoPort = 7777
+// echoPort is where every guest answers the echo check; sinkPort is
+// where it reads a stream to its end and answers with the byte count.
+const (
+	echoPort = 7777
+	sinkPort = 7778
+)
 
 // Guest checks.
 const (
 	checkBond      = "bond"
 	checkVLAN      = "vlan"
 	checkWireGuard = "wireguard"
+	checkDummy     = "dummy"
+	checkLACP      = "lacp"
 )
 
 // guestSpec tells a guest what to do.
@@ -53,6 +59,8 @@ type guestSpec struct {
 	Check string `json:"check"`
 	// Modules are loaded (with their dependencies) before networkd runs.
 	Modules []string `json:"modules"`
+	// ModuleParams are the load parameters of some of Modules.
+	ModuleParams map[string][]string `json:"moduleParams,omitempty"`
 	// Config is the machine config networkd applies.
 	Config string `json:"config"`
 	// Link is the interface the traffic must cross (bond0, eth0.100, wg0).
@@ -148,7 +156,7 @@ func startGuest(con io.Writer) (*guest, error) {
 
 	mods := make([]configs.KernelModule, 0, len(g.spec.Modules))
 	for _, m := range g.spec.Modules {
-		mods = append(mods, configs.KernelModule{Name: m})
+		mods = append(mods, configs.KernelModule{Name: m, Parameters: g.spec.ModuleParams[m]})
 	}
 
 	if err := kmod.Load(mods, kmod.Options{}); err != nil {
@@ -163,6 +171,13 @@ func startGuest(con io.Writer) (*guest, error) {
 	}
 
 	go g.serveEcho(ln)
+
+	sink, err := net.Listen("tcp4", fmt.Sprintf("0.0.0.0:%d", sinkPort))
+	if err != nil {
+		return nil, err
+	}
+
+	go serveSink(sink)
 
 	cfg, err := configs.Decode([]byte(g.spec.Config))
 	if err != nil {
@@ -316,6 +331,10 @@ func (g *guest) run() (string, error) {
 		return g.runVLAN(ctx)
 	case checkWireGuard:
 		return g.runWireGuard(ctx)
+	case checkDummy:
+		return g.runDummy(ctx)
+	case checkLACP:
+		return g.runLACP(ctx)
 	}
 
 	return "", fmt.Errorf("unknown check %q", g.spec.Check)
