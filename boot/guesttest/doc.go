@@ -1,7 +1,8 @@
 // Package guesttest runs networkd's controllers on a real kernel: each
 // test boots two QEMU guests (Debian's cloud kernel, boot/qemu) on private
-// L2 segments and checks that bonds, VLANs and WireGuard tunnels made by
-// internal/network carry traffic between them.
+// L2 segments and checks that bonds (active-backup, 802.3ad with LACP),
+// VLANs and WireGuard tunnels made by internal/network carry traffic
+// between them; a single guest checks a dummy link.
 //
 // The guests' /init is this package's own test binary, built static
 // (CGO_ENABLED=0 go test -c): its TestMain sees it is PID 1 and acts as a

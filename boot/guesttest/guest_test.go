@@ -68,6 +68,9 @@ type guestSpec struct {
 	// Peer is the other guest's address on Link, PeerName its name.
 	Peer     string `json:"peer"`
 	PeerName string `json:"peerName"`
+	// Addr is the guest's own address on Link (a prefix), for checks
+	// without a peer.
+	Addr string `json:"addr,omitempty"`
 	// Deadline bounds every wait inside the guest.
 	Deadline time.Duration `json:"deadline"`
 }
@@ -503,6 +506,8 @@ func (g *guest) dump() {
 			fmt.Fprintf(g.con, "networkd: no status: %v\n", err)
 		}
 	}
+
+	dumpBonding(g.con)
 
 	links, err := netlink.LinkList()
 	if err != nil {

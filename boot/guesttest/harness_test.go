@@ -170,6 +170,8 @@ func (e *env) wire() *qemu.Wire {
 type node struct {
 	spec guestSpec
 	nics []qemu.NIC
+	// extra goes to QEMU as it is (qemu.Config.ExtraArgs).
+	extra []string
 }
 
 // image writes the guest's initramfs: the init, its modules and spec.
@@ -227,13 +229,14 @@ func (e *env) boot(nodes ...node) []*qemu.VM {
 
 		name := n.spec.Name
 		vm, err := qemu.Start(qemu.Config{
-			Name:    name,
-			Kernel:  e.kernel.Image,
-			Initrd:  img,
-			Append:  []string{"quiet"},
-			NICs:    n.nics,
-			Dir:     dir,
-			LogLine: func(l string) { e.t.Logf("%s| %s", name, l) },
+			Name:      name,
+			Kernel:    e.kernel.Image,
+			Initrd:    img,
+			Append:    []string{"quiet"},
+			NICs:      n.nics,
+			ExtraArgs: n.extra,
+			Dir:       dir,
+			LogLine:   func(l string) { e.t.Logf("%s| %s", name, l) },
 		})
 		if err != nil {
 			e.t.Fatal(err)

@@ -1,6 +1,7 @@
 package guesttest
 
-// networkd's logical links on Debian's kernel, between two guests.
+// networkd's logical links on Debian's kernel, between two guests (a
+// dummy link needs only one).
 
 import (
 	"context"
@@ -161,4 +162,81 @@ func TestGuestWireGuard(t *testing.T) {
 	defer cancel()
 
 	results(ctx, t, vms...)
+}
+
+// TestGuestDummy: one guest, a dummy link with an address and nothing
+// else. The dummy module is loaded with numdummies=0 so that the kernel
+// makes no dummy0 of its own: networkd must create the link (it carries
+// networkd's alias), bring it up and address it; the address then takes
+// a local TCP connection and the rest of its prefix routes via the link.
+func TestGuestDummy(t *testing.T) {
+	e := newEnv(t)
+
+	vms := e.boot(node{spec: guestSpec{
+		Name: "node0", Check: checkDummy, Link: "dummy0", Addr: "10.9.99.1/24",
+		Modules: []string{"dummy"}, ModuleParams: map[string][]string{"dummy": {"numdummies=0"}},
+		Config: machineConfig(`      - interface: dummy0
+        dummy: true
+        addresses: [10.9.99.1/24]
+`),
+	}})
+
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+
+	results(ctx, t, vms...)
+}
+
+// lacpNIC makes a virtio-net card report 1000 Mb/s full duplex. Without
+// a known duplex (virtio-net's default) the bonding driver treats a
+// member as half duplex and does not run LACP on it: each member stays
+// an individual link in its own aggregator.
+var lacpNIC = []string{"-global", "virtio-net-pci.speed=1000", "-global", "virtio-net-pci.duplex=full"}
+
+// TestGuestBond8023ad: two guests bond eth0 and eth1 (on two separate
+// wires) in 802.3ad with fast LACP, layer3+4 hashing and miimon. Both
+// bonds must aggregate both members with each other (each one's LACP
+// partner is the other's bond), carry traffic, and spread flows over
+// both members.
+func TestGuestBond8023ad(t *testing.T) {
+	e := newEnv(t)
+	w0, w1 := e.wire(), e.wire()
+
+	spec := func(name, addr, peerName, peer string) guestSpec {
+		return guestSpec{
+			Name: name, Check: checkLACP, Modules: []string{"bonding"}, Link: "bond0", Peer: peer, PeerName: peerName,
+			Config: machineConfig(fmt.Sprintf(`      - interface: bond0
+        addresses: [%s/24]
+        bond:
+          interfaces: [eth0, eth1]
+          mode: 802.3ad
+          lacpRate: fast
+          xmitHashPolicy: layer3+4
+          miimon: 100
+`, addr)),
+		}
+	}
+
+	vms := e.boot(
+		node{spec: spec("node0", "10.11.0.1", "node1", "10.11.0.2"), extra: lacpNIC, nics: []qemu.NIC{
+			{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w0.A()}, {ID: "n1", MAC: qemu.MAC(0, 1), Backend: w1.A()},
+		}},
+		node{spec: spec("node1", "10.11.0.2", "node0", "10.11.0.1"), extra: lacpNIC, nics: []qemu.NIC{
+			{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w0.B()}, {ID: "n1", MAC: qemu.MAC(1, 1), Backend: w1.B()},
+		}},
+	)
+
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+
+	results(ctx, t, vms...)
+
+	// Each bond's LACP partner is the other bond, read on the other side.
+	ready := waitAll(ctx, t, regexp.MustCompile(markPhase+` \S+ lacp-ready system=(\S+) partner=(\S+) `), vms...)
+
+	for i := range ready {
+		if sys, partner := ready[1-i][1], ready[i][2]; partner != sys {
+			t.Errorf("guest %d's LACP partner is %s, but guest %d's bond is %s", i, partner, 1-i, sys)
+		}
+	}
 }
