@@ -3,9 +3,7 @@ package talosctl_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,11 +11,8 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/applets/talosctl"
-	"github.com/talosbox/talosbox/internal/apid"
+	"github.com/talosbox/talosbox/internal/apid/apidtest"
 	"github.com/talosbox/talosbox/internal/applet"
-	"github.com/talosbox/talosbox/internal/events"
-	"github.com/talosbox/talosbox/internal/machine"
-	"github.com/talosbox/talosbox/internal/platform"
 )
 
 // This file is the only one that starts real nodes: test files are not
@@ -91,7 +86,6 @@ func (o *output) waitFor(t *testing.T, timeout time.Duration, s ...string) {
 // realNode is a container-mode node with apid on a loopback address.
 type realNode struct {
 	name, addr string
-	console    *output
 }
 
 // startRealNode boots a node of the cluster in dir (made by gen config)
@@ -105,57 +99,10 @@ func startRealNode(t *testing.T, dir, ip, name string) *realNode {
 		t.Fatalf("machineconfig patch: %s", errOut)
 	}
 
-	p, err := platform.Detect(platform.Options{Flag: platform.Container, StateDir: filepath.Join(dir, name)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nd := apidtest.Start(t, apidtest.Options{Dir: filepath.Join(dir, name), ConfigPath: cfg, IP: ip, Name: name})
+	nd.Console.Wait(t, time.Minute, "[talos] services: ")
 
-	n := &realNode{name: name, console: newOutput()}
-	ring := events.New(0)
-
-	node, err := machine.New(machine.Options{
-		Platform: p, ConfigPath: cfg, Console: n.console, NoContainerd: true, StopTimeout: 5 * time.Second,
-		OnEvent: func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	lis, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	n.addr = lis.Addr().String()
-
-	srv, err := apid.NewServer(apid.Options{Node: node, Events: ring, Hostname: name, StopGrace: 2 * time.Second, NodePorts: true}, n.console)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-
-	go func() { done <- node.Run(ctx) }()
-	go func() { done <- srv.Serve(ctx, lis) }()
-
-	t.Cleanup(func() {
-		cancel()
-
-		for range 2 {
-			if err := <-done; err != nil && !errors.Is(err, machine.ErrPowerOff) && !errors.Is(err, context.Canceled) {
-				t.Errorf("%s stopped with %v", name, err)
-			}
-		}
-
-		if t.Failed() {
-			t.Logf("%s console:\n%s", name, n.console)
-		}
-	})
-
-	n.console.waitFor(t, time.Minute, "[talos] services: ")
-
-	return n
+	return &realNode{name: name, addr: nd.Addr}
 }
 
 // ctl runs talosctl in this process until it ends or ctx is done.

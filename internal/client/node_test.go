@@ -1,11 +1,7 @@
 package client_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,13 +9,10 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/configs/generate"
-	"github.com/talosbox/talosbox/internal/apid"
+	"github.com/talosbox/talosbox/internal/apid/apidtest"
 	"github.com/talosbox/talosbox/internal/client"
 	"github.com/talosbox/talosbox/internal/configpatch"
-	"github.com/talosbox/talosbox/internal/events"
-	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
-	"github.com/talosbox/talosbox/internal/platform"
 )
 
 // The client is tested against real nodes: a container-mode machine.Node
@@ -29,25 +22,6 @@ import (
 
 // secrets are one cluster's, shared by the nodes of a test binary.
 var secrets = sync.OnceValues(func() (*pki.Bundle, error) { return pki.NewBundle(pki.BundleOptions{}) })
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-
-	return l.b.String()
-}
 
 // testNode is a running node; addr is its apid's host:port.
 type testNode struct {
@@ -95,60 +69,9 @@ func startNode(t *testing.T, ip, name string, configured bool) *testNode {
 		}
 	}
 
-	p, err := platform.Detect(platform.Options{Flag: platform.Container, StateDir: filepath.Join(dir, "node")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nd := apidtest.Start(t, apidtest.Options{Dir: dir, ConfigPath: cfgPath, IP: ip, Name: name})
 
-	console := &lockedBuffer{}
-	ring := events.New(0)
-
-	node, err := machine.New(machine.Options{
-		Platform: p, ConfigPath: cfgPath, Console: console, NoContainerd: true, StopTimeout: 5 * time.Second,
-		OnEvent: func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	lis, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	srv, err := apid.NewServer(apid.Options{Node: node, Events: ring, Hostname: name, StopGrace: 2 * time.Second, NodePorts: true}, console)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-
-	go func() { done <- node.Run(ctx) }()
-	go func() { done <- srv.Serve(ctx, lis) }()
-
-	t.Cleanup(func() {
-		cancel()
-
-		for range 2 {
-			if err := <-done; err != nil && !errors.Is(err, machine.ErrPowerOff) && !errors.Is(err, context.Canceled) {
-				t.Errorf("%s stopped with %v", name, err)
-			}
-		}
-
-		if t.Failed() {
-			t.Logf("%s console:\n%s", name, console.String())
-		}
-	})
-
-	waitCtx, waitCancel := context.WithTimeout(ctx, time.Minute)
-	defer waitCancel()
-
-	if err := srv.WaitServing(waitCtx, !configured); err != nil {
-		t.Fatalf("%s never served: %v\n%s", name, err, console.String())
-	}
-
-	return &testNode{name: name, addr: lis.Addr().String()}
+	return &testNode{name: name, addr: nd.Addr}
 }
 
 // adminCredentials are an os:admin client certificate of the cluster.
