@@ -32,28 +32,7 @@ func (c *console) add(line string) {
 func (c *console) wait(t *testing.T, s string, timeout time.Duration) string {
 	t.Helper()
 
-	deadline := time.After(timeout)
-
-	for i := 0; ; {
-		c.mu.Lock()
-		for ; i < len(c.lines); i++ {
-			if strings.Contains(c.lines[i], s) {
-				line := c.lines[i]
-				c.mu.Unlock()
-
-				return line
-			}
-		}
-
-		more := c.more
-		c.mu.Unlock()
-
-		select {
-		case <-more:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %q; console:\n%s", s, c.String())
-		}
-	}
+	return c.waitAfter(t, 0, s, timeout)
 }
 
 func (c *console) index(s string) int {

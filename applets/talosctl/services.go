@@ -196,57 +196,15 @@ func writeServiceStatus(out io.Writer, services []nodeService, now time.Time) er
 }
 
 func serviceAction(cmd *cobra.Command, s *session, id, action string) error {
-	type reply struct {
-		md   *common.Metadata
-		resp string
-	}
-
-	results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (reply, error) {
-		var (
-			md   *common.Metadata
-			resp string
-		)
-
+	results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (serviceReply, error) {
 		switch action {
 		case "start":
-			r, err := c.Machine.ServiceStart(ctx, &machine.ServiceStartRequest{Id: id})
-			if err != nil {
-				return reply{}, err
-			}
-
-			m, err := firstMessage(r.GetMessages())
-			if err != nil {
-				return reply{}, err
-			}
-
-			md, resp = m.GetMetadata(), m.GetResp()
+			return serviceReplyOf(c.Machine.ServiceStart(ctx, &machine.ServiceStartRequest{Id: id}))
 		case "stop":
-			r, err := c.Machine.ServiceStop(ctx, &machine.ServiceStopRequest{Id: id})
-			if err != nil {
-				return reply{}, err
-			}
-
-			m, err := firstMessage(r.GetMessages())
-			if err != nil {
-				return reply{}, err
-			}
-
-			md, resp = m.GetMetadata(), m.GetResp()
+			return serviceReplyOf(c.Machine.ServiceStop(ctx, &machine.ServiceStopRequest{Id: id}))
 		default:
-			r, err := c.Machine.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: id})
-			if err != nil {
-				return reply{}, err
-			}
-
-			m, err := firstMessage(r.GetMessages())
-			if err != nil {
-				return reply{}, err
-			}
-
-			md, resp = m.GetMetadata(), m.GetResp()
+			return serviceReplyOf(c.Machine.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: id}))
 		}
-
-		return reply{md: md, resp: resp}, nil
 	})
 
 	w := newTable(cmd.OutOrStdout())
@@ -263,4 +221,29 @@ func serviceAction(cmd *cobra.Command, s *session, id, action string) error {
 	}
 
 	return reportErrors(cmd, results)
+}
+
+// serviceReply is one node's answer to a service start, stop or restart.
+type serviceReply struct {
+	md   *common.Metadata
+	resp string
+}
+
+// serviceAnswer is what the three service action responses have in common.
+type serviceAnswer interface {
+	GetMetadata() *common.Metadata
+	GetResp() string
+}
+
+func serviceReplyOf[M serviceAnswer, R interface{ GetMessages() []M }](r R, err error) (serviceReply, error) {
+	if err != nil {
+		return serviceReply{}, err
+	}
+
+	m, err := firstMessage(r.GetMessages())
+	if err != nil {
+		return serviceReply{}, err
+	}
+
+	return serviceReply{md: m.GetMetadata(), resp: m.GetResp()}, nil
 }
