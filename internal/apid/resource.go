@@ -102,17 +102,29 @@ func labelQuery(sel string) (*bus.LabelQuery, error) {
 	return &q, nil
 }
 
+// selection resolves what List and Watch were asked for: the type's
+// definition, the namespace (the type's default when empty) and the label
+// query (nil when none).
+func (r *resourceServer) selection(ctx context.Context, typ, namespace, selector string) (bus.Definition, string, *bus.LabelQuery, error) {
+	def, err := r.definition(ctx, typ)
+	if err != nil {
+		return bus.Definition{}, "", nil, err
+	}
+
+	q, err := labelQuery(selector)
+	if err != nil {
+		return bus.Definition{}, "", nil, err
+	}
+
+	return def, namespaceOr(namespace, def), q, nil
+}
+
 // List streams the resources of a kind; the first message carries the
 // definition (for table columns).
 func (r *resourceServer) List(req *resource.ListRequest, srv grpc.ServerStreamingServer[resource.ListResponse]) error {
 	ctx := srv.Context()
 
-	def, err := r.definition(ctx, req.GetType())
-	if err != nil {
-		return err
-	}
-
-	q, err := labelQuery(req.GetLabelSelector())
+	def, ns, q, err := r.selection(ctx, req.GetType(), req.GetNamespace(), req.GetLabelSelector())
 	if err != nil {
 		return err
 	}
@@ -122,7 +134,7 @@ func (r *resourceServer) List(req *resource.ListRequest, srv grpc.ServerStreamin
 		opts = append(opts, bus.WithLabelQuery(*q))
 	}
 
-	items, err := r.s.node.Store().List(ctx, bus.Kind{Namespace: namespaceOr(req.GetNamespace(), def), Type: def.Type}, opts...)
+	items, err := r.s.node.Store().List(ctx, bus.Kind{Namespace: ns, Type: def.Type}, opts...)
 	if err != nil {
 		return busError(err)
 	}
@@ -165,12 +177,7 @@ var watchTypes = map[bus.EventType]resource.WatchResponse_EventType{
 func (r *resourceServer) Watch(req *resource.WatchRequest, srv grpc.ServerStreamingServer[resource.WatchResponse]) error {
 	ctx := srv.Context()
 
-	def, err := r.definition(ctx, req.GetType())
-	if err != nil {
-		return err
-	}
-
-	q, err := labelQuery(req.GetLabelSelector())
+	def, ns, q, err := r.selection(ctx, req.GetType(), req.GetNamespace(), req.GetLabelSelector())
 	if err != nil {
 		return err
 	}
@@ -179,8 +186,6 @@ func (r *resourceServer) Watch(req *resource.WatchRequest, srv grpc.ServerStream
 	if q != nil {
 		opts = append(opts, bus.WithWatchLabelQuery(*q))
 	}
-
-	ns := namespaceOr(req.GetNamespace(), def)
 
 	var w *bus.Watcher
 	if req.GetId() == "" {
