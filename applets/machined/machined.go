@@ -5,7 +5,6 @@ package machined
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -55,31 +54,15 @@ Flags:
 
 // Main runs machined with args (without the program name).
 func Main(ctx context.Context, args []string, env applet.Env) int {
-	fs := flag.NewFlagSet("machined", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprint(env.Stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs := applet.NewFlags("machined", usage, env)
 
 	plat := fs.String("platform", "", "metal or container (default: $TALOSBOX_PLATFORM, then detected)")
 	stateDir := fs.String("state-dir", "", "where the node keeps its state (container default /var/lib/talosbox)")
 	configPath := fs.String("config", "", "machine config file or http(s) URL (default: $TALOSBOX_CONFIG)")
 	listen := fs.String("apid-listen", ":50000", "address apid listens on")
 	networkd := fs.Bool("networkd", true, "manage this network namespace's links, addresses and routes (turn off when sharing the host's)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-
-		return 2
-	}
-
-	if *showVersion {
-		fmt.Fprintln(env.Stdout, version.Short("machined"))
-		return 0
+	if code, done := fs.Parse(args); done {
+		return code
 	}
 
 	if *configPath == "" {

@@ -6,8 +6,6 @@ package networkd
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,7 +20,6 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/network"
-	"github.com/talosbox/talosbox/internal/version"
 )
 
 // Applet is networkd's entry in the multicall table.
@@ -64,12 +61,7 @@ type options struct {
 
 // Main runs networkd with args (without the program name).
 func Main(ctx context.Context, args []string, env applet.Env) int {
-	fs := flag.NewFlagSet("networkd", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprint(env.Stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs := applet.NewFlags("networkd", usage, env)
 
 	var o options
 
@@ -83,19 +75,8 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.StringVar(&o.netns, "netns", "", "network namespace path to manage (default: the current one)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "with --once, how long to wait for the network to settle")
 	fs.BoolVar(&o.verbose, "v", false, "log controller activity to stderr")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-
-		return 2
-	}
-
-	if *showVersion {
-		fmt.Fprintln(env.Stdout, version.Short("networkd"))
-		return 0
+	if code, done := fs.Parse(args); done {
+		return code
 	}
 
 	if o.config == "" || fs.NArg() > 0 {
