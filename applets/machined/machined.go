@@ -4,10 +4,12 @@ package machined
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +35,10 @@ var Applet = applet.Applet{
 // ConfigEnv names a config file when --config is not given.
 const ConfigEnv = "TALOSBOX_CONFIG"
 
+// UserDataEnv carries a base64 config in container mode, as Talos's
+// Docker nodes get theirs. It only seeds a node with no persisted config.
+const UserDataEnv = "USERDATA"
+
 // fatalDelay is how long a fatal error stays on the console before the
 // machine reboots.
 const fatalDelay = 10 * time.Second
@@ -45,7 +51,8 @@ maintenance mode for 'talosctl apply-config --insecure'.
 
 The platform comes from --platform, then $TALOSBOX_PLATFORM, then detection.
 The config comes from --config, then $TALOSBOX_CONFIG, then the one persisted
-in the state dir (talos.config= on the kernel command line on metal).
+in the state dir (talos.config= on the kernel command line on metal), then,
+in container mode, $USERDATA (base64).
 In container mode it also runs when it is not PID 1, and SIGTERM or SIGINT
 stop it in order and make it exit 0.
 
@@ -75,10 +82,25 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 		return 2
 	}
 
-	return run(ctx, p, *configPath, *listen, *networkd, env)
+	var userData []byte
+
+	if ud := env.Getenv(UserDataEnv); ud != "" && !p.IsMetal() {
+		if userData, err = base64.StdEncoding.DecodeString(strings.TrimSpace(ud)); err != nil {
+			fmt.Fprintf(env.Stderr, "machined: $%s is not base64: %v\n", UserDataEnv, err)
+			return 2
+		}
+	}
+
+	return run(ctx, p, nodeConfig{path: *configPath, userData: userData}, *listen, *networkd, env)
 }
 
-func run(ctx context.Context, p platform.Platform, configPath, listen string, networkd bool, env applet.Env) int {
+// nodeConfig is where the node's config may come from.
+type nodeConfig struct {
+	path     string
+	userData []byte
+}
+
+func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string, networkd bool, env applet.Env) int {
 	pid1 := os.Getpid() == 1
 
 	// As PID 1 only the signals below end the node; the multicall's own
@@ -101,12 +123,13 @@ func run(ctx context.Context, p platform.Platform, configPath, listen string, ne
 	ring := events.New(events.DefaultCapacity)
 
 	node, err := machine.New(machine.Options{
-		Platform:      p,
-		ConfigPath:    configPath,
-		Console:       env.Stdout,
-		EarlyServices: apid.EarlyServices(ring, listen),
-		Networkd:      networkd,
-		OnEvent:       func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
+		Platform:       p,
+		ConfigPath:     cfg.path,
+		PlatformConfig: cfg.userData,
+		Console:        env.Stdout,
+		EarlyServices:  apid.EarlyServices(ring, listen),
+		Networkd:       networkd,
+		OnEvent:        func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})
 	if err != nil {
 		return fatal(p, env, err)

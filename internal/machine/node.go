@@ -27,6 +27,11 @@ type Options struct {
 	// ConfigPath is --config or $TALOSBOX_CONFIG; on metal talos.config=
 	// from the kernel command line is used when it is empty.
 	ConfigPath string
+	// PlatformConfig is the config the platform hands over ($USERDATA in
+	// container mode, as Docker nodes get theirs). Unlike ConfigPath it
+	// only seeds a node with nothing persisted, so an apply-config
+	// survives a container restart.
+	PlatformConfig []byte
 	// Console receives the node's log lines (stdout, or /dev/console).
 	Console io.Writer
 	// ContainerdPath is the containerd binary; found on PATH when empty.

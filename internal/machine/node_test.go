@@ -108,6 +108,13 @@ func (s *syncBuffer) String() string {
 func startNode(t *testing.T, dir string, config []byte) *testNode {
 	t.Helper()
 
+	return startNodeWith(t, dir, config, nil)
+}
+
+// startNodeWith is startNode with a last say on the options.
+func startNodeWith(t *testing.T, dir string, config []byte, edit func(*machine.Options)) *testNode {
+	t.Helper()
+
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -127,14 +134,19 @@ func startNode(t *testing.T, dir string, config []byte) *testNode {
 
 	tn := &testNode{dir: dir, console: &syncBuffer{}, done: make(chan error, 1)}
 
-	tn.Node, err = machine.New(machine.Options{
+	opts := machine.Options{
 		Platform: p, ConfigPath: path, Console: tn.console, NoContainerd: true, StopTimeout: 5 * time.Second,
 		OnEvent: func(ev machine.Event) {
 			tn.evMu.Lock()
 			tn.events = append(tn.events, ev)
 			tn.evMu.Unlock()
 		},
-	})
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+
+	tn.Node, err = machine.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,6 +503,43 @@ func TestResetWipesAndReturnsToMaintenance(t *testing.T) {
 
 	if !strings.Contains(n.console.String(), "nothing to leave") {
 		t.Fatal("graceful reset did not try to leave etcd")
+	}
+}
+
+// A Docker node's $USERDATA seeds an empty node, but a config persisted
+// by apply-config wins, so it survives the container's restart.
+func TestPlatformConfigSeedsOnlyAnEmptyNode(t *testing.T) {
+	dir := t.TempDir()
+	seed := func(o *machine.Options) { o.PlatformConfig = workerConfig(t, "machine: {network: {hostname: from-userdata}}") }
+
+	first := startNodeWith(t, dir, nil, seed)
+	waitReady(t, first)
+
+	if h := hostnameOf(t, first); h != "from-userdata" {
+		t.Fatalf("first boot hostname %q, want the platform config's", h)
+	}
+
+	if !strings.Contains(first.console.String(), "loaded config from the platform ($USERDATA)") {
+		t.Fatalf("console does not name the platform as the source:\n%s", first.console.String())
+	}
+
+	// What an apply-config would leave on STATE.
+	applied := workerConfig(t, "machine: {network: {hostname: from-apply}}")
+	if err := os.WriteFile(filepath.Join(dir, "state", machine.ConfigFile), applied, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	first.Shutdown(context.Background()) //nolint:errcheck // the stop is checked below
+	if err := <-first.done; err != nil && !errors.Is(err, machine.ErrPowerOff) {
+		t.Fatal(err)
+	}
+	first.done <- nil // for the cleanup
+
+	second := startNodeWith(t, dir, nil, seed)
+	waitReady(t, second)
+
+	if h := hostnameOf(t, second); h != "from-apply" {
+		t.Fatalf("restarted node hostname %q, want the persisted config's", h)
 	}
 }
 

@@ -113,6 +113,10 @@ func (n *Node) acquire(ctx context.Context, w io.Writer) ([]byte, error) {
 		data, err = n.state.LoadConfig()
 	}
 
+	if data == nil && err == nil && n.opts.PlatformConfig != nil {
+		source, data = "the platform ($USERDATA)", n.opts.PlatformConfig
+	}
+
 	if err == nil && data != nil {
 		if err = n.check(data); err == nil {
 			fmt.Fprintf(w, "[talos] loaded config from %s\n", source)
@@ -316,7 +320,7 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 		if slices.Contains(labels, "STATE") {
 			n.mu.Lock()
 			n.active = nil
-			n.opts.ConfigPath = "" // the next boot starts from scratch
+			n.opts.ConfigPath, n.opts.PlatformConfig = "", nil // the next boot starts from scratch
 			n.mu.Unlock()
 		}
 

@@ -17,12 +17,20 @@ import (
 type kernel struct {
 	ns netns.NsHandle
 	h  *netlink.Handle
+	// own: the process's own namespace, used without setns(2), which
+	// needs CAP_SYS_ADMIN that a Docker node does not have.
+	own bool
 }
 
 // openKernel opens the namespace at path (the process's own when empty).
 func openKernel(path string) (*kernel, error) {
 	if path == "" {
-		path = "/proc/self/ns/net"
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return nil, fmt.Errorf("open netlink: %w", err)
+		}
+
+		return &kernel{ns: netns.None(), h: h, own: true}, nil
 	}
 
 	ns, err := netns.GetFromPath(path)
@@ -46,7 +54,20 @@ func openKernel(path string) (*kernel, error) {
 
 func (k *kernel) Close() {
 	k.h.Close()
-	k.ns.Close() //nolint:errcheck // nothing to do about it
+
+	if !k.own {
+		k.ns.Close() //nolint:errcheck // nothing to do about it
+	}
+}
+
+// nsOption is the namespace for netlink subscriptions: nil (the calling
+// thread's) for the process's own.
+func (k *kernel) nsOption() *netns.NsHandle {
+	if k.own {
+		return nil
+	}
+
+	return &k.ns
 }
 
 // inNS runs fn on an OS thread switched into the namespace, for the calls
@@ -54,6 +75,10 @@ func (k *kernel) Close() {
 // thread cannot be switched back it is not returned to the scheduler and
 // dies with the goroutine.
 func (k *kernel) inNS(fn func() error) error {
+	if k.own {
+		return fn()
+	}
+
 	errc := make(chan error, 1)
 
 	go func() {
@@ -109,21 +134,21 @@ func (k *kernel) watch(ctx context.Context, groups int, wake func()) (<-chan err
 	routes := make(chan netlink.RouteUpdate, 64)
 
 	if groups&watchLinks != 0 {
-		if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: &k.ns, ErrorCallback: onErr}); err != nil {
+		if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: k.nsOption(), ErrorCallback: onErr}); err != nil {
 			close(done)
 			return nil, fmt.Errorf("subscribe to link changes: %w", err)
 		}
 	}
 
 	if groups&watchAddrs != 0 {
-		if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{Namespace: &k.ns, ErrorCallback: onErr}); err != nil {
+		if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{Namespace: k.nsOption(), ErrorCallback: onErr}); err != nil {
 			close(done)
 			return nil, fmt.Errorf("subscribe to address changes: %w", err)
 		}
 	}
 
 	if groups&watchRoutes != 0 {
-		if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: &k.ns, ErrorCallback: onErr}); err != nil {
+		if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: k.nsOption(), ErrorCallback: onErr}); err != nil {
 			close(done)
 			return nil, fmt.Errorf("subscribe to route changes: %w", err)
 		}

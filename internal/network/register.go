@@ -9,9 +9,9 @@ import (
 // Options configure networkd's controllers.
 type Options struct {
 	// NetNSPath is the network namespace to manage, e.g.
-	// /run/netns/NAME; empty means the process's own
-	// (/proc/self/ns/net). Every netlink socket is opened there, so the
-	// controllers are not confused by goroutines changing threads.
+	// /run/netns/NAME; empty means the process's own, used without
+	// setns(2). Every netlink socket is opened there, so the controllers
+	// are not confused by goroutines changing threads.
 	NetNSPath string
 	// KernelCmdline is the kernel command line (ip=, talos.hostname=);
 	// empty in container mode.
