@@ -1,6 +1,7 @@
 # talosbox: one static binary for an API-managed Kubernetes node.
 #
-#   make run        build and show the applets (the README's main job)
+#   make run        build, then a local cluster in Docker (the README's main job)
+#   make run-down   destroy that cluster
 #   make test       install what the tests need, lint, unit/integration tests, fuzz briefly
 #   make build      _out/talosbox, static, version-stamped
 #   make lint       gofmt, go vet, staticcheck
@@ -23,7 +24,7 @@ DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%
 VERSION_PKG := github.com/talosbox/talosbox/internal/version
 LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
 
-.PHONY: all build install-links run deps lint unit fuzz test generate check-generate bench clean
+.PHONY: all build install-links run run-down deps lint unit fuzz test generate check-generate bench clean
 
 all: build
 
@@ -36,7 +37,10 @@ install-links: build
 	./$(OUT) --install $(BIN_DIR)
 
 run: install-links
-	@scripts/run.sh $(OUT) $(BIN_DIR)
+	@scripts/run.sh $(BIN_DIR)
+
+run-down: install-links
+	@$(BIN_DIR)/talosctl cluster destroy --name $${CLUSTER:-talos-default}
 
 deps:
 	scripts/install-deps.sh

@@ -1,43 +1,34 @@
 #!/usr/bin/env bash
-# The main job: build, then run one talosbox node in container mode in the
-# foreground, as PID 1 of fresh namespaces when we are root. Ctrl-C (or
-# SIGTERM) stops its services in order and ends it.
+# The main job: build, then create a local cluster in Docker (1 control
+# plane, 1 worker) with `talosctl cluster create`, and show what to try.
+# `make run-down` destroys it.
 #
-#   scripts/run.sh BINARY LINKS_DIR
-#   NODE_DIR   where the node keeps its state (default _out/node)
-#   CONFIG     the machine config (default: generated into _out/cluster)
+#   scripts/run.sh LINKS_DIR
+#   CLUSTER   the cluster's name (default talos-default)
+#   ARGS      more flags for `talosctl cluster create` (e.g. "--workers 2")
 set -euo pipefail
-bin=$1 links=$2
-out=$(dirname "$bin")
-node_dir=${NODE_DIR:-$out/node}
-config=${CONFIG:-$out/cluster/controlplane.yaml}
+links=$1
+name=${CLUSTER:-talos-default}
 
-if [ ! -f "$config" ]; then
-  echo "generating a cluster config in $(dirname "$config") (talosctl gen config)"
-  "$links/talosctl" gen config local https://127.0.0.1:6443 -o "$(dirname "$config")"
+if ! docker_sock=$(ls /var/run/docker.sock 2>/dev/null) && [ -z "${DOCKER_HOST:-}" ]; then
+  echo "no Docker Engine socket at /var/run/docker.sock and DOCKER_HOST is unset: start dockerd first" >&2
+  exit 1
 fi
+
+# shellcheck disable=SC2086 # ARGS is a list of flags
+"$links/talosctl" cluster create --name "$name" --controlplanes 1 --workers 1 ${ARGS:-}
 
 cat <<MSG
 
-Starting a talosbox node in container mode:
-  state:  $node_dir (STATE in state/, EPHEMERAL in ephemeral/)
-  config: $config
-Stop it with Ctrl-C. From another terminal, talk to it through apid (:50000):
-  export TALOSCONFIG=$(dirname "$config")/talosconfig
-  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 version
-  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 services
-  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 get machinestatus
-  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 logs machined --tail 20
-  $links/talosctl -e 127.0.0.1 -n 127.0.0.1 health
-To see maintenance mode, start one with no config at all (apid then serves
-apply-config --insecure):
-  $links/machined --platform container --state-dir /tmp/empty-node
+The cluster "$name" is up; its context is the current one in ~/.talos/config
+(or \$TALOSCONFIG). Try:
+  $links/talosctl get members
+  $links/talosctl services
+  $links/talosctl logs machined --tail 20
+  $links/talosctl etcd members
+  $links/talosctl health
+  $links/talosctl -n 10.5.0.3 version          # the worker, through the control plane
+  $links/talosctl cluster show --name $name
+Tear it down with: make run-down
 
 MSG
-
-# The node shares this machine's network namespace here, so networkd stays off.
-cmd=("$links/init" --platform container --state-dir "$node_dir" --config "$config" --networkd=false)
-if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
-  exec unshare --fork --pid --mount --uts --ipc --mount-proc "${cmd[@]}"
-fi
-exec "${cmd[@]}"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/apid"
 	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/controlplane"
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/platform"
@@ -122,12 +123,17 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 	// One event stream for the node's life; apid serves it (talosctl events).
 	ring := events.New(events.DefaultCapacity)
 
+	// etcd and trustd, on control-plane nodes; apid serves the etcd API.
+	plane := controlplane.New(controlplane.Options{})
+
 	node, err := machine.New(machine.Options{
 		Platform:       p,
 		ConfigPath:     cfg.path,
 		PlatformConfig: cfg.userData,
 		Console:        env.Stdout,
-		EarlyServices:  apid.EarlyServices(ring, listen),
+		EarlyServices:  apid.EarlyServices(ring, listen, plane),
+		Services:       plane.Services,
+		LeaveCluster:   plane.Leave,
 		Networkd:       networkd,
 		OnEvent:        func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})

@@ -22,6 +22,8 @@ import (
 type session struct {
 	nodes    []string
 	insecure bool
+	// controlPlanes are the nodes `health` runs the etcd checks on.
+	controlPlanes []string
 
 	shared  *client.Client
 	perNode map[string]*client.Client
@@ -84,6 +86,14 @@ func (g *GlobalFlags) connectInsecure() (*session, error) {
 	}
 
 	return s, nil
+}
+
+// on is the session narrowed to nodes, sharing its connections.
+func (s *session) on(nodes []string) *session {
+	n := *s
+	n.nodes = nodes
+
+	return &n
 }
 
 // Close releases every connection.

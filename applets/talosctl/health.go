@@ -26,8 +26,13 @@ type healthCheck struct {
 	check func(ctx context.Context, s *session) error
 }
 
+// healthChecks are run in order; the etcd ones look at the control-plane
+// nodes only (s.controlPlanes).
 var healthChecks = []healthCheck{
-	{"API to be reachable on all nodes", checkAPI},
+	{"etcd to be healthy", checkEtcdHealthy},
+	{"etcd members to be consistent across nodes", checkEtcdConsistent},
+	{"etcd members to be control plane nodes", checkEtcdMembersAreControlPlanes},
+	{"apid to be ready", checkAPI},
 	{"all nodes to finish boot sequence", checkBooted},
 	{"all services to be up", checkServices},
 }
@@ -133,24 +138,18 @@ client; etcd and Kubernetes checks join as those components land.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withSession(false, func(s *session) error {
-				if extra := slices.Concat([]string{initNode}, controlPlanes, workers); len(slices.DeleteFunc(extra, func(n string) bool { return n == "" })) > 0 {
+				cps := slices.DeleteFunc(slices.Concat([]string{initNode}, controlPlanes), func(n string) bool { return n == "" })
+				if extra := slices.Concat(cps, workers); len(extra) > 0 {
 					s.nodes = extra
 				}
+
+				s.controlPlanes = cps
 
 				if len(s.nodes) > 0 {
 					fmt.Fprintf(cmd.OutOrStdout(), "discovered nodes: [%s]\n", quoteJoin(s.nodes))
 				}
 
-				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-				defer cancel()
-
-				for _, hc := range healthChecks {
-					if err := waitCheck(ctx, cmd.OutOrStdout(), s, hc); err != nil {
-						return err
-					}
-				}
-
-				return nil
+				return runHealthChecks(cmd.Context(), cmd.OutOrStdout(), s, timeout)
 			})
 		},
 	}
@@ -161,6 +160,29 @@ client; etcd and Kubernetes checks join as those components land.`,
 	cmd.Flags().StringVar(&initNode, "init-node", "", "specify IPs of init node")
 
 	return cmd
+}
+
+// runHealthChecks waits for every check in turn, within timeout.
+func runHealthChecks(ctx context.Context, out io.Writer, s *session, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	if s.controlPlanes == nil {
+		cps, err := discoverControlPlanes(ctx, s)
+		if err != nil {
+			return err
+		}
+
+		s.controlPlanes = cps
+	}
+
+	for _, hc := range healthChecks {
+		if err := waitCheck(ctx, out, s, hc); err != nil {
+			return err
+		}
+	}
+
+	return nil
 }
 
 func quoteJoin(nodes []string) string {

@@ -108,6 +108,9 @@ then ~/.talos/config.`,
 		newMemoryCommand(g),
 		newProcessesCommand(g),
 		newHealthCommand(g),
+		newClusterCommand(g),
+		newBootstrapCommand(g),
+		newEtcdCommand(g),
 	)
 
 	return root

@@ -129,6 +129,11 @@ type env struct {
 // startEnv runs a container-mode node in dir with config (nil: maintenance
 // mode) and its apid on listen (e.g. "127.0.0.1:0"). stop ends both.
 func startEnv(dir string, config []byte, listen string, tweaks ...func(*imachine.Options)) (*env, error) {
+	return startEnvWith(dir, config, listen, nil, tweaks...)
+}
+
+// startEnvWith is startEnv with a say on apid's options too.
+func startEnvWith(dir string, config []byte, listen string, apidTweak func(*Options), tweaks ...func(*imachine.Options)) (*env, error) {
 	var path string
 
 	if config != nil {
@@ -166,7 +171,12 @@ func startEnv(dir string, config []byte, listen string, tweaks ...func(*imachine
 
 	e.addr = lis.Addr().String()
 
-	e.srv, err = NewServer(Options{Node: e.node, Events: e.ring, StopGrace: 2 * time.Second, NodePorts: true}, e.console)
+	srvOpts := Options{Node: e.node, Events: e.ring, StopGrace: 2 * time.Second, NodePorts: true}
+	if apidTweak != nil {
+		apidTweak(&srvOpts)
+	}
+
+	e.srv, err = NewServer(srvOpts, e.console)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +214,14 @@ func startEnv(dir string, config []byte, listen string, tweaks ...func(*imachine
 func newEnv(t testing.TB, config []byte, listen string) *env {
 	t.Helper()
 
-	e, err := startEnv(t.TempDir(), config, listen)
+	return newEnvWith(t, config, listen, nil)
+}
+
+// newEnvWith is newEnv with a say on apid's options.
+func newEnvWith(t testing.TB, config []byte, listen string, apidTweak func(*Options)) *env {
+	t.Helper()
+
+	e, err := startEnvWith(t.TempDir(), config, listen, apidTweak)
 	if err != nil {
 		t.Fatal(err)
 	}

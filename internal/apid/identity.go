@@ -16,9 +16,15 @@ import (
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
-// ErrNoCAKey is why a worker's apid does not serve yet: its server
-// certificate must come from a control-plane node's trustd (issue 8).
-var ErrNoCAKey = errors.New("apid: no OS CA key on this node (worker certificates come from trustd, not built yet)")
+// errAwaitingCert is why a worker's apid does not serve yet: it has no OS
+// CA key, and its server certificate has not come from trustd yet.
+var errAwaitingCert = errors.New("apid: waiting for a server certificate from trustd on the control plane")
+
+// identityOptions are the server's settings an identity depends on.
+type identityOptions struct {
+	hostname        string   // overrides the node's hostname
+	trustdEndpoints []string // override the control-plane endpoint's
+}
 
 // identity is what apid serves as, derived from the active config. A new
 // one is made whenever the config or the stage changes.
@@ -26,8 +32,10 @@ type identity struct {
 	// maintenance: no config yet, so no CA: server-only TLS and the
 	// allow-list of maintenance methods.
 	maintenance bool
-	// err, when set, says why the node cannot serve (ErrNoCAKey).
+	// err, when set, says why the node cannot serve (errAwaitingCert).
 	err error
+	// remote: a worker, whose server certificate comes from trustd.
+	remote bool
 
 	cfg      *configs.Config
 	ca       *pki.CertAndKey // the OS CA (issuing: machine.ca)
@@ -47,7 +55,9 @@ type identity struct {
 
 // newIdentity derives the identity from the active config (nil in
 // maintenance mode). hostname overrides the node's hostname when set.
-func newIdentity(active []byte, hostname string) (*identity, error) {
+func newIdentity(active []byte, opts identityOptions) (*identity, error) {
+	hostname := opts.hostname
+
 	if active == nil {
 		id := &identity{maintenance: true, hostname: hostnameOf(nil, hostname), trustKey: "maintenance"}
 		id.server = newSelfSignedIssuer(id.hostname)
@@ -82,7 +92,9 @@ func newIdentity(active []byte, hostname string) (*identity, error) {
 	id.trustKey = "mtls:" + hex.EncodeToString(sum[:])
 
 	if len(id.ca.Key) == 0 {
-		id.err = ErrNoCAKey
+		id.remote = true
+		id.server = newRemoteIssuer(id, cfg, opts.trustdEndpoints)
+
 		return id, nil
 	}
 

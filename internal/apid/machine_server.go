@@ -173,10 +173,6 @@ func (m *machineServer) ServiceRestart(ctx context.Context, req *machine.Service
 	return &machine.ServiceRestartResponse{Messages: []*machine.ServiceRestart{{Resp: fmt.Sprintf("Service %q restarted", req.GetId())}}}, nil
 }
 
-func (m *machineServer) Bootstrap(context.Context, *machine.BootstrapRequest) (*machine.BootstrapResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "etcd is not built yet (issue 8)")
-}
-
 // afterReply runs action once the call is over, so its answer reaches the
 // client before the node stops its services (gRPC ends a unary call's
 // context after the response is written). It publishes the request as

@@ -57,6 +57,19 @@ var methodRoles = map[string][]Role{
 	machine.MachineService_Reboot_FullMethodName:         operators,
 	machine.MachineService_Shutdown_FullMethodName:       operators,
 
+	machine.MachineService_EtcdMemberList_FullMethodName: readers,
+	machine.MachineService_EtcdStatus_FullMethodName:     readers,
+	machine.MachineService_EtcdAlarmList_FullMethodName:  readers,
+
+	machine.MachineService_EtcdRemoveMemberByID_FullMethodName:  operators,
+	machine.MachineService_EtcdLeaveCluster_FullMethodName:      operators,
+	machine.MachineService_EtcdForfeitLeadership_FullMethodName: operators,
+	machine.MachineService_EtcdDefragment_FullMethodName:        operators,
+	machine.MachineService_EtcdAlarmDisarm_FullMethodName:       operators,
+	// Backups are the one thing os:etcd:backup may do.
+	machine.MachineService_EtcdSnapshot_FullMethodName: {RoleAdmin, RoleOperator, RoleEtcdBackup},
+
+	machine.MachineService_EtcdRecover_FullMethodName:                 admins,
 	machine.MachineService_Read_FullMethodName:                        admins,
 	machine.MachineService_Copy_FullMethodName:                        admins,
 	machine.MachineService_ApplyConfiguration_FullMethodName:          admins,

@@ -19,6 +19,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/resource"
 	imachine "github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/trustd"
 )
 
 // invoke calls any method of the table with an empty request: unary
@@ -436,24 +437,74 @@ func TestMaintenanceMode(t *testing.T) {
 	}
 }
 
-// A worker has no CA key: apid does not serve and says why.
-func TestWorkerWithoutCAKey(t *testing.T) {
-	e := newEnv(t, nodeConfig(t, true, "machine: {network: {hostname: worker-1}}"), "127.0.0.1:0")
+// A worker has no CA key: apid waits, saying why, until trustd on the
+// control plane issues its server certificate, then serves mutual TLS
+// with it.
+func TestWorkerCertificateFromTrustd(t *testing.T) {
+	// trustd's address is known before it serves: the worker's first
+	// attempts are refused.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	trustdAddr := lis.Addr().String()
+	lis.Close()
+
+	e := newEnvWith(t, nodeConfig(t, true, "machine: {network: {hostname: worker-1}}"), "127.0.0.1:0", func(o *Options) {
+		o.TrustdEndpoints = []string{trustdAddr}
+	})
 	e.waitReady(t)
 
 	ctx := testCtx(t)
 
-	err := e.srv.waitState(ctx, func(serving bool, id *identity) bool { return id != nil && id.err == ErrNoCAKey && !serving })
-	if err != nil {
-		t.Fatalf("apid did not report %q: %v", ErrNoCAKey, err)
+	if err := e.srv.waitState(ctx, func(serving bool, id *identity) bool { return id != nil && id.err == errAwaitingCert && !serving }); err != nil {
+		t.Fatalf("apid did not report %q: %v", errAwaitingCert, err)
 	}
 
-	if !strings.Contains(e.console.String(), ErrNoCAKey.Error()) {
-		t.Fatalf("the console does not say why apid does not serve:\n%s", e.console.String())
-	}
-
-	if e.srv.Err() != ErrNoCAKey {
+	if e.srv.Err() != errAwaitingCert {
 		t.Fatalf("Err() = %v", e.srv.Err())
+	}
+
+	srv, err := trustd.NewServer(trustd.Options{
+		CA:         osCA(),
+		Token:      bundle.TrustdInfo.Token,
+		ServerCert: trustd.ServerCertificate(osCA(), pki.ServerOptions{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tlis, err := net.Listen("tcp", trustdAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+
+	go func() { served <- srv.Serve(tctx, tlis) }()
+
+	t.Cleanup(func() {
+		cancel()
+		<-served
+	})
+
+	e.waitServing(t, false)
+
+	conn := dial(t, e.addr, clientCert(t, string(RoleReader)))
+
+	v, err := machineClient(conn).Version(ctx, &emptypb.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if h := v.GetMessages()[0].GetMetadata().GetHostname(); h != "worker-1" {
+		t.Fatalf("hostname %q", h)
+	}
+
+	if !strings.Contains(e.console.String(), "server certificate issued by trustd") {
+		t.Fatalf("the console does not say where the certificate came from:\n%s", e.console.String())
 	}
 }
 

@@ -45,6 +45,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		gs       *grpc.Server
 		served   chan error
 		lastNote string
+		fetching *certIssuer // a worker's issuer waiting for trustd
 	)
 
 	stop := func() {
@@ -80,6 +81,10 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 			// keep serving what we had, and say why.
 			fmt.Fprintf(s.log, "[talos] %v\n", err)
 			continue
+		}
+
+		if next.remote {
+			fetching = s.awaitRemoteCert(ctx, cur, next, fetching, changed)
 		}
 
 		if cur != nil && next.trustKey == cur.trustKey && next.err == nil && cur.err == nil {
@@ -121,6 +126,37 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}
 }
 
+// awaitRemoteCert prepares a worker's identity: it keeps the certificate
+// trustd already issued under the same trust, or else marks the identity
+// as waiting and fetches one in the background, signalling changed when
+// it arrives. It returns the issuer being fetched.
+func (s *Server) awaitRemoteCert(ctx context.Context, cur, next *identity, fetching *certIssuer, changed chan<- struct{}) *certIssuer {
+	if cur != nil && cur.remote && cur.trustKey == next.trustKey {
+		next.server = cur.server
+	}
+
+	if next.server.ready() {
+		return fetching
+	}
+
+	next.err = errAwaitingCert
+
+	if fetching == next.server {
+		return fetching
+	}
+
+	go func(ci *certIssuer) {
+		if ci.prefetch(ctx, s.log) == nil {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}(next.server)
+
+	return next.server
+}
+
 // currentIdentity derives the identity from the node's config and stage.
 func (s *Server) currentIdentity(ctx context.Context) (*identity, error) {
 	active := s.node.ActiveConfig()
@@ -131,7 +167,7 @@ func (s *Server) currentIdentity(ctx context.Context) (*identity, error) {
 		}
 	}
 
-	return newIdentity(active, s.opts.Hostname)
+	return newIdentity(active, identityOptions{hostname: s.opts.Hostname, trustdEndpoints: s.opts.TrustdEndpoints})
 }
 
 // stopGraceful lets in-flight calls finish for StopGrace, then cuts what

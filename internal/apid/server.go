@@ -10,9 +10,9 @@
 // The server follows the node. With no config (maintenance mode) it
 // serves server-only TLS with a self-signed certificate and a short
 // allow-list of methods; once a config is active it restarts with mutual
-// TLS from the OS CA (machine.ca). A worker has no CA key, and its
-// certificate will come from trustd (issue 8): until then it does not
-// serve, and says so (ErrNoCAKey).
+// TLS from the OS CA (machine.ca). A worker has no CA key: its server
+// certificate comes from trustd on the control plane, and until the first
+// one arrives it does not serve, and says so.
 package apid
 
 import (
@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/talosbox/talosbox/internal/controlplane"
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -48,6 +49,12 @@ type Options struct {
 	// several nodes in one test process. Off in production: any caller
 	// could otherwise make apid dial arbitrary ports.
 	NodePorts bool
+	// Plane serves the etcd calls and bootstrap; nil on a node without
+	// one (they fail with FailedPrecondition).
+	Plane *controlplane.Plane
+	// TrustdEndpoints, on a worker, replace the control-plane endpoint's
+	// host as where the server certificate is asked for (tests).
+	TrustdEndpoints []string
 	// Hostname overrides the node's name (config, then kernel): two test
 	// nodes in one process need different ones.
 	Hostname string
@@ -168,7 +175,8 @@ func (s *Server) broadcastLocked() {
 	s.gen = make(chan struct{})
 }
 
-// Err says why the server does not serve (ErrNoCAKey on a worker), or nil.
+// Err says why the server does not serve (a worker waiting for trustd),
+// or nil.
 func (s *Server) Err() error {
 	if id := s.identity(); id != nil {
 		return id.err
@@ -200,9 +208,9 @@ func (s *Server) waitState(ctx context.Context, cond func(serving bool, id *iden
 // EarlyServices is machine.Options.EarlyServices for a node that serves
 // the API: apid starts with machined, before there is a config, so that
 // maintenance mode is served. listen is "" for ":50000".
-func EarlyServices(ring *events.Ring, listen string) func(*machine.Node) []supervisor.Service {
+func EarlyServices(ring *events.Ring, listen string, plane *controlplane.Plane) func(*machine.Node) []supervisor.Service {
 	return func(n *machine.Node) []supervisor.Service {
-		opts := Options{Node: n, Events: ring, Listen: listen}
+		opts := Options{Node: n, Events: ring, Listen: listen, Plane: plane}
 
 		return []supervisor.Service{{
 			ID: "apid",

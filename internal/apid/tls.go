@@ -1,6 +1,7 @@
 package apid
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -22,6 +23,8 @@ import (
 // every 12 h). Issuing is lazy: it happens on the handshake that needs it.
 type certIssuer struct {
 	issue func() (*tls.Certificate, error)
+	// fetch, on a worker, asks trustd for a certificate (see worker.go).
+	fetch func(ctx context.Context, onError func(string, error)) (*pki.CertAndKey, error)
 
 	mu      sync.Mutex
 	cur     *tls.Certificate
@@ -29,6 +32,10 @@ type certIssuer struct {
 }
 
 func newIssuer(issue func() (*pki.CertAndKey, error)) *certIssuer {
+	if issue == nil {
+		return &certIssuer{}
+	}
+
 	return &certIssuer{issue: func() (*tls.Certificate, error) {
 		pair, err := issue()
 		if err != nil {
@@ -55,13 +62,38 @@ func (ci *certIssuer) get() (*tls.Certificate, error) {
 
 	c, err := ci.issue()
 	if err != nil {
+		if ci.cur != nil && time.Now().Before(ci.cur.Leaf.NotAfter) {
+			// Renewal failed (trustd away): the current one still serves.
+			return ci.cur, nil
+		}
+
 		return nil, fmt.Errorf("apid: issue certificate: %w", err)
 	}
 
-	life := c.Leaf.NotAfter.Sub(c.Leaf.NotBefore)
-	ci.cur, ci.renewAt = c, c.Leaf.NotBefore.Add(life/2)
+	ci.setLocked(c)
 
 	return c, nil
+}
+
+// set installs a certificate obtained outside a handshake (prefetch).
+func (ci *certIssuer) set(c *tls.Certificate) {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+
+	ci.setLocked(c)
+}
+
+func (ci *certIssuer) setLocked(c *tls.Certificate) {
+	life := c.Leaf.NotAfter.Sub(c.Leaf.NotBefore)
+	ci.cur, ci.renewAt = c, c.Leaf.NotBefore.Add(life/2)
+}
+
+// ready reports whether a certificate is at hand.
+func (ci *certIssuer) ready() bool {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+
+	return ci.cur != nil
 }
 
 // newSelfSignedIssuer makes maintenance mode's certificate: there is no CA

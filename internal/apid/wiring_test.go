@@ -38,7 +38,7 @@ func TestEarlyServicesWiring(t *testing.T) {
 
 	node, err := imachine.New(imachine.Options{
 		Platform: p, Console: console, NoContainerd: true, StopTimeout: 5 * time.Second,
-		EarlyServices: EarlyServices(ring, addr),
+		EarlyServices: EarlyServices(ring, addr, nil),
 		OnEvent:       func(ev imachine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})
 	if err != nil {

@@ -41,6 +41,13 @@ type Options struct {
 	// EarlyServices are started with machined, before there is a config:
 	// apid serves maintenance mode from there, as on Talos.
 	EarlyServices func(*Node) []supervisor.Service
+	// Services are the services that need the config, from the packages
+	// machined wires in (etcd and trustd on control planes). They are
+	// started with the node's own after every config load.
+	Services func(n *Node, cfg *configs.Config) []supervisor.Service
+	// LeaveCluster leaves etcd on a graceful reset, before the services
+	// stop; nil on a node that never runs etcd.
+	LeaveCluster func(ctx context.Context, w io.Writer) error
 	// OnEvent receives the node's events: service state changes, sequence,
 	// phase and task transitions, config load errors. It must not block.
 	OnEvent func(Event)

@@ -510,7 +510,9 @@ func TestResetWipesAndReturnsToMaintenance(t *testing.T) {
 // by apply-config wins, so it survives the container's restart.
 func TestPlatformConfigSeedsOnlyAnEmptyNode(t *testing.T) {
 	dir := t.TempDir()
-	seed := func(o *machine.Options) { o.PlatformConfig = workerConfig(t, "machine: {network: {hostname: from-userdata}}") }
+	seed := func(o *machine.Options) {
+		o.PlatformConfig = workerConfig(t, "machine: {network: {hostname: from-userdata}}")
+	}
 
 	first := startNodeWith(t, dir, nil, seed)
 	waitReady(t, first)

@@ -293,9 +293,13 @@ func (n *Node) stopServices(ctx context.Context, _ io.Writer) error {
 func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 	seq := &sequencer.Sequence{Name: "reset"}
 
-	seq.AppendWhen(opts.Graceful, "leave", task("leaveEtcd", func(_ context.Context, w io.Writer) error {
-		fmt.Fprintln(w, "[talos] etcd does not run on this node: nothing to leave")
-		return nil
+	seq.AppendWhen(opts.Graceful, "leave", task("leaveEtcd", func(ctx context.Context, w io.Writer) error {
+		if n.opts.LeaveCluster == nil {
+			fmt.Fprintln(w, "[talos] etcd does not run on this node: nothing to leave")
+			return nil
+		}
+
+		return n.opts.LeaveCluster(ctx, w)
 	}))
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
 	seq.Append("wipe", task("wipeSystemLabels", func(_ context.Context, w io.Writer) error {

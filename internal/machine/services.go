@@ -75,6 +75,10 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 		svcs = append(svcs, c)
 	}
 
+	if n.opts.Services != nil {
+		svcs = append(svcs, n.opts.Services(n, cfg)...)
+	}
+
 	if err := sup.Load(svcs...); err != nil {
 		return err
 	}

@@ -133,6 +133,55 @@ func (RebootRequest_Mode) EnumDescriptor() ([]byte, []int) {
 	return file_machine_machine_proto_rawDescGZIP(), []int{31, 0}
 }
 
+type EtcdMemberAlarm_AlarmType int32
+
+const (
+	EtcdMemberAlarm_NONE    EtcdMemberAlarm_AlarmType = 0
+	EtcdMemberAlarm_NOSPACE EtcdMemberAlarm_AlarmType = 1
+	EtcdMemberAlarm_CORRUPT EtcdMemberAlarm_AlarmType = 2
+)
+
+// Enum value maps for EtcdMemberAlarm_AlarmType.
+var (
+	EtcdMemberAlarm_AlarmType_name = map[int32]string{
+		0: "NONE",
+		1: "NOSPACE",
+		2: "CORRUPT",
+	}
+	EtcdMemberAlarm_AlarmType_value = map[string]int32{
+		"NONE":    0,
+		"NOSPACE": 1,
+		"CORRUPT": 2,
+	}
+)
+
+func (x EtcdMemberAlarm_AlarmType) Enum() *EtcdMemberAlarm_AlarmType {
+	p := new(EtcdMemberAlarm_AlarmType)
+	*p = x
+	return p
+}
+
+func (x EtcdMemberAlarm_AlarmType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EtcdMemberAlarm_AlarmType) Descriptor() protoreflect.EnumDescriptor {
+	return file_machine_machine_proto_enumTypes[2].Descriptor()
+}
+
+func (EtcdMemberAlarm_AlarmType) Type() protoreflect.EnumType {
+	return &file_machine_machine_proto_enumTypes[2]
+}
+
+func (x EtcdMemberAlarm_AlarmType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EtcdMemberAlarm_AlarmType.Descriptor instead.
+func (EtcdMemberAlarm_AlarmType) EnumDescriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{78, 0}
+}
+
 type VersionInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tag           string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
@@ -3702,6 +3751,1286 @@ func (x *GenerateClientConfigurationResponse) GetMessages() []*GenerateClientCon
 	return nil
 }
 
+type EtcdMemberListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	QueryLocal    bool                   `protobuf:"varint,1,opt,name=query_local,json=queryLocal,proto3" json:"query_local,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdMemberListRequest) Reset() {
+	*x = EtcdMemberListRequest{}
+	mi := &file_machine_machine_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdMemberListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdMemberListRequest) ProtoMessage() {}
+
+func (x *EtcdMemberListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdMemberListRequest.ProtoReflect.Descriptor instead.
+func (*EtcdMemberListRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *EtcdMemberListRequest) GetQueryLocal() bool {
+	if x != nil {
+		return x.QueryLocal
+	}
+	return false
+}
+
+type EtcdMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	Hostname      string                 `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	PeerUrls      []string               `protobuf:"bytes,4,rep,name=peer_urls,json=peerUrls,proto3" json:"peer_urls,omitempty"`
+	ClientUrls    []string               `protobuf:"bytes,5,rep,name=client_urls,json=clientUrls,proto3" json:"client_urls,omitempty"`
+	IsLearner     bool                   `protobuf:"varint,6,opt,name=is_learner,json=isLearner,proto3" json:"is_learner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdMember) Reset() {
+	*x = EtcdMember{}
+	mi := &file_machine_machine_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdMember) ProtoMessage() {}
+
+func (x *EtcdMember) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdMember.ProtoReflect.Descriptor instead.
+func (*EtcdMember) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *EtcdMember) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *EtcdMember) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *EtcdMember) GetPeerUrls() []string {
+	if x != nil {
+		return x.PeerUrls
+	}
+	return nil
+}
+
+func (x *EtcdMember) GetClientUrls() []string {
+	if x != nil {
+		return x.ClientUrls
+	}
+	return nil
+}
+
+func (x *EtcdMember) GetIsLearner() bool {
+	if x != nil {
+		return x.IsLearner
+	}
+	return false
+}
+
+type EtcdMembers struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	LegacyMembers []string               `protobuf:"bytes,2,rep,name=legacy_members,json=legacyMembers,proto3" json:"legacy_members,omitempty"`
+	Members       []*EtcdMember          `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdMembers) Reset() {
+	*x = EtcdMembers{}
+	mi := &file_machine_machine_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdMembers) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdMembers) ProtoMessage() {}
+
+func (x *EtcdMembers) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdMembers.ProtoReflect.Descriptor instead.
+func (*EtcdMembers) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *EtcdMembers) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *EtcdMembers) GetLegacyMembers() []string {
+	if x != nil {
+		return x.LegacyMembers
+	}
+	return nil
+}
+
+func (x *EtcdMembers) GetMembers() []*EtcdMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+type EtcdMemberListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*EtcdMembers         `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdMemberListResponse) Reset() {
+	*x = EtcdMemberListResponse{}
+	mi := &file_machine_machine_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdMemberListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdMemberListResponse) ProtoMessage() {}
+
+func (x *EtcdMemberListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdMemberListResponse.ProtoReflect.Descriptor instead.
+func (*EtcdMemberListResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *EtcdMemberListResponse) GetMessages() []*EtcdMembers {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type EtcdRemoveMemberByIDRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MemberId      uint64                 `protobuf:"varint,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdRemoveMemberByIDRequest) Reset() {
+	*x = EtcdRemoveMemberByIDRequest{}
+	mi := &file_machine_machine_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdRemoveMemberByIDRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdRemoveMemberByIDRequest) ProtoMessage() {}
+
+func (x *EtcdRemoveMemberByIDRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdRemoveMemberByIDRequest.ProtoReflect.Descriptor instead.
+func (*EtcdRemoveMemberByIDRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *EtcdRemoveMemberByIDRequest) GetMemberId() uint64 {
+	if x != nil {
+		return x.MemberId
+	}
+	return 0
+}
+
+type EtcdRemoveMemberByID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdRemoveMemberByID) Reset() {
+	*x = EtcdRemoveMemberByID{}
+	mi := &file_machine_machine_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdRemoveMemberByID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdRemoveMemberByID) ProtoMessage() {}
+
+func (x *EtcdRemoveMemberByID) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdRemoveMemberByID.ProtoReflect.Descriptor instead.
+func (*EtcdRemoveMemberByID) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *EtcdRemoveMemberByID) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type EtcdRemoveMemberByIDResponse struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Messages      []*EtcdRemoveMemberByID `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdRemoveMemberByIDResponse) Reset() {
+	*x = EtcdRemoveMemberByIDResponse{}
+	mi := &file_machine_machine_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdRemoveMemberByIDResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdRemoveMemberByIDResponse) ProtoMessage() {}
+
+func (x *EtcdRemoveMemberByIDResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdRemoveMemberByIDResponse.ProtoReflect.Descriptor instead.
+func (*EtcdRemoveMemberByIDResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *EtcdRemoveMemberByIDResponse) GetMessages() []*EtcdRemoveMemberByID {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type EtcdLeaveClusterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdLeaveClusterRequest) Reset() {
+	*x = EtcdLeaveClusterRequest{}
+	mi := &file_machine_machine_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdLeaveClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdLeaveClusterRequest) ProtoMessage() {}
+
+func (x *EtcdLeaveClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdLeaveClusterRequest.ProtoReflect.Descriptor instead.
+func (*EtcdLeaveClusterRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{69}
+}
+
+type EtcdLeaveCluster struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdLeaveCluster) Reset() {
+	*x = EtcdLeaveCluster{}
+	mi := &file_machine_machine_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdLeaveCluster) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdLeaveCluster) ProtoMessage() {}
+
+func (x *EtcdLeaveCluster) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdLeaveCluster.ProtoReflect.Descriptor instead.
+func (*EtcdLeaveCluster) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *EtcdLeaveCluster) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type EtcdLeaveClusterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*EtcdLeaveCluster    `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdLeaveClusterResponse) Reset() {
+	*x = EtcdLeaveClusterResponse{}
+	mi := &file_machine_machine_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdLeaveClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdLeaveClusterResponse) ProtoMessage() {}
+
+func (x *EtcdLeaveClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdLeaveClusterResponse.ProtoReflect.Descriptor instead.
+func (*EtcdLeaveClusterResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *EtcdLeaveClusterResponse) GetMessages() []*EtcdLeaveCluster {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type EtcdForfeitLeadershipRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdForfeitLeadershipRequest) Reset() {
+	*x = EtcdForfeitLeadershipRequest{}
+	mi := &file_machine_machine_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdForfeitLeadershipRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdForfeitLeadershipRequest) ProtoMessage() {}
+
+func (x *EtcdForfeitLeadershipRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdForfeitLeadershipRequest.ProtoReflect.Descriptor instead.
+func (*EtcdForfeitLeadershipRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{72}
+}
+
+type EtcdForfeitLeadership struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Member        string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdForfeitLeadership) Reset() {
+	*x = EtcdForfeitLeadership{}
+	mi := &file_machine_machine_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdForfeitLeadership) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdForfeitLeadership) ProtoMessage() {}
+
+func (x *EtcdForfeitLeadership) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdForfeitLeadership.ProtoReflect.Descriptor instead.
+func (*EtcdForfeitLeadership) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *EtcdForfeitLeadership) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *EtcdForfeitLeadership) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+type EtcdForfeitLeadershipResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Messages      []*EtcdForfeitLeadership `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdForfeitLeadershipResponse) Reset() {
+	*x = EtcdForfeitLeadershipResponse{}
+	mi := &file_machine_machine_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdForfeitLeadershipResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdForfeitLeadershipResponse) ProtoMessage() {}
+
+func (x *EtcdForfeitLeadershipResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdForfeitLeadershipResponse.ProtoReflect.Descriptor instead.
+func (*EtcdForfeitLeadershipResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *EtcdForfeitLeadershipResponse) GetMessages() []*EtcdForfeitLeadership {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type EtcdSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdSnapshotRequest) Reset() {
+	*x = EtcdSnapshotRequest{}
+	mi := &file_machine_machine_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdSnapshotRequest) ProtoMessage() {}
+
+func (x *EtcdSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*EtcdSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{75}
+}
+
+type EtcdRecover struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdRecover) Reset() {
+	*x = EtcdRecover{}
+	mi := &file_machine_machine_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdRecover) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdRecover) ProtoMessage() {}
+
+func (x *EtcdRecover) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdRecover.ProtoReflect.Descriptor instead.
+func (*EtcdRecover) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *EtcdRecover) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type EtcdRecoverResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*EtcdRecover         `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdRecoverResponse) Reset() {
+	*x = EtcdRecoverResponse{}
+	mi := &file_machine_machine_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdRecoverResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdRecoverResponse) ProtoMessage() {}
+
+func (x *EtcdRecoverResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdRecoverResponse.ProtoReflect.Descriptor instead.
+func (*EtcdRecoverResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *EtcdRecoverResponse) GetMessages() []*EtcdRecover {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type EtcdMemberAlarm struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	MemberId      uint64                    `protobuf:"varint,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Alarm         EtcdMemberAlarm_AlarmType `protobuf:"varint,2,opt,name=alarm,proto3,enum=machine.EtcdMemberAlarm_AlarmType" json:"alarm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdMemberAlarm) Reset() {
+	*x = EtcdMemberAlarm{}
+	mi := &file_machine_machine_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdMemberAlarm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdMemberAlarm) ProtoMessage() {}
+
+func (x *EtcdMemberAlarm) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdMemberAlarm.ProtoReflect.Descriptor instead.
+func (*EtcdMemberAlarm) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *EtcdMemberAlarm) GetMemberId() uint64 {
+	if x != nil {
+		return x.MemberId
+	}
+	return 0
+}
+
+func (x *EtcdMemberAlarm) GetAlarm() EtcdMemberAlarm_AlarmType {
+	if x != nil {
+		return x.Alarm
+	}
+	return EtcdMemberAlarm_NONE
+}
+
+type EtcdAlarm struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	MemberAlarms  []*EtcdMemberAlarm     `protobuf:"bytes,2,rep,name=member_alarms,json=memberAlarms,proto3" json:"member_alarms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdAlarm) Reset() {
+	*x = EtcdAlarm{}
+	mi := &file_machine_machine_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdAlarm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdAlarm) ProtoMessage() {}
+
+func (x *EtcdAlarm) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdAlarm.ProtoReflect.Descriptor instead.
+func (*EtcdAlarm) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *EtcdAlarm) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *EtcdAlarm) GetMemberAlarms() []*EtcdMemberAlarm {
+	if x != nil {
+		return x.MemberAlarms
+	}
+	return nil
+}
+
+type EtcdAlarmListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*EtcdAlarm           `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdAlarmListResponse) Reset() {
+	*x = EtcdAlarmListResponse{}
+	mi := &file_machine_machine_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdAlarmListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdAlarmListResponse) ProtoMessage() {}
+
+func (x *EtcdAlarmListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdAlarmListResponse.ProtoReflect.Descriptor instead.
+func (*EtcdAlarmListResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *EtcdAlarmListResponse) GetMessages() []*EtcdAlarm {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type EtcdAlarmDisarm struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	MemberAlarms  []*EtcdMemberAlarm     `protobuf:"bytes,2,rep,name=member_alarms,json=memberAlarms,proto3" json:"member_alarms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdAlarmDisarm) Reset() {
+	*x = EtcdAlarmDisarm{}
+	mi := &file_machine_machine_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdAlarmDisarm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdAlarmDisarm) ProtoMessage() {}
+
+func (x *EtcdAlarmDisarm) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdAlarmDisarm.ProtoReflect.Descriptor instead.
+func (*EtcdAlarmDisarm) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *EtcdAlarmDisarm) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *EtcdAlarmDisarm) GetMemberAlarms() []*EtcdMemberAlarm {
+	if x != nil {
+		return x.MemberAlarms
+	}
+	return nil
+}
+
+type EtcdAlarmDisarmResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*EtcdAlarmDisarm     `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdAlarmDisarmResponse) Reset() {
+	*x = EtcdAlarmDisarmResponse{}
+	mi := &file_machine_machine_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdAlarmDisarmResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdAlarmDisarmResponse) ProtoMessage() {}
+
+func (x *EtcdAlarmDisarmResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdAlarmDisarmResponse.ProtoReflect.Descriptor instead.
+func (*EtcdAlarmDisarmResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *EtcdAlarmDisarmResponse) GetMessages() []*EtcdAlarmDisarm {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type EtcdDefragment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdDefragment) Reset() {
+	*x = EtcdDefragment{}
+	mi := &file_machine_machine_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdDefragment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdDefragment) ProtoMessage() {}
+
+func (x *EtcdDefragment) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdDefragment.ProtoReflect.Descriptor instead.
+func (*EtcdDefragment) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *EtcdDefragment) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type EtcdDefragmentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*EtcdDefragment      `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdDefragmentResponse) Reset() {
+	*x = EtcdDefragmentResponse{}
+	mi := &file_machine_machine_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdDefragmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdDefragmentResponse) ProtoMessage() {}
+
+func (x *EtcdDefragmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdDefragmentResponse.ProtoReflect.Descriptor instead.
+func (*EtcdDefragmentResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *EtcdDefragmentResponse) GetMessages() []*EtcdDefragment {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type EtcdMemberStatus struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	MemberId         uint64                 `protobuf:"varint,10,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	ProtocolVersion  string                 `protobuf:"bytes,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	DbSize           int64                  `protobuf:"varint,2,opt,name=db_size,json=dbSize,proto3" json:"db_size,omitempty"`
+	DbSizeInUse      int64                  `protobuf:"varint,3,opt,name=db_size_in_use,json=dbSizeInUse,proto3" json:"db_size_in_use,omitempty"`
+	Leader           uint64                 `protobuf:"varint,4,opt,name=leader,proto3" json:"leader,omitempty"`
+	RaftIndex        uint64                 `protobuf:"varint,5,opt,name=raft_index,json=raftIndex,proto3" json:"raft_index,omitempty"`
+	RaftTerm         uint64                 `protobuf:"varint,6,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	RaftAppliedIndex uint64                 `protobuf:"varint,7,opt,name=raft_applied_index,json=raftAppliedIndex,proto3" json:"raft_applied_index,omitempty"`
+	Errors           []string               `protobuf:"bytes,8,rep,name=errors,proto3" json:"errors,omitempty"`
+	IsLearner        bool                   `protobuf:"varint,9,opt,name=is_learner,json=isLearner,proto3" json:"is_learner,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *EtcdMemberStatus) Reset() {
+	*x = EtcdMemberStatus{}
+	mi := &file_machine_machine_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdMemberStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdMemberStatus) ProtoMessage() {}
+
+func (x *EtcdMemberStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdMemberStatus.ProtoReflect.Descriptor instead.
+func (*EtcdMemberStatus) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *EtcdMemberStatus) GetMemberId() uint64 {
+	if x != nil {
+		return x.MemberId
+	}
+	return 0
+}
+
+func (x *EtcdMemberStatus) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return ""
+}
+
+func (x *EtcdMemberStatus) GetDbSize() int64 {
+	if x != nil {
+		return x.DbSize
+	}
+	return 0
+}
+
+func (x *EtcdMemberStatus) GetDbSizeInUse() int64 {
+	if x != nil {
+		return x.DbSizeInUse
+	}
+	return 0
+}
+
+func (x *EtcdMemberStatus) GetLeader() uint64 {
+	if x != nil {
+		return x.Leader
+	}
+	return 0
+}
+
+func (x *EtcdMemberStatus) GetRaftIndex() uint64 {
+	if x != nil {
+		return x.RaftIndex
+	}
+	return 0
+}
+
+func (x *EtcdMemberStatus) GetRaftTerm() uint64 {
+	if x != nil {
+		return x.RaftTerm
+	}
+	return 0
+}
+
+func (x *EtcdMemberStatus) GetRaftAppliedIndex() uint64 {
+	if x != nil {
+		return x.RaftAppliedIndex
+	}
+	return 0
+}
+
+func (x *EtcdMemberStatus) GetErrors() []string {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+func (x *EtcdMemberStatus) GetIsLearner() bool {
+	if x != nil {
+		return x.IsLearner
+	}
+	return false
+}
+
+type EtcdStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	MemberStatus  *EtcdMemberStatus      `protobuf:"bytes,2,opt,name=member_status,json=memberStatus,proto3" json:"member_status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdStatus) Reset() {
+	*x = EtcdStatus{}
+	mi := &file_machine_machine_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdStatus) ProtoMessage() {}
+
+func (x *EtcdStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdStatus.ProtoReflect.Descriptor instead.
+func (*EtcdStatus) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *EtcdStatus) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *EtcdStatus) GetMemberStatus() *EtcdMemberStatus {
+	if x != nil {
+		return x.MemberStatus
+	}
+	return nil
+}
+
+type EtcdStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*EtcdStatus          `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EtcdStatusResponse) Reset() {
+	*x = EtcdStatusResponse{}
+	mi := &file_machine_machine_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EtcdStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EtcdStatusResponse) ProtoMessage() {}
+
+func (x *EtcdStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EtcdStatusResponse.ProtoReflect.Descriptor instead.
+func (*EtcdStatusResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *EtcdStatusResponse) GetMessages() []*EtcdStatus {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 var File_machine_machine_proto protoreflect.FileDescriptor
 
 const file_machine_machine_proto_rawDesc = "" +
@@ -3966,7 +5295,88 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\x03key\x18\x04 \x01(\fR\x03key\x12 \n" +
 	"\vtalosconfig\x18\x05 \x01(\fR\vtalosconfig\"g\n" +
 	"#GenerateClientConfigurationResponse\x12@\n" +
-	"\bmessages\x18\x01 \x03(\v2$.machine.GenerateClientConfigurationR\bmessages2\xe4\v\n" +
+	"\bmessages\x18\x01 \x03(\v2$.machine.GenerateClientConfigurationR\bmessages\"8\n" +
+	"\x15EtcdMemberListRequest\x12\x1f\n" +
+	"\vquery_local\x18\x01 \x01(\bR\n" +
+	"queryLocal\"\x95\x01\n" +
+	"\n" +
+	"EtcdMember\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x1a\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\x12\x1b\n" +
+	"\tpeer_urls\x18\x04 \x03(\tR\bpeerUrls\x12\x1f\n" +
+	"\vclient_urls\x18\x05 \x03(\tR\n" +
+	"clientUrls\x12\x1d\n" +
+	"\n" +
+	"is_learner\x18\x06 \x01(\bR\tisLearner\"\x91\x01\n" +
+	"\vEtcdMembers\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12%\n" +
+	"\x0elegacy_members\x18\x02 \x03(\tR\rlegacyMembers\x12-\n" +
+	"\amembers\x18\x03 \x03(\v2\x13.machine.EtcdMemberR\amembers\"J\n" +
+	"\x16EtcdMemberListResponse\x120\n" +
+	"\bmessages\x18\x01 \x03(\v2\x14.machine.EtcdMembersR\bmessages\":\n" +
+	"\x1bEtcdRemoveMemberByIDRequest\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\x04R\bmemberId\"D\n" +
+	"\x14EtcdRemoveMemberByID\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"Y\n" +
+	"\x1cEtcdRemoveMemberByIDResponse\x129\n" +
+	"\bmessages\x18\x01 \x03(\v2\x1d.machine.EtcdRemoveMemberByIDR\bmessages\"\x19\n" +
+	"\x17EtcdLeaveClusterRequest\"@\n" +
+	"\x10EtcdLeaveCluster\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"Q\n" +
+	"\x18EtcdLeaveClusterResponse\x125\n" +
+	"\bmessages\x18\x01 \x03(\v2\x19.machine.EtcdLeaveClusterR\bmessages\"\x1e\n" +
+	"\x1cEtcdForfeitLeadershipRequest\"]\n" +
+	"\x15EtcdForfeitLeadership\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\tR\x06member\"[\n" +
+	"\x1dEtcdForfeitLeadershipResponse\x12:\n" +
+	"\bmessages\x18\x01 \x03(\v2\x1e.machine.EtcdForfeitLeadershipR\bmessages\"\x15\n" +
+	"\x13EtcdSnapshotRequest\";\n" +
+	"\vEtcdRecover\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"G\n" +
+	"\x13EtcdRecoverResponse\x120\n" +
+	"\bmessages\x18\x01 \x03(\v2\x14.machine.EtcdRecoverR\bmessages\"\x99\x01\n" +
+	"\x0fEtcdMemberAlarm\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\x04R\bmemberId\x128\n" +
+	"\x05alarm\x18\x02 \x01(\x0e2\".machine.EtcdMemberAlarm.AlarmTypeR\x05alarm\"/\n" +
+	"\tAlarmType\x12\b\n" +
+	"\x04NONE\x10\x00\x12\v\n" +
+	"\aNOSPACE\x10\x01\x12\v\n" +
+	"\aCORRUPT\x10\x02\"x\n" +
+	"\tEtcdAlarm\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12=\n" +
+	"\rmember_alarms\x18\x02 \x03(\v2\x18.machine.EtcdMemberAlarmR\fmemberAlarms\"G\n" +
+	"\x15EtcdAlarmListResponse\x12.\n" +
+	"\bmessages\x18\x01 \x03(\v2\x12.machine.EtcdAlarmR\bmessages\"~\n" +
+	"\x0fEtcdAlarmDisarm\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12=\n" +
+	"\rmember_alarms\x18\x02 \x03(\v2\x18.machine.EtcdMemberAlarmR\fmemberAlarms\"O\n" +
+	"\x17EtcdAlarmDisarmResponse\x124\n" +
+	"\bmessages\x18\x01 \x03(\v2\x18.machine.EtcdAlarmDisarmR\bmessages\">\n" +
+	"\x0eEtcdDefragment\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"M\n" +
+	"\x16EtcdDefragmentResponse\x123\n" +
+	"\bmessages\x18\x01 \x03(\v2\x17.machine.EtcdDefragmentR\bmessages\"\xd1\x02\n" +
+	"\x10EtcdMemberStatus\x12\x1b\n" +
+	"\tmember_id\x18\n" +
+	" \x01(\x04R\bmemberId\x12)\n" +
+	"\x10protocol_version\x18\x01 \x01(\tR\x0fprotocolVersion\x12\x17\n" +
+	"\adb_size\x18\x02 \x01(\x03R\x06dbSize\x12#\n" +
+	"\x0edb_size_in_use\x18\x03 \x01(\x03R\vdbSizeInUse\x12\x16\n" +
+	"\x06leader\x18\x04 \x01(\x04R\x06leader\x12\x1d\n" +
+	"\n" +
+	"raft_index\x18\x05 \x01(\x04R\traftIndex\x12\x1b\n" +
+	"\traft_term\x18\x06 \x01(\x04R\braftTerm\x12,\n" +
+	"\x12raft_applied_index\x18\a \x01(\x04R\x10raftAppliedIndex\x12\x16\n" +
+	"\x06errors\x18\b \x03(\tR\x06errors\x12\x1d\n" +
+	"\n" +
+	"is_learner\x18\t \x01(\bR\tisLearner\"z\n" +
+	"\n" +
+	"EtcdStatus\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12>\n" +
+	"\rmember_status\x18\x02 \x01(\v2\x19.machine.EtcdMemberStatusR\fmemberStatus\"E\n" +
+	"\x12EtcdStatusResponse\x12/\n" +
+	"\bmessages\x18\x01 \x03(\v2\x13.machine.EtcdStatusR\bmessages2\xfc\x11\n" +
 	"\x0eMachineService\x12;\n" +
 	"\aVersion\x12\x16.google.protobuf.Empty\x1a\x18.machine.VersionResponse\x12=\n" +
 	"\bHostname\x12\x16.google.protobuf.Empty\x1a\x19.machine.HostnameResponse\x12C\n" +
@@ -3991,7 +5401,18 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\aLoadAvg\x12\x16.google.protobuf.Empty\x1a\x18.machine.LoadAvgResponse\x12A\n" +
 	"\n" +
 	"SystemStat\x12\x16.google.protobuf.Empty\x1a\x1b.machine.SystemStatResponse\x12x\n" +
-	"\x1bGenerateClientConfiguration\x12+.machine.GenerateClientConfigurationRequest\x1a,.machine.GenerateClientConfigurationResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
+	"\x1bGenerateClientConfiguration\x12+.machine.GenerateClientConfigurationRequest\x1a,.machine.GenerateClientConfigurationResponse\x12Q\n" +
+	"\x0eEtcdMemberList\x12\x1e.machine.EtcdMemberListRequest\x1a\x1f.machine.EtcdMemberListResponse\x12c\n" +
+	"\x14EtcdRemoveMemberByID\x12$.machine.EtcdRemoveMemberByIDRequest\x1a%.machine.EtcdRemoveMemberByIDResponse\x12W\n" +
+	"\x10EtcdLeaveCluster\x12 .machine.EtcdLeaveClusterRequest\x1a!.machine.EtcdLeaveClusterResponse\x12f\n" +
+	"\x15EtcdForfeitLeadership\x12%.machine.EtcdForfeitLeadershipRequest\x1a&.machine.EtcdForfeitLeadershipResponse\x12<\n" +
+	"\fEtcdSnapshot\x12\x1c.machine.EtcdSnapshotRequest\x1a\f.common.Data0\x01\x12;\n" +
+	"\vEtcdRecover\x12\f.common.Data\x1a\x1c.machine.EtcdRecoverResponse(\x01\x12G\n" +
+	"\rEtcdAlarmList\x12\x16.google.protobuf.Empty\x1a\x1e.machine.EtcdAlarmListResponse\x12K\n" +
+	"\x0fEtcdAlarmDisarm\x12\x16.google.protobuf.Empty\x1a .machine.EtcdAlarmDisarmResponse\x12I\n" +
+	"\x0eEtcdDefragment\x12\x16.google.protobuf.Empty\x1a\x1f.machine.EtcdDefragmentResponse\x12A\n" +
+	"\n" +
+	"EtcdStatus\x12\x16.google.protobuf.Empty\x1a\x1b.machine.EtcdStatusResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
 
 var (
 	file_machine_machine_proto_rawDescOnce sync.Once
@@ -4005,189 +5426,259 @@ func file_machine_machine_proto_rawDescGZIP() []byte {
 	return file_machine_machine_proto_rawDescData
 }
 
-var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
 var file_machine_machine_proto_goTypes = []any{
 	(ApplyConfigurationRequest_Mode)(0),         // 0: machine.ApplyConfigurationRequest.Mode
 	(RebootRequest_Mode)(0),                     // 1: machine.RebootRequest.Mode
-	(*VersionInfo)(nil),                         // 2: machine.VersionInfo
-	(*PlatformInfo)(nil),                        // 3: machine.PlatformInfo
-	(*Version)(nil),                             // 4: machine.Version
-	(*VersionResponse)(nil),                     // 5: machine.VersionResponse
-	(*Hostname)(nil),                            // 6: machine.Hostname
-	(*HostnameResponse)(nil),                    // 7: machine.HostnameResponse
-	(*ServiceEvent)(nil),                        // 8: machine.ServiceEvent
-	(*ServiceEvents)(nil),                       // 9: machine.ServiceEvents
-	(*ServiceHealth)(nil),                       // 10: machine.ServiceHealth
-	(*ServiceInfo)(nil),                         // 11: machine.ServiceInfo
-	(*ServiceList)(nil),                         // 12: machine.ServiceList
-	(*ServiceListResponse)(nil),                 // 13: machine.ServiceListResponse
-	(*ServiceStartRequest)(nil),                 // 14: machine.ServiceStartRequest
-	(*ServiceStart)(nil),                        // 15: machine.ServiceStart
-	(*ServiceStartResponse)(nil),                // 16: machine.ServiceStartResponse
-	(*ServiceStopRequest)(nil),                  // 17: machine.ServiceStopRequest
-	(*ServiceStop)(nil),                         // 18: machine.ServiceStop
-	(*ServiceStopResponse)(nil),                 // 19: machine.ServiceStopResponse
-	(*ServiceRestartRequest)(nil),               // 20: machine.ServiceRestartRequest
-	(*ServiceRestart)(nil),                      // 21: machine.ServiceRestart
-	(*ServiceRestartResponse)(nil),              // 22: machine.ServiceRestartResponse
-	(*LogsRequest)(nil),                         // 23: machine.LogsRequest
-	(*DmesgRequest)(nil),                        // 24: machine.DmesgRequest
-	(*EventsRequest)(nil),                       // 25: machine.EventsRequest
-	(*Event)(nil),                               // 26: machine.Event
-	(*ApplyConfigurationRequest)(nil),           // 27: machine.ApplyConfigurationRequest
-	(*ApplyConfiguration)(nil),                  // 28: machine.ApplyConfiguration
-	(*ApplyConfigurationResponse)(nil),          // 29: machine.ApplyConfigurationResponse
-	(*BootstrapRequest)(nil),                    // 30: machine.BootstrapRequest
-	(*Bootstrap)(nil),                           // 31: machine.Bootstrap
-	(*BootstrapResponse)(nil),                   // 32: machine.BootstrapResponse
-	(*RebootRequest)(nil),                       // 33: machine.RebootRequest
-	(*Reboot)(nil),                              // 34: machine.Reboot
-	(*RebootResponse)(nil),                      // 35: machine.RebootResponse
-	(*ShutdownRequest)(nil),                     // 36: machine.ShutdownRequest
-	(*Shutdown)(nil),                            // 37: machine.Shutdown
-	(*ShutdownResponse)(nil),                    // 38: machine.ShutdownResponse
-	(*ResetPartitionSpec)(nil),                  // 39: machine.ResetPartitionSpec
-	(*ResetRequest)(nil),                        // 40: machine.ResetRequest
-	(*Reset)(nil),                               // 41: machine.Reset
-	(*ResetResponse)(nil),                       // 42: machine.ResetResponse
-	(*ListRequest)(nil),                         // 43: machine.ListRequest
-	(*FileInfo)(nil),                            // 44: machine.FileInfo
-	(*ReadRequest)(nil),                         // 45: machine.ReadRequest
-	(*CopyRequest)(nil),                         // 46: machine.CopyRequest
-	(*MountStat)(nil),                           // 47: machine.MountStat
-	(*Mounts)(nil),                              // 48: machine.Mounts
-	(*MountsResponse)(nil),                      // 49: machine.MountsResponse
-	(*MemInfo)(nil),                             // 50: machine.MemInfo
-	(*Memory)(nil),                              // 51: machine.Memory
-	(*MemoryResponse)(nil),                      // 52: machine.MemoryResponse
-	(*ProcessInfo)(nil),                         // 53: machine.ProcessInfo
-	(*Process)(nil),                             // 54: machine.Process
-	(*ProcessesResponse)(nil),                   // 55: machine.ProcessesResponse
-	(*LoadAvg)(nil),                             // 56: machine.LoadAvg
-	(*LoadAvgResponse)(nil),                     // 57: machine.LoadAvgResponse
-	(*CPUStat)(nil),                             // 58: machine.CPUStat
-	(*SystemStat)(nil),                          // 59: machine.SystemStat
-	(*SystemStatResponse)(nil),                  // 60: machine.SystemStatResponse
-	(*GenerateClientConfigurationRequest)(nil),  // 61: machine.GenerateClientConfigurationRequest
-	(*GenerateClientConfiguration)(nil),         // 62: machine.GenerateClientConfiguration
-	(*GenerateClientConfigurationResponse)(nil), // 63: machine.GenerateClientConfigurationResponse
-	nil,                           // 64: machine.Event.FieldsEntry
-	(*common.Metadata)(nil),       // 65: common.Metadata
-	(*timestamppb.Timestamp)(nil), // 66: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 67: google.protobuf.Duration
-	(*emptypb.Empty)(nil),         // 68: google.protobuf.Empty
-	(*common.Data)(nil),           // 69: common.Data
+	(EtcdMemberAlarm_AlarmType)(0),              // 2: machine.EtcdMemberAlarm.AlarmType
+	(*VersionInfo)(nil),                         // 3: machine.VersionInfo
+	(*PlatformInfo)(nil),                        // 4: machine.PlatformInfo
+	(*Version)(nil),                             // 5: machine.Version
+	(*VersionResponse)(nil),                     // 6: machine.VersionResponse
+	(*Hostname)(nil),                            // 7: machine.Hostname
+	(*HostnameResponse)(nil),                    // 8: machine.HostnameResponse
+	(*ServiceEvent)(nil),                        // 9: machine.ServiceEvent
+	(*ServiceEvents)(nil),                       // 10: machine.ServiceEvents
+	(*ServiceHealth)(nil),                       // 11: machine.ServiceHealth
+	(*ServiceInfo)(nil),                         // 12: machine.ServiceInfo
+	(*ServiceList)(nil),                         // 13: machine.ServiceList
+	(*ServiceListResponse)(nil),                 // 14: machine.ServiceListResponse
+	(*ServiceStartRequest)(nil),                 // 15: machine.ServiceStartRequest
+	(*ServiceStart)(nil),                        // 16: machine.ServiceStart
+	(*ServiceStartResponse)(nil),                // 17: machine.ServiceStartResponse
+	(*ServiceStopRequest)(nil),                  // 18: machine.ServiceStopRequest
+	(*ServiceStop)(nil),                         // 19: machine.ServiceStop
+	(*ServiceStopResponse)(nil),                 // 20: machine.ServiceStopResponse
+	(*ServiceRestartRequest)(nil),               // 21: machine.ServiceRestartRequest
+	(*ServiceRestart)(nil),                      // 22: machine.ServiceRestart
+	(*ServiceRestartResponse)(nil),              // 23: machine.ServiceRestartResponse
+	(*LogsRequest)(nil),                         // 24: machine.LogsRequest
+	(*DmesgRequest)(nil),                        // 25: machine.DmesgRequest
+	(*EventsRequest)(nil),                       // 26: machine.EventsRequest
+	(*Event)(nil),                               // 27: machine.Event
+	(*ApplyConfigurationRequest)(nil),           // 28: machine.ApplyConfigurationRequest
+	(*ApplyConfiguration)(nil),                  // 29: machine.ApplyConfiguration
+	(*ApplyConfigurationResponse)(nil),          // 30: machine.ApplyConfigurationResponse
+	(*BootstrapRequest)(nil),                    // 31: machine.BootstrapRequest
+	(*Bootstrap)(nil),                           // 32: machine.Bootstrap
+	(*BootstrapResponse)(nil),                   // 33: machine.BootstrapResponse
+	(*RebootRequest)(nil),                       // 34: machine.RebootRequest
+	(*Reboot)(nil),                              // 35: machine.Reboot
+	(*RebootResponse)(nil),                      // 36: machine.RebootResponse
+	(*ShutdownRequest)(nil),                     // 37: machine.ShutdownRequest
+	(*Shutdown)(nil),                            // 38: machine.Shutdown
+	(*ShutdownResponse)(nil),                    // 39: machine.ShutdownResponse
+	(*ResetPartitionSpec)(nil),                  // 40: machine.ResetPartitionSpec
+	(*ResetRequest)(nil),                        // 41: machine.ResetRequest
+	(*Reset)(nil),                               // 42: machine.Reset
+	(*ResetResponse)(nil),                       // 43: machine.ResetResponse
+	(*ListRequest)(nil),                         // 44: machine.ListRequest
+	(*FileInfo)(nil),                            // 45: machine.FileInfo
+	(*ReadRequest)(nil),                         // 46: machine.ReadRequest
+	(*CopyRequest)(nil),                         // 47: machine.CopyRequest
+	(*MountStat)(nil),                           // 48: machine.MountStat
+	(*Mounts)(nil),                              // 49: machine.Mounts
+	(*MountsResponse)(nil),                      // 50: machine.MountsResponse
+	(*MemInfo)(nil),                             // 51: machine.MemInfo
+	(*Memory)(nil),                              // 52: machine.Memory
+	(*MemoryResponse)(nil),                      // 53: machine.MemoryResponse
+	(*ProcessInfo)(nil),                         // 54: machine.ProcessInfo
+	(*Process)(nil),                             // 55: machine.Process
+	(*ProcessesResponse)(nil),                   // 56: machine.ProcessesResponse
+	(*LoadAvg)(nil),                             // 57: machine.LoadAvg
+	(*LoadAvgResponse)(nil),                     // 58: machine.LoadAvgResponse
+	(*CPUStat)(nil),                             // 59: machine.CPUStat
+	(*SystemStat)(nil),                          // 60: machine.SystemStat
+	(*SystemStatResponse)(nil),                  // 61: machine.SystemStatResponse
+	(*GenerateClientConfigurationRequest)(nil),  // 62: machine.GenerateClientConfigurationRequest
+	(*GenerateClientConfiguration)(nil),         // 63: machine.GenerateClientConfiguration
+	(*GenerateClientConfigurationResponse)(nil), // 64: machine.GenerateClientConfigurationResponse
+	(*EtcdMemberListRequest)(nil),               // 65: machine.EtcdMemberListRequest
+	(*EtcdMember)(nil),                          // 66: machine.EtcdMember
+	(*EtcdMembers)(nil),                         // 67: machine.EtcdMembers
+	(*EtcdMemberListResponse)(nil),              // 68: machine.EtcdMemberListResponse
+	(*EtcdRemoveMemberByIDRequest)(nil),         // 69: machine.EtcdRemoveMemberByIDRequest
+	(*EtcdRemoveMemberByID)(nil),                // 70: machine.EtcdRemoveMemberByID
+	(*EtcdRemoveMemberByIDResponse)(nil),        // 71: machine.EtcdRemoveMemberByIDResponse
+	(*EtcdLeaveClusterRequest)(nil),             // 72: machine.EtcdLeaveClusterRequest
+	(*EtcdLeaveCluster)(nil),                    // 73: machine.EtcdLeaveCluster
+	(*EtcdLeaveClusterResponse)(nil),            // 74: machine.EtcdLeaveClusterResponse
+	(*EtcdForfeitLeadershipRequest)(nil),        // 75: machine.EtcdForfeitLeadershipRequest
+	(*EtcdForfeitLeadership)(nil),               // 76: machine.EtcdForfeitLeadership
+	(*EtcdForfeitLeadershipResponse)(nil),       // 77: machine.EtcdForfeitLeadershipResponse
+	(*EtcdSnapshotRequest)(nil),                 // 78: machine.EtcdSnapshotRequest
+	(*EtcdRecover)(nil),                         // 79: machine.EtcdRecover
+	(*EtcdRecoverResponse)(nil),                 // 80: machine.EtcdRecoverResponse
+	(*EtcdMemberAlarm)(nil),                     // 81: machine.EtcdMemberAlarm
+	(*EtcdAlarm)(nil),                           // 82: machine.EtcdAlarm
+	(*EtcdAlarmListResponse)(nil),               // 83: machine.EtcdAlarmListResponse
+	(*EtcdAlarmDisarm)(nil),                     // 84: machine.EtcdAlarmDisarm
+	(*EtcdAlarmDisarmResponse)(nil),             // 85: machine.EtcdAlarmDisarmResponse
+	(*EtcdDefragment)(nil),                      // 86: machine.EtcdDefragment
+	(*EtcdDefragmentResponse)(nil),              // 87: machine.EtcdDefragmentResponse
+	(*EtcdMemberStatus)(nil),                    // 88: machine.EtcdMemberStatus
+	(*EtcdStatus)(nil),                          // 89: machine.EtcdStatus
+	(*EtcdStatusResponse)(nil),                  // 90: machine.EtcdStatusResponse
+	nil,                                         // 91: machine.Event.FieldsEntry
+	(*common.Metadata)(nil),                     // 92: common.Metadata
+	(*timestamppb.Timestamp)(nil),               // 93: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                 // 94: google.protobuf.Duration
+	(*emptypb.Empty)(nil),                       // 95: google.protobuf.Empty
+	(*common.Data)(nil),                         // 96: common.Data
 }
 var file_machine_machine_proto_depIdxs = []int32{
-	65, // 0: machine.Version.metadata:type_name -> common.Metadata
-	2,  // 1: machine.Version.version:type_name -> machine.VersionInfo
-	3,  // 2: machine.Version.platform:type_name -> machine.PlatformInfo
-	4,  // 3: machine.VersionResponse.messages:type_name -> machine.Version
-	65, // 4: machine.Hostname.metadata:type_name -> common.Metadata
-	6,  // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
-	66, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
-	8,  // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
-	66, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
-	9,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
-	10, // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
-	65, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
-	11, // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
-	12, // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
-	65, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
-	15, // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
-	65, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
-	18, // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
-	65, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
-	21, // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
-	65, // 20: machine.Event.metadata:type_name -> common.Metadata
-	66, // 21: machine.Event.ts:type_name -> google.protobuf.Timestamp
-	64, // 22: machine.Event.fields:type_name -> machine.Event.FieldsEntry
-	0,  // 23: machine.ApplyConfigurationRequest.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	67, // 24: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
-	65, // 25: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
-	0,  // 26: machine.ApplyConfiguration.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	28, // 27: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
-	65, // 28: machine.Bootstrap.metadata:type_name -> common.Metadata
-	31, // 29: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
-	1,  // 30: machine.RebootRequest.mode:type_name -> machine.RebootRequest.Mode
-	65, // 31: machine.Reboot.metadata:type_name -> common.Metadata
-	34, // 32: machine.RebootResponse.messages:type_name -> machine.Reboot
-	65, // 33: machine.Shutdown.metadata:type_name -> common.Metadata
-	37, // 34: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
-	39, // 35: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
-	65, // 36: machine.Reset.metadata:type_name -> common.Metadata
-	41, // 37: machine.ResetResponse.messages:type_name -> machine.Reset
-	65, // 38: machine.FileInfo.metadata:type_name -> common.Metadata
-	65, // 39: machine.Mounts.metadata:type_name -> common.Metadata
-	47, // 40: machine.Mounts.stats:type_name -> machine.MountStat
-	48, // 41: machine.MountsResponse.messages:type_name -> machine.Mounts
-	65, // 42: machine.Memory.metadata:type_name -> common.Metadata
-	50, // 43: machine.Memory.meminfo:type_name -> machine.MemInfo
-	51, // 44: machine.MemoryResponse.messages:type_name -> machine.Memory
-	65, // 45: machine.Process.metadata:type_name -> common.Metadata
-	53, // 46: machine.Process.processes:type_name -> machine.ProcessInfo
-	54, // 47: machine.ProcessesResponse.messages:type_name -> machine.Process
-	65, // 48: machine.LoadAvg.metadata:type_name -> common.Metadata
-	56, // 49: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
-	65, // 50: machine.SystemStat.metadata:type_name -> common.Metadata
-	58, // 51: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
-	58, // 52: machine.SystemStat.cpu:type_name -> machine.CPUStat
-	59, // 53: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
-	67, // 54: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
-	65, // 55: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
-	62, // 56: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
-	68, // 57: machine.MachineService.Version:input_type -> google.protobuf.Empty
-	68, // 58: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
-	68, // 59: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
-	14, // 60: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
-	17, // 61: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
-	20, // 62: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
-	23, // 63: machine.MachineService.Logs:input_type -> machine.LogsRequest
-	24, // 64: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
-	25, // 65: machine.MachineService.Events:input_type -> machine.EventsRequest
-	27, // 66: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
-	30, // 67: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
-	33, // 68: machine.MachineService.Reboot:input_type -> machine.RebootRequest
-	36, // 69: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
-	40, // 70: machine.MachineService.Reset:input_type -> machine.ResetRequest
-	43, // 71: machine.MachineService.List:input_type -> machine.ListRequest
-	45, // 72: machine.MachineService.Read:input_type -> machine.ReadRequest
-	46, // 73: machine.MachineService.Copy:input_type -> machine.CopyRequest
-	68, // 74: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
-	68, // 75: machine.MachineService.Memory:input_type -> google.protobuf.Empty
-	68, // 76: machine.MachineService.Processes:input_type -> google.protobuf.Empty
-	68, // 77: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
-	68, // 78: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
-	61, // 79: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
-	5,  // 80: machine.MachineService.Version:output_type -> machine.VersionResponse
-	7,  // 81: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
-	13, // 82: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
-	16, // 83: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
-	19, // 84: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
-	22, // 85: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
-	69, // 86: machine.MachineService.Logs:output_type -> common.Data
-	69, // 87: machine.MachineService.Dmesg:output_type -> common.Data
-	26, // 88: machine.MachineService.Events:output_type -> machine.Event
-	29, // 89: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
-	32, // 90: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
-	35, // 91: machine.MachineService.Reboot:output_type -> machine.RebootResponse
-	38, // 92: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
-	42, // 93: machine.MachineService.Reset:output_type -> machine.ResetResponse
-	44, // 94: machine.MachineService.List:output_type -> machine.FileInfo
-	69, // 95: machine.MachineService.Read:output_type -> common.Data
-	69, // 96: machine.MachineService.Copy:output_type -> common.Data
-	49, // 97: machine.MachineService.Mounts:output_type -> machine.MountsResponse
-	52, // 98: machine.MachineService.Memory:output_type -> machine.MemoryResponse
-	55, // 99: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
-	57, // 100: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
-	60, // 101: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
-	63, // 102: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
-	80, // [80:103] is the sub-list for method output_type
-	57, // [57:80] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	92,  // 0: machine.Version.metadata:type_name -> common.Metadata
+	3,   // 1: machine.Version.version:type_name -> machine.VersionInfo
+	4,   // 2: machine.Version.platform:type_name -> machine.PlatformInfo
+	5,   // 3: machine.VersionResponse.messages:type_name -> machine.Version
+	92,  // 4: machine.Hostname.metadata:type_name -> common.Metadata
+	7,   // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
+	93,  // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
+	9,   // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
+	93,  // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
+	10,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
+	11,  // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
+	92,  // 11: machine.ServiceList.metadata:type_name -> common.Metadata
+	12,  // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
+	13,  // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
+	92,  // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
+	16,  // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
+	92,  // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
+	19,  // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
+	92,  // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
+	22,  // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
+	92,  // 20: machine.Event.metadata:type_name -> common.Metadata
+	93,  // 21: machine.Event.ts:type_name -> google.protobuf.Timestamp
+	91,  // 22: machine.Event.fields:type_name -> machine.Event.FieldsEntry
+	0,   // 23: machine.ApplyConfigurationRequest.mode:type_name -> machine.ApplyConfigurationRequest.Mode
+	94,  // 24: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
+	92,  // 25: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
+	0,   // 26: machine.ApplyConfiguration.mode:type_name -> machine.ApplyConfigurationRequest.Mode
+	29,  // 27: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
+	92,  // 28: machine.Bootstrap.metadata:type_name -> common.Metadata
+	32,  // 29: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
+	1,   // 30: machine.RebootRequest.mode:type_name -> machine.RebootRequest.Mode
+	92,  // 31: machine.Reboot.metadata:type_name -> common.Metadata
+	35,  // 32: machine.RebootResponse.messages:type_name -> machine.Reboot
+	92,  // 33: machine.Shutdown.metadata:type_name -> common.Metadata
+	38,  // 34: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
+	40,  // 35: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
+	92,  // 36: machine.Reset.metadata:type_name -> common.Metadata
+	42,  // 37: machine.ResetResponse.messages:type_name -> machine.Reset
+	92,  // 38: machine.FileInfo.metadata:type_name -> common.Metadata
+	92,  // 39: machine.Mounts.metadata:type_name -> common.Metadata
+	48,  // 40: machine.Mounts.stats:type_name -> machine.MountStat
+	49,  // 41: machine.MountsResponse.messages:type_name -> machine.Mounts
+	92,  // 42: machine.Memory.metadata:type_name -> common.Metadata
+	51,  // 43: machine.Memory.meminfo:type_name -> machine.MemInfo
+	52,  // 44: machine.MemoryResponse.messages:type_name -> machine.Memory
+	92,  // 45: machine.Process.metadata:type_name -> common.Metadata
+	54,  // 46: machine.Process.processes:type_name -> machine.ProcessInfo
+	55,  // 47: machine.ProcessesResponse.messages:type_name -> machine.Process
+	92,  // 48: machine.LoadAvg.metadata:type_name -> common.Metadata
+	57,  // 49: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
+	92,  // 50: machine.SystemStat.metadata:type_name -> common.Metadata
+	59,  // 51: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
+	59,  // 52: machine.SystemStat.cpu:type_name -> machine.CPUStat
+	60,  // 53: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
+	94,  // 54: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
+	92,  // 55: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
+	63,  // 56: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
+	92,  // 57: machine.EtcdMembers.metadata:type_name -> common.Metadata
+	66,  // 58: machine.EtcdMembers.members:type_name -> machine.EtcdMember
+	67,  // 59: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
+	92,  // 60: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
+	70,  // 61: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
+	92,  // 62: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
+	73,  // 63: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
+	92,  // 64: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
+	76,  // 65: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
+	92,  // 66: machine.EtcdRecover.metadata:type_name -> common.Metadata
+	79,  // 67: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
+	2,   // 68: machine.EtcdMemberAlarm.alarm:type_name -> machine.EtcdMemberAlarm.AlarmType
+	92,  // 69: machine.EtcdAlarm.metadata:type_name -> common.Metadata
+	81,  // 70: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
+	82,  // 71: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
+	92,  // 72: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
+	81,  // 73: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
+	84,  // 74: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
+	92,  // 75: machine.EtcdDefragment.metadata:type_name -> common.Metadata
+	86,  // 76: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
+	92,  // 77: machine.EtcdStatus.metadata:type_name -> common.Metadata
+	88,  // 78: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
+	89,  // 79: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
+	95,  // 80: machine.MachineService.Version:input_type -> google.protobuf.Empty
+	95,  // 81: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
+	95,  // 82: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
+	15,  // 83: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
+	18,  // 84: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
+	21,  // 85: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
+	24,  // 86: machine.MachineService.Logs:input_type -> machine.LogsRequest
+	25,  // 87: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
+	26,  // 88: machine.MachineService.Events:input_type -> machine.EventsRequest
+	28,  // 89: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
+	31,  // 90: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
+	34,  // 91: machine.MachineService.Reboot:input_type -> machine.RebootRequest
+	37,  // 92: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
+	41,  // 93: machine.MachineService.Reset:input_type -> machine.ResetRequest
+	44,  // 94: machine.MachineService.List:input_type -> machine.ListRequest
+	46,  // 95: machine.MachineService.Read:input_type -> machine.ReadRequest
+	47,  // 96: machine.MachineService.Copy:input_type -> machine.CopyRequest
+	95,  // 97: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
+	95,  // 98: machine.MachineService.Memory:input_type -> google.protobuf.Empty
+	95,  // 99: machine.MachineService.Processes:input_type -> google.protobuf.Empty
+	95,  // 100: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
+	95,  // 101: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
+	62,  // 102: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
+	65,  // 103: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
+	69,  // 104: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
+	72,  // 105: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
+	75,  // 106: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
+	78,  // 107: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
+	96,  // 108: machine.MachineService.EtcdRecover:input_type -> common.Data
+	95,  // 109: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
+	95,  // 110: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
+	95,  // 111: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
+	95,  // 112: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
+	6,   // 113: machine.MachineService.Version:output_type -> machine.VersionResponse
+	8,   // 114: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
+	14,  // 115: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
+	17,  // 116: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
+	20,  // 117: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
+	23,  // 118: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
+	96,  // 119: machine.MachineService.Logs:output_type -> common.Data
+	96,  // 120: machine.MachineService.Dmesg:output_type -> common.Data
+	27,  // 121: machine.MachineService.Events:output_type -> machine.Event
+	30,  // 122: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
+	33,  // 123: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
+	36,  // 124: machine.MachineService.Reboot:output_type -> machine.RebootResponse
+	39,  // 125: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
+	43,  // 126: machine.MachineService.Reset:output_type -> machine.ResetResponse
+	45,  // 127: machine.MachineService.List:output_type -> machine.FileInfo
+	96,  // 128: machine.MachineService.Read:output_type -> common.Data
+	96,  // 129: machine.MachineService.Copy:output_type -> common.Data
+	50,  // 130: machine.MachineService.Mounts:output_type -> machine.MountsResponse
+	53,  // 131: machine.MachineService.Memory:output_type -> machine.MemoryResponse
+	56,  // 132: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
+	58,  // 133: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
+	61,  // 134: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
+	64,  // 135: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
+	68,  // 136: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
+	71,  // 137: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
+	74,  // 138: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
+	77,  // 139: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
+	96,  // 140: machine.MachineService.EtcdSnapshot:output_type -> common.Data
+	80,  // 141: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
+	83,  // 142: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
+	85,  // 143: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
+	87,  // 144: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
+	90,  // 145: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
+	113, // [113:146] is the sub-list for method output_type
+	80,  // [80:113] is the sub-list for method input_type
+	80,  // [80:80] is the sub-list for extension type_name
+	80,  // [80:80] is the sub-list for extension extendee
+	0,   // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_machine_machine_proto_init() }
@@ -4200,8 +5691,8 @@ func file_machine_machine_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_machine_machine_proto_rawDesc), len(file_machine_machine_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   63,
+			NumEnums:      3,
+			NumMessages:   89,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

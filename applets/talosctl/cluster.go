@@ -1,0 +1,487 @@
+package talosctl
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/provision"
+	"github.com/talosbox/talosbox/internal/version"
+)
+
+// Cluster defaults, as talosctl has them.
+const (
+	defaultClusterName = "talos-default"
+	defaultSubnet      = "10.5.0.0/24"
+	defaultNodeCPUs    = "2.0"
+	defaultNodeMemory  = 2048 // MiB
+	apidPort           = 50000
+)
+
+func newClusterCommand(g *GlobalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "A collection of commands for managing local docker-based clusters",
+		Long: `Local clusters: each node is a Docker container running talosbox as PID 1 in
+container mode, on a bridge network of its own. Every object (containers,
+network, volumes) carries the label talosbox.cluster.name=<name>, so destroy
+removes exactly what create made.`,
+	}
+
+	cmd.AddCommand(newClusterCreateCommand(g), newClusterDestroyCommand(g), newClusterShowCommand(g))
+
+	return cmd
+}
+
+// clusterCreateFlags are `cluster create`'s flags.
+type clusterCreateFlags struct {
+	name              string
+	provisioner       string
+	image             string
+	binary            string
+	subnet            string
+	controlPlanes     int
+	workers           int
+	cpus, cpusWorkers string
+	memory, memWorker int
+	apiPort           int
+	patches           []string
+	patchesCP         []string
+	patchesWorker     []string
+	registryMirrors   []string
+	kubernetesVersion string
+	skipBootstrap     bool
+	wait              bool
+	waitTimeout       time.Duration
+}
+
+func newClusterCreateCommand(g *GlobalFlags) *cobra.Command {
+	f := &clusterCreateFlags{}
+
+	cmd := &cobra.Command{
+		Use:   "create [docker]",
+		Short: "Creates a local docker-based cluster",
+		Long: `Builds the node image FROM scratch from this binary (or uses --image), creates
+a bridge network, generates secrets and machine configs, starts one container
+per node and waits for the cluster to be healthy. The API of the first
+control-plane node is published on 127.0.0.1, and a context named after the
+cluster is merged into the talosconfig. No registry is ever contacted.
+
+Interrupting it (Ctrl-C) removes what it has made so far.`,
+		Example: `  talosctl cluster create
+  talosctl cluster create --controlplanes 3 --workers 1 --name lab
+  talosctl cluster create --config-patch @patch.yaml --registry-mirror docker.io=http://10.5.0.1:5000`,
+		Args:      cobra.MaximumNArgs(1),
+		ValidArgs: []string{"docker"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				f.provisioner = args[0]
+			}
+
+			return f.run(cmd.Context(), g, cmd.OutOrStdout())
+		},
+	}
+
+	fl := cmd.Flags()
+	fl.StringVar(&f.name, "name", defaultClusterName, "the name of the cluster")
+	fl.StringVar(&f.provisioner, "provisioner", "docker", "the provisioner to use (docker)")
+	fl.StringVar(&f.image, "image", "", "an existing local image to run instead of building one from --binary")
+	fl.StringVar(&f.binary, "binary", "", "the static talosbox binary to build the node image from (default: this program)")
+	fl.StringVar(&f.subnet, "subnet", defaultSubnet, "the CIDR of the cluster network")
+	fl.IntVar(&f.controlPlanes, "controlplanes", 1, "the number of control plane nodes to create")
+	fl.IntVar(&f.workers, "workers", 1, "the number of workers to create")
+	fl.StringVar(&f.cpus, "cpus", defaultNodeCPUs, "the share of CPUs as fraction (each control plane)")
+	fl.StringVar(&f.cpusWorkers, "cpus-workers", defaultNodeCPUs, "the share of CPUs as fraction (each worker)")
+	fl.IntVar(&f.memory, "memory", defaultNodeMemory, "the limit on memory usage in MiB (each control plane)")
+	fl.IntVar(&f.memWorker, "memory-workers", defaultNodeMemory, "the limit on memory usage in MiB (each worker)")
+	fl.IntVar(&f.apiPort, "api-port", 0, "the host port on 127.0.0.1 for the first control plane's API (default: random)")
+	fl.StringArrayVar(&f.patches, "config-patch", nil, "patch generated machineconfigs (applied to all node types), use @file to read a patch from file")
+	fl.StringArrayVar(&f.patchesCP, "config-patch-control-plane", nil, "patch generated machineconfigs (applied to 'controlplane' type)")
+	fl.StringArrayVar(&f.patchesWorker, "config-patch-worker", nil, "patch generated machineconfigs (applied to 'worker' type)")
+	fl.StringSliceVar(&f.registryMirrors, "registry-mirror", nil, "list of registry mirrors to use in format: <registry host>=<mirror URL>")
+	fl.StringVar(&f.kubernetesVersion, "kubernetes-version", "", "desired kubernetes version to run (recorded in the machine configs)")
+	fl.BoolVar(&f.skipBootstrap, "skip-bootstrap", false, "skip bootstrapping etcd on the first control plane node")
+	fl.BoolVar(&f.wait, "wait", true, "wait for the cluster to be ready before returning")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 20*time.Minute, "timeout to wait for the cluster to be ready")
+
+	return cmd
+}
+
+// nodePlan is one node to create: its name, type, address and config.
+type nodePlan struct {
+	name   string
+	typ    string
+	ip     netip.Addr
+	config []byte
+}
+
+// plan validates the flags and lays the nodes out on the subnet: the
+// gateway takes the first address, control planes the next ones, then
+// workers, as talosctl does.
+func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
+	if f.provisioner != "docker" {
+		return netip.Prefix{}, nil, fmt.Errorf("unsupported provisioner %q: only docker is available here", f.provisioner)
+	}
+
+	if f.controlPlanes < 1 {
+		return netip.Prefix{}, nil, errors.New("--controlplanes must be at least 1")
+	}
+
+	if f.workers < 0 {
+		return netip.Prefix{}, nil, errors.New("--workers must not be negative")
+	}
+
+	cidr, err := netip.ParsePrefix(f.subnet)
+	if err != nil {
+		return netip.Prefix{}, nil, fmt.Errorf("--subnet %q: %w", f.subnet, err)
+	}
+
+	if !cidr.Addr().Is4() || cidr != cidr.Masked() {
+		return netip.Prefix{}, nil, fmt.Errorf("--subnet %q: want an IPv4 network address such as %s", f.subnet, defaultSubnet)
+	}
+
+	var nodes []nodePlan
+
+	ip := cidr.Addr().Next().Next() // .1 is the gateway
+
+	for i := 1; i <= f.controlPlanes+f.workers; i++ {
+		if !cidr.Contains(ip) || !cidr.Contains(ip.Next()) { // keep the broadcast address free
+			return netip.Prefix{}, nil, fmt.Errorf("--subnet %s is too small for %d nodes", cidr, f.controlPlanes+f.workers)
+		}
+
+		typ, n := provision.TypeControlPlane, i
+		if i > f.controlPlanes {
+			typ, n = provision.TypeWorker, i-f.controlPlanes
+		}
+
+		nodes = append(nodes, nodePlan{name: fmt.Sprintf("%s-%s-%d", f.name, typ, n), typ: typ, ip: ip})
+		ip = ip.Next()
+	}
+
+	return cidr, nodes, nil
+}
+
+// stageTimer prints each stage as it ends, with its duration, and keeps
+// them for the summary line.
+type stageTimer struct {
+	out    io.Writer
+	start  time.Time
+	last   time.Time
+	stages []string
+}
+
+func newStageTimer(out io.Writer) *stageTimer {
+	now := time.Now()
+	return &stageTimer{out: out, start: now, last: now}
+}
+
+func (st *stageTimer) done(name string) {
+	now := time.Now()
+	d := now.Sub(st.last).Round(time.Millisecond)
+	st.last = now
+	st.stages = append(st.stages, fmt.Sprintf("%s %s", name, d))
+}
+
+func (st *stageTimer) summary() string {
+	return fmt.Sprintf("%s (%s)", time.Since(st.start).Round(time.Millisecond), strings.Join(st.stages, ", "))
+}
+
+func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Writer) error {
+	cidr, nodes, err := f.plan()
+	if err != nil {
+		return err
+	}
+
+	res, err := f.resources()
+	if err != nil {
+		return err
+	}
+
+	tcPath, err := g.talosconfigPath()
+	if err != nil {
+		return err
+	}
+
+	st := newStageTimer(out)
+
+	// Configs first: a bad patch must fail before anything exists in Docker.
+	fmt.Fprintln(out, "generating PKI and tokens")
+
+	gen, err := f.generate(nodes)
+	if err != nil {
+		return err
+	}
+
+	st.done("configs")
+
+	d, err := provision.New(ctx, provision.Options{})
+	if err != nil {
+		return err
+	}
+	defer d.Close() //nolint:errcheck // nothing to do about it
+
+	image, err := f.ensureImage(ctx, d, out)
+	if err != nil {
+		return err
+	}
+
+	st.done("image")
+
+	req := provision.ClusterRequest{Name: f.name, Image: image, Network: provision.NetworkRequest{CIDR: cidr}}
+
+	for i, n := range nodes {
+		nr := provision.NodeRequest{
+			Name:       n.name,
+			Type:       n.typ,
+			IP:         n.ip,
+			NanoCPUs:   res[n.typ].nanoCPUs,
+			Memory:     res[n.typ].memory,
+			Privileges: nodePrivileges(),
+			Files:      []provision.File{{Path: nodeConfigPath, Mode: 0o600, Content: n.config}},
+		}
+
+		if i == 0 {
+			nr.Ports = []provision.PortMapping{{ContainerPort: apidPort, HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: uint16(f.apiPort)}}
+		}
+
+		req.Nodes = append(req.Nodes, nr)
+	}
+
+	fmt.Fprintf(out, "creating network %s (%s)\n", f.name, cidr)
+
+	cluster, err := d.Create(ctx, req, func(ev provision.Event) {
+		switch ev.Stage {
+		case provision.StageContainerStarted, provision.StageRollback, provision.StageNetworkCreated:
+			fmt.Fprintf(out, "%s\n", ev)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("create cluster %q: %w", f.name, err)
+	}
+
+	st.done("containers")
+
+	endpoint, err := publishedAPI(cluster)
+	if err != nil {
+		return err
+	}
+
+	if err := mergeClusterContext(tcPath, f.name, gen.talosconfig, endpoint, nodes[0].ip.String(), out); err != nil {
+		return err
+	}
+
+	if !f.wait {
+		fmt.Fprintf(out, "cluster %q created in %s\n", f.name, st.summary())
+		return nil
+	}
+
+	if err := waitClusterHealthy(ctx, out, gen.talosconfig, endpoint, nodes, !f.skipBootstrap, f.waitTimeout); err != nil {
+		return fmt.Errorf("%w\nthe cluster is left running: inspect it with talosctl, or remove it with 'talosctl cluster destroy --name %s'", err, f.name)
+	}
+
+	st.done("health")
+	fmt.Fprintf(out, "cluster %q is healthy: %s\n", f.name, st.summary())
+
+	return nil
+}
+
+// nodeConfigPath is where a node container finds its config on first
+// start: the persisted config in the state volume, so that secrets never
+// appear in the container's environment (docker inspect).
+const nodeConfigPath = "/var/lib/talosbox/state/config.yaml"
+
+// nodePrivileges is what container mode needs: networkd manages the
+// node's links and addresses (NET_ADMIN) and answers ARP for the shared
+// VIP (NET_RAW, a Docker default). The root filesystem is read-only, and
+// the capabilities a node never uses are dropped.
+func nodePrivileges() provision.Privileges {
+	return provision.Privileges{
+		CapAdd:         []string{"NET_ADMIN"},
+		CapDrop:        []string{"MKNOD", "AUDIT_WRITE", "SYS_CHROOT", "SETFCAP"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Tmpfs:          map[string]string{"/tmp": "rw,mode=1777", "/run": "rw,mode=755"},
+	}
+}
+
+type nodeResources struct {
+	nanoCPUs int64
+	memory   int64
+}
+
+func (f *clusterCreateFlags) resources() (map[string]nodeResources, error) {
+	parse := func(flag, cpus string, mem int) (nodeResources, error) {
+		c, err := strconv.ParseFloat(cpus, 64)
+		if err != nil || c <= 0 {
+			return nodeResources{}, fmt.Errorf("--%s %q: want a positive number of CPUs such as 2.0", flag, cpus)
+		}
+
+		if mem < 64 {
+			return nodeResources{}, fmt.Errorf("memory limit %d MiB is too small: a node needs at least 64 MiB", mem)
+		}
+
+		return nodeResources{nanoCPUs: int64(c * 1e9), memory: int64(mem) << 20}, nil
+	}
+
+	cp, err := parse("cpus", f.cpus, f.memory)
+	if err != nil {
+		return nil, err
+	}
+
+	w, err := parse("cpus-workers", f.cpusWorkers, f.memWorker)
+	if err != nil {
+		return nil, err
+	}
+
+	return map[string]nodeResources{provision.TypeControlPlane: cp, provision.TypeWorker: w}, nil
+}
+
+// generated is what the cluster's nodes and client are made from.
+type generated struct {
+	talosconfig []byte
+}
+
+// generate makes the secrets and one config per node type, with the
+// patches, and hands each node its config.
+func (f *clusterCreateFlags) generate(nodes []nodePlan) (*generated, error) {
+	opts := generate.Options{
+		ClusterName:       f.name,
+		Endpoint:          "https://" + nodes[0].ip.String() + ":6443",
+		KubernetesVersion: f.kubernetesVersion,
+		AdditionalSANs:    []string{"127.0.0.1"},
+		RegistryMirrors:   map[string]string{},
+	}
+
+	for _, m := range f.registryMirrors {
+		host, url, err := generate.ParseRegistryMirror(m)
+		if err != nil {
+			return nil, err
+		}
+
+		opts.RegistryMirrors[host] = url
+	}
+
+	out, err := generate.Generate(opts)
+	if err != nil {
+		return nil, err
+	}
+
+	cp, err := patchConfig(out.ControlPlane, f.patches, f.patchesCP)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: %w", err)
+	}
+
+	w, err := patchConfig(out.Worker, f.patches, f.patchesWorker)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+
+	for i := range nodes {
+		nodes[i].config = w
+		if nodes[i].typ == provision.TypeControlPlane {
+			nodes[i].config = cp
+		}
+	}
+
+	tc, err := newTalosconfig(f.name, out.Secrets)
+	if err != nil {
+		return nil, err
+	}
+
+	return &generated{talosconfig: tc}, nil
+}
+
+// ensureImage returns the image to run: --image as given (it must exist,
+// since nothing is pulled), or talosbox:<version> built from the binary.
+func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docker, out io.Writer) (string, error) {
+	if f.image != "" {
+		ok, err := d.ImageExists(ctx, f.image)
+		if err != nil {
+			return "", err
+		}
+
+		if !ok {
+			return "", fmt.Errorf("image %q is not in the local image store, and no registry is contacted: build it, or leave out --image to build one from this binary", f.image)
+		}
+
+		return f.image, nil
+	}
+
+	bin := f.binary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("find this program to build the node image: %w (use --binary)", err)
+		}
+
+		bin = exe
+	}
+
+	bin, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return "", fmt.Errorf("--binary: %w", err)
+	}
+
+	if err := checkStatic(bin); err != nil {
+		return "", err
+	}
+
+	tag := "talosbox:" + strings.NewReplacer("+", "-").Replace(version.Tag)
+	fmt.Fprintf(out, "building image %s from %s\n", tag, bin)
+
+	err = d.BuildImage(ctx, provision.BuildRequest{
+		Tag:     tag,
+		Binary:  bin,
+		Applets: []string{"/sbin/init", "talosctl"},
+		Env:     []string{"TALOSBOX_PLATFORM=container"},
+	}, io.Discard)
+	if err != nil {
+		return "", err
+	}
+
+	return tag, nil
+}
+
+// checkStatic refuses a binary that needs a dynamic loader: the image is
+// FROM scratch and has none, and the container would die with a cryptic
+// "no such file or directory".
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("node image binary %s: %w", path, err)
+	}
+	defer f.Close()
+
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("node image binary %s is dynamically linked; build it with 'make build' (CGO_ENABLED=0) or pass --binary", path)
+		}
+	}
+
+	return nil
+}
+
+// publishedAPI is the 127.0.0.1:port the first control plane's apid is
+// reachable at from this machine.
+func publishedAPI(c *provision.Cluster) (string, error) {
+	for _, n := range c.Nodes {
+		for _, p := range n.Ports {
+			if p.ContainerPort == apidPort && p.HostPort != 0 {
+				return netip.AddrPortFrom(p.HostIP, p.HostPort).String(), nil
+			}
+		}
+	}
+
+	return "", fmt.Errorf("cluster %q: no node publishes the API port %d", c.Name, apidPort)
+}

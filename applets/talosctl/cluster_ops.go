@@ -1,0 +1,276 @@
+package talosctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/provision"
+	"github.com/talosbox/talosbox/internal/talosconfig"
+)
+
+// mergeClusterContext puts the new cluster's context into the talosconfig
+// at path and makes it current. A context of the same name can only be
+// left over from a destroyed cluster (Docker refused a live name), so it is
+// replaced rather than renamed aside.
+func mergeClusterContext(path, name string, generated []byte, endpoint, node string, out io.Writer) error {
+	gen, err := talosconfig.Parse(generated)
+	if err != nil {
+		return fmt.Errorf("generated talosconfig: %w", err)
+	}
+
+	ctx := gen.Contexts[gen.Context]
+	ctx.Endpoints = []string{endpoint}
+	ctx.Nodes = []string{node}
+
+	cfg, err := talosconfig.Load(path)
+	if err != nil {
+		return err
+	}
+
+	if cfg.Contexts == nil {
+		cfg.Contexts = map[string]*talosconfig.Context{}
+	}
+
+	verb := "merging"
+	if cfg.Contexts[name] != nil {
+		verb = "replacing the old context in"
+	}
+
+	cfg.Contexts[name] = ctx
+	cfg.Context = name
+
+	if err := cfg.Save(path); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "%s talosconfig %s (context %q, endpoint %s, node %s)\n", verb, path, name, endpoint, node)
+
+	return nil
+}
+
+// waitClusterHealthy bootstraps etcd on the first control plane (unless
+// skipped), then runs the health checks against every node of a new
+// cluster, through the published endpoint.
+func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoint string, nodes []nodePlan, bootstrap bool, timeout time.Duration) error {
+	cfg, err := talosconfig.Parse(tc)
+	if err != nil {
+		return err
+	}
+
+	opts, err := client.OptionsFromContext(cfg.Contexts[cfg.Context], []string{endpoint})
+	if err != nil {
+		return err
+	}
+
+	c, err := client.New(opts)
+	if err != nil {
+		return err
+	}
+
+	s := &session{shared: c}
+	defer s.Close()
+
+	s.controlPlanes = []string{}
+
+	for _, n := range nodes {
+		s.nodes = append(s.nodes, n.ip.String())
+		if n.typ == provision.TypeControlPlane {
+			s.controlPlanes = append(s.controlPlanes, n.ip.String())
+		}
+	}
+
+	if bootstrap {
+		bctx, cancel := context.WithTimeout(ctx, timeout)
+		err := bootstrapEtcd(bctx, out, s.on(s.controlPlanes[:1]))
+
+		cancel()
+
+		if err != nil {
+			return err
+		}
+	}
+
+	return runHealthChecks(ctx, out, s, timeout)
+}
+
+// bootstrapEtcd asks the first control plane to bootstrap etcd, retrying
+// while its API or its etcd service are still starting.
+func bootstrapEtcd(ctx context.Context, out io.Writer, s *session) error {
+	return waitCheck(ctx, out, s, healthCheck{name: "etcd to be bootstrapped on " + s.nodes[0], check: func(ctx context.Context, s *session) error {
+		results := fanOut(ctx, s, func(ctx context.Context, c *client.Client) (struct{}, error) {
+			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+
+			resp, err := c.Machine.Bootstrap(actx, &machine.BootstrapRequest{})
+			if status.Code(err) == codes.AlreadyExists {
+				return struct{}{}, nil // a retry after a lost answer
+			}
+
+			if err != nil {
+				return struct{}{}, err
+			}
+
+			_, err = firstMessage(resp.GetMessages())
+
+			return struct{}{}, err
+		})
+
+		return joinNodeErrors(results, s)
+	}})
+}
+
+func newClusterDestroyCommand(*GlobalFlags) *cobra.Command {
+	var name string
+
+	cmd := &cobra.Command{
+		Use:   "destroy",
+		Short: "Destroys a local docker-based cluster",
+		Long: `Removes the cluster's containers, network and state volumes: every object
+labelled talosbox.cluster.name=<name>, and nothing else. The talosconfig
+context is kept; 'talosctl config remove' deletes it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			start := time.Now()
+
+			d, err := provision.New(cmd.Context(), provision.Options{})
+			if err != nil {
+				return err
+			}
+			defer d.Close() //nolint:errcheck // nothing to do about it
+
+			fmt.Fprintf(out, "destroying cluster %q\n", name)
+
+			err = d.Destroy(cmd.Context(), name, func(ev provision.Event) { fmt.Fprintf(out, "%s\n", ev) })
+			if errors.Is(err, provision.ErrNotFound) {
+				return fmt.Errorf("cluster %q not found: no container, network or volume carries the label talosbox.cluster.name=%s", name, name)
+			}
+
+			if err != nil {
+				return err
+			}
+
+			fmt.Fprintf(out, "cluster %q destroyed in %s\n", name, time.Since(start).Round(time.Millisecond))
+
+			return nil
+		},
+	}
+
+	cmd.Flags().StringVar(&name, "name", defaultClusterName, "the name of the cluster")
+
+	return cmd
+}
+
+func newClusterShowCommand(*GlobalFlags) *cobra.Command {
+	var name string
+
+	cmd := &cobra.Command{
+		Use:   "show",
+		Short: "Shows info about a local provisioned kubernetes cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := provision.New(cmd.Context(), provision.Options{})
+			if err != nil {
+				return err
+			}
+			defer d.Close() //nolint:errcheck // nothing to do about it
+
+			c, err := d.Show(cmd.Context(), name)
+			if errors.Is(err, provision.ErrNotFound) {
+				return fmt.Errorf("cluster %q not found", name)
+			}
+
+			if err != nil {
+				return err
+			}
+
+			return writeClusterShow(cmd.OutOrStdout(), c)
+		},
+	}
+
+	cmd.Flags().StringVar(&name, "name", defaultClusterName, "the name of the cluster")
+
+	return cmd
+}
+
+// writeClusterShow prints the cluster as talosctl does: the network, then
+// a table of nodes.
+func writeClusterShow(out io.Writer, c *provision.Cluster) error {
+	w := newTable(out)
+	fmt.Fprintf(w, "PROVISIONER\tdocker\n")
+	fmt.Fprintf(w, "NAME\t%s\n", c.Name)
+	fmt.Fprintf(w, "NETWORK NAME\t%s\n", c.Network.Name)
+	fmt.Fprintf(w, "NETWORK CIDR\t%s\n", c.Network.CIDR)
+	fmt.Fprintf(w, "NETWORK GATEWAY\t%s\n", c.Network.Gateway)
+
+	mtu := "-"
+	if c.Network.MTU > 0 {
+		mtu = fmt.Sprint(c.Network.MTU)
+	}
+
+	fmt.Fprintf(w, "NETWORK MTU\t%s\n", mtu)
+
+	if err := w.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "\nNODES:\n\n")
+
+	w = newTable(out)
+	fmt.Fprintf(w, "NAME\tTYPE\tIP\tCPU\tRAM\tSTATE\tPORTS\n")
+
+	for _, n := range c.Nodes {
+		cpu, ram := "-", "-"
+		if n.NanoCPUs > 0 {
+			cpu = fmt.Sprintf("%.2f", float64(n.NanoCPUs)/1e9)
+		}
+
+		if n.Memory > 0 {
+			ram = humanBytes(uint64(n.Memory))
+		}
+
+		var ports []string
+		for _, p := range n.Ports {
+			ports = append(ports, p.String())
+		}
+
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Type, n.IP, cpu, ram, n.State, orDash(strings.Join(ports, ",")))
+	}
+
+	return w.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+
+	return s
+}
+
+// humanBytes renders a size as talosctl does: decimal units, one decimal.
+func humanBytes(b uint64) string {
+	const unit = 1000
+
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+
+	div, exp := uint64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+
+	return fmt.Sprintf("%.1f %cB", float64(b)/float64(div), "kMGTPE"[exp])
+}

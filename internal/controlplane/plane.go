@@ -1,0 +1,161 @@
+// Package controlplane holds what a control-plane node runs beyond the
+// node itself: the embedded etcd member (bootstrap, join, leave and the
+// etcd API apid serves) and trustd, which signs workers' apid
+// certificates. machined wires a Plane into the node through
+// machine.Options.Services and into apid as its Etcd.
+package controlplane
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/etcd"
+	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/supervisor"
+	"github.com/talosbox/talosbox/internal/trustd"
+)
+
+// Options configure a Plane; the zero value is production's.
+type Options struct {
+	// TrustdPort is trustd's port (50001).
+	TrustdPort int
+	// EtcdClientPort and EtcdPeerPort are etcd's (2379, 2380).
+	EtcdClientPort, EtcdPeerPort int
+	// HeartbeatInterval and ElectionTimeout override etcd's raft timers
+	// (tests; cluster.etcd.extraArgs win).
+	HeartbeatInterval, ElectionTimeout time.Duration
+	// RetryInterval and WaitingInterval pace the join (3 s, 30 s).
+	RetryInterval, WaitingInterval time.Duration
+}
+
+// Plane is one node's control-plane services. Its methods serve apid's
+// etcd calls; on a worker they fail with ErrNotControlPlane.
+type Plane struct {
+	opts Options
+	node *machine.Node
+
+	mu sync.Mutex
+	// srv is the running member (nil while etcd waits or is stopped).
+	srv *etcd.Server
+	// cfg is the config the services were last started with.
+	cfg *configs.Config
+	// bootstrap asks a waiting etcd service to bootstrap instead of join.
+	bootstrap chan bootstrapRequest
+	// left is the member that is leaving or has left the cluster.
+	left *etcd.Server
+	// changed is closed and replaced whenever srv changes.
+	changed chan struct{}
+}
+
+// New makes a Plane for node.
+func New(opts Options) *Plane {
+	if opts.TrustdPort == 0 {
+		opts.TrustdPort = trustd.DefaultPort
+	}
+
+	if opts.EtcdClientPort == 0 {
+		opts.EtcdClientPort = 2379
+	}
+
+	if opts.EtcdPeerPort == 0 {
+		opts.EtcdPeerPort = 2380
+	}
+
+	return &Plane{opts: opts, bootstrap: make(chan bootstrapRequest), changed: make(chan struct{})}
+}
+
+// Services is machine.Options.Services: etcd and trustd on control-plane
+// nodes, nothing on workers.
+func (p *Plane) Services(n *machine.Node, cfg *configs.Config) []supervisor.Service {
+	p.mu.Lock()
+	p.node, p.cfg = n, cfg
+	p.mu.Unlock()
+
+	if !isControlPlane(cfg) {
+		return nil
+	}
+
+	svcs := []supervisor.Service{p.trustdService(cfg)}
+
+	if cfg.Cluster != nil && cfg.Cluster.Etcd != nil && cfg.Cluster.Etcd.CA != nil && len(cfg.Cluster.Etcd.CA.Key) > 0 {
+		svcs = append(svcs, p.etcdService(n, cfg))
+	}
+
+	return svcs
+}
+
+func isControlPlane(cfg *configs.Config) bool {
+	if cfg == nil || cfg.Machine == nil {
+		return false
+	}
+
+	return cfg.Machine.Type == "controlplane" || cfg.Machine.Type == "init"
+}
+
+// hostname is the node's name: machine.network.hostname, else the
+// kernel's.
+func hostname(cfg *configs.Config) string {
+	if cfg != nil && cfg.Machine != nil && cfg.Machine.Network != nil && cfg.Machine.Network.Hostname != "" {
+		return cfg.Machine.Network.Hostname
+	}
+
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+
+	return h
+}
+
+// nodeAddrs are the node's global unicast addresses, as the kernel has
+// them now.
+func nodeAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+
+	var out []netip.Addr
+
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+
+		ip, ok := netip.AddrFromSlice(n.IP)
+		if ok && ip.Unmap().IsGlobalUnicast() {
+			out = append(out, ip.Unmap())
+		}
+	}
+
+	return out
+}
+
+// nodeNames are the SANs of this node's server certificates: its
+// addresses, loopback, its hostname and machine.certSANs.
+func nodeNames(cfg *configs.Config) ([]net.IP, []string) {
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	dns := []string{"localhost", hostname(cfg)}
+
+	for _, a := range nodeAddrs() {
+		ips = append(ips, a.AsSlice())
+	}
+
+	if cfg.Machine != nil {
+		for _, san := range cfg.Machine.CertSANs {
+			if ip := net.ParseIP(san); ip != nil {
+				ips = append(ips, ip)
+			} else if !slices.Contains(dns, san) {
+				dns = append(dns, san)
+			}
+		}
+	}
+
+	return ips, dns
+}

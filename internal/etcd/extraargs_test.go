@@ -1,0 +1,186 @@
+package etcd
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/features"
+)
+
+func TestApplyExtraArgs(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		name    string
+		args    map[string]string
+		check   func(c *embed.Config) bool
+		wantErr error  // sentinel, if any
+		errText string // substring of the error
+	}{
+		{
+			name:  "snapshot-count",
+			args:  map[string]string{"snapshot-count": "5000"},
+			check: func(c *embed.Config) bool { return c.SnapshotCount == 5000 },
+		},
+		{
+			name:  "quota-backend-bytes",
+			args:  map[string]string{"quota-backend-bytes": "8589934592"},
+			check: func(c *embed.Config) bool { return c.QuotaBackendBytes == 8<<30 },
+		},
+		{
+			name: "auto compaction",
+			args: map[string]string{"auto-compaction-mode": "revision", "auto-compaction-retention": "1000"},
+			check: func(c *embed.Config) bool {
+				return c.AutoCompactionMode == "revision" && c.AutoCompactionRetention == "1000"
+			},
+		},
+		{
+			name:  "raft timers",
+			args:  map[string]string{"heartbeat-interval": "250", "election-timeout": "2500"},
+			check: func(c *embed.Config) bool { return c.TickMs == 250 && c.ElectionMs == 2500 },
+		},
+		{
+			name:  "max-request-bytes and max-concurrent-streams",
+			args:  map[string]string{"max-request-bytes": "10485760", "max-concurrent-streams": "100"},
+			check: func(c *embed.Config) bool { return c.MaxRequestBytes == 10<<20 && c.MaxConcurrentStreams == 100 },
+		},
+		{
+			name: "durations",
+			args: map[string]string{"watch-progress-notify-interval": "5s", "grpc-keepalive-timeout": "1m"},
+			check: func(c *embed.Config) bool {
+				return c.WatchProgressNotifyInterval == 5*time.Second && c.GRPCKeepAliveTimeout == time.Minute
+			},
+		},
+		{
+			name:  "log-level",
+			args:  map[string]string{"log-level": "warn"},
+			check: func(c *embed.Config) bool { return c.LogLevel == "warn" },
+		},
+		{
+			name:  "leading dashes are tolerated",
+			args:  map[string]string{"--snapshot-count": "7"},
+			check: func(c *embed.Config) bool { return c.SnapshotCount == 7 },
+		},
+		{
+			name: "listen-metrics-urls",
+			args: map[string]string{"listen-metrics-urls": "http://0.0.0.0:2381, http://[::]:2382"},
+			check: func(c *embed.Config) bool {
+				return len(c.ListenMetricsUrls) == 2 && c.ListenMetricsUrls[1].Host == "[::]:2382"
+			},
+		},
+		{
+			name:  "experimental rename from etcd 3.5",
+			args:  map[string]string{"experimental-compact-hash-check-time": "2m"},
+			check: func(c *embed.Config) bool { return c.CompactHashCheckTime == 2*time.Minute },
+		},
+		{
+			name: "experimental flag that became a feature gate",
+			args: map[string]string{"experimental-initial-corrupt-check": "true"},
+			check: func(c *embed.Config) bool {
+				return c.ServerFeatureGate.Enabled(features.InitialCorruptCheck)
+			},
+		},
+		{
+			name: "feature-gates",
+			args: map[string]string{"feature-gates": "InitialCorruptCheck=true,CompactHashCheck=true"},
+			check: func(c *embed.Config) bool {
+				return c.ServerFeatureGate.Enabled(features.InitialCorruptCheck) && c.ServerFeatureGate.Enabled(features.CompactHashCheck)
+			},
+		},
+		{name: "owned: name", args: map[string]string{"name": "evil"}, wantErr: ErrArgOwned, errText: `"name" is managed by talosbox`},
+		{name: "owned: data-dir", args: map[string]string{"data-dir": "/tmp"}, wantErr: ErrArgOwned},
+		{name: "owned: initial-cluster-state", args: map[string]string{"initial-cluster-state": "new"}, wantErr: ErrArgOwned},
+		{name: "owned: listen-client-urls", args: map[string]string{"listen-client-urls": "http://0.0.0.0:2379"}, wantErr: ErrArgOwned},
+		{name: "owned: advertise-client-urls", args: map[string]string{"advertise-client-urls": "https://1.2.3.4:2379"}, wantErr: ErrArgOwned},
+		{name: "owned: cert-file", args: map[string]string{"cert-file": "/x"}, wantErr: ErrArgOwned},
+		{name: "owned: client-cert-auth", args: map[string]string{"client-cert-auth": "false"}, wantErr: ErrArgOwned},
+		{name: "owned: peer-client-cert-auth", args: map[string]string{"peer-client-cert-auth": "false"}, wantErr: ErrArgOwned},
+		{name: "owned: force-new-cluster", args: map[string]string{"force-new-cluster": "true"}, wantErr: ErrArgOwned},
+		{name: "unknown key", args: map[string]string{"snapshot-cuont": "1"}, wantErr: ErrArgUnknown, errText: `"snapshot-cuont" is not a supported etcd flag`},
+		{name: "unknown experimental", args: map[string]string{"experimental-frobnicate": "true"}, wantErr: ErrArgUnknown},
+		{name: "bad uint", args: map[string]string{"snapshot-count": "-1"}, errText: `snapshot-count="-1": want an unsigned integer`},
+		{name: "uint32 overflow", args: map[string]string{"max-concurrent-streams": "4294967296"}, errText: "want an unsigned integer"},
+		{name: "bad duration", args: map[string]string{"corrupt-check-time": "5"}, errText: `want a duration such as "5s"`},
+		{name: "bad enum", args: map[string]string{"auto-compaction-mode": "hourly"}, errText: "want one of periodic, revision"},
+		{name: "bad bool gate", args: map[string]string{"experimental-initial-corrupt-check": "yes"}, errText: "want true or false"},
+		{name: "unknown gate", args: map[string]string{"feature-gates": "Frobnicate=true"}, errText: "unrecognized feature gate"},
+		{name: "bad metrics URL", args: map[string]string{"listen-metrics-urls": "0.0.0.0:2381"}, errText: "want http(s)://host:port"},
+		{
+			name:    "every bad key is reported",
+			args:    map[string]string{"name": "x", "bogus": "1", "snapshot-count": "1"},
+			wantErr: ErrArgOwned,
+			errText: `"bogus" is not a supported etcd flag`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := embed.NewConfig()
+			err := ApplyExtraArgs(cfg, tc.args)
+
+			if tc.wantErr == nil && tc.errText == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+
+				if !tc.check(cfg) {
+					t.Fatalf("%v not applied", tc.args)
+				}
+
+				return
+			}
+
+			if err == nil {
+				t.Fatalf("%v accepted", tc.args)
+			}
+
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("got %v, want %v", err, tc.wantErr)
+			}
+
+			if !strings.Contains(err.Error(), tc.errText) {
+				t.Fatalf("got %q, want it to contain %q", err, tc.errText)
+			}
+		})
+	}
+}
+
+func TestValidateExtraArgs(t *testing.T) {
+	t.Parallel()
+
+	if err := ValidateExtraArgs(map[string]string{"snapshot-count": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := ValidateExtraArgs(map[string]string{"trusted-ca-file": "/x"}); !errors.Is(err, ErrArgOwned) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestOptionsOverriddenByExtraArgs: the config's extraArgs win over the
+// node-derived raft timers, and talosbox's TLS settings cannot be touched.
+func TestOptionsOverriddenByExtraArgs(t *testing.T) {
+	t.Parallel()
+
+	o := testOptions(t, newTestCA(t), "cp-1")
+	o.ExtraArgs = map[string]string{"election-timeout": "500"}
+
+	r, err := o.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, _, err := r.embedConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if cfg.TickMs != 10 || cfg.ElectionMs != 500 {
+		t.Fatalf("timers %d/%d, want 10/500", cfg.TickMs, cfg.ElectionMs)
+	}
+
+	if !cfg.ClientTLSInfo.ClientCertAuth || !cfg.PeerTLSInfo.ClientCertAuth || cfg.ClientTLSInfo.TrustedCAFile == "" {
+		t.Fatal("mutual TLS is not required on both ports")
+	}
+}

@@ -1,0 +1,93 @@
+package provision
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuildContext(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "talosbox")
+	if err := os.WriteFile(bin, []byte("\x7fELF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf, err := buildContext(BuildRequest{
+		Tag:     "t:1",
+		Binary:  bin,
+		Applets: []string{"talosctl", "/sbin/init", "/opt/bin/x", "talosctl"},
+		Env:     []string{`TALOSBOX_PLATFORM=container`, `ODD=a "b" $c \d`},
+		Cmd:     []string{"--state-dir", StateDir},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	entries := map[string]*tar.Header{}
+	var dockerfile string
+	tr := tar.NewReader(buf)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := entries[h.Name]; dup {
+			t.Errorf("duplicate entry %s", h.Name)
+		}
+		entries[h.Name] = h
+		if h.Name == "Dockerfile" {
+			b, _ := io.ReadAll(tr)
+			dockerfile = string(b)
+		}
+	}
+
+	for _, want := range []string{
+		"FROM scratch\n", "COPY rootfs/ /\n", `ENV TALOSBOX_PLATFORM="container"`,
+		`ENV ODD="a \"b\" \$c \\d"`, `ENTRYPOINT ["/talosbox","machined"]`, `CMD ["--state-dir","/var/lib/talosbox"]`,
+	} {
+		if !strings.Contains(dockerfile, want) {
+			t.Errorf("Dockerfile lacks %q:\n%s", want, dockerfile)
+		}
+	}
+	if h := entries["rootfs/talosbox"]; h == nil || h.Mode != 0o755 || h.Size != 4 {
+		t.Errorf("binary entry %+v", h)
+	}
+	if h := entries["rootfs/tmp/"]; h == nil || h.Mode != 0o1777 {
+		t.Errorf("/tmp entry %+v", h)
+	}
+	for _, l := range []string{"rootfs/usr/local/bin/talosctl", "rootfs/sbin/init", "rootfs/opt/bin/x"} {
+		if h := entries[l]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "/talosbox" {
+			t.Errorf("applet %s: %+v", l, h)
+		}
+	}
+	for _, d := range []string{"rootfs/opt/", "rootfs/opt/bin/", "rootfs/var/lib/talosbox/", "rootfs/proc/"} {
+		if h := entries[d]; h == nil || h.Typeflag != tar.TypeDir {
+			t.Errorf("directory %s: %+v", d, h)
+		}
+	}
+}
+
+func TestBuildContextRejects(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "talosbox")
+	if err := os.WriteFile(bin, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, req := range map[string]BuildRequest{
+		"missing binary": {Binary: bin + ".missing"},
+		"directory":      {Binary: filepath.Dir(bin)},
+		"applet slash":   {Binary: bin, Applets: []string{"a/b"}},
+		"applet root":    {Binary: bin, Applets: []string{"/talosbox"}},
+		"env key":        {Binary: bin, Env: []string{"1X=y"}},
+		"env newline":    {Binary: bin, Env: []string{"X=a\nRUN x"}},
+	} {
+		if _, err := buildContext(req); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
