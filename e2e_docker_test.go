@@ -398,3 +398,148 @@ func TestDockerClusterInterrupt(t *testing.T) {
 		t.Fatalf("interrupted create left %s\n%s", left, output)
 	}
 }
+
+// etcd across three control-plane containers: refusals, snapshot and
+// recovery, a graceful reset that leaves and rejoins, and node loss.
+func TestDockerEtcd(t *testing.T) {
+	bin := buildBinary(t)
+	dc := newDockerCluster(t, bin)
+
+	dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(),
+		"--controlplanes", "3", "--workers", "1", "--memory", "512", "--memory-workers", "256", "--wait-timeout", "3m")
+
+	cp1, cp3, w := dc.ip(0), dc.ip(2), dc.ip(3)
+	cps := dc.ip(0) + "," + dc.ip(1) + "," + dc.ip(2)
+
+	members := func(node string) int {
+		out, code := dc.talosctl("-n", node, "etcd", "members")
+		if code != 0 {
+			return -1
+		}
+
+		return strings.Count(out, "https://") / 2 // a peer and a client URL per member
+	}
+
+	t.Run("members", func(t *testing.T) {
+		out := dc.ok("-n", cps, "etcd", "members")
+		for i := 1; i <= 3; i++ {
+			if !strings.Contains(out, fmt.Sprintf("%s-controlplane-%d", dc.name, i)) {
+				t.Fatalf("member %d missing:\n%s", i, out)
+			}
+		}
+
+		if strings.Contains(out, "true") {
+			t.Fatalf("a learner is left:\n%s", out)
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		if out := dc.fails("-n", cp1, "bootstrap"); !strings.Contains(out, "already bootstrapped") {
+			t.Fatalf("second bootstrap:\n%s", out)
+		}
+
+		if out := dc.fails("-n", w, "bootstrap"); !strings.Contains(out, "control plane") {
+			t.Fatalf("bootstrap on a worker:\n%s", out)
+		}
+
+		if out := dc.fails("-n", w, "etcd", "members"); !strings.Contains(out, "worker") {
+			t.Fatalf("etcd members on a worker:\n%s", out)
+		}
+	})
+
+	snapshot := filepath.Join(dc.dir, "db.snapshot")
+
+	t.Run("snapshot", func(t *testing.T) {
+		out := dc.ok("-n", cp1, "etcd", "snapshot", snapshot)
+		if !strings.Contains(out, "etcd snapshot saved") {
+			t.Fatalf("snapshot:\n%s", out)
+		}
+
+		if st, err := os.Stat(snapshot); err != nil || st.Size() == 0 || st.Mode().Perm() != 0o600 {
+			t.Fatalf("snapshot file: %v %v", st, err)
+		}
+	})
+
+	t.Run("graceful reset leaves and rejoins", func(t *testing.T) {
+		memberID := func() string {
+			for line := range strings.SplitSeq(dc.ok("-n", cp1, "etcd", "members"), "\n") {
+				if f := strings.Fields(line); len(f) > 2 && f[2] == dc.name+"-controlplane-3" {
+					return f[1]
+				}
+			}
+
+			return ""
+		}
+
+		before := memberID()
+		dc.ok("-n", cp3, "reset", "--graceful", "--reboot", "--system-labels-to-wipe", "EPHEMERAL", "--wait")
+
+		// It left, wiping its data, then came back as a new member that
+		// joined as a learner and was promoted: 3 voters, a new ID.
+		eventually(t, time.Minute, func() error {
+			if n := members(cp1); n != 3 {
+				return fmt.Errorf("%d members", n)
+			}
+
+			if id := memberID(); id == before || id == "" {
+				return fmt.Errorf("cp3 is still member %s", before)
+			}
+
+			return nil
+		})
+
+		dc.ok("health", "--control-plane-nodes", cps, "--worker-nodes", w, "--wait-timeout", "2m")
+
+		if logs := dc.ok("-n", cp3, "logs", "etcd"); !strings.Contains(logs, "serving on") {
+			t.Fatalf("cp3 etcd did not come back:\n%s", logs)
+		}
+	})
+
+	t.Run("node loss", func(t *testing.T) {
+		victim := dc.name + "-controlplane-2"
+		if _, err := dc.docker.ContainerStop(context.Background(), victim, client.ContainerStopOptions{}); err != nil {
+			t.Fatal(err)
+		}
+
+		// The two left keep a leader and a quorum: status answers with one.
+		out := dc.ok("-n", cp1+","+cp3, "etcd", "status")
+		if strings.Count(out, "0000000000000000") > 0 {
+			t.Fatalf("no leader after losing one of three:\n%s", out)
+		}
+
+		if _, err := dc.docker.ContainerStart(context.Background(), victim, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+
+		dc.ok("health", "--control-plane-nodes", cps, "--worker-nodes", w, "--wait-timeout", "2m")
+	})
+
+	t.Run("recover on a fresh node", func(t *testing.T) {
+		fresh := newDockerCluster(t, bin)
+		fresh.dir = dc.dir // same talosconfig file, its own context
+		fresh.ok("cluster", "create", "--name", fresh.name, "--subnet", fresh.subnet.String(), "--workers", "0", "--skip-bootstrap", "--wait=false")
+
+		eventually(t, time.Minute, func() error {
+			out, code := fresh.talosctl("-n", fresh.ip(0), "bootstrap", "--recover-from", snapshot)
+			if code != 0 {
+				return fmt.Errorf("%s", out)
+			}
+
+			return nil
+		})
+
+		fresh.ok("health", "--control-plane-nodes", fresh.ip(0), "--wait-timeout", "2m")
+
+		out := fresh.ok("-n", fresh.ip(0), "etcd", "members")
+		if !strings.Contains(out, fresh.name+"-controlplane-1") {
+			t.Fatalf("recovered member:\n%s", out)
+		}
+
+		// The only member may not leave gracefully.
+		if out := fresh.fails("-n", fresh.ip(0), "etcd", "leave"); !strings.Contains(out, "--graceful=false") {
+			t.Fatalf("leave of the only member:\n%s", out)
+		}
+
+		fresh.ok("cluster", "destroy", "--name", fresh.name)
+	})
+}

@@ -59,7 +59,7 @@ func (r *resolved) embedConfig() (*embed.Config, *zap.Logger, error) {
 		ClientCertAuth: true,
 	}
 
-	if err := ApplyExtraArgs(cfg, r.ExtraArgs); err != nil {
+	if err := applyExtraArgs(cfg, r.ExtraArgs); err != nil {
 		return nil, nil, err
 	}
 

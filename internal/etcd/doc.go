@@ -15,7 +15,7 @@
 // remove-member, forfeit-leadership, status, defrag, alarms, snapshot, leave).
 // Restore turns a snapshot into a one-member data dir that Resume then serves.
 //
-// cluster.etcd.extraArgs are etcd flag names; ApplyExtraArgs maps the ones
-// that make sense in-process onto the embedded config and refuses the flags
-// this package owns (names, URLs, TLS files, cluster state).
+// cluster.etcd.extraArgs are etcd flag names; Start maps the ones that make
+// sense in-process onto the embedded config and refuses the flags this
+// package owns (names, URLs, TLS files, cluster state): see ValidateExtraArgs.
 package etcd

@@ -15,10 +15,10 @@ import (
 )
 
 // ErrArgOwned reports an extraArgs key this package sets itself.
-var ErrArgOwned = errors.New("is managed by talosbox and cannot be set in extraArgs")
+var ErrArgOwned = errors.New("managed by talosbox, not settable in extraArgs")
 
 // ErrArgUnknown reports an extraArgs key that is not a supported etcd flag.
-var ErrArgUnknown = errors.New("is not a supported etcd flag")
+var ErrArgUnknown = errors.New("not an etcd flag this member supports")
 
 // ownedArgs are the etcd flags talosbox derives from the node (identity,
 // URLs, TLS, cluster membership, data and log placement). Letting extraArgs
@@ -137,12 +137,9 @@ var experimentalGates = map[string]featuregate.Feature{
 	"experimental-txn-mode-write-with-shared-buffer": features.TxnModeWriteWithSharedBuffer,
 }
 
-// ApplyExtraArgs sets cluster.etcd.extraArgs on an embed config. Keys are
-// etcd flag names without dashes in front ("quota-backend-bytes"); the
-// experimental-* names of etcd 3.5 map to their 3.6 names or feature gates.
-// Keys talosbox owns fail with ErrArgOwned, unknown ones with ErrArgUnknown;
-// every bad key is reported, in key order.
-func ApplyExtraArgs(cfg *embed.Config, args map[string]string) error {
+// applyExtraArgs sets cluster.etcd.extraArgs on an embed config, see
+// ValidateExtraArgs.
+func applyExtraArgs(cfg *embed.Config, args map[string]string) error {
 	keys := make([]string, 0, len(args))
 	for k := range args {
 		keys = append(keys, k)
@@ -154,7 +151,7 @@ func ApplyExtraArgs(cfg *embed.Config, args map[string]string) error {
 	var errs []error
 
 	for _, key := range keys {
-		if err := applyExtraArg(cfg, key, args[key]); err != nil {
+		if err := applyArg(cfg, key, args[key]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -166,16 +163,24 @@ func ApplyExtraArgs(cfg *embed.Config, args map[string]string) error {
 	return nil
 }
 
-// ValidateExtraArgs checks extraArgs without a member, for config validation.
+// ValidateExtraArgs checks cluster.etcd.extraArgs as Start will apply them,
+// so config validation can refuse a bad config before any member starts.
+//
+// Keys are etcd flag names ("quota-backend-bytes", "snapshot-count",
+// "auto-compaction-retention", "listen-metrics-urls", "feature-gates", ...);
+// the experimental-* names of etcd 3.5 map to their 3.6 names or feature
+// gates. Keys talosbox owns (names, URLs, TLS files, cluster state, logging)
+// fail with ErrArgOwned, unknown ones with ErrArgUnknown. Every bad key is
+// reported, in key order.
 func ValidateExtraArgs(args map[string]string) error {
-	return ApplyExtraArgs(embed.NewConfig(), args)
+	return applyExtraArgs(embed.NewConfig(), args)
 }
 
-func applyExtraArg(cfg *embed.Config, key, value string) error {
+func applyArg(cfg *embed.Config, key, value string) error {
 	name := strings.TrimLeft(key, "-")
 
 	if ownedArgs[name] {
-		return fmt.Errorf("%q %w", key, ErrArgOwned)
+		return fmt.Errorf("%q: %w", key, ErrArgOwned)
 	}
 
 	if renamed, ok := experimentalRenames[name]; ok {
@@ -193,7 +198,7 @@ func applyExtraArg(cfg *embed.Config, key, value string) error {
 
 	set, ok := extraArgs[name]
 	if !ok {
-		return fmt.Errorf("%q %w", key, ErrArgUnknown)
+		return fmt.Errorf("%q: %w", key, ErrArgUnknown)
 	}
 
 	if err := set(cfg, value); err != nil {

@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/etcd/server/v3/features"
 )
 
-func TestApplyExtraArgs(t *testing.T) {
+func TestExtraArgs(t *testing.T) {
 	t.Parallel()
 
 	for _, tc := range []struct {
@@ -90,7 +90,7 @@ func TestApplyExtraArgs(t *testing.T) {
 				return c.ServerFeatureGate.Enabled(features.InitialCorruptCheck) && c.ServerFeatureGate.Enabled(features.CompactHashCheck)
 			},
 		},
-		{name: "owned: name", args: map[string]string{"name": "evil"}, wantErr: ErrArgOwned, errText: `"name" is managed by talosbox`},
+		{name: "owned: name", args: map[string]string{"name": "evil"}, wantErr: ErrArgOwned, errText: `"name": managed by talosbox`},
 		{name: "owned: data-dir", args: map[string]string{"data-dir": "/tmp"}, wantErr: ErrArgOwned},
 		{name: "owned: initial-cluster-state", args: map[string]string{"initial-cluster-state": "new"}, wantErr: ErrArgOwned},
 		{name: "owned: listen-client-urls", args: map[string]string{"listen-client-urls": "http://0.0.0.0:2379"}, wantErr: ErrArgOwned},
@@ -99,7 +99,7 @@ func TestApplyExtraArgs(t *testing.T) {
 		{name: "owned: client-cert-auth", args: map[string]string{"client-cert-auth": "false"}, wantErr: ErrArgOwned},
 		{name: "owned: peer-client-cert-auth", args: map[string]string{"peer-client-cert-auth": "false"}, wantErr: ErrArgOwned},
 		{name: "owned: force-new-cluster", args: map[string]string{"force-new-cluster": "true"}, wantErr: ErrArgOwned},
-		{name: "unknown key", args: map[string]string{"snapshot-cuont": "1"}, wantErr: ErrArgUnknown, errText: `"snapshot-cuont" is not a supported etcd flag`},
+		{name: "unknown key", args: map[string]string{"snapshot-cuont": "1"}, wantErr: ErrArgUnknown, errText: `"snapshot-cuont": not an etcd flag`},
 		{name: "unknown experimental", args: map[string]string{"experimental-frobnicate": "true"}, wantErr: ErrArgUnknown},
 		{name: "bad uint", args: map[string]string{"snapshot-count": "-1"}, errText: `snapshot-count="-1": want an unsigned integer`},
 		{name: "uint32 overflow", args: map[string]string{"max-concurrent-streams": "4294967296"}, errText: "want an unsigned integer"},
@@ -112,12 +112,12 @@ func TestApplyExtraArgs(t *testing.T) {
 			name:    "every bad key is reported",
 			args:    map[string]string{"name": "x", "bogus": "1", "snapshot-count": "1"},
 			wantErr: ErrArgOwned,
-			errText: `"bogus" is not a supported etcd flag`,
+			errText: `"bogus": not an etcd flag`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := embed.NewConfig()
-			err := ApplyExtraArgs(cfg, tc.args)
+			err := applyExtraArgs(cfg, tc.args)
 
 			if tc.wantErr == nil && tc.errText == "" {
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -93,8 +94,13 @@ func testOptions(t testing.TB, ca *pki.CertAndKey, name string) Options {
 	dir := t.TempDir()
 	logs := &lockedBuffer{}
 
+	// Failed tests show the tail of each member's log; ETCD_TEST_LOGS=1
+	// shows it always.
 	t.Cleanup(func() {
-		if t.Failed() {
+		switch {
+		case os.Getenv("ETCD_TEST_LOGS") != "":
+			t.Logf("etcd log of %s:\n%s", name, logs.tail(64<<20))
+		case t.Failed():
 			t.Logf("etcd log of %s (tail):\n%s", name, logs.tail(16<<10))
 		}
 	})

@@ -88,7 +88,7 @@ type Options struct {
 	ElectionTimeout   time.Duration
 
 	// ExtraArgs are cluster.etcd.extraArgs: etcd flag names and values,
-	// see ApplyExtraArgs.
+	// see ValidateExtraArgs.
 	ExtraArgs map[string]string
 
 	// Log receives etcd's JSON log lines; nil discards them.
@@ -100,7 +100,8 @@ type Options struct {
 	JoinEndpoints func() []string
 	// Waiting is called while Join finds nobody to join, at most once per
 	// WaitingInterval, with the endpoints it tried, so the caller can tell
-	// the operator to run `talosctl bootstrap`.
+	// the operator to run `talosctl bootstrap`. It runs on the join loop:
+	// it must not block.
 	Waiting func(endpoints []string)
 	// RetryInterval paces the join, promotion and leave retries
 	// (DefaultRetryInterval).

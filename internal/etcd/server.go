@@ -133,14 +133,11 @@ func start(ctx context.Context, opts Options, mode Mode) (*Server, error) {
 		return nil, err
 	}
 
-	s.wg.Add(1)
-
-	go s.promote()
-
 	return s, nil
 }
 
-// serve starts etcd and waits until it serves clients.
+// serve starts etcd, waits until it serves clients, and starts the loops
+// that promote a learner and notice etcd stopping.
 func serve(ctx context.Context, r *resolved, cfg *embed.Config, lg *zap.Logger) (*Server, error) {
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -179,6 +176,9 @@ func serve(ctx context.Context, r *resolved, cfg *embed.Config, lg *zap.Logger) 
 		voter:  make(chan struct{}),
 	}
 
+	s.wg.Add(1)
+
+	go s.promote()
 	go s.watch()
 
 	return s, nil
