@@ -22,7 +22,7 @@ cat <<MSG
 
 The cluster "$name" is up; its context is the current one in ~/.talos/config
 (or \$TALOSCONFIG). Try:
-  $links/talosctl get members
+  $links/talosctl get addresses
   $links/talosctl services
   $links/talosctl logs machined --tail 20
   $links/talosctl etcd members

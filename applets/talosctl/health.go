@@ -95,17 +95,7 @@ func serviceUp(svc *machine.ServiceInfo) bool {
 }
 
 func checkServices(ctx context.Context, s *session) error {
-	return joinNodeErrors(fanOut(ctx, s, func(ctx context.Context, c *client.Client) (struct{}, error) {
-		resp, err := c.Machine.ServiceList(ctx, &emptypb.Empty{})
-		if err != nil {
-			return struct{}{}, err
-		}
-
-		list, err := firstMessage(resp.GetMessages())
-		if err != nil {
-			return struct{}{}, err
-		}
-
+	return eachServiceList(ctx, s, func(list *machine.ServiceList) error {
 		var down []string
 
 		for _, svc := range list.GetServices() {
@@ -115,11 +105,25 @@ func checkServices(ctx context.Context, s *session) error {
 		}
 
 		if len(down) > 0 {
-			return struct{}{}, errors.New(strings.Join(down, ", "))
+			return errors.New(strings.Join(down, ", "))
 		}
 
-		return struct{}{}, nil
-	}), s)
+		return nil
+	})
+}
+
+// eachServiceList checks every node's services with check, and reports
+// each failing node.
+func eachServiceList(ctx context.Context, s *session, check func(*machine.ServiceList) error) error {
+	results := serviceLists(ctx, s)
+
+	for i, r := range results {
+		if r.Err == nil {
+			results[i].Err = check(r.Value)
+		}
+	}
+
+	return joinNodeErrors(results, s)
 }
 
 func newHealthCommand(g *GlobalFlags) *cobra.Command {

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/types/known/emptypb"
-
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
 )
@@ -17,24 +15,10 @@ import (
 // discoverControlPlanes finds, among the target nodes, those running etcd,
 // when the command was not told which they are.
 func discoverControlPlanes(ctx context.Context, s *session) ([]string, error) {
-	results := fanOut(ctx, s, func(ctx context.Context, c *client.Client) (bool, error) {
-		resp, err := c.Machine.ServiceList(ctx, &emptypb.Empty{})
-		if err != nil {
-			return false, err
-		}
-
-		list, err := firstMessage(resp.GetMessages())
-		if err != nil {
-			return false, err
-		}
-
-		return slices.ContainsFunc(list.GetServices(), func(svc *machine.ServiceInfo) bool { return svc.GetId() == "etcd" }), nil
-	})
-
 	var cps []string
 
-	for _, r := range results {
-		if r.Err == nil && r.Value {
+	for _, r := range serviceLists(ctx, s) {
+		if r.Err == nil && slices.ContainsFunc(r.Value.GetServices(), func(svc *machine.ServiceInfo) bool { return svc.GetId() == "etcd" }) {
 			cps = append(cps, r.Node)
 		}
 	}
@@ -69,33 +53,21 @@ func checkEtcdHealthy(ctx context.Context, s *session) error {
 		return nil
 	}
 
-	cp := s.on(s.controlPlanes)
-
-	return joinNodeErrors(fanOut(ctx, cp, func(ctx context.Context, c *client.Client) (struct{}, error) {
-		resp, err := c.Machine.ServiceList(ctx, &emptypb.Empty{})
-		if err != nil {
-			return struct{}{}, err
-		}
-
-		list, err := firstMessage(resp.GetMessages())
-		if err != nil {
-			return struct{}{}, err
-		}
-
+	return eachServiceList(ctx, s.on(s.controlPlanes), func(list *machine.ServiceList) error {
 		for _, svc := range list.GetServices() {
 			if svc.GetId() != "etcd" {
 				continue
 			}
 
 			if svc.GetState() == "Running" && svc.GetHealth().GetHealthy() {
-				return struct{}{}, nil
+				return nil
 			}
 
-			return struct{}{}, fmt.Errorf("service \"etcd\" not healthy: %s %s", svc.GetState(), svc.GetHealth().GetLastMessage())
+			return fmt.Errorf("service \"etcd\" not healthy: %s %s", svc.GetState(), svc.GetHealth().GetLastMessage())
 		}
 
-		return struct{}{}, errors.New("service \"etcd\" not found")
-	}), cp)
+		return errors.New("service \"etcd\" not found")
+	})
 }
 
 // memberLists asks every control plane for its view of the members.

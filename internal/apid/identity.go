@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -121,16 +121,7 @@ func hostnameOf(cfg *configs.Config, override string) string {
 		return override
 	}
 
-	if cfg != nil && cfg.Machine != nil && cfg.Machine.Network != nil && cfg.Machine.Network.Hostname != "" {
-		return cfg.Machine.Network.Hostname
-	}
-
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
-	}
-
-	return h
+	return machine.Hostname(cfg)
 }
 
 // sans are the server certificate's names: loopback, every address of

@@ -347,8 +347,12 @@ func TestGenerateClientConfiguration(t *testing.T) {
 		wantCode(t, err, codes.InvalidArgument, roles[0])
 	}
 
+	// This apid has no control plane wired in: no etcd to bootstrap.
 	_, err = mc.Bootstrap(ctx, &machine.BootstrapRequest{})
-	wantCode(t, err, codes.Unimplemented, "issue 8")
+	wantCode(t, err, codes.FailedPrecondition, "control plane")
+
+	_, err = mc.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+	wantCode(t, err, codes.FailedPrecondition, "worker")
 }
 
 func TestResourceListWatchDefinitions(t *testing.T) {

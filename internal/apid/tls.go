@@ -36,19 +36,21 @@ func newIssuer(issue func() (*pki.CertAndKey, error)) *certIssuer {
 		return &certIssuer{}
 	}
 
-	return &certIssuer{issue: func() (*tls.Certificate, error) {
-		pair, err := issue()
-		if err != nil {
-			return nil, err
-		}
+	return &certIssuer{issue: func() (*tls.Certificate, error) { return tlsCertificate(issue()) }}
+}
 
-		c, err := pair.TLSCertificate()
-		if err != nil {
-			return nil, err
-		}
+// tlsCertificate converts what an issuer made for crypto/tls.
+func tlsCertificate(pair *pki.CertAndKey, err error) (*tls.Certificate, error) {
+	if err != nil {
+		return nil, err
+	}
 
-		return &c, nil
-	}}
+	c, err := pair.TLSCertificate()
+	if err != nil {
+		return nil, err
+	}
+
+	return &c, nil
 }
 
 // get returns the current certificate, renewing it when due.

@@ -63,17 +63,7 @@ func trustdEndpoints(cfg *configs.Config) []string {
 
 // fetchTLS asks trustd once (with its own retries until ctx ends).
 func (ci *certIssuer) fetchTLS(ctx context.Context, onError func(string, error)) (*tls.Certificate, error) {
-	pair, err := ci.fetch(ctx, onError)
-	if err != nil {
-		return nil, err
-	}
-
-	c, err := pair.TLSCertificate()
-	if err != nil {
-		return nil, err
-	}
-
-	return &c, nil
+	return tlsCertificate(ci.fetch(ctx, onError))
 }
 
 // prefetch gets a worker's first certificate before the server starts,

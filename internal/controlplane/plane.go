@@ -8,7 +8,6 @@ package controlplane
 import (
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -99,18 +98,7 @@ func isControlPlane(cfg *configs.Config) bool {
 
 // hostname is the node's name: machine.network.hostname, else the
 // kernel's.
-func hostname(cfg *configs.Config) string {
-	if cfg != nil && cfg.Machine != nil && cfg.Machine.Network != nil && cfg.Machine.Network.Hostname != "" {
-		return cfg.Machine.Network.Hostname
-	}
-
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
-	}
-
-	return h
-}
+func hostname(cfg *configs.Config) string { return machine.Hostname(cfg) }
 
 // nodeAddrs are the node's global unicast addresses, as the kernel has
 // them now.

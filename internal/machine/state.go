@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -141,4 +142,19 @@ func (s State) RemoveStaleTemps() error {
 	}
 
 	return nil
+}
+
+// Hostname is the node's name as its services present it: the config's
+// machine.network.hostname, else the kernel's, else "localhost".
+func Hostname(cfg *configs.Config) string {
+	if cfg != nil && cfg.Machine != nil && cfg.Machine.Network != nil && cfg.Machine.Network.Hostname != "" {
+		return cfg.Machine.Network.Hostname
+	}
+
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+
+	return h
 }
