@@ -79,8 +79,10 @@ func newClusterOf(t *testing.T, configured ...bool) *cluster {
 
 	for i, h := range c.net.Hosts {
 		nd := &node{name: fmt.Sprintf("node-%c", 'a'+i), addr: h.Addr.String(), con: &console{more: make(chan struct{})}, done: make(chan struct{})}
+		// --etcd=false: these nodes test the node and its API; etcd
+		// clusters have their own tests in Docker (e2e_docker_test.go).
 		args := []string{"--fork", "--kill-child", "--pid", "--mount", "--uts", "--ipc", "--mount-proc",
-			filepath.Join(c.links, "init"), "--platform", "container", "--state-dir", filepath.Join(c.dir, nd.name)}
+			filepath.Join(c.links, "init"), "--platform", "container", "--state-dir", filepath.Join(c.dir, nd.name), "--etcd=false"}
 
 		if configured[i] {
 			cfg := c.nodeConfig(nd)
@@ -449,7 +451,7 @@ func TestAPIRoutingAcrossNodes(t *testing.T) {
 	}
 
 	if out := c.ok("-e", a.addr, "-n", b.addr+","+cc.addr, "health"); out != fmt.Sprintf(`discovered nodes: ["%s" "%s"]
-waiting for API to be reachable on all nodes: OK
+waiting for apid to be ready: OK
 waiting for all nodes to finish boot sequence: OK
 waiting for all services to be up: OK
 `, b.addr, cc.addr) {

@@ -68,6 +68,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	stateDir := fs.String("state-dir", "", "where the node keeps its state (container default /var/lib/talosbox)")
 	configPath := fs.String("config", "", "machine config file or http(s) URL (default: $TALOSBOX_CONFIG)")
 	listen := fs.String("apid-listen", ":50000", "address apid listens on")
+	withEtcd := fs.Bool("etcd", true, "run etcd on control-plane nodes (turn off to run a node alone, as some tests do)")
 	networkd := fs.Bool("networkd", true, "manage this network namespace's links, addresses and routes (turn off when sharing the host's)")
 	if code, done := fs.Parse(args); done {
 		return code
@@ -92,13 +93,14 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 		}
 	}
 
-	return run(ctx, p, nodeConfig{path: *configPath, userData: userData}, *listen, *networkd, env)
+	return run(ctx, p, nodeConfig{path: *configPath, userData: userData, noEtcd: !*withEtcd}, *listen, *networkd, env)
 }
 
 // nodeConfig is where the node's config may come from.
 type nodeConfig struct {
 	path     string
 	userData []byte
+	noEtcd   bool
 }
 
 func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string, networkd bool, env applet.Env) int {
@@ -124,7 +126,7 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 	ring := events.New(events.DefaultCapacity)
 
 	// etcd and trustd, on control-plane nodes; apid serves the etcd API.
-	plane := controlplane.New(controlplane.Options{})
+	plane := controlplane.New(controlplane.Options{NoEtcd: cfg.noEtcd})
 
 	node, err := machine.New(machine.Options{
 		Platform:       p,

@@ -24,17 +24,18 @@ import (
 type healthCheck struct {
 	name  string
 	check func(ctx context.Context, s *session) error
+	etcd  bool // about the control planes' etcd
 }
 
 // healthChecks are run in order; the etcd ones look at the control-plane
 // nodes only (s.controlPlanes).
 var healthChecks = []healthCheck{
-	{"etcd to be healthy", checkEtcdHealthy},
-	{"etcd members to be consistent across nodes", checkEtcdConsistent},
-	{"etcd members to be control plane nodes", checkEtcdMembersAreControlPlanes},
-	{"apid to be ready", checkAPI},
-	{"all nodes to finish boot sequence", checkBooted},
-	{"all services to be up", checkServices},
+	{"etcd to be healthy", checkEtcdHealthy, true},
+	{"etcd members to be consistent across nodes", checkEtcdConsistent, true},
+	{"etcd members to be control plane nodes", checkEtcdMembersAreControlPlanes, true},
+	{"apid to be ready", checkAPI, false},
+	{"all nodes to finish boot sequence", checkBooted, false},
+	{"all services to be up", checkServices, false},
 }
 
 // joinNodeErrors reports every failing node of a check in one message.
@@ -181,6 +182,10 @@ func runHealthChecks(ctx context.Context, out io.Writer, s *session, timeout tim
 	}
 
 	for _, hc := range healthChecks {
+		if hc.etcd && len(s.controlPlanes) == 0 {
+			continue // no node runs etcd
+		}
+
 		if err := waitCheck(ctx, out, s, hc); err != nil {
 			return err
 		}

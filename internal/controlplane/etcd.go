@@ -364,12 +364,15 @@ func (p *Plane) Recover(r io.Reader) error {
 // --graceful, etcd leave).
 func (p *Plane) Leave(ctx context.Context, w io.Writer) error {
 	srv, err := p.server()
-	if errors.Is(err, ErrNotControlPlane) {
+	switch {
+	case errors.Is(err, ErrNotControlPlane):
 		fmt.Fprintln(w, "[talos] etcd does not run on this node: nothing to leave")
 		return nil
-	}
-
-	if err != nil {
+	case errors.Is(err, ErrNotRunning):
+		// Never joined (still waiting) or already stopped: not a member.
+		fmt.Fprintln(w, "[talos] etcd is not running on this node: nothing to leave")
+		return nil
+	case err != nil:
 		return err
 	}
 

@@ -28,6 +28,8 @@ type Options struct {
 	// HeartbeatInterval and ElectionTimeout override etcd's raft timers
 	// (tests; cluster.etcd.extraArgs win).
 	HeartbeatInterval, ElectionTimeout time.Duration
+	// NoEtcd leaves etcd out (machined --etcd=false); trustd still runs.
+	NoEtcd bool
 	// RetryInterval and WaitingInterval pace the join (3 s, 30 s).
 	RetryInterval, WaitingInterval time.Duration
 }
@@ -81,7 +83,7 @@ func (p *Plane) Services(n *machine.Node, cfg *configs.Config) []supervisor.Serv
 
 	svcs := []supervisor.Service{p.trustdService(cfg)}
 
-	if cfg.Cluster != nil && cfg.Cluster.Etcd != nil && cfg.Cluster.Etcd.CA != nil && len(cfg.Cluster.Etcd.CA.Key) > 0 {
+	if !p.opts.NoEtcd && cfg.Cluster != nil && cfg.Cluster.Etcd != nil && cfg.Cluster.Etcd.CA != nil && len(cfg.Cluster.Etcd.CA.Key) > 0 {
 		svcs = append(svcs, p.etcdService(n, cfg))
 	}
 

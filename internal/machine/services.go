@@ -89,9 +89,20 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 		}
 	}
 
-	fmt.Fprintf(w, "[talos] waiting for %d service(s) to be up\n", len(sup.List()))
+	// etcd is not waited for: a control plane that waits for its cluster
+	// to be bootstrapped (or to join) must still finish booting, so that
+	// `talosctl bootstrap` and health reach it; health checks etcd itself.
+	var ids []string
 
-	return sup.WaitUp(ctx)
+	for _, st := range sup.List() {
+		if st.ID != "etcd" {
+			ids = append(ids, st.ID)
+		}
+	}
+
+	fmt.Fprintf(w, "[talos] waiting for %d service(s) to be up\n", len(ids))
+
+	return sup.WaitUp(ctx, ids...)
 }
 
 // machinedService runs the node's controllers on the bus.
