@@ -400,16 +400,50 @@ func TestDockerClusterInterrupt(t *testing.T) {
 }
 
 // etcd across three control-plane containers: refusals, snapshot and
-// recovery, a graceful reset that leaves and rejoins, and node loss.
+// recovery, a graceful reset that leaves and rejoins, node loss, the
+// shared IP's failover, a partition of the etcd leader, and discovery.
 func TestDockerEtcd(t *testing.T) {
 	bin := buildBinary(t)
 	dc := newDockerCluster(t, bin)
 
-	dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(),
-		"--controlplanes", "3", "--workers", "1", "--memory", "512", "--memory-workers", "256", "--wait-timeout", "3m")
+	out := dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(),
+		"--controlplanes", "3", "--workers", "1", "--memory", "512", "--memory-workers", "256", "--wait-timeout", "3m",
+		"--config-patch-control-plane", dc.vipPatch())
+	if !strings.Contains(out, "waiting for the shared IP to be held by exactly one control plane node: OK") {
+		t.Fatalf("health did not check the shared IP:\n%s", out)
+	}
 
 	cp1, cp3, w := dc.ip(0), dc.ip(2), dc.ip(3)
 	cps := dc.ip(0) + "," + dc.ip(1) + "," + dc.ip(2)
+	all := []string{dc.ip(0), dc.ip(1), dc.ip(2), dc.ip(3)}
+
+	t.Run("get members on every node", func(t *testing.T) {
+		for _, node := range all {
+			eventually(t, time.Minute, func() error {
+				out, code := dc.talosctl("-n", node, "get", "members")
+				if code != 0 {
+					return fmt.Errorf("%s", out)
+				}
+
+				for _, want := range []string{"controlplane-1", "controlplane-2", "controlplane-3", "worker-1"} {
+					if !strings.Contains(out, dc.name+"-"+want) {
+						return fmt.Errorf("%s does not list %s:\n%s", node, want, out)
+					}
+				}
+
+				if !strings.Contains(out, "worker") || !strings.Contains(out, "talosbox (") {
+					return fmt.Errorf("members lack machine type or OS:\n%s", out)
+				}
+
+				return nil
+			})
+		}
+
+		out := dc.ok("-n", cp1, "get", "etcdmembers")
+		if !strings.Contains(out, "local") {
+			t.Fatalf("get etcdmembers:\n%s", out)
+		}
+	})
 
 	members := func(node string) int {
 		out, code := dc.talosctl("-n", node, "etcd", "members")
@@ -501,16 +535,62 @@ func TestDockerEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// The two left keep a leader and a quorum: status answers with one.
+		// The two left keep a leader and a quorum: status answers with one,
+		// and a write (an alarm disarm goes through raft) succeeds.
 		out := dc.ok("-n", cp1+","+cp3, "etcd", "status")
 		if strings.Count(out, "0000000000000000") > 0 {
 			t.Fatalf("no leader after losing one of three:\n%s", out)
 		}
 
+		dc.ok("-n", cp1, "etcd", "alarm", "disarm")
+
 		if _, err := dc.docker.ContainerStart(context.Background(), victim, client.ContainerStartOptions{}); err != nil {
 			t.Fatal(err)
 		}
 
+		dc.ok("health", "--control-plane-nodes", cps, "--worker-nodes", w, "--wait-timeout", "2m")
+	})
+
+	t.Run("shared IP failover", func(t *testing.T) {
+		testVIPFailover(t, dc, all[:3])
+	})
+
+	t.Run("partition of the etcd leader", func(t *testing.T) {
+		leader := etcdLeaderIP(t, dc, all[:3])
+		if leader == "" {
+			t.Fatal("no etcd leader")
+		}
+
+		var rest []string
+		for _, n := range all {
+			if n != leader {
+				rest = append(rest, n)
+			}
+		}
+
+		heal := partition(t, leader, rest)
+
+		majority := slices.DeleteFunc(slices.Clone(all[:3]), func(n string) bool { return n == leader })
+
+		// The majority elects a new leader and takes writes.
+		eventually(t, time.Minute, func() error {
+			if l := etcdLeaderIP(t, dc, majority); l == "" || l == leader {
+				return fmt.Errorf("majority's leader is %q", l)
+			}
+
+			if out, code := dc.talosctl("-n", majority[0], "etcd", "alarm", "disarm"); code != 0 {
+				return fmt.Errorf("write on the majority: %s", out)
+			}
+
+			return nil
+		})
+
+		// The old leader, alone, refuses writes (reached from the host).
+		if out := dc.fails("-e", leader, "-n", leader, "etcd", "alarm", "disarm"); !strings.Contains(out, "etcd") {
+			t.Fatalf("write on the minority:\n%s", out)
+		}
+
+		heal()
 		dc.ok("health", "--control-plane-nodes", cps, "--worker-nodes", w, "--wait-timeout", "2m")
 	})
 

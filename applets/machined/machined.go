@@ -136,6 +136,9 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 		EarlyServices:  apid.EarlyServices(ring, listen, plane),
 		Services:       plane.Services,
 		LeaveCluster:   plane.Leave,
+		Operators:      plane.Operators,
+		Controllers:    plane.Controllers,
+		Definitions:    controlplane.Definitions,
 		Networkd:       networkd,
 		OnEvent:        func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -252,7 +253,12 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 		}
 
 		if i == 0 {
-			nr.Ports = []provision.PortMapping{{ContainerPort: apidPort, HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: uint16(f.apiPort)}}
+			port, err := apiHostPort(f.apiPort)
+			if err != nil {
+				return err
+			}
+
+			nr.Ports = []provision.PortMapping{{ContainerPort: apidPort, HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: port}}
 		}
 
 		req.Nodes = append(req.Nodes, nr)
@@ -484,4 +490,22 @@ func publishedAPI(c *provision.Cluster) (string, error) {
 	}
 
 	return "", fmt.Errorf("cluster %q: no node publishes the API port %d", c.Name, apidPort)
+}
+
+// apiHostPort is the host port of the first control plane's API: the one
+// asked for, else a free one picked now. Docker would pick a new random
+// port each time the container starts, and the talosconfig endpoint
+// would break on a restart; a pinned port keeps it.
+func apiHostPort(asked int) (uint16, error) {
+	if asked != 0 {
+		return uint16(asked), nil
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pick a host port for the API: %w", err)
+	}
+	defer l.Close()
+
+	return uint16(l.Addr().(*net.TCPAddr).Port), nil //nolint:forcetypeassert // a TCP listener
 }

@@ -33,6 +33,7 @@ var healthChecks = []healthCheck{
 	{"etcd to be healthy", checkEtcdHealthy, true},
 	{"etcd members to be consistent across nodes", checkEtcdConsistent, true},
 	{"etcd members to be control plane nodes", checkEtcdMembersAreControlPlanes, true},
+	{"the shared IP to be held by exactly one control plane node", checkVIP, true},
 	{"apid to be ready", checkAPI, false},
 	{"all nodes to finish boot sequence", checkBooted, false},
 	{"all services to be up", checkServices, false},

@@ -24,6 +24,9 @@ var errAwaitingCert = errors.New("apid: waiting for a server certificate from tr
 type identityOptions struct {
 	hostname        string   // overrides the node's hostname
 	trustdEndpoints []string // override the control-plane endpoint's
+	// controlPlane, when set, lists trustd endpoints for a config: the
+	// control-plane endpoint and the control-plane nodes discovery knows.
+	controlPlane func(*configs.Config) []string
 }
 
 // identity is what apid serves as, derived from the active config. A new
@@ -48,6 +51,10 @@ type identity struct {
 	// accepted under. Other changes (SANs, hostname) only renew the
 	// server certificate.
 	trustKey string
+
+	// addresses lists the node's addresses; localAddresses when nil
+	// (tests replace it).
+	addresses func() []net.IP
 
 	server *certIssuer // serving certificate, renewed at half-life
 	client *certIssuer // os:impersonator certificate for forwarding
@@ -93,7 +100,8 @@ func newIdentity(active []byte, opts identityOptions) (*identity, error) {
 
 	if len(id.ca.Key) == 0 {
 		id.remote = true
-		id.server = newRemoteIssuer(id, cfg, opts.trustdEndpoints)
+		id.server = newRemoteIssuer(id, cfg, opts)
+		id.server.covers = id.coversAddresses
 
 		return id, nil
 	}
@@ -107,6 +115,7 @@ func newIdentity(active []byte, opts identityOptions) (*identity, error) {
 
 		return pki.NewServerCertificate(id.ca, pki.ServerOptions{CommonName: id.hostname, IPs: ips, DNSNames: dns})
 	})
+	id.server.covers = id.coversAddresses
 	id.client = newIssuer(func() (*pki.CertAndKey, error) {
 		return pki.NewClientCertificate(id.ca, pki.ClientOptions{Roles: []string{string(RoleImpersonator)}, TTL: pki.ServerCertValidity})
 	})
@@ -130,7 +139,12 @@ func (id *identity) sans() ([]net.IP, []string) {
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	dns := []string{"localhost"}
 
-	for _, ip := range localAddresses() {
+	addrs := id.addresses
+	if addrs == nil {
+		addrs = localAddresses
+	}
+
+	for _, ip := range addrs() {
 		if !slices.ContainsFunc(ips, ip.Equal) {
 			ips = append(ips, ip)
 		}
@@ -147,6 +161,24 @@ func (id *identity) sans() ([]net.IP, []string) {
 	}
 
 	return ips, dns
+}
+
+// coversAddresses says whether crt names every current address of the
+// node, so a new address (a DHCP renumbering, a shared IP taken over) gets
+// a certificate that clients dialling it can verify.
+func (id *identity) coversAddresses(crt *x509.Certificate) bool {
+	addrs := id.addresses
+	if addrs == nil {
+		addrs = localAddresses
+	}
+
+	for _, ip := range addrs() {
+		if !slices.ContainsFunc(crt.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+
+	return true
 }
 
 // localAddresses are the node's interface addresses. Networkd will publish

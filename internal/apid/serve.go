@@ -167,7 +167,12 @@ func (s *Server) currentIdentity(ctx context.Context) (*identity, error) {
 		}
 	}
 
-	return newIdentity(active, identityOptions{hostname: s.opts.Hostname, trustdEndpoints: s.opts.TrustdEndpoints})
+	opts := identityOptions{hostname: s.opts.Hostname, trustdEndpoints: s.opts.TrustdEndpoints}
+	if s.opts.Plane != nil {
+		opts.controlPlane = s.opts.Plane.TrustdEndpoints
+	}
+
+	return newIdentity(active, opts)
 }
 
 // stopGraceful lets in-flight calls finish for StopGrace, then cuts what

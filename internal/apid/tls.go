@@ -26,10 +26,24 @@ type certIssuer struct {
 	// fetch, on a worker, asks trustd for a certificate (see worker.go).
 	fetch func(ctx context.Context, onError func(string, error)) (*pki.CertAndKey, error)
 
-	mu      sync.Mutex
-	cur     *tls.Certificate
-	renewAt time.Time
+	// covers, when set, says whether a certificate still names every
+	// address of the node; one that does not is re-issued (Talos renews
+	// whenever the node's addresses change). Checked at most every
+	// coverCheckInterval, as it asks the kernel.
+	covers func(*x509.Certificate) bool
+
+	mu        sync.Mutex
+	cur       *tls.Certificate
+	renewAt   time.Time
+	checkedAt time.Time
 }
+
+// coverCheckInterval spaces the address checks of a serving certificate;
+// renewRetry spaces renewals after one failed.
+const (
+	coverCheckInterval = 5 * time.Second
+	renewRetry         = time.Minute
+)
 
 func newIssuer(issue func() (*pki.CertAndKey, error)) *certIssuer {
 	if issue == nil {
@@ -58,14 +72,30 @@ func (ci *certIssuer) get() (*tls.Certificate, error) {
 	ci.mu.Lock()
 	defer ci.mu.Unlock()
 
-	if ci.cur != nil && time.Now().Before(ci.renewAt) {
-		return ci.cur, nil
+	if now := time.Now(); ci.cur != nil && now.Before(ci.renewAt) {
+		if ci.covers == nil || now.Sub(ci.checkedAt) < coverCheckInterval {
+			return ci.cur, nil
+		}
+
+		ci.checkedAt = now
+
+		if ci.covers(ci.cur.Leaf) {
+			return ci.cur, nil
+		}
 	}
 
 	c, err := ci.issue()
 	if err != nil {
-		if ci.cur != nil && time.Now().Before(ci.cur.Leaf.NotAfter) {
-			// Renewal failed (trustd away): the current one still serves.
+		if now := time.Now(); ci.cur != nil && now.Before(ci.cur.Leaf.NotAfter) {
+			// Renewal failed (trustd away): the current one still serves,
+			// and the next attempt waits, so handshakes do not queue
+			// behind a renewal that keeps timing out.
+			ci.renewAt = now.Add(renewRetry)
+			if ci.renewAt.After(ci.cur.Leaf.NotAfter) {
+				ci.renewAt = ci.cur.Leaf.NotAfter
+			}
+			ci.checkedAt = now
+
 			return ci.cur, nil
 		}
 

@@ -21,18 +21,25 @@ const renewTimeout = 15 * time.Second
 
 // newRemoteIssuer is a worker's server certificate issuer: a key and CSR
 // with the node's names, signed by trustd on the control plane.
-func newRemoteIssuer(id *identity, cfg *configs.Config, endpoints []string) *certIssuer {
-	if endpoints == nil {
-		endpoints = trustdEndpoints(cfg)
+func newRemoteIssuer(id *identity, cfg *configs.Config, opts identityOptions) *certIssuer {
+	endpoints := func() []string {
+		switch {
+		case opts.trustdEndpoints != nil:
+			return opts.trustdEndpoints
+		case opts.controlPlane != nil:
+			return opts.controlPlane(cfg)
+		default:
+			return trustdEndpoints(cfg)
+		}
 	}
 
-	req := trustd.SignRequest{Endpoints: endpoints, Token: cfg.Machine.Token, Trust: id.trust}
+	req := trustd.SignRequest{Token: cfg.Machine.Token, Trust: id.trust}
 
 	ci := newIssuer(nil)
 	ci.fetch = func(ctx context.Context, onError func(string, error)) (*pki.CertAndKey, error) {
 		ips, dns := id.sans()
 		r := req
-		r.OnError = onError
+		r.Endpoints, r.OnError = endpoints(), onError
 
 		return trustd.IssueServerCertificate(ctx, r, trustd.ServerOptions{CommonName: id.hostname, IPs: ips, DNSNames: dns})
 	}

@@ -3,6 +3,8 @@ package bus
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // Reader is the read half shared by Store and ControllerRuntime.
@@ -72,4 +74,46 @@ func ModifyAs[T Resource](ctx context.Context, w Modifier, r T, fn func(T) error
 	}
 
 	return res.(T), nil //nolint:forcetypeassert // checked in the callback or created from r
+}
+
+// Syncer is what SyncOutputs needs: a controller's runtime, or a store
+// wrapped with an owner.
+type Syncer interface {
+	Modifier
+	List(ctx context.Context, k Kind, opts ...ListOption) ([]Resource, error)
+	Destroy(ctx context.Context, p Pointer) error
+}
+
+// SyncOutputs makes the resources of (ns, typ) owned by owner exactly
+// want (id -> spec): it writes what changed and destroys the rest.
+// Resources of the type owned by others are left alone.
+func SyncOutputs[S any](ctx context.Context, r Syncer, owner, ns, typ string, want map[string]S) error {
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		spec := want[id]
+
+		if _, err := ModifyAs(ctx, r, NewTyped(ns, typ, id, spec), func(res *Typed[S]) error {
+			*res.TypedSpec() = spec
+			return nil
+		}); err != nil {
+			return fmt.Errorf("write %s %s: %w", typ, id, err)
+		}
+	}
+
+	have, err := r.List(ctx, Kind{Namespace: ns, Type: typ})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", typ, err)
+	}
+
+	for _, res := range have {
+		md := res.Metadata()
+		if _, ok := want[md.ID]; ok || md.Owner != owner {
+			continue
+		}
+
+		if err := r.Destroy(ctx, md.Pointer()); err != nil && !IsNotFound(err) {
+			return fmt.Errorf("remove %s %s: %w", typ, md.ID, err)
+		}
+	}
+
+	return nil
 }

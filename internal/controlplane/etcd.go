@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -107,18 +104,17 @@ func advertisedIPs(a etcd.Addresses) []string {
 }
 
 // joinEndpoints are the client URLs a joining member tries: the
-// control-plane endpoint's host on etcd's client port.
+// control-plane endpoint's host and every control-plane node discovery
+// knows, on etcd's client port.
 func (p *Plane) joinEndpoints(cfg *configs.Config) []string {
-	if cfg.Cluster == nil || cfg.Cluster.ControlPlane == nil {
-		return nil
+	hosts := p.controlPlaneHosts(cfg)
+	out := make([]string, len(hosts))
+
+	for i, h := range hostPorts(hosts, p.opts.EtcdClientPort) {
+		out[i] = "https://" + h
 	}
 
-	u, err := url.Parse(cfg.Cluster.ControlPlane.Endpoint)
-	if err != nil || u.Hostname() == "" {
-		return nil
-	}
-
-	return []string{"https://" + net.JoinHostPort(u.Hostname(), strconv.Itoa(p.opts.EtcdClientPort))}
+	return out
 }
 
 // etcdService runs the member: resume what the data dir holds, bootstrap
@@ -132,6 +128,10 @@ func (p *Plane) etcdService(n *machine.Node, cfg *configs.Config) supervisor.Ser
 				return err
 			}
 
+			if err := publishEtcdSpec(ctx, n, opts); err != nil {
+				return err
+			}
+
 			srv, err := p.startMember(ctx, n, cfg, opts, log)
 			if err != nil {
 				return err
@@ -140,6 +140,12 @@ func (p *Plane) etcdService(n *machine.Node, cfg *configs.Config) supervisor.Ser
 			p.setServer(srv)
 			defer p.setServer(nil)
 			defer srv.Close()
+
+			if err := publishMember(ctx, n, srv); err != nil {
+				return err
+			}
+
+			defer publishMember(context.WithoutCancel(ctx), n, nil) //nolint:errcheck // best effort on the way out
 
 			fmt.Fprintf(log, "etcd member %s (%x) serving on %s\n", opts.Name, srv.MemberID(), strings.Join(opts.AdvertiseClientURLs, ","))
 

@@ -32,6 +32,11 @@ type Options struct {
 	NoEtcd bool
 	// RetryInterval and WaitingInterval pace the join (3 s, 30 s).
 	RetryInterval, WaitingInterval time.Duration
+	// VIPTTL is the shared IP's election lease (vip.DefaultTTL): how long
+	// a dead owner keeps it.
+	VIPTTL time.Duration
+	// DiscoveryInterval and DiscoveryTTL pace discovery (10 s, 30 s).
+	DiscoveryInterval, DiscoveryTTL time.Duration
 }
 
 // Plane is one node's control-plane services. Its methods serve apid's
@@ -51,6 +56,8 @@ type Plane struct {
 	left *etcd.Server
 	// changed is closed and replaced whenever srv changes.
 	changed chan struct{}
+	// knownCPs are the control-plane nodes discovery last listed.
+	knownCPs []netip.Addr
 }
 
 // New makes a Plane for node.

@@ -34,6 +34,7 @@ func (p *Plane) trustdService(cfg *configs.Config) supervisor.Service {
 				Token:       cfg.Machine.Token,
 				ServerCert:  trustd.ServerCertificate(ca, pki.ServerOptions{CommonName: hostname(cfg), IPs: ips, DNSNames: dns}),
 				Log:         log,
+				Registry:    servedRegistry{p},
 			})
 			if err != nil {
 				return err

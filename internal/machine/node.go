@@ -58,6 +58,15 @@ type Options struct {
 	Networkd bool
 	// StopTimeout bounds each service's stop (30 s by default).
 	StopTimeout time.Duration
+	// Definitions are resource types other packages publish on the node's
+	// bus (cluster members, etcd), registered for `talosctl get`.
+	Definitions []bus.Definition
+	// Controllers are other packages' controllers, run on the node's bus
+	// beside machined's own (discovery).
+	Controllers func(*Node) []bus.Controller
+	// Operators builds networkd operators beyond DHCP (the shared VIP);
+	// it returns (nil, nil) for what it does not build.
+	Operators network.OperatorFactory
 }
 
 // Event is one entry of the node's event stream (`talosctl events`).
@@ -134,6 +143,7 @@ func New(opts Options) (*Node, error) {
 
 	defs := append(append([]bus.Definition{}, Definitions...), supervisor.Definition, timed.Definition)
 	defs = append(defs, network.Definitions...)
+	defs = append(defs, opts.Definitions...)
 	for _, d := range defs {
 		if err := n.registry.Register(d); err != nil {
 			return nil, err
@@ -145,6 +155,10 @@ func New(opts Options) (*Node, error) {
 
 // Store is the node's bus.
 func (n *Node) Store() *bus.Store { return n.store }
+
+// Identity is the node's stable random ID (Talos's node identity),
+// created on first use and kept in STATE.
+func (n *Node) Identity() (string, error) { return n.state.Identity() }
 
 // Registry holds the definitions of every resource type on the bus.
 func (n *Node) Registry() *bus.Registry { return n.registry }

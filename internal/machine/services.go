@@ -115,6 +115,14 @@ func (n *Node) machinedService() supervisor.Service {
 				return err
 			}
 
+			if n.opts.Controllers != nil {
+				for _, c := range n.opts.Controllers(n) {
+					if err := rt.Register(c); err != nil {
+						return err
+					}
+				}
+			}
+
 			if n.opts.Networkd {
 				opts, err := n.networkOptions()
 				if err != nil {
@@ -140,6 +148,15 @@ func (n *Node) networkOptions() (network.Options, error) {
 	}
 
 	opts := network.Options{NodeID: id, Operators: network.DHCP4Operators}
+	if extra := n.opts.Operators; extra != nil {
+		opts.Operators = func(spec network.OperatorSpecSpec, env network.OperatorEnv) (network.Operator, error) {
+			if op, err := network.DHCP4Operators(spec, env); op != nil || err != nil {
+				return op, err
+			}
+
+			return extra(spec, env)
+		}
+	}
 
 	if n.opts.Platform.IsMetal() {
 		if c, err := os.ReadFile("/proc/cmdline"); err == nil {

@@ -1,11 +1,17 @@
 package network
 
-import "github.com/talosbox/talosbox/configs"
+import (
+	"net/netip"
+
+	"github.com/talosbox/talosbox/configs"
+)
 
 // NewOperatorConfigController builds OperatorSpecs: a DHCP client for
 // ip=...:dhcp (cmdline) and for every interface or VLAN with dhcp: true
 // (configuration). DHCPv4 runs unless dhcpOptions.ipv4 is false; DHCPv6
-// only when dhcpOptions.ipv6 is true, as in Talos.
+// only when dhcpOptions.ipv6 is true, as in Talos. A vip on an interface or
+// VLAN of a control-plane node gets a vip operator (validation refuses it
+// elsewhere; a worker's config is ignored here all the same).
 func NewOperatorConfigController(opts *Options) *configController[OperatorSpecSpec] {
 	return &configController[OperatorSpecSpec]{name: "network.OperatorConfigController", typ: OperatorSpecType, opts: opts, build: buildOperators}
 }
@@ -60,11 +66,28 @@ func buildOperators(src *source, out *layeredSet[OperatorSpecSpec], _ issues) {
 		}
 	}
 
+	vip := func(link string, v *configs.VIPConfig) {
+		if v == nil || !src.controlPlane() {
+			return
+		}
+
+		ip, err := netip.ParseAddr(v.IP)
+		if err != nil {
+			return // validation reports it
+		}
+
+		spec := OperatorSpecSpec{Operator: OperatorVIP, LinkName: link, RequireUp: true,
+			VIP: VIPOperatorSpec{IP: ip, GratuitousARP: true}, Layer: LayerConfiguration}
+		out.add(spec.ID(), spec)
+	}
+
 	for _, d := range src.devices(nil) {
 		add(d.name, d.dev.DHCP, d.dev.DHCPOptions)
+		vip(d.name, d.dev.VIP)
 
 		for _, v := range d.dev.VLANs {
 			add(vlanName(d.name, v.ID), v.DHCP, v.DHCPOptions)
+			vip(vlanName(d.name, v.ID), v.VIP)
 		}
 	}
 }

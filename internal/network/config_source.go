@@ -193,3 +193,13 @@ func (s *source) cmdlineLink() string {
 
 // vlanName is how Talos names a VLAN link: "<parent>.<id>".
 func vlanName(parent string, id uint16) string { return fmt.Sprintf("%s.%d", parent, id) }
+
+// controlPlane reports whether the config is a control-plane node's, the
+// only kind that may hold a shared IP.
+func (s *source) controlPlane() bool {
+	if s.cfg == nil || s.cfg.Machine == nil {
+		return false
+	}
+
+	return s.cfg.Machine.Type == "controlplane" || s.cfg.Machine.Type == "init"
+}

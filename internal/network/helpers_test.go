@@ -137,8 +137,14 @@ func startNode(t testing.TB, ns *testNS, tweak func(*network.Options)) *node {
 // setConfig publishes cfg as the machine config, as machined does.
 func (nd *node) setConfig(n *configs.NetworkConfig) {
 	nd.t.Helper()
+	nd.setConfigOf("", n)
+}
 
-	cfg := &configs.Config{Version: "v1alpha1", Machine: &configs.MachineConfig{Network: n}}
+// setConfigOf is setConfig for a machine of type typ.
+func (nd *node) setConfigOf(typ string, n *configs.NetworkConfig) {
+	nd.t.Helper()
+
+	cfg := &configs.Config{Version: "v1alpha1", Machine: &configs.MachineConfig{Type: typ, Network: n}}
 	mc := bus.NewTyped(machine.NamespaceConfig, machine.MachineConfigType, machine.ActiveConfigID, machine.MachineConfigSpec{Config: cfg})
 
 	if _, err := nd.store.Modify(context.Background(), mc, func(r bus.Resource) error {

@@ -88,3 +88,58 @@ func TestLogicalLinkSpecs(t *testing.T) {
 		})
 	nd.waitFor(network.OperatorSpecType, "DHCP on the bond", hasIDs(false, "dhcp4/bond0"))
 }
+
+// A shared IP gets a vip operator on a control plane only, on the link or
+// VLAN it is configured on.
+func TestVIPOperatorSpecs(t *testing.T) {
+	store := bus.NewStore(bus.StoreOptions{})
+	rt := bus.NewRuntime(store, bus.RuntimeOptions{})
+
+	for _, c := range network.Controllers(network.Options{NodeID: "n"}) {
+		if n := c.Name(); n == "network.OperatorConfigController" || n == "network.OperatorMergeController" {
+			if err := rt.Register(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+
+	go func() {
+		defer close(done)
+		rt.Run(ctx) //nolint:errcheck
+	}()
+
+	t.Cleanup(func() { cancel(); <-done })
+
+	nd := &node{t: t, store: store}
+	netCfg := &configs.NetworkConfig{Interfaces: []configs.Device{
+		{Interface: "eth0", DHCP: true, VIP: &configs.VIPConfig{IP: "10.5.0.100"}},
+		{Interface: "eth1", VLANs: []configs.VLAN{{ID: 7, VIP: &configs.VIPConfig{IP: "192.168.7.100"}}}},
+	}}
+
+	nd.setConfigOf("controlplane", netCfg)
+
+	var got map[string]bus.Resource
+
+	nd.waitFor(network.OperatorSpecType, "vip operators on eth0 and eth1.7", func(items []bus.Resource) bool {
+		got = ids(items)
+		return got["vip/eth0"] != nil && got["vip/eth1.7"] != nil && got["dhcp4/eth0"] != nil
+	})
+
+	if s := got["vip/eth0"].(*network.OperatorSpec).TypedSpec(); s.VIP.IP.String() != "10.5.0.100" || !s.VIP.GratuitousARP || !s.RequireUp {
+		t.Errorf("vip/eth0: %+v", s)
+	}
+
+	if s := got["vip/eth1.7"].(*network.OperatorSpec).TypedSpec(); s.VIP.IP.String() != "192.168.7.100" {
+		t.Errorf("vip/eth1.7: %+v", s)
+	}
+
+	// The same config on a worker: DHCP stays, the shared IP does not.
+	nd.setConfigOf("worker", netCfg)
+	nd.waitFor(network.OperatorSpecType, "no vip operator on a worker", func(items []bus.Resource) bool {
+		got = ids(items)
+		return got["vip/eth0"] == nil && got["vip/eth1.7"] == nil && got["dhcp4/eth0"] != nil
+	})
+}

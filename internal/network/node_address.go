@@ -11,7 +11,8 @@ import (
 
 // NodeAddressController derives NodeAddresses from AddressStatuses:
 // "current" is every global address not on a loopback link (IPv4 first,
-// then by address), "default" the first of those.
+// then by address), "default" the first of those that is not a host
+// address (a shared IP).
 type NodeAddressController struct{}
 
 func (c *NodeAddressController) Name() string { return "network.NodeAddressController" }
@@ -65,7 +66,12 @@ func (c *NodeAddressController) Run(ctx context.Context, r bus.ControllerRuntime
 		current = slices.Compact(current)
 		want := map[string]NodeAddressSpec{NodeAddressesCur: {Addresses: current}}
 
-		if len(current) > 0 {
+		// The default is the first address with a subnet: a host address
+		// (/32, /128) is a shared IP, which moves between nodes and must
+		// not name this one.
+		if i := slices.IndexFunc(current, func(p netip.Prefix) bool { return p.Bits() < p.Addr().BitLen() }); i >= 0 {
+			want[NodeAddressesDef] = NodeAddressSpec{Addresses: current[i : i+1 : i+1]}
+		} else if len(current) > 0 {
 			want[NodeAddressesDef] = NodeAddressSpec{Addresses: current[:1:1]}
 		}
 

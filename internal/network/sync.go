@@ -3,8 +3,6 @@ package network
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
@@ -14,34 +12,7 @@ import (
 // want (id -> spec): it writes what changed and destroys the rest.
 // Resources of the type owned by other controllers are left alone.
 func syncOutputs[S any](ctx context.Context, r bus.ControllerRuntime, owner, ns, typ string, want map[string]S) error {
-	for _, id := range slices.Sorted(maps.Keys(want)) {
-		spec := want[id]
-
-		if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(ns, typ, id, spec), func(res *bus.Typed[S]) error {
-			*res.TypedSpec() = spec
-			return nil
-		}); err != nil {
-			return fmt.Errorf("write %s %s: %w", typ, id, err)
-		}
-	}
-
-	have, err := r.List(ctx, bus.Kind{Namespace: ns, Type: typ})
-	if err != nil {
-		return fmt.Errorf("list %s: %w", typ, err)
-	}
-
-	for _, res := range have {
-		md := res.Metadata()
-		if _, ok := want[md.ID]; ok || md.Owner != owner {
-			continue
-		}
-
-		if err := r.Destroy(ctx, md.Pointer()); err != nil && !bus.IsNotFound(err) {
-			return fmt.Errorf("remove %s %s: %w", typ, md.ID, err)
-		}
-	}
-
-	return nil
+	return bus.SyncOutputs(ctx, r, owner, ns, typ, want)
 }
 
 // issues collects what one pass of a controller could not apply, keyed by

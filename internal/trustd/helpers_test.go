@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/talosbox/talosbox/internal/api/security"
+	"github.com/talosbox/talosbox/internal/discovery"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -63,6 +64,13 @@ type testServer struct {
 func startServer(tb testing.TB, lis net.Listener) *testServer {
 	tb.Helper()
 
+	return startServerWith(tb, lis, nil)
+}
+
+// startServerWith is startServer serving discovery from registry.
+func startServerWith(tb testing.TB, lis net.Listener, registry discovery.Registry) *testServer {
+	tb.Helper()
+
 	ca, _, accepted := cas(tb)
 	logBuf := &syncBuffer{}
 
@@ -72,6 +80,7 @@ func startServer(tb testing.TB, lis net.Listener) *testServer {
 		Token:       testToken,
 		ServerCert:  ServerCertificate(ca, pki.ServerOptions{CommonName: "trustd", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}),
 		Log:         logBuf,
+		Registry:    registry,
 	})
 	if err != nil {
 		tb.Fatal(err)

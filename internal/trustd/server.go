@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/talosbox/talosbox/internal/api/security"
+	"github.com/talosbox/talosbox/internal/discovery"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -73,6 +74,9 @@ type Options struct {
 	TTL time.Duration
 	// Log receives one line per issued certificate; discarded when nil.
 	Log io.Writer
+	// Registry serves discovery to workers (Affiliates); nil answers
+	// Unimplemented.
+	Registry discovery.Registry
 }
 
 // Server is a trustd instance. It holds no per-call state: Serve may run on
@@ -84,6 +88,7 @@ type Server struct {
 	serverCert func() (*tls.Certificate, error)
 	ttl        time.Duration
 	log        *log.Logger // serializes lines from concurrent calls
+	registry   discovery.Registry
 }
 
 // NewServer checks opts and returns a server. The CA is checked here so a
@@ -140,6 +145,7 @@ func NewServer(opts Options) (*Server, error) {
 		serverCert: opts.ServerCert,
 		ttl:        ttl,
 		log:        log.New(w, "[talos] trustd: ", 0),
+		registry:   opts.Registry,
 	}, nil
 }
 

@@ -126,6 +126,180 @@ func (x *CertificateResponse) GetCrt() []byte {
 	return nil
 }
 
+// Affiliate is one node's discovery record.
+type Affiliate struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	NodeId          string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Hostname        string                 `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Nodename        string                 `protobuf:"bytes,3,opt,name=nodename,proto3" json:"nodename,omitempty"`
+	MachineType     string                 `protobuf:"bytes,4,opt,name=machine_type,json=machineType,proto3" json:"machine_type,omitempty"`
+	OperatingSystem string                 `protobuf:"bytes,5,opt,name=operating_system,json=operatingSystem,proto3" json:"operating_system,omitempty"`
+	Addresses       []string               `protobuf:"bytes,6,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Affiliate) Reset() {
+	*x = Affiliate{}
+	mi := &file_security_security_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Affiliate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Affiliate) ProtoMessage() {}
+
+func (x *Affiliate) ProtoReflect() protoreflect.Message {
+	mi := &file_security_security_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Affiliate.ProtoReflect.Descriptor instead.
+func (*Affiliate) Descriptor() ([]byte, []int) {
+	return file_security_security_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Affiliate) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Affiliate) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *Affiliate) GetNodename() string {
+	if x != nil {
+		return x.Nodename
+	}
+	return ""
+}
+
+func (x *Affiliate) GetMachineType() string {
+	if x != nil {
+		return x.MachineType
+	}
+	return ""
+}
+
+func (x *Affiliate) GetOperatingSystem() string {
+	if x != nil {
+		return x.OperatingSystem
+	}
+	return ""
+}
+
+func (x *Affiliate) GetAddresses() []string {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+type AffiliatesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// self is the caller's record, stored under a lease on the control plane.
+	Self          *Affiliate `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AffiliatesRequest) Reset() {
+	*x = AffiliatesRequest{}
+	mi := &file_security_security_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AffiliatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AffiliatesRequest) ProtoMessage() {}
+
+func (x *AffiliatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_security_security_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AffiliatesRequest.ProtoReflect.Descriptor instead.
+func (*AffiliatesRequest) Descriptor() ([]byte, []int) {
+	return file_security_security_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AffiliatesRequest) GetSelf() *Affiliate {
+	if x != nil {
+		return x.Self
+	}
+	return nil
+}
+
+type AffiliatesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Affiliates    []*Affiliate           `protobuf:"bytes,1,rep,name=affiliates,proto3" json:"affiliates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AffiliatesResponse) Reset() {
+	*x = AffiliatesResponse{}
+	mi := &file_security_security_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AffiliatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AffiliatesResponse) ProtoMessage() {}
+
+func (x *AffiliatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_security_security_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AffiliatesResponse.ProtoReflect.Descriptor instead.
+func (*AffiliatesResponse) Descriptor() ([]byte, []int) {
+	return file_security_security_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AffiliatesResponse) GetAffiliates() []*Affiliate {
+	if x != nil {
+		return x.Affiliates
+	}
+	return nil
+}
+
 var File_security_security_proto protoreflect.FileDescriptor
 
 const file_security_security_proto_rawDesc = "" +
@@ -135,9 +309,24 @@ const file_security_security_proto_rawDesc = "" +
 	"\x03csr\x18\x01 \x01(\fR\x03csr\"7\n" +
 	"\x13CertificateResponse\x12\x0e\n" +
 	"\x02ca\x18\x01 \x01(\fR\x02ca\x12\x10\n" +
-	"\x03crt\x18\x02 \x01(\fR\x03crt2c\n" +
+	"\x03crt\x18\x02 \x01(\fR\x03crt\"\xc8\x01\n" +
+	"\tAffiliate\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1a\n" +
+	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x1a\n" +
+	"\bnodename\x18\x03 \x01(\tR\bnodename\x12!\n" +
+	"\fmachine_type\x18\x04 \x01(\tR\vmachineType\x12)\n" +
+	"\x10operating_system\x18\x05 \x01(\tR\x0foperatingSystem\x12\x1c\n" +
+	"\taddresses\x18\x06 \x03(\tR\taddresses\"?\n" +
+	"\x11AffiliatesRequest\x12*\n" +
+	"\x04self\x18\x01 \x01(\v2\x16.securityapi.AffiliateR\x04self\"L\n" +
+	"\x12AffiliatesResponse\x126\n" +
+	"\n" +
+	"affiliates\x18\x01 \x03(\v2\x16.securityapi.AffiliateR\n" +
+	"affiliates2\xb2\x01\n" +
 	"\x0fSecurityService\x12P\n" +
-	"\vCertificate\x12\x1f.securityapi.CertificateRequest\x1a .securityapi.CertificateResponseB=Z;github.com/talosbox/talosbox/internal/api/security;securityb\x06proto3"
+	"\vCertificate\x12\x1f.securityapi.CertificateRequest\x1a .securityapi.CertificateResponse\x12M\n" +
+	"\n" +
+	"Affiliates\x12\x1e.securityapi.AffiliatesRequest\x1a\x1f.securityapi.AffiliatesResponseB=Z;github.com/talosbox/talosbox/internal/api/security;securityb\x06proto3"
 
 var (
 	file_security_security_proto_rawDescOnce sync.Once
@@ -151,19 +340,26 @@ func file_security_security_proto_rawDescGZIP() []byte {
 	return file_security_security_proto_rawDescData
 }
 
-var file_security_security_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_security_security_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_security_security_proto_goTypes = []any{
 	(*CertificateRequest)(nil),  // 0: securityapi.CertificateRequest
 	(*CertificateResponse)(nil), // 1: securityapi.CertificateResponse
+	(*Affiliate)(nil),           // 2: securityapi.Affiliate
+	(*AffiliatesRequest)(nil),   // 3: securityapi.AffiliatesRequest
+	(*AffiliatesResponse)(nil),  // 4: securityapi.AffiliatesResponse
 }
 var file_security_security_proto_depIdxs = []int32{
-	0, // 0: securityapi.SecurityService.Certificate:input_type -> securityapi.CertificateRequest
-	1, // 1: securityapi.SecurityService.Certificate:output_type -> securityapi.CertificateResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2, // 0: securityapi.AffiliatesRequest.self:type_name -> securityapi.Affiliate
+	2, // 1: securityapi.AffiliatesResponse.affiliates:type_name -> securityapi.Affiliate
+	0, // 2: securityapi.SecurityService.Certificate:input_type -> securityapi.CertificateRequest
+	3, // 3: securityapi.SecurityService.Affiliates:input_type -> securityapi.AffiliatesRequest
+	1, // 4: securityapi.SecurityService.Certificate:output_type -> securityapi.CertificateResponse
+	4, // 5: securityapi.SecurityService.Affiliates:output_type -> securityapi.AffiliatesResponse
+	4, // [4:6] is the sub-list for method output_type
+	2, // [2:4] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_security_security_proto_init() }
@@ -177,7 +373,7 @@ func file_security_security_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_security_security_proto_rawDesc), len(file_security_security_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	SecurityService_Certificate_FullMethodName = "/securityapi.SecurityService/Certificate"
+	SecurityService_Affiliates_FullMethodName  = "/securityapi.SecurityService/Affiliates"
 )
 
 // SecurityServiceClient is the client API for SecurityService service.
@@ -32,6 +33,10 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type SecurityServiceClient interface {
 	Certificate(ctx context.Context, in *CertificateRequest, opts ...grpc.CallOption) (*CertificateResponse, error)
+	// Affiliates is talosbox's discovery for workers, which hold no etcd
+	// client certificate: the caller publishes its own record and gets the
+	// cluster's back. Same token as Certificate.
+	Affiliates(ctx context.Context, in *AffiliatesRequest, opts ...grpc.CallOption) (*AffiliatesResponse, error)
 }
 
 type securityServiceClient struct {
@@ -52,11 +57,25 @@ func (c *securityServiceClient) Certificate(ctx context.Context, in *Certificate
 	return out, nil
 }
 
+func (c *securityServiceClient) Affiliates(ctx context.Context, in *AffiliatesRequest, opts ...grpc.CallOption) (*AffiliatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AffiliatesResponse)
+	err := c.cc.Invoke(ctx, SecurityService_Affiliates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SecurityServiceServer is the server API for SecurityService service.
 // All implementations must embed UnimplementedSecurityServiceServer
 // for forward compatibility.
 type SecurityServiceServer interface {
 	Certificate(context.Context, *CertificateRequest) (*CertificateResponse, error)
+	// Affiliates is talosbox's discovery for workers, which hold no etcd
+	// client certificate: the caller publishes its own record and gets the
+	// cluster's back. Same token as Certificate.
+	Affiliates(context.Context, *AffiliatesRequest) (*AffiliatesResponse, error)
 	mustEmbedUnimplementedSecurityServiceServer()
 }
 
@@ -69,6 +88,9 @@ type UnimplementedSecurityServiceServer struct{}
 
 func (UnimplementedSecurityServiceServer) Certificate(context.Context, *CertificateRequest) (*CertificateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Certificate not implemented")
+}
+func (UnimplementedSecurityServiceServer) Affiliates(context.Context, *AffiliatesRequest) (*AffiliatesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Affiliates not implemented")
 }
 func (UnimplementedSecurityServiceServer) mustEmbedUnimplementedSecurityServiceServer() {}
 func (UnimplementedSecurityServiceServer) testEmbeddedByValue()                         {}
@@ -109,6 +131,24 @@ func _SecurityService_Certificate_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SecurityService_Affiliates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AffiliatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SecurityServiceServer).Affiliates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SecurityService_Affiliates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SecurityServiceServer).Affiliates(ctx, req.(*AffiliatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SecurityService_ServiceDesc is the grpc.ServiceDesc for SecurityService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -119,6 +159,10 @@ var SecurityService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Certificate",
 			Handler:    _SecurityService_Certificate_Handler,
+		},
+		{
+			MethodName: "Affiliates",
+			Handler:    _SecurityService_Affiliates_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

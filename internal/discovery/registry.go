@@ -1,0 +1,83 @@
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Registry is where a cluster's affiliates meet.
+type Registry interface {
+	// Publish stores (or refreshes) one node's record; it expires unless
+	// published again within the registry's TTL.
+	Publish(ctx context.Context, a AffiliateSpec) error
+	// List returns every live record.
+	List(ctx context.Context) ([]AffiliateSpec, error)
+}
+
+// KeyPrefix is where records live in etcd.
+const KeyPrefix = "talos:v1:discovery:affiliates:"
+
+// DefaultTTL is how long a record outlives its node's last publish.
+const DefaultTTL = 30 * time.Second
+
+// EtcdRegistry keeps records in etcd, each under a lease of TTL.
+type EtcdRegistry struct {
+	Client *clientv3.Client
+	// TTL is the record lease, DefaultTTL when zero.
+	TTL time.Duration
+}
+
+// Publish writes a under a fresh lease; the previous lease of the key
+// expires with nothing attached.
+func (r EtcdRegistry) Publish(ctx context.Context, a AffiliateSpec) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
+
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+
+	ttl := r.TTL
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+
+	lease, err := r.Client.Grant(ctx, int64(ttl/time.Second))
+	if err != nil {
+		return fmt.Errorf("discovery: lease: %w", err)
+	}
+
+	if _, err := r.Client.Put(ctx, KeyPrefix+a.NodeID, string(data), clientv3.WithLease(lease.ID)); err != nil {
+		return fmt.Errorf("discovery: publish %s: %w", a.NodeID, err)
+	}
+
+	return nil
+}
+
+// List reads every record; a record that does not decode or validate is
+// skipped rather than hiding the rest.
+func (r EtcdRegistry) List(ctx context.Context) ([]AffiliateSpec, error) {
+	resp, err := r.Client.Get(ctx, KeyPrefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("discovery: list: %w", err)
+	}
+
+	out := make([]AffiliateSpec, 0, len(resp.Kvs))
+
+	for _, kv := range resp.Kvs {
+		var a AffiliateSpec
+		if json.Unmarshal(kv.Value, &a) != nil || a.Validate() != nil {
+			continue
+		}
+
+		out = append(out, a)
+	}
+
+	return out, nil
+}

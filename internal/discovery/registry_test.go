@@ -1,0 +1,100 @@
+package discovery_test
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/internal/discovery"
+	"github.com/talosbox/talosbox/internal/etcd/etcdtest"
+)
+
+func TestEtcdRegistry(t *testing.T) {
+	member := etcdtest.Start(t)
+	cli := member.Server.Client()
+	reg := discovery.EtcdRegistry{Client: cli, TTL: 2 * time.Second}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	a := discovery.AffiliateSpec{NodeID: "n1", Hostname: "cp-1", Nodename: "cp-1", MachineType: "controlplane",
+		OperatingSystem: discovery.OperatingSystem(), Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.2")}}
+	if err := reg.Publish(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	// A record that does not decode is skipped, not fatal to the list.
+	if _, err := cli.Put(ctx, discovery.KeyPrefix+"garbage", "{not json"); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := reg.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(got) != 1 || got[0].NodeID != "n1" || got[0].Addresses[0] != a.Addresses[0] || got[0].Member().Hostname != "cp-1" {
+		t.Fatalf("listed %+v", got)
+	}
+
+	// An invalid record is refused before it is stored.
+	bad := a
+	bad.MachineType = "root"
+
+	if err := reg.Publish(ctx, bad); err == nil || !strings.Contains(err.Error(), "machine type") {
+		t.Fatalf("invalid record: %v", err)
+	}
+
+	// Not republished, the record expires with its lease.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+
+	for {
+		got, err := reg.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if len(got) == 0 {
+			break
+		}
+
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the record outlived its lease: %+v", got)
+		case <-tick.C:
+		}
+	}
+}
+
+func TestAffiliateValidate(t *testing.T) {
+	ok := discovery.AffiliateSpec{NodeID: "abcDEF123_-", Hostname: "node-1.example.com", MachineType: "worker"}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		change func(*discovery.AffiliateSpec)
+		want   string
+	}{
+		{"empty id", func(a *discovery.AffiliateSpec) { a.NodeID = "" }, "node ID"},
+		{"id with slash", func(a *discovery.AffiliateSpec) { a.NodeID = "a/b" }, "node ID"},
+		{"uppercase hostname", func(a *discovery.AffiliateSpec) { a.Hostname = "Node" }, "hostname"},
+		{"bad nodename", func(a *discovery.AffiliateSpec) { a.Nodename = "-x" }, "node name"},
+		{"unknown type", func(a *discovery.AffiliateSpec) { a.MachineType = "" }, "machine type"},
+		{"long os", func(a *discovery.AffiliateSpec) { a.OperatingSystem = strings.Repeat("x", 300) }, "too long"},
+		{"zero address", func(a *discovery.AffiliateSpec) { a.Addresses = []netip.Addr{{}} }, "invalid address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := ok
+			tc.change(&a)
+
+			if err := a.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

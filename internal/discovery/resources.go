@@ -1,0 +1,123 @@
+// Package discovery lists the nodes of a cluster on every node: each node
+// publishes an affiliate record (its identity, hostname, addresses, machine
+// type and OS) to a registry on the control plane, and reads everyone
+// else's back as Affiliates and Members resources. Control-plane nodes
+// keep the registry in etcd, under leases; workers reach it through
+// trustd with the machine token.
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// Namespace and resource types, as Talos names them.
+const (
+	Namespace     = "cluster"
+	AffiliateType = "Affiliates.cluster.talosbox.dev"
+	MemberType    = "Members.cluster.talosbox.dev"
+)
+
+// Definitions of the types above, for `talosctl get`.
+var Definitions = []bus.Definition{
+	{Type: AffiliateType, DefaultNamespace: Namespace, Aliases: []string{"affiliate"},
+		PrintColumns: []bus.PrintColumn{{Name: "ID", JSONPath: "{.nodeId}"}, {Name: "HOSTNAME", JSONPath: "{.hostname}"},
+			{Name: "MACHINE TYPE", JSONPath: "{.machineType}"}, {Name: "ADDRESSES", JSONPath: "{.addresses}"}}},
+	{Type: MemberType, DefaultNamespace: Namespace, Aliases: []string{"member"},
+		PrintColumns: []bus.PrintColumn{{Name: "HOSTNAME", JSONPath: "{.hostname}"}, {Name: "MACHINE TYPE", JSONPath: "{.machineType}"},
+			{Name: "OS", JSONPath: "{.operatingSystem}"}, {Name: "ADDRESSES", JSONPath: "{.addresses}"}}},
+}
+
+// AffiliateSpec is one node as it describes itself. Its ID is NodeID.
+type AffiliateSpec struct {
+	NodeID          string       `yaml:"nodeId" json:"nodeId"`
+	Hostname        string       `yaml:"hostname" json:"hostname"`
+	Nodename        string       `yaml:"nodename" json:"nodename"`
+	MachineType     string       `yaml:"machineType" json:"machineType"`
+	OperatingSystem string       `yaml:"operatingSystem" json:"operatingSystem"`
+	Addresses       []netip.Addr `yaml:"addresses" json:"addresses"`
+}
+
+// DeepCopy copies the addresses.
+func (s AffiliateSpec) DeepCopy() AffiliateSpec {
+	s.Addresses = slices.Clone(s.Addresses)
+	return s
+}
+
+// Affiliate is an Affiliates resource.
+type Affiliate = bus.Typed[AffiliateSpec]
+
+// MemberSpec is a cluster member, named by its node name (the ID).
+type MemberSpec struct {
+	NodeID          string       `yaml:"nodeId" json:"nodeId"`
+	Addresses       []netip.Addr `yaml:"addresses" json:"addresses"`
+	Hostname        string       `yaml:"hostname" json:"hostname"`
+	MachineType     string       `yaml:"machineType" json:"machineType"`
+	OperatingSystem string       `yaml:"operatingSystem" json:"operatingSystem"`
+}
+
+// DeepCopy copies the addresses.
+func (s MemberSpec) DeepCopy() MemberSpec {
+	s.Addresses = slices.Clone(s.Addresses)
+	return s
+}
+
+// Member is a Members resource.
+type Member = bus.Typed[MemberSpec]
+
+// Limits on a record: workers' records come over the network.
+const (
+	maxAddresses = 32
+	maxField     = 253
+)
+
+var (
+	nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	namePattern   = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$`)
+	machineTypes  = []string{"controlplane", "init", "worker"}
+)
+
+// Validate checks a record before it is stored or shown.
+func (s AffiliateSpec) Validate() error {
+	switch {
+	case !nodeIDPattern.MatchString(s.NodeID):
+		return fmt.Errorf("affiliate: invalid node ID %q", s.NodeID)
+	case !namePattern.MatchString(s.Hostname):
+		return fmt.Errorf("affiliate %s: invalid hostname %q", s.NodeID, s.Hostname)
+	case s.Nodename != "" && !namePattern.MatchString(s.Nodename):
+		return fmt.Errorf("affiliate %s: invalid node name %q", s.NodeID, s.Nodename)
+	case !slices.Contains(machineTypes, s.MachineType):
+		return fmt.Errorf("affiliate %s: invalid machine type %q", s.NodeID, s.MachineType)
+	case len(s.OperatingSystem) > maxField:
+		return fmt.Errorf("affiliate %s: operating system name too long", s.NodeID)
+	case len(s.Addresses) > maxAddresses:
+		return fmt.Errorf("affiliate %s: %d addresses, at most %d", s.NodeID, len(s.Addresses), maxAddresses)
+	}
+
+	for _, a := range s.Addresses {
+		if !a.IsValid() {
+			return errors.New("affiliate " + s.NodeID + ": invalid address")
+		}
+	}
+
+	return nil
+}
+
+// Member is the member record of an affiliate.
+func (s AffiliateSpec) Member() MemberSpec {
+	return MemberSpec{NodeID: s.NodeID, Addresses: slices.Clone(s.Addresses), Hostname: s.Hostname, MachineType: s.MachineType, OperatingSystem: s.OperatingSystem}
+}
+
+// MemberID is the member's resource ID: the node name, else the hostname.
+func (s AffiliateSpec) MemberID() string {
+	if s.Nodename != "" {
+		return s.Nodename
+	}
+
+	return s.Hostname
+}
