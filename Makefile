@@ -33,6 +33,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(OUT) .
 	@ls -l $(OUT) | awk '{print "built " $$9 " (" $$5 " bytes)"}'
 
+# The node's initramfs, _out/initramfs.cpio: this binary as /init and Debian's cloud kernel's
+# modules (initramfs/README.md). INITRAMFS_FLAGS adds flags, e.g. --compress zstd, --with-tools.
+.PHONY: initramfs
+initramfs: build
+	TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
+	$(OUT) initramfs --binary $(OUT) --kernel-dir _out/kernel $(INITRAMFS_FLAGS)
+
 install-links: build
 	./$(OUT) --install $(BIN_DIR)
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/talosbox/talosbox/applets/apid"
 	"github.com/talosbox/talosbox/applets/etcd"
+	"github.com/talosbox/talosbox/applets/initramfs"
 	"github.com/talosbox/talosbox/applets/machined"
 	"github.com/talosbox/talosbox/applets/networkd"
 	"github.com/talosbox/talosbox/applets/talosctl"
@@ -37,6 +38,7 @@ func multicall() *applet.Multicall {
 			networkd.Applet,
 			etcd.Applet,
 			talosctl.Applet,
+			initramfs.Applet,
 		},
 	}
 }

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/talosbox/talosbox/initramfs"
 )
 
 // buildBinary builds the real binary through the Makefile, so the test
@@ -116,4 +119,16 @@ func runBinary(t *testing.T, path string, wantCode int, args ...string) string {
 	}
 
 	return out.String()
+}
+
+// The initramfs links every applet name it carries to /init; each must be
+// one the multicall answers to, or the node would boot a dead link.
+func TestInitramfsLinksAreApplets(t *testing.T) {
+	m := multicall()
+
+	for _, link := range initramfs.DefaultLinks() {
+		if _, ok := m.Lookup(path.Base(link)); !ok {
+			t.Errorf("initramfs link %s names no applet", link)
+		}
+	}
 }

@@ -24,6 +24,7 @@ type entry struct {
 // it holds. Missing parent directories are created with mode 0755.
 type Archive struct {
 	entries map[string]*entry
+	mtime   uint32
 }
 
 // New returns an archive holding dev/console (5, 1), which the kernel
@@ -38,6 +39,32 @@ func New() *Archive {
 	a.CharDev("dev/console", 0o600, 5, 1)
 
 	return a
+}
+
+// SetModTime stamps every member with sec (seconds since the epoch)
+// when the archive is written. The default, 0, and a fixed
+// SOURCE_DATE_EPOCH both keep the archive reproducible: no member ever
+// carries its source file's own time.
+func (a *Archive) SetModTime(sec uint32) { a.mtime = sec }
+
+// permBits turns permissions into cpio mode bits, keeping setuid, setgid
+// and sticky (a /tmp wants 01777), which FileMode keeps outside Perm.
+func permBits(perm os.FileMode) uint32 {
+	b := uint32(perm.Perm())
+
+	if perm&os.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+
+	if perm&os.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+
+	if perm&os.ModeSticky != 0 {
+		b |= 0o1000
+	}
+
+	return b
 }
 
 // clean makes p relative to the archive root and rejects escapes.
@@ -70,12 +97,12 @@ func (a *Archive) put(p string, e *entry) {
 
 // Dir adds a directory (and its parents).
 func (a *Archive) Dir(p string, perm os.FileMode) {
-	a.put(p, &entry{rec: Record{Mode: modeDir | uint32(perm.Perm())}})
+	a.put(p, &entry{rec: Record{Mode: modeDir | permBits(perm)}})
 }
 
 // Bytes adds a regular file with the given contents.
 func (a *Archive) Bytes(p string, data []byte, perm os.FileMode) {
-	a.put(p, &entry{rec: Record{Mode: modeRegular | uint32(perm.Perm()), Size: int64(len(data))}, data: data})
+	a.put(p, &entry{rec: Record{Mode: modeRegular | permBits(perm), Size: int64(len(data))}, data: data})
 }
 
 // File adds a copy of the host file src, read when the archive is
@@ -94,7 +121,7 @@ func (a *Archive) File(p, src string, perm os.FileMode) error {
 		perm = st.Mode().Perm()
 	}
 
-	a.put(p, &entry{rec: Record{Mode: modeRegular | uint32(perm.Perm()), Size: st.Size()}, src: src})
+	a.put(p, &entry{rec: Record{Mode: modeRegular | permBits(perm), Size: st.Size()}, src: src})
 
 	return nil
 }
@@ -106,7 +133,7 @@ func (a *Archive) Symlink(p, target string) {
 
 // CharDev adds a character device node.
 func (a *Archive) CharDev(p string, perm os.FileMode, major, minor uint32) {
-	a.put(p, &entry{rec: Record{Mode: modeCharDev | uint32(perm.Perm()), RdevMajor: major, RdevMinor: minor}})
+	a.put(p, &entry{rec: Record{Mode: modeCharDev | permBits(perm), RdevMajor: major, RdevMinor: minor}})
 }
 
 // Has reports whether p is in the archive.
@@ -140,6 +167,7 @@ func (a *Archive) WriteTo(w io.Writer) (int64, error) {
 	for _, name := range a.Names() {
 		e := a.entries[name]
 		rec := e.rec
+		rec.MTime = a.mtime
 
 		switch {
 		case e.src != "":

@@ -1,11 +1,12 @@
 // Package initramfs builds the initial RAM filesystems talosbox boots
-// from: uncompressed newc cpio archives (what the kernel unpacks into its
-// rootfs), with the directories parents first, a dev/console node, the
-// binary as /init and the kernel modules a boot needs together with their
-// dependencies.
+// from: newc cpio archives (what the kernel unpacks into its rootfs), with
+// the directories parents first, a dev/console node, the binary as /init
+// and the kernel modules a boot needs together with their dependencies.
 //
-// Today it feeds the QEMU guest tests (boot/qemu, boot/guesttest); issue 9
-// builds the node's own initramfs with it.
+// Build and BuildFile make the node's initramfs (the `talosbox initramfs`
+// applet, `make initramfs`), reproducibly and optionally gzip or zstd
+// compressed; Archive and Modules are the pieces, which the QEMU guest
+// tests (boot/qemu, boot/guesttest) also use directly.
 package initramfs
 
 import (

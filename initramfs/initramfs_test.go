@@ -19,6 +19,8 @@ type member struct {
 	mode         fs.FileMode
 	rawMode      uint32
 	nlink        uint32
+	uid, gid     uint32
+	mtime        uint32
 	major, minor uint32
 	data         string
 }
@@ -76,7 +78,10 @@ func readNewc(t *testing.T, b []byte) []member {
 			return out
 		}
 
-		out = append(out, member{name: name, mode: fileMode(mode), rawMode: mode, nlink: nlink, major: major, minor: minor, data: data})
+		out = append(out, member{
+			name: name, mode: fileMode(mode), rawMode: mode, nlink: nlink, uid: field(2), gid: field(3), mtime: field(5),
+			major: major, minor: minor, data: data,
+		})
 	}
 }
 

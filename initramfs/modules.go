@@ -95,6 +95,40 @@ func (m *Modules) Path(name string) (string, bool) {
 	return p, ok
 }
 
+// Files lists every module file of the tree, relative to Dir, sorted.
+func (m *Modules) Files() []string {
+	files := make([]string, 0, len(m.byName))
+	for _, rel := range m.byName {
+		files = append(files, rel)
+	}
+
+	slices.Sort(files)
+
+	return files
+}
+
+// WriteDepFile writes Dir/modules.dep for the whole tree, so that kmod
+// (and modprobe) can load from the unpacked kernel package directly; a
+// .deb ships none and depmod would need the kmod package. It replaces the
+// file atomically and returns the number of modules listed.
+func (m *Modules) WriteDepFile() (int, error) {
+	files := m.Files()
+
+	dep, err := m.DepFile(files)
+	if err != nil {
+		return 0, fmt.Errorf("modules.dep for %s: %w", m.Dir, err)
+	}
+
+	if err := writeFileAtomic(filepath.Join(m.Dir, "modules.dep"), 0o644, func(f *os.File) error {
+		_, err := f.Write(dep)
+		return err
+	}); err != nil {
+		return 0, err
+	}
+
+	return len(files), nil
+}
+
 // depends reads the direct dependencies of the module at rel.
 func (m *Modules) depends(rel string) ([]string, error) {
 	if d, ok := m.deps[rel]; ok {
