@@ -15,28 +15,9 @@ import (
 // cannot create them (no modules), so only the config -> merge half runs
 // here and the kernel half is left to the QEMU guest.
 func TestLogicalLinkSpecs(t *testing.T) {
-	store := bus.NewStore(bus.StoreOptions{})
-	rt := bus.NewRuntime(store, bus.RuntimeOptions{})
-
-	for _, c := range network.Controllers(network.Options{NodeID: "n"}) {
-		if n := c.Name(); strings.HasSuffix(n, "ConfigController") || strings.HasSuffix(n, "MergeController") {
-			if err := rt.Register(c); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-
-	go func() {
-		defer close(done)
-		rt.Run(ctx) //nolint:errcheck
-	}()
-
-	t.Cleanup(func() { cancel(); <-done })
-
-	nd := &node{t: t, store: store}
+	nd := configPipeline(t, func(n string) bool {
+		return strings.HasSuffix(n, "ConfigController") || strings.HasSuffix(n, "MergeController")
+	})
 	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{
 		{Interface: "bond0", Bond: &configs.Bond{Mode: "802.3ad", LACPRate: "fast", HashPolicy: "layer3+4", MIIMon: 100, Interfaces: []string{"eth0", "eth1"}},
 			DHCP: true},
@@ -92,28 +73,9 @@ func TestLogicalLinkSpecs(t *testing.T) {
 // A shared IP gets a vip operator on a control plane only, on the link or
 // VLAN it is configured on.
 func TestVIPOperatorSpecs(t *testing.T) {
-	store := bus.NewStore(bus.StoreOptions{})
-	rt := bus.NewRuntime(store, bus.RuntimeOptions{})
-
-	for _, c := range network.Controllers(network.Options{NodeID: "n"}) {
-		if n := c.Name(); n == "network.OperatorConfigController" || n == "network.OperatorMergeController" {
-			if err := rt.Register(c); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-
-	go func() {
-		defer close(done)
-		rt.Run(ctx) //nolint:errcheck
-	}()
-
-	t.Cleanup(func() { cancel(); <-done })
-
-	nd := &node{t: t, store: store}
+	nd := configPipeline(t, func(n string) bool {
+		return n == "network.OperatorConfigController" || n == "network.OperatorMergeController"
+	})
 	netCfg := &configs.NetworkConfig{Interfaces: []configs.Device{
 		{Interface: "eth0", DHCP: true, VIP: &configs.VIPConfig{IP: "10.5.0.100"}},
 		{Interface: "eth1", VLANs: []configs.VLAN{{ID: 7, VIP: &configs.VIPConfig{IP: "192.168.7.100"}}}},
@@ -142,4 +104,33 @@ func TestVIPOperatorSpecs(t *testing.T) {
 		got = ids(items)
 		return got["vip/eth0"] == nil && got["vip/eth1.7"] == nil && got["dhcp4/eth0"] != nil
 	})
+}
+
+// configPipeline runs the controllers whose names pick accepts on a bus
+// of their own, with no kernel behind them, until the test ends.
+func configPipeline(t *testing.T, pick func(name string) bool) *node {
+	t.Helper()
+
+	store := bus.NewStore(bus.StoreOptions{})
+	rt := bus.NewRuntime(store, bus.RuntimeOptions{})
+
+	for _, c := range network.Controllers(network.Options{NodeID: "n"}) {
+		if pick(c.Name()) {
+			if err := rt.Register(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+
+	go func() {
+		defer close(done)
+		rt.Run(ctx) //nolint:errcheck
+	}()
+
+	t.Cleanup(func() { cancel(); <-done })
+
+	return &node{t: t, store: store}
 }

@@ -2,16 +2,13 @@ package trustd
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/talosbox/talosbox/internal/api/security"
@@ -129,15 +126,9 @@ func (r *Registry) affiliatesOnce(ctx context.Context, endpoint string, self dis
 	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 	defer cancel()
 
-	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, RootCAs: r.Trust})
-
-	conn, err := grpc.NewClient("passthrough:///"+endpoint,
-		grpc.WithTransportCredentials(creds),
-		grpc.WithPerRPCCredentials(tokenCredentials(r.Token)),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponseSize)),
-	)
+	conn, err := dial(endpoint, r.Token, r.Trust)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, err
 	}
 	defer conn.Close()
 

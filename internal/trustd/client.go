@@ -149,19 +149,9 @@ func signOnce(ctx context.Context, endpoint string, req *SignRequest) ([]byte, [
 	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 	defer cancel()
 
-	// ServerName is left empty: grpc sets it to the endpoint's host, so
-	// the certificate is checked against the name or IP we dialled.
-	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, RootCAs: req.Trust})
-
-	// passthrough: the address is dialled as given (host names resolved
-	// by the dialer), with no resolver goroutines for one call.
-	conn, err := grpc.NewClient("passthrough:///"+endpoint,
-		grpc.WithTransportCredentials(creds),
-		grpc.WithPerRPCCredentials(tokenCredentials(req.Token)),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponseSize)),
-	)
+	conn, err := dial(endpoint, req.Token, req.Trust)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect: %w", err)
+		return nil, nil, err
 	}
 	defer conn.Close()
 
@@ -175,6 +165,27 @@ func signOnce(ctx context.Context, endpoint string, req *SignRequest) ([]byte, [
 	}
 
 	return resp.GetCa(), resp.GetCrt(), nil
+}
+
+// dial connects to trustd at endpoint, verifying it against trust and
+// sending token with every call.
+func dial(endpoint, token string, trust *x509.CertPool) (*grpc.ClientConn, error) {
+	// ServerName is left empty: grpc sets it to the endpoint's host, so
+	// the certificate is checked against the name or IP we dialled.
+	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, RootCAs: trust})
+
+	// passthrough: the address is dialled as given (host names resolved
+	// by the dialer), with no resolver goroutines for one call.
+	conn, err := grpc.NewClient("passthrough:///"+endpoint,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithPerRPCCredentials(tokenCredentials(token)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponseSize)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+
+	return conn, nil
 }
 
 // tokenCredentials sends machine.token as the "token" metadata of every
