@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 #   protobuf-compiler, libprotobuf-dev   make generate (the API's .pb.go files)
 #   iproute2    network namespaces, veth and bridges for multi-node tests
 #   dnsmasq-base   a real DHCP server peer for networkd's DHCP tests
-#   qemu-system-x86   guests on the Debian cloud kernel (networkd's bond/VLAN/WireGuard tests)
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86)
+#   qemu-system-x86   guests on the Debian cloud kernel (networkd's bond/VLAN/WireGuard tests, metal boots)
+#   fdisk, e2fsprogs  sfdisk and e2fsck check the GPT and ext4 that internal/disk writes
+#   iptables    the Docker tests' network partitions (DOCKER-USER rules)
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables)
 
 missing=()
 for p in "${packages[@]}"; do

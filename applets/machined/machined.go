@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -41,7 +42,7 @@ const ConfigEnv = "TALOSBOX_CONFIG"
 const UserDataEnv = "USERDATA"
 
 // fatalDelay is how long a fatal error stays on the console before the
-// machine reboots.
+// machine reboots with talosbox.fatal=reboot.
 const fatalDelay = 10 * time.Second
 
 const usage = `Usage: machined [--platform metal|container] [--state-dir DIR] [--config FILE]
@@ -52,10 +53,20 @@ maintenance mode for 'talosctl apply-config --insecure'.
 
 The platform comes from --platform, then $TALOSBOX_PLATFORM, then detection.
 The config comes from --config, then $TALOSBOX_CONFIG, then the one persisted
-in the state dir (talos.config= on the kernel command line on metal), then,
-in container mode, $USERDATA (base64).
+in the state dir (STATE on metal), then talos.config= on the kernel command
+line (metal: an http(s) or data: URL) or $USERDATA (container, base64).
 In container mode it also runs when it is not PID 1, and SIGTERM or SIGINT
 stop it in order and make it exit 0.
+
+On metal the first boot with a config partitions the install disk
+(machine.install.disk, else talosbox.install.disk= on the kernel command
+line, else the first virtio disk) with Talos's layout, and STATE and
+EPHEMERAL are mounted at the state dir and /var on every boot; a reset
+wipes them.
+
+On metal a fatal boot error is printed on the console; then PID 1 waits,
+or with talosbox.fatal=poweroff (tests) or talosbox.fatal=reboot on the
+kernel command line powers off or reboots. It never exits.
 
 Flags:
 `
@@ -103,8 +114,19 @@ type nodeConfig struct {
 	noEtcd   bool
 }
 
-func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string, networkd bool, env applet.Env) int {
+func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string, networkd bool, env applet.Env) (code int) {
 	pid1 := os.Getpid() == 1
+
+	if pid1 && p.IsMetal() {
+		// A panic here would end PID 1 and panic the kernel: it becomes a
+		// fatal error with its reason on the console. (Services,
+		// controllers and sequence tasks recover their own.)
+		defer func() {
+			if r := recover(); r != nil {
+				code = fatal(p, env, fmt.Errorf("machined panicked: %v\n%s", r, debug.Stack()))
+			}
+		}()
+	}
 
 	// As PID 1 only the signals below end the node; the multicall's own
 	// handler is replaced so SIGINT on a console does not kill init.
@@ -153,13 +175,11 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 		fmt.Fprintln(env.Stdout, "[talos] machined stopped")
 
 		if p.IsMetal() && pid1 {
-			cmd := unix.LINUX_REBOOT_CMD_POWER_OFF
 			if errors.Is(err, machine.ErrReboot) {
-				cmd = unix.LINUX_REBOOT_CMD_RESTART
+				powerDown(env, unix.LINUX_REBOOT_CMD_RESTART, "rebooting")
 			}
 
-			platform.UnmountAll() // syncs first
-			unix.Reboot(cmd)      //nolint:errcheck // nothing left to do
+			powerDown(env, unix.LINUX_REBOOT_CMD_POWER_OFF, "powering off")
 		}
 
 		return 0
@@ -168,20 +188,57 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 	}
 }
 
+// powerDown syncs, unmounts and reboots or powers the machine off. The
+// console line is the last one the machine prints: harnesses that run
+// QEMU with -no-reboot tell a reboot from a power-off by it.
+func powerDown(env applet.Env, cmd int, what string) {
+	fmt.Fprintf(env.Stdout, "[talos] %s\n", what)
+
+	platform.UnmountAll() // syncs first
+
+	if err := unix.Reboot(cmd); err != nil {
+		fmt.Fprintf(env.Stderr, "[talos] %s: %v\n", what, err)
+	}
+
+	waitForever()
+}
+
+// waitForever parks PID 1, which must never return. Sleeping (rather than
+// an empty select) keeps the Go runtime from calling it a deadlock.
+func waitForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
 // fatal reports an error that stops the node. On metal as PID 1 it must
-// never return (the kernel would panic): it shows the reason, waits, and
-// reboots.
+// never return (the kernel would panic): it shows the reason, then does
+// what talosbox.fatal= on the kernel command line says: wait (the
+// default, so that an operator can read the console), power off (tests
+// fail in seconds instead of at a timeout) or reboot after a delay.
 func fatal(p platform.Platform, env applet.Env, err error) int {
 	fmt.Fprintf(env.Stderr, "[talos] fatal: %v\n", err)
 
-	if p.IsMetal() && os.Getpid() == 1 {
-		fmt.Fprintf(env.Stderr, "[talos] rebooting in %s\n", fatalDelay)
-		time.Sleep(fatalDelay) // the operator needs time to read the console
-		platform.UnmountAll()
-		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART) //nolint:errcheck
-
-		select {} // never return from init
+	if !p.IsMetal() || os.Getpid() != 1 {
+		return 1
 	}
+
+	action := platform.FatalWait
+	if c, cerr := platform.ReadCmdline(); cerr == nil {
+		action, _ = c.FatalAction()
+	}
+
+	switch action {
+	case platform.FatalPowerOff:
+		powerDown(env, unix.LINUX_REBOOT_CMD_POWER_OFF, "powering off ("+platform.ParamFatal+"=poweroff)")
+	case platform.FatalReboot:
+		fmt.Fprintf(env.Stderr, "[talos] rebooting in %s (%s=reboot)\n", fatalDelay, platform.ParamFatal)
+		time.Sleep(fatalDelay) // the operator needs time to read the console
+		powerDown(env, unix.LINUX_REBOOT_CMD_RESTART, "rebooting")
+	}
+
+	fmt.Fprintf(env.Stderr, "[talos] the node has stopped: power-cycle it (%s=poweroff or reboot on the kernel command line acts on its own)\n", platform.ParamFatal)
+	waitForever()
 
 	return 1
 }

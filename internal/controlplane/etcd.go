@@ -123,6 +123,12 @@ func (p *Plane) etcdService(n *machine.Node, cfg *configs.Config) supervisor.Ser
 	return supervisor.Service{
 		ID: "etcd",
 		Runner: supervisor.GoroutineRunner(func(ctx context.Context, log io.Writer) error {
+			// On a boot from disk etcd starts before DHCP has an address:
+			// wait for one rather than fail and restart.
+			if err := waitForAddress(ctx, log); err != nil {
+				return err
+			}
+
 			opts, err := p.etcdOptions(n, cfg, log)
 			if err != nil {
 				return err
@@ -401,3 +407,24 @@ func (p *Plane) Leave(ctx context.Context, w io.Writer) error {
 
 // Server is the running member for apid's etcd calls.
 func (p *Plane) Server() (*etcd.Server, error) { return p.server() }
+
+// waitForAddress waits until the node has a global unicast address.
+func waitForAddress(ctx context.Context, log io.Writer) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+
+	for said := false; len(nodeAddrs()) == 0; {
+		if !said {
+			fmt.Fprintln(log, "etcd waits for the node to have an address")
+			said = true
+		}
+
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+
+	return nil
+}

@@ -160,8 +160,12 @@ func (n *Node) validate(data []byte) (*configs.Config, []string, error) {
 	}
 
 	warnings, err := cfg.Validate(n.mode())
+	if err != nil {
+		return cfg, warnings, err
+	}
 
-	return cfg, warnings, err
+	// A node that is not installed yet must be able to install with it.
+	return cfg, warnings, n.checkInstallable(cfg)
 }
 
 func (n *Node) inMaintenance() bool {

@@ -24,8 +24,9 @@ import (
 // Options configure a Node.
 type Options struct {
 	Platform platform.Platform
-	// ConfigPath is --config or $TALOSBOX_CONFIG; on metal talos.config=
-	// from the kernel command line is used when it is empty.
+	// ConfigPath is --config or $TALOSBOX_CONFIG. (On metal talos.config=
+	// from the kernel command line only seeds a node with nothing
+	// persisted, as PlatformConfig does.)
 	ConfigPath string
 	// PlatformConfig is the config the platform hands over ($USERDATA in
 	// container mode, as Docker nodes get theirs). Unlike ConfigPath it
@@ -100,11 +101,19 @@ type Node struct {
 	// requests carry reboot, shutdown and reset from the API to Run.
 	requests chan request
 
+	// cmdline is the kernel command line (metal); cmdlineConfig its
+	// talos.config=, which seeds a node with nothing persisted.
+	cmdline       platform.Cmdline
+	cmdlineConfig string
+	sysRoot       string // sysfs, where disks are found
+
 	mu       sync.Mutex
 	sup      *supervisor.Supervisor
 	active   []byte      // the config in effect, as applied
 	booted   bool        // a boot of this process got as far as a config
 	tryTimer *time.Timer // pending revert of a "try" apply
+	sysDisk  string      // metal: the disk holding STATE ("vda"), "" before an install
+	mounts   []string    // metal: volumes mounted, in order
 }
 
 // New prepares a node; Run boots it.
@@ -125,6 +134,7 @@ func New(opts Options) (*Node, error) {
 		log:      logring.New(1 << 20),
 		offered:  make(chan []byte),
 		requests: make(chan request),
+		sysRoot:  sysRoot,
 	}
 
 	n.console = io.MultiWriter(opts.Console, n.log)

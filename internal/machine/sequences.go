@@ -34,7 +34,14 @@ func (n *Node) initializeSequence(cfg *[]byte) *sequencer.Sequence {
 	seq.AppendWhen(metal, "mountPseudo", task("mountPseudoFilesystems", func(_ context.Context, w io.Writer) error {
 		return platform.MountPseudo(w)
 	}))
+	// Disks and NICs appear once their drivers load: before STATE is
+	// looked for and before networkd starts.
+	seq.AppendWhen(metal, "modules", task("loadBootModules", func(_ context.Context, w io.Writer) error {
+		return platform.LoadBootModules("", w)
+	}))
 	seq.AppendWhen(metal, "cmdline", task("applyKernelCmdline", n.applyCmdline))
+	// Before the identity: it lives on STATE.
+	seq.AppendWhen(metal, "state", task("mountStatePartition", n.mountState))
 	seq.Append("identity", task("loadNodeIdentity", func(_ context.Context, w io.Writer) error {
 		if err := n.state.RemoveStaleTemps(); err != nil {
 			return err
@@ -74,16 +81,24 @@ func (n *Node) applyCmdline(_ context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "[talos] hostname %s (from the kernel command line)\n", h)
 	}
 
-	if src, ok := c.Get(platform.ParamConfig); ok && n.opts.ConfigPath == "" {
-		n.opts.ConfigPath = src
+	n.cmdline = c
+
+	// Like $USERDATA in container mode, talos.config= only seeds a node
+	// with nothing persisted: an apply-config survives the reboot.
+	if src, ok := c.Get(platform.ParamConfig); ok && src != "" {
+		n.cmdlineConfig = src
+	}
+
+	if _, unknown := c.FatalAction(); unknown != "" {
+		fmt.Fprintf(w, "[talos] %s=%s is not %s, %s or %s: a fatal error will wait\n", platform.ParamFatal, unknown, platform.FatalWait, platform.FatalPowerOff, platform.FatalReboot)
 	}
 
 	return nil
 }
 
-// acquire finds the config: --config or $TALOSBOX_CONFIG (or talos.config=
-// on metal), then the one persisted on STATE, then maintenance mode, where
-// it waits for an apply. A config that does not decode or validate is
+// acquire finds the config: --config or $TALOSBOX_CONFIG, then the one
+// persisted on STATE, then talos.config= (metal) or $USERDATA (container),
+// then maintenance mode, where it waits for an apply. A config that does not decode or validate is
 // recorded as a ConfigLoadError and the node waits in maintenance.
 func (n *Node) acquire(ctx context.Context, w io.Writer) ([]byte, error) {
 	var (
@@ -111,6 +126,11 @@ func (n *Node) acquire(ctx context.Context, w io.Writer) ([]byte, error) {
 	if data == nil && err == nil && !booted {
 		source = n.state.ConfigPath()
 		data, err = n.state.LoadConfig()
+	}
+
+	if data == nil && err == nil && n.cmdlineConfig != "" {
+		source = platform.ParamConfig + "=" + platform.DescribeSource(n.cmdlineConfig)
+		data, err = platform.FetchConfig(ctx, n.cmdlineConfig)
 	}
 
 	if data == nil && err == nil && n.opts.PlatformConfig != nil {
@@ -158,9 +178,11 @@ func (n *Node) check(data []byte) error {
 		return err
 	}
 
-	_, err = cfg.Validate(n.mode())
+	if _, err = cfg.Validate(n.mode()); err != nil {
+		return err
+	}
 
-	return err
+	return n.checkInstallable(cfg)
 }
 
 func (n *Node) recordLoadError(ctx context.Context, source string, err error) {
@@ -180,6 +202,11 @@ func (n *Node) bootSequence(cfg *configs.Config, data []byte) *sequencer.Sequenc
 	metal := n.opts.Platform.IsMetal()
 	seq := &sequencer.Sequence{Name: "boot"}
 
+	// On metal the config goes to the disk: STATE is made on the first
+	// boot with a config, and EPHEMERAL (/var) is mounted before anything
+	// writes there.
+	seq.AppendWhen(metal, "install", task("installSystemDisk", n.installSystemDisk(cfg)))
+	seq.AppendWhen(metal, "ephemeral", task("mountEphemeralPartition", n.mountEphemeral))
 	seq.Append("config", task("saveConfig", func(ctx context.Context, w io.Writer) error {
 		if cfg.Persist {
 			persisted, err := n.state.LoadConfig()
@@ -271,6 +298,7 @@ func setEnv(cfg *configs.Config) error {
 func (n *Node) stopSequence(name string) *sequencer.Sequence {
 	seq := &sequencer.Sequence{Name: name}
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
+	seq.AppendWhen(n.opts.Platform.IsMetal(), "unmountSystem", task("unmountSystemVolumes", n.unmountSystem))
 
 	return seq
 }
@@ -291,6 +319,7 @@ func (n *Node) stopServices(ctx context.Context, _ io.Writer) error {
 // resetSequence leaves the cluster, stops everything and wipes STATE and
 // EPHEMERAL (or the labels asked for).
 func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
+	metal := n.opts.Platform.IsMetal()
 	seq := &sequencer.Sequence{Name: "reset"}
 
 	seq.AppendWhen(opts.Graceful, "leave", task("leaveEtcd", func(ctx context.Context, w io.Writer) error {
@@ -314,6 +343,14 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 				dir = n.opts.Platform.EphemeralDir
 			}
 
+			if metal {
+				if err := n.wipeVolume(l, dir, w); err != nil {
+					return err
+				}
+
+				continue
+			}
+
 			if err := Wipe(dir); err != nil {
 				return err
 			}
@@ -330,6 +367,7 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 
 		return nil
 	}))
+	seq.AppendWhen(metal, "unmountSystem", task("unmountSystemVolumes", n.unmountSystem))
 
 	return seq
 }

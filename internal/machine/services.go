@@ -164,6 +164,7 @@ func (n *Node) networkOptions() (network.Options, error) {
 		}
 
 		opts.Hostname, opts.EtcDir = network.KernelHostname{}, "/etc"
+		opts.DefaultDHCP = true
 
 		return opts, nil
 	}

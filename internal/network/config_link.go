@@ -8,8 +8,8 @@ import (
 	"github.com/talosbox/talosbox/configs"
 )
 
-// NewLinkConfigController builds LinkSpecs: lo up (default), the ip= link
-// up (cmdline), and every configured interface, its bond slaves and its
+// NewLinkConfigController builds LinkSpecs: lo up and the default DHCP
+// link up (default), the ip= link up (cmdline), and every configured interface, its bond slaves and its
 // VLANs (configuration).
 func NewLinkConfigController(opts *Options) *configController[LinkSpecSpec] {
 	return &configController[LinkSpecSpec]{name: "network.LinkConfigController", typ: LinkSpecType, opts: opts, build: buildLinks}
@@ -17,6 +17,10 @@ func NewLinkConfigController(opts *Options) *configController[LinkSpecSpec] {
 
 func buildLinks(src *source, out *layeredSet[LinkSpecSpec], is issues) {
 	out.add("lo", LinkSpecSpec{Name: "lo", Up: true, Layer: LayerDefault})
+
+	if name := src.defaultDHCPLink(); name != "" {
+		out.add(name, LinkSpecSpec{Name: name, Up: true, Layer: LayerDefault})
+	}
 
 	if src.cmdline.HasIP {
 		if name := src.cmdlineLink(); name != "" && !src.ignored(name) {

@@ -19,6 +19,13 @@ func NewOperatorConfigController(opts *Options) *configController[OperatorSpecSp
 func buildOperators(src *source, out *layeredSet[OperatorSpecSpec], _ issues) {
 	skipHostname := src.net != nil && src.net.Hostname != ""
 
+	// Default DHCP: a metal machine gets an address in maintenance mode.
+	if name := src.defaultDHCPLink(); name != "" {
+		spec := OperatorSpecSpec{Operator: OperatorDHCP4, LinkName: name, RequireUp: true, RouteMetric: DefaultRouteMetric,
+			SkipHostnameRequest: skipHostname, Layer: LayerDefault}
+		out.add(spec.ID(), spec)
+	}
+
 	if src.cmdline.DHCP {
 		if name := src.cmdlineLink(); name != "" && !src.ignored(name) {
 			spec := OperatorSpecSpec{Operator: OperatorDHCP4, LinkName: name, RequireUp: true, RouteMetric: DefaultRouteMetric,

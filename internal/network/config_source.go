@@ -56,10 +56,12 @@ type source struct {
 	cmdErr  error
 	links   []*LinkStatus
 	nodeID  string
+	// defaultDHCP: Options.DefaultDHCP (metal).
+	defaultDHCP bool
 }
 
 func readSource(ctx context.Context, r bus.ControllerRuntime, opts *Options) (*source, error) {
-	src := &source{nodeID: opts.NodeID}
+	src := &source{nodeID: opts.NodeID, defaultDHCP: opts.DefaultDHCP}
 	src.cmdline, src.cmdErr = ParseCmdline(opts.KernelCmdline)
 
 	res, err := r.Get(ctx, bus.Pointer{Namespace: MachineConfigNamespace, Type: MachineConfigType, ID: MachineConfigID})
@@ -202,4 +204,32 @@ func (s *source) controlPlane() bool {
 	}
 
 	return s.cfg.Machine.Type == "controlplane" || s.cfg.Machine.Type == "init"
+}
+
+// defaultDHCPLink is the link default DHCP runs on, or "": the first
+// Ethernet link, when DefaultDHCP is on and neither ip= nor the config
+// says anything about it.
+func (s *source) defaultDHCPLink() string {
+	if !s.defaultDHCP || s.cmdline.HasIP {
+		return ""
+	}
+
+	name := s.firstEthernet()
+	if name == "" || s.ignored(name) || s.configures(name) {
+		return ""
+	}
+
+	return name
+}
+
+// configures reports whether the config names link as an interface (it
+// then decides about DHCP there).
+func (s *source) configures(link string) bool {
+	for _, d := range s.devices(nil) {
+		if d.name == link {
+			return true
+		}
+	}
+
+	return false
 }

@@ -111,10 +111,17 @@ func TestVIPOperatorSpecs(t *testing.T) {
 func configPipeline(t *testing.T, pick func(name string) bool) *node {
 	t.Helper()
 
+	return configPipelineWith(t, network.Options{NodeID: "n"}, pick)
+}
+
+// configPipelineWith is configPipeline with networkd's options.
+func configPipelineWith(t *testing.T, opts network.Options, pick func(name string) bool) *node {
+	t.Helper()
+
 	store := bus.NewStore(bus.StoreOptions{})
 	rt := bus.NewRuntime(store, bus.RuntimeOptions{})
 
-	for _, c := range network.Controllers(network.Options{NodeID: "n"}) {
+	for _, c := range network.Controllers(opts) {
 		if pick(c.Name()) {
 			if err := rt.Register(c); err != nil {
 				t.Fatal(err)
@@ -133,4 +140,25 @@ func configPipeline(t *testing.T, pick func(name string) bool) *node {
 	t.Cleanup(func() { cancel(); <-done })
 
 	return &node{t: t, store: store}
+}
+
+// On metal (DefaultDHCP) the first Ethernet link gets DHCP at the default
+// layer, until ip= or the config says something about it.
+func TestDefaultDHCP(t *testing.T) {
+	nd := configPipelineWith(t, network.Options{NodeID: "n", DefaultDHCP: true}, func(n string) bool {
+		return strings.HasSuffix(n, "ConfigController") || strings.HasSuffix(n, "MergeController")
+	})
+
+	if err := nd.store.Create(context.Background(), bus.NewTyped(network.Namespace, network.LinkStatusType, "eth0",
+		network.LinkStatusSpec{Type: "ether"}), bus.WithOwner("test")); err != nil {
+		t.Fatal(err)
+	}
+
+	nd.setConfig(nil)
+	nd.waitFor(network.OperatorSpecType, "default DHCP on eth0", hasIDs(false, "dhcp4/eth0"))
+	nd.waitFor(network.LinkSpecType, "eth0 up", hasIDs(false, "eth0"))
+
+	// A static address in the config replaces it.
+	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{{Interface: "eth0", Addresses: []string{"10.5.0.9/24"}}}})
+	nd.waitFor(network.OperatorSpecType, "no DHCP on a configured link", hasIDs(true, "dhcp4/eth0"))
 }

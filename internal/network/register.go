@@ -26,6 +26,10 @@ type Options struct {
 	// Operators builds DHCP (and later VIP) operators; nil leaves
 	// OperatorSpecs pending with an ApplyIssue.
 	Operators OperatorFactory
+	// DefaultDHCP runs DHCP on the first Ethernet link at the default
+	// layer when neither ip= nor the config configures that link, as
+	// Talos does on metal: a machine in maintenance mode gets an address.
+	DefaultDHCP bool
 }
 
 // Controllers returns networkd's controllers for opts, in pipeline order.

@@ -12,6 +12,43 @@ const (
 	ParamHostname = "talos.hostname"
 )
 
+// Kernel command line parameters of talosbox's own (Talos has none for
+// these).
+const (
+	// ParamFatal says what PID 1 does after a fatal boot error: FatalWait
+	// (the default), FatalPowerOff or FatalReboot.
+	ParamFatal = "talosbox.fatal"
+	// ParamInstallDisk is the install disk (e.g. /dev/vdb) when the
+	// config's machine.install.disk does not name one.
+	ParamInstallDisk = "talosbox.install.disk"
+)
+
+// What PID 1 does after a fatal error.
+const (
+	// FatalWait keeps the reason on the console and the machine as it is,
+	// for an operator to read: the default, for people.
+	FatalWait = "wait"
+	// FatalPowerOff powers off at once: a test harness sees the machine
+	// stop instead of waiting for a timeout.
+	FatalPowerOff = "poweroff"
+	// FatalReboot reboots after a short delay, to retry the boot.
+	FatalReboot = "reboot"
+)
+
+// FatalAction is talosbox.fatal=, FatalWait when unset; an unknown value
+// is reported in the second result and waits.
+func (c Cmdline) FatalAction() (action string, unknown string) {
+	v, ok := c.Get(ParamFatal)
+	switch {
+	case !ok || v == "" || v == FatalWait:
+		return FatalWait, ""
+	case v == FatalPowerOff || v == FatalReboot:
+		return v, ""
+	}
+
+	return FatalWait, v
+}
+
 // Cmdline is the parsed kernel command line.
 type Cmdline struct {
 	params map[string]string

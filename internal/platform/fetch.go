@@ -2,9 +2,11 @@ package platform
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -14,10 +16,15 @@ import (
 // kilobytes, and an endless stream must not exhaust PID 1's memory.
 const MaxConfigSize = 4 << 20
 
-// FetchConfig reads the config talos.config= names: an http(s) URL, or a
-// file path. URLs are retried with backoff until ctx ends, because on
-// metal the network may come up after the first try.
+// FetchConfig reads the config talos.config= names: an http(s) URL, a
+// data: URL (RFC 2397, for a small config inline on the kernel command
+// line), or a file path. http(s) URLs are retried with backoff until ctx
+// ends, because on metal the network may come up after the first try.
 func FetchConfig(ctx context.Context, source string) ([]byte, error) {
+	if strings.HasPrefix(source, "data:") {
+		return decodeDataURL(source)
+	}
+
 	if !strings.HasPrefix(source, "http://") && !strings.HasPrefix(source, "https://") {
 		f, err := os.Open(source)
 		if err != nil {
@@ -87,4 +94,44 @@ func readCapped(r io.Reader, name string) ([]byte, error) {
 	}
 
 	return data, nil
+}
+
+// decodeDataURL decodes data:[<mediatype>][;base64],<data>; the media
+// type is not checked (a config is YAML whatever it says).
+func decodeDataURL(source string) ([]byte, error) {
+	meta, payload, ok := strings.Cut(strings.TrimPrefix(source, "data:"), ",")
+	if !ok {
+		return nil, fmt.Errorf("read config from a data: URL: no comma before the data")
+	}
+
+	if len(payload) > base64.StdEncoding.EncodedLen(MaxConfigSize) {
+		return nil, fmt.Errorf("read config from a data: URL: larger than %d bytes", MaxConfigSize)
+	}
+
+	if strings.HasSuffix(meta, ";base64") {
+		// Padding is often dropped to keep a command line short.
+		data, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(payload, "="))
+		if err != nil {
+			return nil, fmt.Errorf("read config from a data: URL: %w", err)
+		}
+
+		return data, nil
+	}
+
+	data, err := url.PathUnescape(payload)
+	if err != nil {
+		return nil, fmt.Errorf("read config from a data: URL: %w", err)
+	}
+
+	return []byte(data), nil
+}
+
+// DescribeSource names a config source for the console without its
+// content: a data: URL carries the config itself, secrets included.
+func DescribeSource(source string) string {
+	if strings.HasPrefix(source, "data:") {
+		return fmt.Sprintf("a data: URL (%d bytes)", len(source))
+	}
+
+	return source
 }

@@ -21,8 +21,9 @@ const (
 // EnvVar forces the platform when --platform is not given.
 const EnvVar = "TALOSBOX_PLATFORM"
 
-// DefaultMetalStateDir holds STATE on metal until the disk layout lands: a
-// tmpfs under /system, so nothing survives a power cycle yet.
+// DefaultMetalStateDir is where STATE is mounted on metal, as on Talos.
+// Before the node is installed it is a directory of the /system tmpfs,
+// and what it holds moves to the disk with the install.
 const DefaultMetalStateDir = "/system/state"
 
 // Platform is what the boot sequence needs from where it runs.

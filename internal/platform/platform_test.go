@@ -113,3 +113,73 @@ func TestFetchConfig(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+func TestFetchConfigDataURL(t *testing.T) {
+	tests := []struct {
+		name, url, want, err string
+	}{
+		{"base64", "data:;base64,dmVyc2lvbjogdjFhbHBoYTEK", "version: v1alpha1\n", ""},
+		{"base64 without padding", "data:application/yaml;base64,bWFjaGluZToge30", "machine: {}", ""},
+		{"percent-encoded", "data:,machine%3A%20%7B%7D%0A", "machine: {}\n", ""},
+		{"no comma", "data:;base64", "", "read config from a data: URL: no comma before the data"},
+		{"bad base64", "data:;base64,!!!", "", "read config from a data: URL: illegal base64 data at input byte 0"},
+		{"bad escape", "data:,%zz", "", `read config from a data: URL: invalid URL escape "%zz"`},
+		{"too big", "data:," + strings.Repeat("x", 6<<20), "", "read config from a data: URL: larger than 4194304 bytes"},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := platform.FetchConfig(context.Background(), tt.url)
+			if fmt.Sprint(err) != map[bool]string{true: "<nil>", false: tt.err}[tt.err == ""] {
+				t.Fatalf("err = %v, want %q", err, tt.err)
+			}
+
+			if string(data) != tt.want {
+				t.Fatalf("data = %q, want %q", data, tt.want)
+			}
+		})
+	}
+
+	if got := platform.DescribeSource("data:;base64,c2VjcmV0"); got != "a data: URL (21 bytes)" {
+		t.Errorf("DescribeSource hides nothing: %q", got)
+	}
+
+	if got := platform.DescribeSource("http://10.0.2.2/c.yaml"); got != "http://10.0.2.2/c.yaml" {
+		t.Errorf("DescribeSource(http) = %q", got)
+	}
+}
+
+func TestFatalAction(t *testing.T) {
+	tests := []struct {
+		cmdline, action, unknown string
+	}{
+		{"console=ttyS0", platform.FatalWait, ""},
+		{"talosbox.fatal=", platform.FatalWait, ""},
+		{"talosbox.fatal=wait", platform.FatalWait, ""},
+		{"talosbox.fatal=poweroff", platform.FatalPowerOff, ""},
+		{"talosbox.fatal=poweroff talosbox.fatal=reboot", platform.FatalReboot, ""},
+		{"talosbox.fatal=halt", platform.FatalWait, "halt"},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.cmdline, func(t *testing.T) {
+			action, unknown := platform.ParseCmdline(tt.cmdline).FatalAction()
+			if action != tt.action || unknown != tt.unknown {
+				t.Fatalf("FatalAction = %q, %q; want %q, %q", action, unknown, tt.action, tt.unknown)
+			}
+		})
+	}
+}
+
+func TestLoadBootModulesWithoutModules(t *testing.T) {
+	var log strings.Builder
+
+	dir := t.TempDir()
+	if err := platform.LoadBootModules(dir, &log); err != nil {
+		t.Fatal(err)
+	}
+
+	if want := "[talos] no " + filepath.Join(dir, "modules.dep") + ": no kernel modules to load\n"; log.String() != want {
+		t.Fatalf("log %q, want %q", log.String(), want)
+	}
+}

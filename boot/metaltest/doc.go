@@ -1,0 +1,30 @@
+// Package metaltest boots the real talosbox binary as PID 1 under QEMU
+// (Debian's cloud kernel, TCG, virtio disk, NIC and RNG, boot/qemu) and
+// drives it from the host with the real talosctl through a slirp port
+// forward (127.0.0.1:PORT to the guest's 50000), as an operator would:
+//
+//   - TestMetalLifecycle: boot to maintenance mode, apply-config --insecure
+//     (the node partitions /dev/vda with Talos's layout and mounts STATE
+//     and EPHEMERAL), services up, bootstrap, etcd healthy, the read
+//     commands, a reboot that comes back with the config from the disk, a
+//     reset that wipes STATE and EPHEMERAL back into maintenance mode, and
+//     a shutdown that ends QEMU.
+//   - TestMetalBrokenCmdlineConfig: talos.config= names a config that does
+//     not parse: a clear console error, and maintenance mode answers.
+//   - TestMetalFatal: a fatal boot error (a STATE partition with
+//     a foreign filesystem) is printed; talosbox.fatal=poweroff powers off,
+//     the default waits; the kernel never panics.
+//   - BenchmarkMetalBoot (scripts/bench-metal.sh): boot times against a
+//     minimal Go init (boot/baseline) on the same kernel.
+//
+// QEMU runs with -no-reboot: a guest reboot ends the QEMU process, and the
+// test starts a new one on the same disk image after checking the
+// console's last word was "[talos] rebooting". That keeps every boot
+// observable from its first console line, and a kernel panic loop
+// (panic=-1) impossible.
+//
+// The binary is built with `make build` once per test process, the
+// initramfs with the initramfs package (the binary as /init, the virtio
+// modules). The tests need qemu-system-x86_64 and the kernel unpacked by
+// scripts/fetch-kernel.sh; they fail, not skip, without them.
+package metaltest

@@ -1,0 +1,162 @@
+package metaltest
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Console lines the lifecycle waits on (internal/machine prints them).
+const (
+	markMaintenance = "[talos] entering maintenance mode"
+	markServices    = "[talos] services: "
+	markRebooting   = "[talos] rebooting"
+	markPowerOff    = "[talos] powering off"
+)
+
+// TestMetalLifecycle is one node's life on a disk: first boot into
+// maintenance mode, install by apply-config, bootstrap, reboot from the
+// disk, reset back to maintenance mode, shutdown.
+func TestMetalLifecycle(t *testing.T) {
+	n := newNode(t, nodeOptions{disk: true})
+	cp := n.genConfig("metal")
+
+	t.Log("boot 1: a blank disk, no config: maintenance mode")
+	n.boot()
+	n.wait("[talos] loaded kernel modules virtio_pci virtio_blk virtio_net virtio_rng", bootTimeout)
+	n.wait("[talos] no STATE partition: not installed yet", bootTimeout)
+	n.wait(markMaintenance, bootTimeout)
+	n.maintenanceAnswers(bootTimeout)
+
+	t.Log("apply-config: the node installs to /dev/vda and starts its services")
+	out := n.ok("apply-config", "--insecure", "-f", cp)
+	t.Logf("apply-config: %s", out)
+
+	n.wait("[talos] installing the system partitions on /dev/vda", servicesTimeout)
+	n.wait("[talos] mounted STATE (/dev/vda5) at /system/state", servicesTimeout)
+	n.wait("[talos] mounted EPHEMERAL (/dev/vda6) at /var", servicesTimeout)
+	services := n.wait(markServices, servicesTimeout)
+
+	for _, want := range []string{"apid=Running", "machined=Running", "trustd=Running", "timed=Running", "etcd="} {
+		if !strings.Contains(services, want) {
+			t.Errorf("services line lacks %q: %s", want, services)
+		}
+	}
+
+	t.Log("bootstrap: etcd comes up")
+	n.ok("bootstrap")
+	n.etcdHealthy()
+
+	t.Log("operate: read commands through the forward")
+	n.operate()
+
+	t.Log("reboot: back with the config from STATE, no maintenance mode")
+	n.ok("reboot")
+	n.waitExit(markRebooting)
+
+	n.boot()
+	n.wait("[talos] mounted STATE (/dev/vda5) at /system/state", bootTimeout)
+	n.wait("[talos] loaded config from /system/state/config.yaml", bootTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	if strings.Contains(n.console(), markMaintenance) {
+		t.Fatalf("the reboot went through maintenance mode:\n%s", n.console())
+	}
+
+	n.etcdHealthy()
+
+	if out := n.ok("etcd", "members"); !strings.Contains(out, "10.0.2.15") {
+		t.Errorf("etcd members after the reboot (its data is on EPHEMERAL):\n%s", out)
+	}
+
+	t.Log("reset: STATE and EPHEMERAL wiped, back to maintenance mode")
+	n.ok("reset", "--graceful=false", "--reboot")
+	n.wait("[talos] wiped STATE (/dev/vda5)", exitTimeout)
+	n.wait("[talos] wiped EPHEMERAL (/dev/vda6)", exitTimeout)
+	n.waitExit(markRebooting)
+
+	n.boot()
+	n.wait("[talos] STATE (/dev/vda5) was empty: formatted it ext4", bootTimeout)
+	n.wait(markMaintenance, bootTimeout)
+	n.maintenanceAnswers(bootTimeout)
+
+	t.Log("apply-config again on the installed disk, then shutdown: QEMU exits")
+	n.ok("apply-config", "--insecure", "-f", cp)
+	n.wait("[talos] EPHEMERAL (/dev/vda6) was empty: formatted it ext4", servicesTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	if strings.Contains(n.console(), "installing the system partitions") {
+		t.Errorf("the disk was partitioned again after a reset")
+	}
+
+	n.ok("shutdown")
+	n.waitExit(markPowerOff)
+}
+
+// `talosctl service etcd` when etcd runs and is healthy.
+var (
+	etcdRunning = regexp.MustCompile(`(?m)^STATE\s+Running\s*$`)
+	etcdHealthy = regexp.MustCompile(`(?m)^HEALTH\s+OK\s*$`)
+)
+
+// etcdHealthy waits until the etcd service is Running and healthy and
+// answers the etcd API.
+func (n *node) etcdHealthy() {
+	n.t.Helper()
+
+	n.until("etcd healthy", servicesTimeout, func() error {
+		out, errOut, err := n.talosctl("service", "etcd")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, errOut)
+		}
+
+		if !etcdRunning.MatchString(out) || !etcdHealthy.MatchString(out) {
+			return errors.New("etcd is not Running and healthy yet:\n" + out)
+		}
+
+		return nil
+	})
+
+	n.until("etcd status", commandTimeout, func() error {
+		_, errOut, err := n.talosctl("etcd", "status")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, errOut)
+		}
+
+		return nil
+	})
+}
+
+// operate checks the read commands an operator starts with.
+func (n *node) operate() {
+	n.t.Helper()
+
+	checks := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"version"}, []string{"Server:", "Tag:"}},
+		{[]string{"services"}, []string{"apid", "etcd", "machined", "trustd", "Running"}},
+		{[]string{"get", "addresses"}, []string{"eth0/10.0.2.15/24"}},
+		{[]string{"logs", "machined"}, []string{"[talos] installing the system partitions on /dev/vda"}},
+		{[]string{"dmesg"}, []string{"Linux version", "virtio_blk"}},
+		{[]string{"memory"}, []string{"TOTAL", "USED", "127.0.0.1"}},
+		{[]string{"mounts"}, []string{"/system/state", "/var"}},
+	}
+
+	for _, c := range checks {
+		out := n.ok(c.args...)
+
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				n.t.Errorf("talosctl %s: output lacks %q:\n%s", strings.Join(c.args, " "), w, out)
+			}
+		}
+
+		if c.args[0] == "memory" {
+			n.t.Logf("talosctl memory:\n%s", out)
+		}
+	}
+}

@@ -1,0 +1,349 @@
+package metaltest
+
+// One guest on its disk image: boot it, follow its console, run the real
+// talosctl against it through the port forward.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/boot/qemu"
+)
+
+// freePort finds a loopback TCP port for the forward. QEMU binds it a
+// moment later; another process taking it first would make QEMU fail to
+// start, not misroute.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+
+	return l.Addr().(*net.TCPAddr).Port, nil //nolint:forcetypeassert // tcp4
+}
+
+// sparseDisk makes an empty raw disk image, as `truncate -s` does.
+func sparseDisk(path string, size int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+
+	return f.Close()
+}
+
+// node is one guest, booted again on the same disk after each reboot.
+type node struct {
+	t      testing.TB
+	bin    string // talosbox on the host: talosctl
+	init   string // the guest's initramfs
+	dir    string
+	disk   string // raw image; "" for none
+	port   int
+	append []string
+	tc     string // talosconfig
+
+	vm      *qemu.VM
+	boots   int
+	started time.Time
+}
+
+// nodeOptions shape a node.
+type nodeOptions struct {
+	init   string   // the guest's /init; the talosbox binary when empty
+	disk   bool     // attach a fresh sparse disk of diskSize
+	append []string // more kernel parameters
+	// locked: the caller holds the guest lock (qemu.Exclusive) for
+	// several nodes it boots one after the other.
+	locked bool
+}
+
+// newNode prepares a node and, unless the caller holds it, takes the
+// host-wide guest lock for the rest of the test (the node's reboots
+// included).
+func newNode(t testing.TB, opts nodeOptions) *node {
+	t.Helper()
+
+	if err := qemu.Available(); err != nil {
+		t.Fatalf("metal tests need QEMU: %v", err)
+	}
+
+	if _, err := kernel(); err != nil {
+		t.Fatalf("metal tests need a kernel: %v", err)
+	}
+
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	init := opts.init
+	if init == "" {
+		init = bin
+	}
+
+	img, err := image(init)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...)}
+
+	if opts.disk {
+		n.disk = filepath.Join(n.dir, "disk.img")
+		if err := sparseDisk(n.disk, diskSize); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if !opts.locked {
+		release, err := qemu.Exclusive()
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		t.Cleanup(release) // after the VM's own cleanup kills it
+	}
+
+	return n
+}
+
+// boot starts QEMU: the first boot, or the next one after the guest
+// rebooted (QEMU exited). It returns when QEMU runs.
+func (n *node) boot() {
+	n.t.Helper()
+
+	n.boots++
+
+	k, err := kernel()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+
+	var extra []string
+	if n.disk != "" {
+		extra = append(extra, "-drive", "file="+n.disk+",if=virtio,format=raw,cache=unsafe")
+	}
+
+	name := fmt.Sprintf("boot%d", n.boots)
+	started := time.Now()
+	n.started = started
+
+	vm, err := qemu.Start(qemu.Config{
+		Name:      name,
+		Kernel:    k.Image,
+		Initrd:    n.init,
+		Append:    n.append,
+		NICs:      []qemu.NIC{{ID: "n0", Backend: fmt.Sprintf("user,restrict=on,hostfwd=tcp:127.0.0.1:%d-:50000", n.port)}},
+		ExtraArgs: extra,
+		Dir:       filepath.Join(n.dir, name),
+		LogLine:   func(l string) { n.t.Logf("%s %6.2fs| %s", name, time.Since(started).Seconds(), l) },
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+
+	n.vm = vm
+	n.t.Cleanup(vm.Kill)
+}
+
+// wait waits for a console line containing s and returns it from s on.
+func (n *node) wait(s string, timeout time.Duration) string {
+	n.t.Helper()
+
+	m := n.waitRe(regexp.MustCompile(regexp.QuoteMeta(s)+".*"), timeout)
+
+	return m[0]
+}
+
+// waitRe waits for a console line matching re.
+func (n *node) waitRe(re *regexp.Regexp, timeout time.Duration) []string {
+	n.t.Helper()
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	m, err := n.vm.WaitFor(ctx, re)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+
+	return m
+}
+
+// console is this boot's console so far.
+func (n *node) console() string { return strings.Join(n.vm.Lines(), "\n") }
+
+// waitExit waits for QEMU to exit on its own and checks that the guest's
+// last console words were want ("[talos] rebooting", "[talos] powering off").
+func (n *node) waitExit(want string) {
+	n.t.Helper()
+
+	ctx, cancel := context.WithTimeout(context.Background(), exitTimeout)
+	defer cancel()
+
+	if err := n.vm.Wait(ctx); err != nil {
+		n.t.Fatalf("%v\n%s", err, n.vm.Tail(30))
+	}
+
+	n.checkConsole()
+
+	lines := n.vm.Lines()
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-5; i-- {
+		if strings.Contains(lines[i], want) {
+			return
+		}
+	}
+
+	n.t.Fatalf("QEMU exited, but the console does not end with %q\n%s", want, n.vm.Tail(30))
+}
+
+// kernelTrouble are console lines no boot may print.
+var kernelTrouble = []string{"EXT4-fs error", "Kernel panic", "BUG:", "WARNING:", "panic: ", "goroutine "}
+
+// checkConsole fails the test if the kernel or machined reported trouble
+// on this boot's console.
+func (n *node) checkConsole() {
+	n.t.Helper()
+
+	for _, l := range n.vm.Lines() {
+		for _, bad := range kernelTrouble {
+			if strings.Contains(l, bad) {
+				n.t.Errorf("boot %d: console line %q", n.boots, l)
+			}
+		}
+	}
+}
+
+// talosctl runs the real talosctl against the node through the forward.
+func (n *node) talosctl(args ...string) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+
+	// With --insecure talosctl dials each node itself, so the forward is
+	// the node; otherwise it is the endpoint, and the node is the guest's
+	// own loopback (apid serves it locally).
+	full := []string{"talosctl", "-e", fmt.Sprintf("127.0.0.1:%d", n.port)}
+	if !slices.Contains(args, "--insecure") {
+		full = append(full, "-n", "127.0.0.1")
+	}
+
+	if n.tc != "" {
+		full = append(full, "--talosconfig", n.tc)
+	}
+
+	full = append(full, args...)
+
+	cmd := exec.CommandContext(ctx, n.bin, full...)
+	cmd.Env = append(os.Environ(), "HOME="+n.dir)
+
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+
+	err = cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("talosctl %s: %w", strings.Join(args, " "), err)
+	}
+
+	return o.String(), e.String(), err
+}
+
+// ok runs talosctl and fails the test unless it succeeds.
+func (n *node) ok(args ...string) string {
+	n.t.Helper()
+
+	out, errOut, err := n.talosctl(args...)
+	if err != nil {
+		n.t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+
+	return out
+}
+
+// until retries check until it passes or timeout ends, each try bounded
+// by talosctl's own deadline. Slirp accepts a forwarded connection before
+// the guest listens, so the first tries may hang until that deadline.
+func (n *node) until(what string, timeout time.Duration, check func() error) {
+	n.t.Helper()
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+
+	var last error
+
+	for {
+		if last = check(); last == nil {
+			return
+		}
+
+		select {
+		case <-ctx.Done():
+			n.t.Fatalf("%s: not within %s: %v\n%s", what, timeout, last, n.vm.Tail(30))
+		case <-n.vm.Done():
+			n.t.Fatalf("%s: QEMU exited: %v\n%s", what, last, n.vm.Tail(30))
+		case <-tick.C:
+		}
+	}
+}
+
+// maintenanceAnswers waits until the maintenance API answers `version`.
+func (n *node) maintenanceAnswers(timeout time.Duration) {
+	n.t.Helper()
+
+	n.until("maintenance API", timeout, func() error {
+		out, errOut, err := n.talosctl("version", "--insecure")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, errOut)
+		}
+
+		if !strings.Contains(out, "maintenance") {
+			return errors.New("not in maintenance mode:\n" + out)
+		}
+
+		return nil
+	})
+}
+
+// genConfig writes controlplane.yaml and talosconfig for a node whose
+// API is reached through the forward; it returns controlplane.yaml.
+func (n *node) genConfig(name string) string {
+	n.t.Helper()
+
+	dir := filepath.Join(n.dir, "config")
+
+	// The endpoint is the node's slirp address; the install disk the
+	// virtio disk (gen config's default is /dev/sda).
+	out, err := exec.Command(n.bin, "talosctl", "gen", "config", name, "https://10.0.2.15:6443", "--install-disk", "/dev/vda", "-o", dir).CombinedOutput()
+	if err != nil {
+		n.t.Fatalf("gen config: %v\n%s", err, out)
+	}
+
+	n.tc = filepath.Join(dir, "talosconfig")
+
+	return filepath.Join(dir, "controlplane.yaml")
+}

@@ -1,0 +1,150 @@
+package disk
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/ext4"
+)
+
+// Region is a byte range of a disk, image file or partition device: a
+// partition device is its own region at offset 0.
+type Region struct {
+	File   *os.File
+	Offset int64
+	Size   int64
+}
+
+// Filesystem signatures Probe knows. Only ext4 is made here; the others
+// are recognised so that a wipe or a format never mistakes them for
+// empty space.
+const (
+	ProbeExt4 = "ext4" // ext2, ext3 or ext4: one superblock magic
+	ProbeXFS  = "xfs"
+	ProbeVFAT = "vfat"
+	ProbeLUKS = "luks"
+)
+
+// Probe names the filesystem (or LUKS header) at the start of r, or
+// returns "" when it finds none.
+func Probe(r Region) (string, error) {
+	buf := make([]byte, 2048)
+
+	n, err := r.File.ReadAt(buf, r.Offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("probe %s: %w", r.File.Name(), err)
+	}
+
+	buf = buf[:n]
+
+	at := func(off int, magic []byte) bool {
+		return len(buf) >= off+len(magic) && bytes.Equal(buf[off:off+len(magic)], magic)
+	}
+
+	switch {
+	case at(0, []byte("LUKS\xba\xbe")):
+		return ProbeLUKS, nil
+	case at(0, []byte("XFSB")):
+		return ProbeXFS, nil
+	case len(buf) >= 1082 && binary.LittleEndian.Uint16(buf[1080:1082]) == 0xEF53:
+		// s_magic, 56 bytes into the superblock at 1024.
+		return ProbeExt4, nil
+	case at(510, []byte{0x55, 0xAA}) && (at(54, []byte("FAT")) || at(82, []byte("FAT32"))):
+		return ProbeVFAT, nil
+	}
+
+	return "", nil
+}
+
+// FormatExt4 makes an empty ext4 filesystem labelled label on r, with a
+// journal. Whatever was there is gone.
+func FormatExt4(r Region, label string) error {
+	// Sizes must be whole 4 KiB blocks for the layout go-diskfs picks on
+	// anything over 512 MiB (1 KiB below that).
+	size := r.Size &^ 4095
+
+	params := &ext4.Params{
+		VolumeName: label,
+		InodeCount: ext4InodeCount(size),
+	}
+
+	if _, err := ext4.Create(file.New(r.File, false), size, r.Offset, SectorSize, params); err != nil {
+		return fmt.Errorf("format %s (%s) as ext4: %w", label, r.File.Name(), err)
+	}
+
+	if err := r.File.Sync(); err != nil {
+		return fmt.Errorf("format %s (%s) as ext4: %w", label, r.File.Name(), err)
+	}
+
+	return nil
+}
+
+// ext4 geometry as go-diskfs picks it by default: 1 KiB blocks under 512
+// MiB, 4 KiB from there, 8 blocks per group per byte of block, 256-byte
+// inodes.
+const (
+	ext4SmallFS   = 512 * MiB
+	ext4InodeSize = 256
+	// ext4InodeRatio is mke2fs's default bytes per inode: go-diskfs's own
+	// (8 KiB) doubles the inode tables it zeroes, which costs seconds
+	// under emulation for a few GiB.
+	ext4InodeRatio = 16384
+)
+
+// ext4InodeCount is the inode count for a filesystem of size bytes: one
+// per ext4InodeRatio bytes, rounded so that each group's inodes fill
+// whole inode table blocks. go-diskfs only rounds to multiples of 8 per
+// group, and the kernel, which counts whole blocks, then finds the inode
+// table of group 0 one block too long ("Something is wrong with group
+// 0") when it initialises it.
+func ext4InodeCount(size int64) uint32 {
+	block := int64(4096)
+	if size < ext4SmallFS {
+		block = 1024
+	}
+
+	perGroup := min(block*8, 65528) // blocks
+	groups := (size/block + perGroup - 1) / perGroup
+	perBlock := block / ext4InodeSize
+
+	inodes := size / ext4InodeRatio
+	ipg := (inodes + groups - 1) / groups
+	ipg = (ipg + perBlock - 1) / perBlock * perBlock
+
+	return uint32(ipg * groups)
+}
+
+// wipeSpan is how much Wipe zeroes at each end of a region: every
+// signature Probe (and blkid) looks for is in the first MiB, and the
+// last MiB holds the trailing headers some formats keep (md 1.0
+// superblocks, a backup GPT when the region is a whole disk).
+const wipeSpan = MiB
+
+// Wipe zeroes the first and last MiB of r, which removes its filesystem
+// or LUKS signature: the next boot sees an empty partition and formats
+// it. The data itself is not erased.
+func Wipe(r Region) error {
+	zero := make([]byte, min(wipeSpan, r.Size))
+
+	ends := []int64{r.Offset}
+	if r.Size > wipeSpan {
+		ends = append(ends, r.Offset+r.Size-int64(len(zero)))
+	}
+
+	for _, off := range ends {
+		if _, err := r.File.WriteAt(zero, off); err != nil {
+			return fmt.Errorf("wipe %s: %w", r.File.Name(), err)
+		}
+	}
+
+	if err := r.File.Sync(); err != nil {
+		return fmt.Errorf("wipe %s: %w", r.File.Name(), err)
+	}
+
+	return nil
+}
