@@ -24,7 +24,7 @@ DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%
 VERSION_PKG := github.com/talosbox/talosbox/internal/version
 LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
 
-.PHONY: all build install-links run run-down deps lint unit fuzz test generate check-generate bench clean
+.PHONY: all build install-links run run-down qemu deps lint unit fuzz test generate check-generate bench clean
 
 all: build
 
@@ -39,6 +39,10 @@ build:
 initramfs: build
 	TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
 	$(OUT) initramfs --binary $(OUT) --kernel-dir _out/kernel $(INITRAMFS_FLAGS)
+
+# One metal node under QEMU, its console in this terminal (scripts/qemu-node.sh).
+qemu: install-links
+	@scripts/qemu-node.sh
 
 install-links: build
 	./$(OUT) --install $(BIN_DIR)

@@ -176,7 +176,10 @@ func globMismatch(pattern, value string) bool {
 // physical-looking ethernet link by name.
 func (s *source) firstEthernet() string {
 	for _, l := range s.links {
-		if st := l.TypedSpec(); st.Type == "ether" && !st.Managed {
+		// A physical NIC has no rtnetlink kind (a veth stands in for one in
+		// containers): loading the bonding module makes a bond0 that must
+		// not win over eth0.
+		if st := l.TypedSpec(); st.Type == "ether" && !st.Managed && (st.Kind == "" || st.Kind == "veth") {
 			return l.Metadata().ID
 		}
 	}

@@ -149,13 +149,19 @@ func TestDefaultDHCP(t *testing.T) {
 		return strings.HasSuffix(n, "ConfigController") || strings.HasSuffix(n, "MergeController")
 	})
 
-	if err := nd.store.Create(context.Background(), bus.NewTyped(network.Namespace, network.LinkStatusType, "eth0",
-		network.LinkStatusSpec{Type: "ether"}), bus.WithOwner("test")); err != nil {
-		t.Fatal(err)
+	// bond0 (the bonding module makes one when it loads) sorts first but is
+	// no physical NIC.
+	for id, spec := range map[string]network.LinkStatusSpec{"bond0": {Type: "ether", Kind: "bond"}, "eth0": {Type: "ether"}} {
+		if err := nd.store.Create(context.Background(), bus.NewTyped(network.Namespace, network.LinkStatusType, id, spec), bus.WithOwner("test")); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	nd.setConfig(nil)
-	nd.waitFor(network.OperatorSpecType, "default DHCP on eth0", hasIDs(false, "dhcp4/eth0"))
+	nd.waitFor(network.OperatorSpecType, "default DHCP on eth0, not bond0", func(items []bus.Resource) bool {
+		m := ids(items)
+		return m["dhcp4/eth0"] != nil && m["dhcp4/bond0"] == nil
+	})
 	nd.waitFor(network.LinkSpecType, "eth0 up", hasIDs(false, "eth0"))
 
 	// A static address in the config replaces it.
