@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -21,26 +20,12 @@ import (
 
 // baseline is boot/baseline built static: the reference /init.
 var baseline = sync.OnceValues(func() (string, error) {
-	root, err := qemu.RepoRoot()
-	if err != nil {
-		return "", err
-	}
+	return buildInWork("baseline", func(_, out string) *exec.Cmd {
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./boot/baseline")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 
-	dir, err := work()
-	if err != nil {
-		return "", err
-	}
-
-	out := filepath.Join(dir, "baseline")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./boot/baseline")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the baseline init: %w\n%s", err, b)
-	}
-
-	return out, nil
+		return cmd
+	})
 })
 
 // BenchmarkMetalBoot boots, per iteration and in turns so that the

@@ -78,6 +78,14 @@ func TestMain(m *testing.M) {
 // binary is the real talosbox, built as users build it (`make build`),
 // once per test process.
 var binary = sync.OnceValues(func() (string, error) {
+	return buildInWork("talosbox", func(root, out string) *exec.Cmd {
+		return exec.Command("make", "-s", "-C", root, "build", "OUT="+out)
+	})
+})
+
+// buildInWork runs the build cmd makes for the output path out (in the
+// test process's work dir) from the repository root, and returns out.
+func buildInWork(name string, cmd func(root, out string) *exec.Cmd) (string, error) {
 	root, err := qemu.RepoRoot()
 	if err != nil {
 		return "", err
@@ -88,15 +96,16 @@ var binary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 
-	out := filepath.Join(dir, "talosbox")
-	cmd := exec.Command("make", "-s", "-C", root, "build", "OUT="+out)
+	out := filepath.Join(dir, name)
+	c := cmd(root, out)
+	c.Dir = root
 
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("make build: %w\n%s", err, b)
+	if b, err := c.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %w\n%s", name, err, b)
 	}
 
 	return out, nil
-})
+}
 
 var kernel = sync.OnceValues(qemu.DefaultKernel)
 
