@@ -2,6 +2,7 @@
 #
 #   make run        build, then a local cluster in Docker (the README's main job)
 #   make run-down   destroy that cluster
+#   make qemu       one metal node under QEMU; make qemu-cluster, several (talosctl cluster create qemu)
 #   make test       install what the tests need, lint, unit/integration tests, fuzz briefly
 #   make build      _out/talosbox, static, version-stamped
 #   make lint       gofmt, go vet, staticcheck
@@ -24,7 +25,7 @@ DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%
 VERSION_PKG := github.com/talosbox/talosbox/internal/version
 LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
 
-.PHONY: all build install-links run run-down qemu deps lint unit fuzz test generate check-generate bench clean
+.PHONY: all build install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate bench clean
 
 all: build
 
@@ -43,6 +44,16 @@ initramfs: build
 # One metal node under QEMU, its console in this terminal (scripts/qemu-node.sh).
 qemu: install-links
 	@scripts/qemu-node.sh
+
+# A cluster of QEMU machines on a private segment (root: the host's port is a tap): talosctl cluster
+# create qemu. CONTROLPLANES, WORKERS, CLUSTER; QEMU_FLAGS adds flags.
+qemu-cluster: install-links
+	@TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
+	$(BIN_DIR)/talosctl cluster create qemu --name $${CLUSTER:-talos-default} --controlplanes $${CONTROLPLANES:-3} \
+	  --workers $${WORKERS:-1} --cpus 1 --cpus-workers 1 --memory 1024 --memory-workers 1024 --kernel-dir _out/kernel $(QEMU_FLAGS)
+
+qemu-cluster-down: install-links
+	@$(BIN_DIR)/talosctl cluster destroy --provisioner qemu --name $${CLUSTER:-talos-default}
 
 install-links: build
 	./$(OUT) --install $(BIN_DIR)

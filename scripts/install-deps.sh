@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 #   qemu-system-x86   guests on the Debian cloud kernel (networkd's bond/VLAN/WireGuard tests, metal boots)
 #   fdisk, e2fsprogs  sfdisk and e2fsck check the GPT and ext4 that internal/disk writes
 #   iptables    the Docker tests' network partitions (DOCKER-USER rules)
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables)
+#   vde-switch  the private Ethernet segments between QEMU guests (guest tests, cluster create qemu)
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,14 +2,11 @@ package talosctl
 
 import (
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,11 +30,19 @@ const (
 func newClusterCommand(g *GlobalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "A collection of commands for managing local docker-based clusters",
-		Long: `Local clusters: each node is a Docker container running talosbox as PID 1 in
-container mode, on a bridge network of its own. Every object (containers,
-network, volumes) carries the label talosbox.cluster.name=<name>, so destroy
-removes exactly what create made.`,
+		Short: "A collection of commands for managing local docker-based or QEMU-based clusters",
+		Long: `Local clusters, made by one of two provisioners:
+
+  docker  each node is a Docker container running talosbox as PID 1 in
+          container mode, on a bridge network of its own. Every object
+          (containers, network, volumes) carries the label
+          talosbox.cluster.name=<name>, so destroy removes exactly what
+          create made.
+  qemu    each node is a QEMU virtual machine booting Debian's cloud kernel
+          and the talosbox initramfs on the metal platform, with its own
+          disk, on a private Ethernet segment (a vde_switch) where this host
+          holds the gateway address on a tap interface. Its state (disks,
+          console logs, pids) lives in --state/<name>. Needs root.`,
 	}
 
 	cmd.AddCommand(newClusterCreateCommand(g), newClusterDestroyCommand(g), newClusterShowCommand(g))
@@ -65,26 +70,41 @@ type clusterCreateFlags struct {
 	skipBootstrap     bool
 	wait              bool
 	waitTimeout       time.Duration
+
+	// The qemu provisioner's.
+	stateDir, kernelDir, vmlinuz, initrd string
+	diskMiB                              int64
 }
 
 func newClusterCreateCommand(g *GlobalFlags) *cobra.Command {
 	f := &clusterCreateFlags{}
 
 	cmd := &cobra.Command{
-		Use:   "create [docker]",
-		Short: "Creates a local docker-based cluster",
-		Long: `Builds the node image FROM scratch from this binary (or uses --image), creates
-a bridge network, generates secrets and machine configs, starts one container
-per node and waits for the cluster to be healthy. The API of the first
-control-plane node is published on 127.0.0.1, and a context named after the
-cluster is merged into the talosconfig. No registry is ever contacted.
+		Use:   "create [docker|qemu]",
+		Short: "Creates a local docker-based or QEMU-based cluster",
+		Long: `docker (the default): builds the node image FROM scratch from this binary (or
+uses --image), creates a bridge network, generates secrets and machine
+configs, starts one container per node and waits for the cluster to be
+healthy. The API of the first control-plane node is published on 127.0.0.1.
+No registry is ever contacted.
 
-Interrupting it (Ctrl-C) removes what it has made so far.`,
+qemu: builds the node initramfs from this binary and the kernel modules of
+Debian's cloud kernel (--kernel-dir, as scripts/kernel.sh unpacks it), starts
+a private Ethernet segment with this host at its first address, and boots one
+virtual machine per node (TCG unless TALOSBOX_QEMU_ACCEL=kvm) with a sparse
+disk of --disk MiB. Each node comes up in maintenance mode with its address
+from the kernel's ip=; its config is then applied over the segment, and the
+node partitions its disk and keeps the config there. Needs root (the tap).
+
+Either way a context named after the cluster is merged into the talosconfig,
+etcd is bootstrapped and the health checks run. Interrupting it (Ctrl-C)
+while nodes are being made removes what it has made so far.`,
 		Example: `  talosctl cluster create
   talosctl cluster create --controlplanes 3 --workers 1 --name lab
-  talosctl cluster create --config-patch @patch.yaml --registry-mirror docker.io=http://10.5.0.1:5000`,
+  talosctl cluster create --config-patch @patch.yaml --registry-mirror docker.io=http://10.5.0.1:5000
+  talosctl cluster create qemu --controlplanes 3 --workers 0 --memory 1024`,
 		Args:      cobra.MaximumNArgs(1),
-		ValidArgs: []string{"docker"},
+		ValidArgs: []string{"docker", "qemu"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				f.provisioner = args[0]
@@ -96,7 +116,7 @@ Interrupting it (Ctrl-C) removes what it has made so far.`,
 
 	fl := cmd.Flags()
 	fl.StringVar(&f.name, "name", defaultClusterName, "the name of the cluster")
-	fl.StringVar(&f.provisioner, "provisioner", "docker", "the provisioner to use (docker)")
+	fl.StringVar(&f.provisioner, "provisioner", "docker", "the provisioner to use (docker or qemu)")
 	fl.StringVar(&f.image, "image", "", "an existing local image to run instead of building one from --binary")
 	fl.StringVar(&f.binary, "binary", "", "the static talosbox binary to build the node image from (default: this program)")
 	fl.StringVar(&f.subnet, "subnet", defaultSubnet, "the CIDR of the cluster network")
@@ -115,6 +135,11 @@ Interrupting it (Ctrl-C) removes what it has made so far.`,
 	fl.BoolVar(&f.skipBootstrap, "skip-bootstrap", false, "skip bootstrapping etcd on the first control plane node")
 	fl.BoolVar(&f.wait, "wait", true, "wait for the cluster to be ready before returning")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 20*time.Minute, "timeout to wait for the cluster to be ready")
+	fl.StringVar(&f.stateDir, "state", "", "qemu: directory path to store cluster state (default ~/.talos/clusters)")
+	fl.Int64Var(&f.diskMiB, "disk", 6144, "qemu: the size of each node's disk in MiB")
+	fl.StringVar(&f.kernelDir, "kernel-dir", "", "qemu: the unpacked Debian kernel package, whose modules go into the initramfs (default $TALOSBOX_KERNEL_DIR, then _out/kernel)")
+	fl.StringVar(&f.vmlinuz, "vmlinuz-path", "", "qemu: the kernel image to boot (default: the one in --kernel-dir)")
+	fl.StringVar(&f.initrd, "initrd-path", "", "qemu: an initramfs to boot instead of building one from this binary")
 
 	return cmd
 }
@@ -131,8 +156,8 @@ type nodePlan struct {
 // gateway takes the first address, control planes the next ones, then
 // workers, as talosctl does.
 func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
-	if f.provisioner != "docker" {
-		return netip.Prefix{}, nil, fmt.Errorf("unsupported provisioner %q: only docker is available here", f.provisioner)
+	if f.provisioner != "docker" && f.provisioner != "qemu" {
+		return netip.Prefix{}, nil, fmt.Errorf("unsupported provisioner %q: use docker or qemu", f.provisioner)
 	}
 
 	if f.controlPlanes < 1 {
@@ -216,7 +241,7 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 
 	st := newStageTimer(out)
 
-	// Configs first: a bad patch must fail before anything exists in Docker.
+	// Configs first: a bad patch must fail before anything exists.
 	fmt.Fprintln(out, "generating PKI and tokens")
 
 	gen, err := f.generate(nodes)
@@ -225,6 +250,10 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 	}
 
 	st.done("configs")
+
+	if f.provisioner == "qemu" {
+		return f.runQEMU(ctx, out, st, tcPath, cidr, nodes, gen)
+	}
 
 	d, err := provision.New(ctx, provision.Options{})
 	if err != nil {
@@ -283,7 +312,7 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 		return err
 	}
 
-	if err := mergeClusterContext(tcPath, f.name, gen.talosconfig, endpoint, nodes[0].ip.String(), out); err != nil {
+	if err := mergeClusterContext(tcPath, f.name, gen.talosconfig, []string{endpoint}, nodes[0].ip.String(), out); err != nil {
 		return err
 	}
 
@@ -292,7 +321,7 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 		return nil
 	}
 
-	if err := waitClusterHealthy(ctx, out, gen.talosconfig, endpoint, nodes, !f.skipBootstrap, f.waitTimeout); err != nil {
+	if err := waitClusterHealthy(ctx, out, gen.talosconfig, []string{endpoint}, nodes, !f.skipBootstrap, f.waitTimeout); err != nil {
 		return fmt.Errorf("%w\nthe cluster is left running: inspect it with talosctl, or remove it with 'talosctl cluster destroy --name %s'", err, f.name)
 	}
 
@@ -363,6 +392,7 @@ type generated struct {
 func (f *clusterCreateFlags) generate(nodes []nodePlan) (*generated, error) {
 	opts := generate.Options{
 		ClusterName:       f.name,
+		InstallDisk:       f.installDisk(),
 		Endpoint:          "https://" + nodes[0].ip.String() + ":6443",
 		KubernetesVersion: f.kubernetesVersion,
 		AdditionalSANs:    []string{"127.0.0.1"},
@@ -408,6 +438,16 @@ func (f *clusterCreateFlags) generate(nodes []nodePlan) (*generated, error) {
 	return &generated{talosconfig: tc}, nil
 }
 
+// installDisk is the disk the configs name: a QEMU node's only disk is
+// its first virtio disk; a container has none (generate's default).
+func (f *clusterCreateFlags) installDisk() string {
+	if f.provisioner == "qemu" {
+		return "/dev/vda"
+	}
+
+	return ""
+}
+
 // ensureImage returns the image to run: --image as given (it must exist,
 // since nothing is pulled), or talosbox:<version> built from the binary.
 func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docker, out io.Writer) (string, error) {
@@ -424,22 +464,8 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 		return f.image, nil
 	}
 
-	bin := f.binary
-	if bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", fmt.Errorf("find this program to build the node image: %w (use --binary)", err)
-		}
-
-		bin = exe
-	}
-
-	bin, err := filepath.EvalSymlinks(bin)
+	bin, err := f.nodeBinary()
 	if err != nil {
-		return "", fmt.Errorf("--binary: %w", err)
-	}
-
-	if err := checkStatic(bin); err != nil {
 		return "", err
 	}
 
@@ -457,25 +483,6 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 	}
 
 	return tag, nil
-}
-
-// checkStatic refuses a binary that needs a dynamic loader: the image is
-// FROM scratch and has none, and the container would die with a cryptic
-// "no such file or directory".
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return fmt.Errorf("node image binary %s: %w", path, err)
-	}
-	defer f.Close()
-
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("node image binary %s is dynamically linked; build it with 'make build' (CGO_ENABLED=0) or pass --binary", path)
-		}
-	}
-
-	return nil
 }
 
 // publishedAPI is the 127.0.0.1:port the first control plane's apid is

@@ -15,6 +15,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
 	"github.com/talosbox/talosbox/internal/provision"
+	"github.com/talosbox/talosbox/internal/provision/vm"
 	"github.com/talosbox/talosbox/internal/talosconfig"
 )
 
@@ -22,14 +23,14 @@ import (
 // at path and makes it current. A context of the same name can only be
 // left over from a destroyed cluster (Docker refused a live name), so it is
 // replaced rather than renamed aside.
-func mergeClusterContext(path, name string, generated []byte, endpoint, node string, out io.Writer) error {
+func mergeClusterContext(path, name string, generated []byte, endpoints []string, node string, out io.Writer) error {
 	gen, err := talosconfig.Parse(generated)
 	if err != nil {
 		return fmt.Errorf("generated talosconfig: %w", err)
 	}
 
 	ctx := gen.Contexts[gen.Context]
-	ctx.Endpoints = []string{endpoint}
+	ctx.Endpoints = endpoints
 	ctx.Nodes = []string{node}
 
 	cfg, err := talosconfig.Load(path)
@@ -53,21 +54,21 @@ func mergeClusterContext(path, name string, generated []byte, endpoint, node str
 		return err
 	}
 
-	fmt.Fprintf(out, "%s talosconfig %s (context %q, endpoint %s, node %s)\n", verb, path, name, endpoint, node)
+	fmt.Fprintf(out, "%s talosconfig %s (context %q, endpoint %s, node %s)\n", verb, path, name, strings.Join(endpoints, ","), node)
 
 	return nil
 }
 
 // waitClusterHealthy bootstraps etcd on the first control plane (unless
 // skipped), then runs the health checks against every node of a new
-// cluster, through the published endpoint.
-func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoint string, nodes []nodePlan, bootstrap bool, timeout time.Duration) error {
+// cluster, through the endpoints.
+func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints []string, nodes []nodePlan, bootstrap bool, timeout time.Duration) error {
 	cfg, err := talosconfig.Parse(tc)
 	if err != nil {
 		return err
 	}
 
-	opts, err := client.OptionsFromContext(cfg.Contexts[cfg.Context], []string{endpoint})
+	opts, err := client.OptionsFromContext(cfg.Contexts[cfg.Context], endpoints)
 	if err != nil {
 		return err
 	}
@@ -129,65 +130,134 @@ func bootstrapEtcd(ctx context.Context, out io.Writer, s *session) error {
 	}})
 }
 
+// clusterTarget names a cluster and says which provisioner made it.
+type clusterTarget struct {
+	name, provisioner, state string
+}
+
+func (t *clusterTarget) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&t.name, "name", defaultClusterName, "the name of the cluster")
+	fl.StringVar(&t.provisioner, "provisioner", "", "docker or qemu (default: qemu when --state has the cluster, else docker)")
+	fl.StringVar(&t.state, "state", "", "qemu: directory path of the cluster state (default ~/.talos/clusters)")
+}
+
+// resolve picks the provisioner: a qemu cluster is known by its state
+// directory; anything else is asked of Docker.
+func (t *clusterTarget) resolve() (vm.Options, bool, error) {
+	dir, err := defaultStateDir(t.state)
+	if err != nil {
+		return vm.Options{}, false, err
+	}
+
+	o := vm.Options{StateDir: dir}
+
+	switch t.provisioner {
+	case "":
+		return o, vm.Exists(o, t.name), nil
+	case "qemu":
+		return o, true, nil
+	case "docker":
+		return o, false, nil
+	}
+
+	return o, false, fmt.Errorf("unsupported provisioner %q: use docker or qemu", t.provisioner)
+}
+
 func newClusterDestroyCommand(*GlobalFlags) *cobra.Command {
-	var name string
+	var t clusterTarget
 
 	cmd := &cobra.Command{
 		Use:   "destroy",
-		Short: "Destroys a local docker-based cluster",
-		Long: `Removes the cluster's containers, network and state volumes: every object
-labelled talosbox.cluster.name=<name>, and nothing else. The talosconfig
-context is kept; 'talosctl config remove' deletes it.`,
+		Short: "Destroys a local docker-based or QEMU-based cluster",
+		Long: `docker: removes the cluster's containers, network and state volumes: every
+object labelled talosbox.cluster.name=<name>, and nothing else.
+qemu: stops the cluster's virtual machines and its switch (the tap goes with
+it) and removes its state directory, disks included.
+
+The talosconfig context is kept; 'talosctl config remove' deletes it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			start := time.Now()
 
-			d, err := provision.New(cmd.Context(), provision.Options{})
-			if err != nil {
-				return err
-			}
-			defer d.Close() //nolint:errcheck // nothing to do about it
-
-			fmt.Fprintf(out, "destroying cluster %q\n", name)
-
-			err = d.Destroy(cmd.Context(), name, func(ev provision.Event) { fmt.Fprintf(out, "%s\n", ev) })
-			if errors.Is(err, provision.ErrNotFound) {
-				return fmt.Errorf("cluster %q not found: no container, network or volume carries the label talosbox.cluster.name=%s", name, name)
-			}
-
+			o, isVM, err := t.resolve()
 			if err != nil {
 				return err
 			}
 
-			fmt.Fprintf(out, "cluster %q destroyed in %s\n", name, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(out, "destroying cluster %q\n", t.name)
+
+			if isVM {
+				err = vm.Destroy(o, t.name, func(s string) { fmt.Fprintln(out, s) })
+				if errors.Is(err, vm.ErrNotFound) {
+					return fmt.Errorf("cluster %q not found: %w", t.name, err)
+				}
+			} else {
+				err = destroyDocker(cmd.Context(), t.name, out)
+			}
+
+			if err != nil {
+				return err
+			}
+
+			fmt.Fprintf(out, "cluster %q destroyed in %s\n", t.name, time.Since(start).Round(time.Millisecond))
 
 			return nil
 		},
 	}
 
-	cmd.Flags().StringVar(&name, "name", defaultClusterName, "the name of the cluster")
+	t.register(cmd)
 
 	return cmd
 }
 
+func destroyDocker(ctx context.Context, name string, out io.Writer) error {
+	d, err := provision.New(ctx, provision.Options{})
+	if err != nil {
+		return err
+	}
+	defer d.Close() //nolint:errcheck // nothing to do about it
+
+	err = d.Destroy(ctx, name, func(ev provision.Event) { fmt.Fprintf(out, "%s\n", ev) })
+	if errors.Is(err, provision.ErrNotFound) {
+		return fmt.Errorf("cluster %q not found: no container, network or volume carries the label talosbox.cluster.name=%s", name, name)
+	}
+
+	return err
+}
+
 func newClusterShowCommand(*GlobalFlags) *cobra.Command {
-	var name string
+	var t clusterTarget
 
 	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Shows info about a local provisioned kubernetes cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, isVM, err := t.resolve()
+			if err != nil {
+				return err
+			}
+
+			if isVM {
+				st, err := vm.Load(o, t.name)
+				if err != nil {
+					return err
+				}
+
+				return writeVMClusterShow(cmd.OutOrStdout(), st)
+			}
+
 			d, err := provision.New(cmd.Context(), provision.Options{})
 			if err != nil {
 				return err
 			}
 			defer d.Close() //nolint:errcheck // nothing to do about it
 
-			c, err := d.Show(cmd.Context(), name)
+			c, err := d.Show(cmd.Context(), t.name)
 			if errors.Is(err, provision.ErrNotFound) {
-				return fmt.Errorf("cluster %q not found", name)
+				return fmt.Errorf("cluster %q not found", t.name)
 			}
 
 			if err != nil {
@@ -198,9 +268,44 @@ func newClusterShowCommand(*GlobalFlags) *cobra.Command {
 		},
 	}
 
-	cmd.Flags().StringVar(&name, "name", defaultClusterName, "the name of the cluster")
+	t.register(cmd)
 
 	return cmd
+}
+
+// writeVMClusterShow prints a qemu cluster like writeClusterShow, with
+// each node's disk and its QEMU process's state.
+func writeVMClusterShow(out io.Writer, st *vm.State) error {
+	w := newTable(out)
+	fmt.Fprintf(w, "PROVISIONER\t%s\n", st.Provisioner)
+	fmt.Fprintf(w, "NAME\t%s\n", st.Name)
+	fmt.Fprintf(w, "NETWORK NAME\t%s\n", st.Tap)
+	fmt.Fprintf(w, "NETWORK CIDR\t%s\n", st.CIDR)
+	fmt.Fprintf(w, "NETWORK GATEWAY\t%s\n", st.Gateway)
+	fmt.Fprintf(w, "STATE DIRECTORY\t%s\n", st.Dir())
+
+	if err := w.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "\nNODES:\n\n")
+
+	w = newTable(out)
+	fmt.Fprintf(w, "NAME\tTYPE\tIP\tCPU\tRAM\tDISK\tSTATE\n")
+
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+
+		state := "stopped"
+		if st.Running(n) {
+			state = "running"
+		}
+
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.Name, n.Type, n.IP, n.CPUs,
+			humanBytes(uint64(n.MemoryMiB)<<20), humanBytes(uint64(n.DiskMiB)<<20), state)
+	}
+
+	return w.Flush()
 }
 
 // writeClusterShow prints the cluster as talosctl does: the network, then

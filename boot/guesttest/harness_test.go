@@ -128,6 +128,8 @@ type env struct {
 	mods   *initramfs.Modules
 	init   string
 	dir    string
+	// segments counts the switches started, to name their directories.
+	segments int
 }
 
 func newEnv(t *testing.T) *env {
@@ -135,6 +137,10 @@ func newEnv(t *testing.T) *env {
 
 	if err := qemu.Available(); err != nil {
 		t.Fatalf("guest tests need QEMU: %v", err)
+	}
+
+	if err := qemu.SwitchAvailable(); err != nil {
+		t.Fatalf("guest tests need a switch for their segments: %v", err)
 	}
 
 	k, err := defaultKernel()
@@ -155,15 +161,27 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, kernel: k, mods: mods, init: init, dir: t.TempDir()}
 }
 
-func (e *env) wire() *qemu.Wire {
+// segment starts a private Ethernet segment (a vde_switch) that ends
+// with the test. hub floods every frame to every port as it is: the LACP
+// test's slow-protocol frames, and the VLAN test's tagged frames (a
+// learning vde_switch drops tags of VLANs its ports are not members of).
+func (e *env) segment(hub bool) *qemu.Switch {
 	e.t.Helper()
 
-	w, err := qemu.NewWire()
+	e.segments++
+
+	sw, err := qemu.StartSwitch(qemu.SwitchOptions{Dir: filepath.Join(e.dir, fmt.Sprintf("sw%d", e.segments)), Hub: hub})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 
-	return w
+	e.t.Cleanup(func() {
+		if err := sw.Stop(); err != nil {
+			e.t.Error(err)
+		}
+	})
+
+	return sw
 }
 
 // node is one guest of a test.

@@ -26,14 +26,14 @@ func nicID(iface string) string {
 }
 
 // TestGuestBondActiveBackup: two guests, each with eth0 and eth1 on two
-// separate wires, bond them in active-backup with miimon. Traffic crosses
+// separate segments, bond them in active-backup with miimon. Traffic crosses
 // the bond; after the host pulls the active member's cable on both ends
 // (QMP set_link off: carrier lost, frames dropped) the bonds fail over to
 // the other member and traffic crosses again, with networkd still running
 // and not undoing anything.
 func TestGuestBondActiveBackup(t *testing.T) {
 	e := newEnv(t)
-	w0, w1 := e.wire(), e.wire()
+	w0, w1 := e.segment(false), e.segment(false)
 
 	cfg := func(addr string) string {
 		return machineConfig(fmt.Sprintf(`      - interface: bond0
@@ -51,10 +51,10 @@ func TestGuestBondActiveBackup(t *testing.T) {
 
 	vms := e.boot(
 		node{spec: spec("node0", "10.10.0.1", "node1", "10.10.0.2"), nics: []qemu.NIC{
-			{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w0.A()}, {ID: "n1", MAC: qemu.MAC(0, 1), Backend: w1.A()},
+			{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w0.Backend()}, {ID: "n1", MAC: qemu.MAC(0, 1), Backend: w1.Backend()},
 		}},
 		node{spec: spec("node1", "10.10.0.2", "node0", "10.10.0.1"), nics: []qemu.NIC{
-			{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w0.B()}, {ID: "n1", MAC: qemu.MAC(1, 1), Backend: w1.B()},
+			{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w0.Backend()}, {ID: "n1", MAC: qemu.MAC(1, 1), Backend: w1.Backend()},
 		}},
 	)
 
@@ -90,7 +90,7 @@ func TestGuestBondActiveBackup(t *testing.T) {
 // the VLAN link; traffic between them must be tagged to arrive.
 func TestGuestVLAN(t *testing.T) {
 	e := newEnv(t)
-	w := e.wire()
+	w := e.segment(true)
 
 	spec := func(name, addr, peerName, peer string) guestSpec {
 		return guestSpec{
@@ -104,8 +104,8 @@ func TestGuestVLAN(t *testing.T) {
 	}
 
 	vms := e.boot(
-		node{spec: spec("node0", "10.100.0.1", "node1", "10.100.0.2"), nics: []qemu.NIC{{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w.A()}}},
-		node{spec: spec("node1", "10.100.0.2", "node0", "10.100.0.1"), nics: []qemu.NIC{{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w.B()}}},
+		node{spec: spec("node0", "10.100.0.1", "node1", "10.100.0.2"), nics: []qemu.NIC{{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w.Backend()}}},
+		node{spec: spec("node1", "10.100.0.2", "node0", "10.100.0.1"), nics: []qemu.NIC{{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w.Backend()}}},
 	)
 
 	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
@@ -119,7 +119,7 @@ func TestGuestVLAN(t *testing.T) {
 // traffic to the peer's tunnel address must cross it, with a handshake.
 func TestGuestWireGuard(t *testing.T) {
 	e := newEnv(t)
-	w := e.wire()
+	w := e.segment(false)
 
 	var keys [2]wgtypes.Key
 
@@ -154,8 +154,8 @@ func TestGuestWireGuard(t *testing.T) {
 	}
 
 	vms := e.boot(
-		node{spec: spec(0), nics: []qemu.NIC{{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w.A()}}},
-		node{spec: spec(1), nics: []qemu.NIC{{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w.B()}}},
+		node{spec: spec(0), nics: []qemu.NIC{{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w.Backend()}}},
+		node{spec: spec(1), nics: []qemu.NIC{{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w.Backend()}}},
 	)
 
 	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
@@ -194,13 +194,13 @@ func TestGuestDummy(t *testing.T) {
 var lacpNIC = []string{"-global", "virtio-net-pci.speed=1000", "-global", "virtio-net-pci.duplex=full"}
 
 // TestGuestBond8023ad: two guests bond eth0 and eth1 (on two separate
-// wires) in 802.3ad with fast LACP, layer3+4 hashing and miimon. Both
+// segments) in 802.3ad with fast LACP, layer3+4 hashing and miimon. Both
 // bonds must aggregate both members with each other (each one's LACP
 // partner is the other's bond), carry traffic, and spread flows over
 // both members.
 func TestGuestBond8023ad(t *testing.T) {
 	e := newEnv(t)
-	w0, w1 := e.wire(), e.wire()
+	w0, w1 := e.segment(true), e.segment(true)
 
 	spec := func(name, addr, peerName, peer string) guestSpec {
 		return guestSpec{
@@ -219,10 +219,10 @@ func TestGuestBond8023ad(t *testing.T) {
 
 	vms := e.boot(
 		node{spec: spec("node0", "10.11.0.1", "node1", "10.11.0.2"), extra: lacpNIC, nics: []qemu.NIC{
-			{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w0.A()}, {ID: "n1", MAC: qemu.MAC(0, 1), Backend: w1.A()},
+			{ID: "n0", MAC: qemu.MAC(0, 0), Backend: w0.Backend()}, {ID: "n1", MAC: qemu.MAC(0, 1), Backend: w1.Backend()},
 		}},
 		node{spec: spec("node1", "10.11.0.2", "node0", "10.11.0.1"), extra: lacpNIC, nics: []qemu.NIC{
-			{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w0.B()}, {ID: "n1", MAC: qemu.MAC(1, 1), Backend: w1.B()},
+			{ID: "n0", MAC: qemu.MAC(1, 0), Backend: w0.Backend()}, {ID: "n1", MAC: qemu.MAC(1, 1), Backend: w1.Backend()},
 		}},
 	)
 

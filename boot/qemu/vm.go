@@ -57,6 +57,13 @@ type Config struct {
 	Dir string
 	// LogLine, when set, gets every console line as it arrives.
 	LogLine func(line string)
+	// ConsoleFile, when set, receives the serial console instead of the
+	// pipe Start reads (StartDetached: nobody reads a pipe).
+	ConsoleFile string
+	// InPlaceReboot lets a guest reboot within the same QEMU process, as
+	// a user's node does. Tests leave it off: a reboot ends QEMU, and the
+	// next boot is watched from its first line.
+	InPlaceReboot bool
 }
 
 // VM is a running guest.
@@ -110,19 +117,27 @@ func (cfg *Config) Args(qmpPath string) []string {
 
 	cmdline := append([]string{"console=ttyS0", "panic=-1"}, cfg.Append...)
 
+	console := "stdio,id=con0,signal=off"
+	if cfg.ConsoleFile != "" {
+		console = "file,id=con0,path=" + cfg.ConsoleFile
+	}
+
 	args := []string{
 		"-accel", accel,
 		"-m", strconv.Itoa(mem),
 		"-smp", strconv.Itoa(cpus),
-		"-no-reboot",
 		"-display", "none",
 		"-monitor", "none",
-		"-chardev", "stdio,id=con0,signal=off",
+		"-chardev", console,
 		"-serial", "chardev:con0",
 		"-qmp", "unix:" + qmpPath + ",server=on,wait=off",
 		"-kernel", cfg.Kernel,
 		"-append", strings.Join(cmdline, " "),
 		"-device", "virtio-rng-pci",
+	}
+
+	if !cfg.InPlaceReboot {
+		args = append(args, "-no-reboot")
 	}
 
 	if cfg.Initrd != "" {
@@ -336,4 +351,45 @@ func (vm *VM) Kill() {
 
 	_ = vm.cmd.Process.Kill()
 	<-vm.done
+}
+
+// StartDetached boots a guest that outlives this process (talosctl
+// cluster create): QEMU daemonizes once the machine is set up, writes its
+// PID to Dir/qemu.pid and the console to cfg.ConsoleFile (Dir/console.log
+// by default). Stop it with StopProcess on that PID, or let the guest
+// power off.
+func StartDetached(cfg Config) (pid int, err error) {
+	if err := Available(); err != nil {
+		return 0, err
+	}
+
+	if cfg.Dir == "" {
+		return 0, errors.New("qemu: Config.Dir is required")
+	}
+
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return 0, err
+	}
+
+	if cfg.ConsoleFile == "" {
+		cfg.ConsoleFile = filepath.Join(cfg.Dir, "console.log")
+	}
+
+	qmp, pidFile := filepath.Join(cfg.Dir, "qmp.sock"), filepath.Join(cfg.Dir, "qemu.pid")
+	if len(qmp) > 107 {
+		return 0, fmt.Errorf("qemu: QMP socket path %s is too long for a unix socket", qmp)
+	}
+
+	args := append(cfg.Args(qmp), "-daemonize", "-pidfile", pidFile)
+
+	cmd := exec.Command(binary(), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+
+	// The parent exits once the daemon is running, or with the reason it
+	// could not start (a bad disk path, a missing switch socket).
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("qemu %s: %w: %s", cfg.Name, err, strings.TrimSpace(string(out)))
+	}
+
+	return readPID(pidFile)
 }

@@ -1,0 +1,279 @@
+package talosctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/talosbox/talosbox/boot/qemu"
+	"github.com/talosbox/talosbox/initramfs"
+	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/provision"
+	"github.com/talosbox/talosbox/internal/provision/vm"
+	"github.com/talosbox/talosbox/internal/version"
+)
+
+// defaultStateDir is talosctl's: ~/.talos/clusters.
+func defaultStateDir(asked string) (string, error) {
+	if asked != "" {
+		return filepath.Abs(asked)
+	}
+
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the state directory: %w (use --state)", err)
+	}
+
+	return filepath.Join(home, ".talos", "clusters"), nil
+}
+
+// vmCPUs turns --cpus into a vCPU count: QEMU takes whole CPUs.
+func vmCPUs(flag, s string) (int, error) {
+	c, err := strconv.ParseFloat(s, 64)
+	if err != nil || c <= 0 {
+		return 0, fmt.Errorf("--%s %q: want a positive number of CPUs such as 2.0", flag, s)
+	}
+
+	return int(math.Ceil(c)), nil
+}
+
+// kernel resolves the kernel image and the modules directory the
+// initramfs is built with.
+func (f *clusterCreateFlags) kernel() (image, modules string, err error) {
+	dir := f.kernelDir
+	if dir == "" {
+		if dir, err = qemu.KernelDir(); err != nil {
+			dir = filepath.Join("_out", "kernel") // not in the repository: relative to here
+		}
+	}
+
+	k, kerr := qemu.FindKernel(dir)
+
+	image = f.vmlinuz
+	if image == "" {
+		if kerr != nil {
+			return "", "", fmt.Errorf("qemu: %w (scripts/kernel.sh downloads Debian's cloud kernel; or pass --kernel-dir / --vmlinuz-path)", kerr)
+		}
+
+		image = k.Image
+	}
+
+	if f.initrd == "" {
+		if kerr != nil {
+			return "", "", fmt.Errorf("qemu: the initramfs needs the kernel's modules: %w (or pass --initrd-path)", kerr)
+		}
+
+		modules = k.ModulesDir
+	}
+
+	return image, modules, nil
+}
+
+func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.Request, error) {
+	image, modules, err := f.kernel()
+	if err != nil {
+		return vm.Request{}, err
+	}
+
+	cpCPUs, err := vmCPUs("cpus", f.cpus)
+	if err != nil {
+		return vm.Request{}, err
+	}
+
+	wCPUs, err := vmCPUs("cpus-workers", f.cpusWorkers)
+	if err != nil {
+		return vm.Request{}, err
+	}
+
+	req := vm.Request{Name: f.name, CIDR: cidr, Kernel: image, Initrd: f.initrd}
+
+	if req.Initrd == "" {
+		bin, err := f.nodeBinary()
+		if err != nil {
+			return vm.Request{}, err
+		}
+
+		req.BuildInitrd = func(path string) error {
+			_, err := initramfs.BuildFile(path, initramfs.Options{Binary: bin, ModulesDir: modules, Version: version.Tag})
+			return err
+		}
+	}
+
+	for _, n := range nodes {
+		nr := vm.NodeRequest{Name: n.name, Type: n.typ, IP: n.ip, CPUs: cpCPUs, MemoryMiB: f.memory, DiskMiB: f.diskMiB}
+		if n.typ == provision.TypeWorker {
+			nr.CPUs, nr.MemoryMiB = wCPUs, f.memWorker
+		}
+
+		req.Nodes = append(req.Nodes, nr)
+	}
+
+	return req, nil
+}
+
+// nodeBinary is the static binary the nodes run (the image's or the
+// initramfs's /init). A dynamically linked one would die in a FROM
+// scratch image or as /init with a cryptic "no such file or directory".
+func (f *clusterCreateFlags) nodeBinary() (string, error) {
+	bin := f.binary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("find this program to build the nodes from: %w (use --binary)", err)
+		}
+
+		bin = exe
+	}
+
+	bin, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return "", fmt.Errorf("--binary: %w", err)
+	}
+
+	return bin, initramfs.CheckStatic(bin)
+}
+
+// runQEMU provisions the virtual machines, configures them over the
+// segment, and waits for the cluster like the docker path.
+func (f *clusterCreateFlags) runQEMU(ctx context.Context, out io.Writer, st *stageTimer, tcPath string, cidr netip.Prefix, nodes []nodePlan, gen *generated) error {
+	stateDir, err := defaultStateDir(f.stateDir)
+	if err != nil {
+		return err
+	}
+
+	req, err := f.vmRequest(cidr, nodes)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "creating segment %s and %d virtual machines (state in %s)\n", cidr, len(nodes), filepath.Join(stateDir, f.name))
+
+	cluster, err := vm.Create(ctx, vm.Options{StateDir: stateDir}, req, func(s string) { fmt.Fprintln(out, s) })
+	if err != nil {
+		return fmt.Errorf("create cluster %q: %w", f.name, err)
+	}
+
+	st.done("machines")
+
+	leftRunning := func(err error) error {
+		return fmt.Errorf("%w\nthe cluster is left running: its consoles are %s/*/console.log; remove it with 'talosctl cluster destroy --name %s'", err, cluster.Dir(), f.name)
+	}
+
+	if err := applyMaintenance(ctx, out, nodes, f.waitTimeout); err != nil {
+		return leftRunning(err)
+	}
+
+	st.done("apply")
+
+	var endpoints []string
+
+	for _, n := range nodes {
+		if n.typ == provision.TypeControlPlane {
+			endpoints = append(endpoints, n.ip.String())
+		}
+	}
+
+	if err := mergeClusterContext(tcPath, f.name, gen.talosconfig, endpoints, nodes[0].ip.String(), out); err != nil {
+		return err
+	}
+
+	if !f.wait {
+		fmt.Fprintf(out, "cluster %q created in %s\n", f.name, st.summary())
+		return nil
+	}
+
+	if err := waitClusterHealthy(ctx, out, gen.talosconfig, endpoints, nodes, !f.skipBootstrap, f.waitTimeout); err != nil {
+		return leftRunning(err)
+	}
+
+	st.done("health")
+	fmt.Fprintf(out, "cluster %q is healthy: %s\n", f.name, st.summary())
+
+	return nil
+}
+
+// applyMaintenance gives every node its config through the insecure
+// maintenance API on the segment, all nodes at once. A node's API answers
+// only once it has booted; until then each attempt fails fast.
+func applyMaintenance(ctx context.Context, out io.Writer, nodes []nodePlan, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs = make([]error, len(nodes))
+	)
+
+	start := time.Now()
+
+	for i, n := range nodes {
+		wg.Add(1)
+
+		go func() {
+			defer wg.Done()
+
+			err := applyOne(ctx, n)
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: apply config: %w", n.ip, err)
+				return
+			}
+
+			mu.Lock()
+			fmt.Fprintf(out, "applied the %s config to %s (%s) after %s\n", n.typ, n.name, n.ip, time.Since(start).Round(100*time.Millisecond))
+			mu.Unlock()
+		}()
+	}
+
+	wg.Wait()
+
+	return errors.Join(errs...)
+}
+
+func applyOne(ctx context.Context, n nodePlan) error {
+	addr := net.JoinHostPort(n.ip.String(), strconv.Itoa(apidPort))
+
+	c, err := client.New(client.Options{Endpoints: []string{addr}, Insecure: true})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+
+	for {
+		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := applyTo(actx, c, &machine.ApplyConfigurationRequest{Data: n.config, Mode: machine.ApplyConfigurationRequest_AUTO})
+
+		acancel()
+
+		switch status.Code(err) {
+		case codes.OK:
+			return nil
+		case codes.Unavailable, codes.DeadlineExceeded:
+			// not up yet
+		default:
+			return err // the node refused the config: retrying will not help
+		}
+
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the maintenance API never answered: %w (last: %v)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,343 @@
+package metaltest
+
+// `talosctl cluster create qemu`: several metal nodes on one private
+// segment, through the real binary, as a user runs it.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/boot/qemu"
+	"github.com/talosbox/talosbox/internal/provision/vm"
+)
+
+// vmCluster is one `cluster create qemu` under test.
+type vmCluster struct {
+	t     *testing.T
+	bin   string
+	name  string
+	state string
+	home  string
+	cidr  netip.Prefix
+}
+
+// freeSegment finds a /24 no host interface uses (the Docker tests'
+// networks and other clusters may be up).
+func freeSegment(t *testing.T) netip.Prefix {
+	t.Helper()
+
+	for i := 200; i < 250; i++ {
+		p := netip.MustParsePrefix(fmt.Sprintf("10.%d.7.0/24", i))
+
+		err := vm.Preflight(p)
+		if err == nil {
+			return p
+		}
+
+		if !strings.Contains(err.Error(), "overlaps") {
+			t.Fatalf("qemu clusters cannot run here: %v", err)
+		}
+	}
+
+	t.Fatal("no free 10.x.7.0/24 for the segment")
+
+	return netip.Prefix{}
+}
+
+func newVMCluster(t *testing.T) *vmCluster {
+	t.Helper()
+
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := kernel(); err != nil {
+		t.Fatalf("qemu clusters need a kernel: %v", err)
+	}
+
+	// Four guests: nothing else may boot meanwhile.
+	release, err := qemu.Exclusive()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(release)
+
+	c := &vmCluster{t: t, bin: bin, name: fmt.Sprintf("mt%d", os.Getpid()%100000), state: t.TempDir(), home: t.TempDir(), cidr: freeSegment(t)}
+
+	// Whatever happens, no guest, switch or tap outlives the test. On a
+	// failure, the consoles tell why.
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpConsoles()
+		}
+
+		if vm.Exists(vm.Options{StateDir: c.state}, c.name) {
+			if err := vm.Destroy(vm.Options{StateDir: c.state}, c.name, func(string) {}); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
+
+	return c
+}
+
+func (c *vmCluster) ip(i int) string {
+	a := c.cidr.Addr().Next()
+	for range i + 1 {
+		a = a.Next()
+	}
+
+	return a.String()
+}
+
+func (c *vmCluster) consoles() []string {
+	logs, _ := filepath.Glob(filepath.Join(c.state, c.name, "*", "console.log"))
+	return logs
+}
+
+func (c *vmCluster) dumpConsoles() {
+	for _, p := range c.consoles() {
+		b, _ := os.ReadFile(p)
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+
+		if len(lines) > 30 {
+			lines = lines[len(lines)-30:]
+		}
+
+		c.t.Logf("--- last lines of %s ---\n%s", p, strings.Join(lines, "\n"))
+	}
+}
+
+// talosctl runs the real talosctl with the cluster's HOME (talosconfig)
+// under a deadline.
+func (c *vmCluster) talosctl(timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"talosctl"}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+c.home, "TALOSCONFIG=")
+
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("talosctl %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+
+	return out.String(), err
+}
+
+func (c *vmCluster) ok(timeout time.Duration, args ...string) string {
+	c.t.Helper()
+
+	out, err := c.talosctl(timeout, args...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+
+	return out
+}
+
+func (c *vmCluster) stateArgs() []string { return []string{"--name", c.name, "--state", c.state} }
+
+// TestQEMUCluster: three control planes and a worker, each a QEMU guest
+// on one vde segment with the host at .1: they are configured over the
+// segment, form etcd, discover each other, hold a shared IP the host
+// reaches, survive a control plane's reboot with their config read from
+// disk, and destroy leaves nothing.
+func TestQEMUCluster(t *testing.T) {
+	c := newVMCluster(t)
+	vip := c.ip(98) // .100
+
+	patch := fmt.Sprintf(`[{"op": "add", "path": "/machine/network/interfaces", "value": [{"interface": "eth0", "vip": {"ip": %q}}]}]`, vip)
+
+	k, _ := kernel()
+
+	create := append([]string{"cluster", "create", "qemu"}, c.stateArgs()...)
+	create = append(create, "--subnet", c.cidr.String(), "--controlplanes", "3", "--workers", "1",
+		"--cpus", "1", "--cpus-workers", "1", "--memory", "1024", "--memory-workers", "768",
+		"--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--config-patch-control-plane", patch, "--wait-timeout", "6m")
+
+	start := time.Now()
+	out := c.ok(8*time.Minute, create...)
+	t.Logf("cluster create qemu (%s):\n%s", time.Since(start).Round(time.Millisecond), out)
+
+	for _, want := range []string{
+		"segment " + c.cidr.String() + " up: host " + c.cidr.Addr().Next().String(),
+		"applied the worker config to " + c.name + "-worker-1",
+		"waiting for etcd members to be control plane nodes: OK",
+		"waiting for the shared IP to be held by exactly one control plane node: OK",
+		"cluster \"" + c.name + "\" is healthy",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("create output lacks %q", want)
+		}
+	}
+
+	for i := range 3 {
+		if !strings.Contains(out, fmt.Sprintf("applied the controlplane config to %s-controlplane-%d (%s)", c.name, i+1, c.ip(i))) {
+			t.Errorf("no config applied to control plane %d at %s", i+1, c.ip(i))
+		}
+	}
+
+	// show: the segment and four running machines.
+	show := c.ok(commandTimeout, append([]string{"cluster", "show"}, c.stateArgs()...)...)
+	if !regexp.MustCompile(`PROVISIONER\s+qemu`).MatchString(show) || strings.Count(show, " running") != 4 {
+		t.Errorf("cluster show:\n%s", show)
+	}
+
+	// Discovery across the segment: the worker sees every node.
+	members := c.ok(commandTimeout, "-n", c.ip(3), "get", "members")
+	for _, h := range []string{"controlplane-1", "controlplane-2", "controlplane-3", "worker-1"} {
+		if !strings.Contains(members, c.name+"-"+h) {
+			t.Errorf("the worker's members lack %s:\n%s", h, members)
+		}
+	}
+
+	etcd := c.ok(commandTimeout, "-n", c.ip(0), "etcd", "members")
+	for i := range 3 {
+		if !strings.Contains(etcd, fmt.Sprintf("https://%s:2380", c.ip(i))) {
+			t.Errorf("etcd members lack the peer URL of %s:\n%s", c.ip(i), etcd)
+		}
+	}
+
+	// The host reaches the shared IP: an owner answered ARP on the segment.
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(vip, "50000"), 10*time.Second)
+	if err != nil {
+		t.Errorf("the shared IP %s from the host: %v", vip, err)
+	} else {
+		conn.Close()
+	}
+
+	c.reboot(1)
+
+	// destroy: nothing left (machines, switch, tap, state).
+	st, err := vm.Load(vm.Options{StateDir: c.state}, c.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out = c.ok(time.Minute, append([]string{"cluster", "destroy"}, c.stateArgs()...)...)
+	if !strings.Contains(out, "cluster \""+c.name+"\" destroyed") {
+		t.Errorf("destroy output:\n%s", out)
+	}
+
+	for i := range st.Nodes {
+		if st.Running(&st.Nodes[i]) {
+			t.Errorf("node %s (pid %d) still runs after destroy", st.Nodes[i].Name, st.Nodes[i].PID)
+		}
+	}
+
+	if _, err := net.InterfaceByName(st.Tap); err == nil {
+		t.Errorf("tap %s outlived the cluster", st.Tap)
+	}
+
+	if _, err := os.Stat(st.Dir()); !os.IsNotExist(err) {
+		t.Errorf("state directory %s: %v", st.Dir(), err)
+	}
+}
+
+// reboot reboots control plane i in place and waits until the cluster is
+// healthy again, with the node's config read from its disk.
+func (c *vmCluster) reboot(i int) {
+	t := c.t
+	t.Helper()
+
+	console := filepath.Join(c.state, c.name, fmt.Sprintf("%s-controlplane-%d", c.name, i+1), "console.log")
+	bootMarker := "[talos] machined v"
+
+	before, err := os.ReadFile(console)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c.ok(commandTimeout, "-n", c.ip(i), "reboot")
+
+	// The same QEMU reboots the guest: the console gains a second boot.
+	deadline := time.Now().Add(bootTimeout)
+
+	var after []byte
+
+	for {
+		after, _ = os.ReadFile(console)
+		if bytes.Count(after, []byte(bootMarker)) > bytes.Count(before, []byte(bootMarker)) {
+			break
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("control plane %d did not boot again within %s", i+1, bootTimeout)
+		}
+
+		time.Sleep(200 * time.Millisecond) // polling a file QEMU appends to
+	}
+
+	c.ok(servicesTimeout+time.Minute, "health", "--wait-timeout", servicesTimeout.String())
+
+	second := after[bytes.LastIndex(after, []byte(bootMarker)):]
+	if !bytes.Contains(after[len(before):], []byte("[talos] rebooting")) {
+		t.Errorf("no reboot on the console of control plane %d", i+1)
+	}
+
+	if bytes.Contains(second, []byte("maintenance mode")) {
+		t.Errorf("control plane %d entered maintenance mode after its reboot: its config was not read from disk", i+1)
+	}
+}
+
+// TestQEMUClusterBadInput: refusals before anything is made.
+func TestQEMUClusterBadInput(t *testing.T) {
+	c := newVMCluster(t)
+
+	// An interface of this host holds the subnet.
+	var taken string
+
+	ifaces, _ := net.Interfaces()
+	for _, ifc := range ifaces {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+				p, _ := netip.ParsePrefix(ipn.String())
+				taken = p.Masked().String()
+			}
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"small disk", []string{"--disk", "1024"}, "too small for Talos's partitions"},
+		{"bad cpus", []string{"--cpus", "zero"}, "want a positive number of CPUs"},
+		{"no kernel", []string{"--kernel-dir", t.TempDir()}, "scripts/kernel.sh"},
+		{"taken subnet", []string{"--subnet", taken}, "overlaps"},
+	} {
+		if tc.name == "taken subnet" && taken == "" {
+			continue // no IPv4 interface but loopback: nothing to collide with
+		}
+
+		args := append(append([]string{"cluster", "create", "qemu"}, c.stateArgs()...), "--subnet", c.cidr.String())
+		args = append(args, tc.args...)
+
+		out, err := c.talosctl(commandTimeout, args...)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: err %v, want an error with %q:\n%s", tc.name, err, tc.want, out)
+		}
+
+		if ents, _ := os.ReadDir(c.state); len(ents) != 0 {
+			t.Errorf("%s: the state directory is not empty after a refusal", tc.name)
+		}
+	}
+}
