@@ -16,7 +16,7 @@ import (
 // getrandom from blocking for minutes under TCG), dm-crypt for encrypted
 // partitions, overlayfs, xfs, and the link types networkd creates.
 func DefaultModules() []string {
-	return []string{"virtio_pci", "virtio_net", "virtio_blk", "virtio_rng", "dm_crypt", "overlay", "xfs", "bonding", "8021q", "wireguard"}
+	return []string{"virtio_pci", "virtio_net", "virtio_blk", "virtio_rng", "virtio_balloon", "dm_crypt", "overlay", "xfs", "bonding", "8021q", "wireguard"}
 }
 
 // DefaultLinks are the applet symlinks to /init, at Talos's paths. The

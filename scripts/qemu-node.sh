@@ -49,4 +49,4 @@ HINT
 exec qemu-system-x86_64 -accel "${TALOSBOX_QEMU_ACCEL:-tcg}" -m "${MEMORY:-1024}" -display none -serial mon:stdio \
   -kernel "$kernel" -initrd _out/initramfs.cpio -append "console=ttyS0 panic=-1" \
   -netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:50000" -device virtio-net-pci,netdev=n0,romfile= \
-  -device virtio-rng-pci -drive "file=$disk,if=virtio,format=raw"
+  -device virtio-rng-pci -device virtio-balloon-pci,free-page-reporting=on -drive "file=$disk,if=virtio,format=raw"

@@ -56,7 +56,7 @@ func TestBuild(t *testing.T) {
 	}
 
 	// 31 module files: the ten defaults and their dependencies.
-	for _, want := range []string{out + ": ", "(" + strconv.FormatInt(st.Size(), 10) + " bytes, none;", "31 modules (kernel " + initramfstest.Release + ")", " entries"} {
+	for _, want := range []string{out + ": ", "(" + strconv.FormatInt(st.Size(), 10) + " bytes, none;", "32 modules (kernel " + initramfstest.Release + ")", " entries"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary %q lacks %q", stdout, want)
 		}
@@ -173,7 +173,7 @@ func TestWriteModulesDep(t *testing.T) {
 	dir := filepath.Join(f.kernel, "lib/modules", initramfstest.Release)
 
 	code, stdout, stderr := run(nil, "--write-modules-dep", dir)
-	if code != 0 || stdout != filepath.Join(dir, "modules.dep")+": 33 modules\n" {
+	if code != 0 || stdout != filepath.Join(dir, "modules.dep")+": 34 modules\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 

@@ -32,6 +32,7 @@ var NodeModules = map[string][]string{
 	"kernel/drivers/net/virtio_net.ko":                   {"net_failover", "virtio", "virtio_ring"},
 	"kernel/drivers/block/virtio_blk.ko":                 {"virtio", "virtio_ring"},
 	"kernel/drivers/char/hw_random/virtio-rng.ko":        {"virtio", "virtio_ring"},
+	"kernel/drivers/virtio/virtio_balloon.ko":            {"virtio", "virtio_ring"},
 	"kernel/drivers/md/dm-mod.ko":                        nil,
 	"kernel/drivers/md/dm-crypt.ko":                      {"dm-mod"},
 	"kernel/fs/overlayfs/overlay.ko":                     nil,

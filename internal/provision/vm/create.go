@@ -293,7 +293,7 @@ func (st *State) startNode(n *Node, extra []string, mask string) error {
 		MemoryMiB:     n.MemoryMiB,
 		CPUs:          n.CPUs,
 		NICs:          []qemu.NIC{{ID: "n0", MAC: n.MAC, Backend: "vde,sock=" + filepath.Join(st.switchDir(), "ctl")}},
-		ExtraArgs:     []string{"-drive", "file=" + disk + ",if=virtio,format=raw"},
+		ExtraArgs:     []string{"-drive", "file=" + disk + ",if=virtio,format=raw", "-device", "virtio-balloon-pci,free-page-reporting=on"},
 		Dir:           dir,
 		InPlaceReboot: true,
 	})
