@@ -16,23 +16,6 @@ import (
 // SwitchBinaryEnv overrides the switch binary (vde_switch on PATH).
 const SwitchBinaryEnv = "TALOSBOX_VDE_SWITCH"
 
-func switchBinary() string {
-	if b := os.Getenv(SwitchBinaryEnv); b != "" {
-		return b
-	}
-
-	return "vde_switch"
-}
-
-// SwitchAvailable reports why a Switch cannot be started, or nil.
-func SwitchAvailable() error {
-	if _, err := exec.LookPath(switchBinary()); err != nil {
-		return fmt.Errorf("%s not found (Debian: apt-get install --no-install-recommends vde-switch): %w", switchBinary(), err)
-	}
-
-	return nil
-}
-
 // SwitchOptions describe a segment.
 type SwitchOptions struct {
 	// Dir holds the switch's control socket directory, pid file and

@@ -82,23 +82,6 @@ type VM struct {
 	done    chan struct{}
 }
 
-func binary() string {
-	if b := os.Getenv(BinaryEnv); b != "" {
-		return b
-	}
-
-	return "qemu-system-x86_64"
-}
-
-// Available reports why QEMU cannot be started, or nil.
-func Available() error {
-	if _, err := exec.LookPath(binary()); err != nil {
-		return fmt.Errorf("%s not found (Debian: apt-get install --no-install-recommends qemu-system-x86): %w", binary(), err)
-	}
-
-	return nil
-}
-
 // Args returns QEMU's command line for cfg (without the binary).
 func (cfg *Config) Args(qmpPath string) []string {
 	accel := os.Getenv(AccelEnv)
