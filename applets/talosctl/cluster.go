@@ -160,6 +160,14 @@ func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
 		return netip.Prefix{}, nil, fmt.Errorf("unsupported provisioner %q: use docker or qemu", f.provisioner)
 	}
 
+	if f.provisioner == "qemu" && f.image != "" {
+		return netip.Prefix{}, nil, errors.New("--image is for the docker provisioner: qemu nodes boot --initrd-path, or an initramfs built from --binary")
+	}
+
+	if f.provisioner == "docker" && f.kernelDir+f.vmlinuz+f.initrd != "" {
+		return netip.Prefix{}, nil, errors.New("--kernel-dir, --vmlinuz-path and --initrd-path are for the qemu provisioner (talosctl cluster create qemu)")
+	}
+
 	if f.controlPlanes < 1 {
 		return netip.Prefix{}, nil, errors.New("--controlplanes must be at least 1")
 	}

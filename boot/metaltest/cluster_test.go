@@ -151,6 +151,26 @@ func (c *vmCluster) ok(timeout time.Duration, args ...string) string {
 	return out
 }
 
+// until retries check every 500 ms until it passes or timeout ends.
+func (c *vmCluster) until(what string, timeout time.Duration, check func() error) {
+	c.t.Helper()
+
+	deadline := time.Now().Add(timeout)
+
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+
+		if time.Now().After(deadline) {
+			c.t.Fatalf("waiting for %s: %v", what, err)
+		}
+
+		time.Sleep(500 * time.Millisecond) // the poll interval of a condition with a deadline
+	}
+}
+
 func (c *vmCluster) stateArgs() []string { return []string{"--name", c.name, "--state", c.state} }
 
 // TestQEMUCluster: three control planes and a worker, each a QEMU guest
@@ -199,13 +219,22 @@ func TestQEMUCluster(t *testing.T) {
 		t.Errorf("cluster show:\n%s", show)
 	}
 
-	// Discovery across the segment: the worker sees every node.
-	members := c.ok(commandTimeout, "-n", c.ip(3), "get", "members")
-	for _, h := range []string{"controlplane-1", "controlplane-2", "controlplane-3", "worker-1"} {
-		if !strings.Contains(members, c.name+"-"+h) {
-			t.Errorf("the worker's members lack %s:\n%s", h, members)
+	// Discovery across the segment: the worker sees every node once each
+	// one has published (every 10 s), which health does not wait for.
+	c.until("the worker's members to list every node", time.Minute, func() error {
+		members, err := c.talosctl(commandTimeout, "-n", c.ip(3), "get", "members")
+		if err != nil {
+			return err
 		}
-	}
+
+		for _, h := range []string{"controlplane-1", "controlplane-2", "controlplane-3", "worker-1"} {
+			if !strings.Contains(members, c.name+"-"+h) {
+				return fmt.Errorf("no %s in\n%s", h, members)
+			}
+		}
+
+		return nil
+	})
 
 	etcd := c.ok(commandTimeout, "-n", c.ip(0), "etcd", "members")
 	for i := range 3 {
@@ -223,6 +252,22 @@ func TestQEMUCluster(t *testing.T) {
 	}
 
 	c.reboot(1)
+
+	// No node's kernel or machined reported trouble on any boot.
+	for _, p := range c.consoles() {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, bad := range kernelTrouble {
+				if strings.Contains(l, bad) {
+					t.Errorf("%s: console line %q", p, l)
+				}
+			}
+		}
+	}
 
 	// destroy: nothing left (machines, switch, tap, state).
 	st, err := vm.Load(vm.Options{StateDir: c.state}, c.name)
@@ -323,6 +368,7 @@ func TestQEMUClusterBadInput(t *testing.T) {
 		{"bad cpus", []string{"--cpus", "zero"}, "want a positive number of CPUs"},
 		{"no kernel", []string{"--kernel-dir", t.TempDir()}, "scripts/kernel.sh"},
 		{"taken subnet", []string{"--subnet", taken}, "overlaps"},
+		{"docker's image", []string{"--image", "talosbox:dev"}, "--image is for the docker provisioner"},
 	} {
 		if tc.name == "taken subnet" && taken == "" {
 			continue // no IPv4 interface but loopback: nothing to collide with
