@@ -6,6 +6,7 @@ package metaltest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -151,23 +152,12 @@ func (c *vmCluster) ok(timeout time.Duration, args ...string) string {
 	return out
 }
 
-// until retries check every 500 ms until it passes or timeout ends.
+// until retries check until it passes or timeout ends.
 func (c *vmCluster) until(what string, timeout time.Duration, check func() error) {
 	c.t.Helper()
 
-	deadline := time.Now().Add(timeout)
-
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-
-		if time.Now().After(deadline) {
-			c.t.Fatalf("waiting for %s: %v", what, err)
-		}
-
-		time.Sleep(500 * time.Millisecond) // the poll interval of a condition with a deadline
+	if err := waitUntil(timeout, nil, check); err != nil {
+		c.t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
@@ -312,22 +302,20 @@ func (c *vmCluster) reboot(i int) {
 	c.ok(commandTimeout, "-n", c.ip(i), "reboot")
 
 	// The same QEMU reboots the guest: the console gains a second boot.
-	deadline := time.Now().Add(bootTimeout)
-
 	var after []byte
 
-	for {
-		after, _ = os.ReadFile(console)
-		if bytes.Count(after, []byte(bootMarker)) > bytes.Count(before, []byte(bootMarker)) {
-			break
+	c.until(fmt.Sprintf("control plane %d to boot again", i+1), bootTimeout, func() error {
+		after, err = os.ReadFile(console)
+		if err != nil {
+			return err
 		}
 
-		if time.Now().After(deadline) {
-			t.Fatalf("control plane %d did not boot again within %s", i+1, bootTimeout)
+		if bytes.Count(after, []byte(bootMarker)) <= bytes.Count(before, []byte(bootMarker)) {
+			return errors.New("no second boot on the console yet")
 		}
 
-		time.Sleep(200 * time.Millisecond) // polling a file QEMU appends to
-	}
+		return nil
+	})
 
 	c.ok(servicesTimeout+time.Minute, "health", "--wait-timeout", servicesTimeout.String())
 

@@ -288,24 +288,38 @@ func (n *node) ok(args ...string) string {
 func (n *node) until(what string, timeout time.Duration, check func() error) {
 	n.t.Helper()
 
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	switch err := waitUntil(timeout, n.vm.Done(), check); {
+	case errors.Is(err, errStopped):
+		n.t.Fatalf("%s: QEMU exited: %v\n%s", what, err, n.vm.Tail(30))
+	case err != nil:
+		n.t.Fatalf("%s: not within %s: %v\n%s", what, timeout, err, n.vm.Tail(30))
+	}
+}
+
+// errStopped means waitUntil's stop channel closed first.
+var errStopped = errors.New("stopped")
+
+// waitUntil retries check every 250 ms until it passes (nil), timeout
+// ends, or stop closes (nil: never); it returns the last error, wrapped
+// with errStopped when stop ended the wait.
+func waitUntil(timeout time.Duration, stop <-chan struct{}, check func() error) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 
-	var last error
-
 	for {
-		if last = check(); last == nil {
-			return
+		last := check()
+		if last == nil {
+			return nil
 		}
 
 		select {
-		case <-ctx.Done():
-			n.t.Fatalf("%s: not within %s: %v\n%s", what, timeout, last, n.vm.Tail(30))
-		case <-n.vm.Done():
-			n.t.Fatalf("%s: QEMU exited: %v\n%s", what, last, n.vm.Tail(30))
+		case <-deadline.C:
+			return last
+		case <-stop:
+			return fmt.Errorf("%w: %w", errStopped, last)
 		case <-tick.C:
 		}
 	}
