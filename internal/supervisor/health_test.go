@@ -166,3 +166,32 @@ func TestPanicFailsServiceOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitUpReturnsAfterTheResourceSaysHealthy: whoever WaitUp wakes
+// reads the Services resources next (the boot's services line, health);
+// they must already say healthy. Many services widen the window in which
+// a wake-up before the store would show.
+func TestWaitUpReturnsAfterTheResourceSaysHealthy(t *testing.T) {
+	h := newHarness(t, nil)
+
+	for i := range 40 {
+		id := fmt.Sprintf("svc%d", i)
+		hc := &supervisor.HealthCheck{Func: func(context.Context) error { return nil }, Period: time.Hour}
+
+		h.load(t, supervisor.Service{ID: id, Runner: blocker(), Health: hc})
+		h.start(t, id)
+
+		if err := h.sup.WaitUp(ctxTimeout(t), id); err != nil {
+			t.Fatal(err)
+		}
+
+		res, err := bus.GetAs[*supervisor.ServiceResource](t.Context(), h.store, supervisor.ServicePointer(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if spec := res.TypedSpec(); !spec.Running || spec.Unknown || !spec.Healthy {
+			t.Fatalf("%s: WaitUp returned while the resource says %+v", id, spec)
+		}
+	}
+}

@@ -312,12 +312,18 @@ func (s *Supervisor) update(svc *service, fn func(now time.Time) (Event, bool)) 
 
 	svc.events.push(ev)
 	spec := svc.specLocked()
-	s.broadcastLocked()
 
 	s.mu.Unlock()
 
 	fmt.Fprintf(s.opts.Console, "[talos] service[%s](%s): %s\n", svc.spec.ID, ev.State, ev.Message)
 	s.storeResource(svc.spec.ID, spec)
+
+	// Waiters wake only once the resource says what they will see: a
+	// WaitUp that returns before the store would let a reader of the
+	// Services resources see the old state.
+	s.mu.Lock()
+	s.broadcastLocked()
+	s.mu.Unlock()
 
 	if s.opts.OnEvent != nil {
 		s.opts.OnEvent(svc.spec.ID, ev)
