@@ -5,6 +5,7 @@
 #   make qemu       one metal node under QEMU; make qemu-cluster, several (talosctl cluster create qemu)
 #   make test       install what the tests need, lint, unit/integration tests, fuzz briefly
 #   make build      _out/talosbox, static, version-stamped
+#   make images     every image a node runs, built from source into _out/images/oci (cached)
 #   make lint       gofmt, go vet, staticcheck
 #   make generate   regenerate generated code
 #   make bench      the benchmarks behind the numbers in the issue notes
@@ -25,7 +26,7 @@ DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%
 VERSION_PKG := github.com/talosbox/talosbox/internal/version
 LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
 
-.PHONY: all build install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate bench clean
+.PHONY: all build images install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate bench clean
 
 all: build
 
@@ -33,6 +34,13 @@ build:
 	@mkdir -p $(dir $(OUT))
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(OUT) .
 	@ls -l $(OUT) | awk '{print "built " $$9 " (" $$5 " bytes)"}'
+
+# Every container image a node runs (Kubernetes, CoreDNS, flannel, pause), built from
+# source into the OCI layout _out/images/oci; kubectl lands in _out/bin. Incremental:
+# outputs are keyed by their inputs, and a run with nothing changed builds nothing.
+# K8S=all also builds the previous minor (upgrade-k8s); IMAGES_FLAGS adds flags.
+images: install-links
+	./$(OUT) imager --out _out/images --kubernetes $${K8S:-default} --kubectl $(BIN_DIR) $(IMAGES_FLAGS)
 
 # The node's initramfs, _out/initramfs.cpio: this binary as /init and Debian's cloud kernel's
 # modules (initramfs/README.md). INITRAMFS_FLAGS adds flags, e.g. --compress zstd, --with-tools.
@@ -58,7 +66,7 @@ qemu-cluster-down: install-links
 install-links: build
 	./$(OUT) --install $(BIN_DIR)
 
-run: install-links
+run: install-links images
 	@scripts/run.sh $(BIN_DIR)
 
 run-down: install-links
@@ -84,7 +92,7 @@ fuzz:
 check-generate: generate
 	@git diff --exit-code --stat -- '*.pb.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
-test: deps lint check-generate unit fuzz
+test: deps lint check-generate images unit fuzz
 
 generate:
 	$(GO) generate ./...

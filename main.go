@@ -11,6 +11,7 @@ import (
 
 	"github.com/talosbox/talosbox/applets/apid"
 	"github.com/talosbox/talosbox/applets/etcd"
+	"github.com/talosbox/talosbox/applets/imager"
 	"github.com/talosbox/talosbox/applets/initramfs"
 	"github.com/talosbox/talosbox/applets/machined"
 	"github.com/talosbox/talosbox/applets/networkd"
@@ -39,6 +40,7 @@ func multicall() *applet.Multicall {
 			etcd.Applet,
 			talosctl.Applet,
 			initramfs.Applet,
+			imager.Applet,
 		},
 	}
 }

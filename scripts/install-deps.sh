@@ -16,7 +16,10 @@ cd "$(dirname "$0")/.."
 #   fdisk, e2fsprogs  sfdisk and e2fsck check the GPT and ext4 that internal/disk writes
 #   iptables    the Docker tests' network partitions (DOCKER-USER rules)
 #   vde-switch  the private Ethernet segments between QEMU guests (guest tests, cluster create qemu)
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch)
+#   nftables, mount   make images copies iptables, nft and mount(8), with their libraries, into the
+#               kube-proxy, flannel and kubelet images
+#   gcc, libc6-dev    flanneld's UDP backend is C, linked statically as upstream builds it
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -111,6 +111,7 @@ then ~/.talos/config.`,
 		newClusterCommand(g),
 		newBootstrapCommand(g),
 		newEtcdCommand(g),
+		newImageCommand(g),
 	)
 
 	return root

@@ -55,6 +55,39 @@ func freeSegment(t *testing.T) netip.Prefix {
 	return netip.Prefix{}
 }
 
+// takenSubnet puts a free 10.x.8.0/24 on a link of its own for the test's
+// duration and returns it.
+func takenSubnet(t *testing.T) string {
+	t.Helper()
+
+	link := fmt.Sprintf("tbtaken%d", os.Getpid()%100000)
+
+	for i := 200; i < 250; i++ {
+		p := netip.MustParsePrefix(fmt.Sprintf("10.%d.8.0/24", i))
+		if vm.Preflight(p) != nil {
+			continue
+		}
+
+		for _, args := range [][]string{
+			{"link", "add", link, "type", "bridge"},
+			{"addr", "add", p.Addr().Next().String() + "/24", "dev", link},
+			{"link", "set", link, "up"},
+		} {
+			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+				t.Fatalf("ip %v: %v\n%s", args, err, out)
+			}
+		}
+
+		t.Cleanup(func() { _ = exec.Command("ip", "link", "del", link).Run() })
+
+		return p.String()
+	}
+
+	t.Fatal("no free 10.x.8.0/24 for the taken subnet")
+
+	return ""
+}
+
 func newVMCluster(t *testing.T) *vmCluster {
 	t.Helper()
 
@@ -333,19 +366,10 @@ func (c *vmCluster) reboot(i int) {
 func TestQEMUClusterBadInput(t *testing.T) {
 	c := newVMCluster(t)
 
-	// An interface of this host holds the subnet.
-	var taken string
-
-	ifaces, _ := net.Interfaces()
-	for _, ifc := range ifaces {
-		addrs, _ := ifc.Addrs()
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
-				p, _ := netip.ParsePrefix(ipn.String())
-				taken = p.Masked().String()
-			}
-		}
-	}
+	// An interface of this host holds the subnet: a bridge the test owns,
+	// not whichever interface exists (another package's Docker bridge may
+	// vanish between the pick and the create).
+	taken := takenSubnet(t)
 
 	for _, tc := range []struct {
 		name string
@@ -358,10 +382,6 @@ func TestQEMUClusterBadInput(t *testing.T) {
 		{"taken subnet", []string{"--subnet", taken}, "overlaps"},
 		{"docker's image", []string{"--image", "talosbox:dev"}, "--image is for the docker provisioner"},
 	} {
-		if tc.name == "taken subnet" && taken == "" {
-			continue // no IPv4 interface but loopback: nothing to collide with
-		}
-
 		args := append(append([]string{"cluster", "create", "qemu"}, c.stateArgs()...), "--subnet", c.cidr.String())
 		args = append(args, tc.args...)
 

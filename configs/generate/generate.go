@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
 // Defaults used for the zero values of Options.
 const (
-	DefaultKubernetesVersion = "1.34.1"
+	DefaultKubernetesVersion = images.Kubernetes
 	DefaultInstallDisk       = "/dev/sda"
 	DefaultInstallImage      = "ghcr.io/talosbox/installer:latest"
 	DefaultDNSDomain         = "cluster.local"
@@ -153,7 +154,7 @@ func build(opts Options, b *pki.Bundle, machineType string) *configs.Config {
 		CA:       caPair(b.Certs.OS, cp),
 		CertSANs: slices.Clone(opts.AdditionalSANs),
 		Kubelet: &configs.KubeletConfig{
-			Image:                               "ghcr.io/siderolabs/kubelet:" + version,
+			Image:                               images.Kubelet(version).String(),
 			DefaultRuntimeSeccompProfileEnabled: true,
 			DisableManifestsDirectory:           true,
 		},
@@ -218,14 +219,14 @@ func addControlPlane(c *configs.ClusterConfig, opts Options, b *pki.Bundle, vers
 	c.AggregatorCA = caPair(b.Certs.K8sAggregator, true)
 	c.ServiceAccount = &configs.PEMKey{Key: clone(b.Certs.K8sServiceAccount.Key)}
 	c.APIServer = &configs.APIServerConfig{
-		Image:            "registry.k8s.io/kube-apiserver:" + version,
+		Image:            images.APIServer(version).String(),
 		CertSANs:         apiServerSANs(opts),
 		AdmissionControl: defaultAdmissionControl(),
 		AuditPolicy:      defaultAuditPolicy(),
 	}
-	c.ControllerManager = &configs.ControllerManager{Image: "registry.k8s.io/kube-controller-manager:" + version}
-	c.Proxy = &configs.ProxyConfig{Image: "registry.k8s.io/kube-proxy:" + version}
-	c.Scheduler = &configs.SchedulerConfig{Image: "registry.k8s.io/kube-scheduler:" + version}
+	c.ControllerManager = &configs.ControllerManager{Image: images.ControllerManager(version).String()}
+	c.Proxy = &configs.ProxyConfig{Image: images.Proxy(version).String()}
+	c.Scheduler = &configs.SchedulerConfig{Image: images.Scheduler(version).String()}
 	c.Etcd = &configs.EtcdConfig{CA: caPair(b.Certs.Etcd, true)}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -73,7 +74,7 @@ func TestGenerateDefaults(t *testing.T) {
 		}
 
 		if m.Install.Disk != "/dev/sda" || m.Install.Image != "ghcr.io/talosbox/installer:latest" ||
-			m.Kubelet.Image != "ghcr.io/siderolabs/kubelet:v1.34.1" {
+			m.Kubelet.Image != images.Kubelet(images.Kubernetes).String() {
 			t.Errorf("%s: unexpected install or kubelet defaults: %+v %+v", m.Type, m.Install, m.Kubelet)
 		}
 
@@ -105,7 +106,7 @@ func TestGenerateDefaults(t *testing.T) {
 		}
 	}
 
-	if img := cp.Cluster.APIServer.Image; img != "registry.k8s.io/kube-apiserver:v1.34.1" {
+	if img := cp.Cluster.APIServer.Image; img != images.APIServer(images.Kubernetes).String() {
 		t.Errorf("API server image = %q", img)
 	}
 
@@ -316,6 +317,38 @@ func BenchmarkGenerate(b *testing.B) {
 		for _, cfg := range []*configs.Config{out.ControlPlane, out.Worker} {
 			if _, err := cfg.Encode(); err != nil {
 				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestGeneratedImagesAreInTheDefaultList keeps gen config and `talosctl
+// image default` on one list: every image a generated config names is one
+// the image cache holds, for the default version and the previous minor.
+func TestGeneratedImagesAreInTheDefaultList(t *testing.T) {
+	b, err := bundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, v := range images.KubernetesVersions() {
+		out, err := generate.Generate(generate.Options{ClusterName: "c", Endpoint: "cp", KubernetesVersion: v, Secrets: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		var list []string
+		for _, r := range images.Default(v) {
+			list = append(list, r.String())
+		}
+
+		cl := out.ControlPlane.Cluster
+		for _, img := range []string{
+			out.ControlPlane.Machine.Kubelet.Image, out.Worker.Machine.Kubelet.Image,
+			cl.APIServer.Image, cl.ControllerManager.Image, cl.Scheduler.Image, cl.Proxy.Image,
+		} {
+			if !slices.Contains(list, img) {
+				t.Errorf("gen config --kubernetes-version %s uses %s, which image default does not list: %v", v, img, list)
 			}
 		}
 	}

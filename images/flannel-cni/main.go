@@ -1,0 +1,260 @@
+// Command flannel-cni is the "flannel" CNI plugin: it reads the subnet
+// flanneld leased for this node (/run/flannel/subnet.env) and delegates to
+// the bridge plugin with host-local addresses from that subnet, saving the
+// delegate's config so DEL undoes exactly what ADD did. It plays the part
+// of github.com/flannel-io/cni-plugin, which the module proxy does not
+// serve, with the same network config and subnet.env format.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// buildVersion is flannel's, stamped by internal/imagebuild.
+var buildVersion = "dev"
+
+const (
+	defaultSubnetFile = "/run/flannel/subnet.env"
+	defaultDataDir    = "/var/lib/cni/flannel"
+)
+
+type netConf struct {
+	types.NetConf
+
+	SubnetFile string         `json:"subnetFile"`
+	DataDir    string         `json:"dataDir"`
+	Delegate   map[string]any `json:"delegate"`
+}
+
+// subnetEnv is what flanneld writes for the plugin.
+type subnetEnv struct {
+	networks []string
+	subnet   string
+	mtu      int
+	ipMasq   bool
+}
+
+func loadConf(data []byte) (*netConf, error) {
+	n := &netConf{SubnetFile: defaultSubnetFile, DataDir: defaultDataDir}
+	if err := json.Unmarshal(data, n); err != nil {
+		return nil, fmt.Errorf("flannel: network config: %w", err)
+	}
+
+	return n, nil
+}
+
+func loadSubnetEnv(path string) (*subnetEnv, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("flannel: %w (is flanneld running on this node?)", err)
+	}
+	defer f.Close()
+
+	var se subnetEnv
+
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+		if !ok {
+			continue
+		}
+
+		switch k {
+		case "FLANNEL_NETWORK":
+			se.networks = strings.Split(v, ",")
+		case "FLANNEL_SUBNET":
+			// flanneld writes the gateway's address (10.244.7.1/24);
+			// host-local wants the network (10.244.7.0/24).
+			_, n, err := net.ParseCIDR(v)
+			if err != nil {
+				return nil, fmt.Errorf("flannel: %s: FLANNEL_SUBNET=%q: %w", path, v, err)
+			}
+
+			se.subnet = n.String()
+		case "FLANNEL_MTU":
+			if se.mtu, err = strconv.Atoi(v); err != nil {
+				return nil, fmt.Errorf("flannel: %s: FLANNEL_MTU=%q: %w", path, v, err)
+			}
+		case "FLANNEL_IPMASQ":
+			se.ipMasq = v == "true"
+		}
+	}
+
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+
+	if len(se.networks) == 0 || se.subnet == "" || se.mtu == 0 {
+		return nil, fmt.Errorf("flannel: %s lacks FLANNEL_NETWORK, FLANNEL_SUBNET or FLANNEL_MTU", path)
+	}
+
+	return &se, nil
+}
+
+// delegateConf is the bridge config for this node's subnet, with the
+// user's "delegate" settings on top.
+func delegateConf(n *netConf, se *subnetEnv) ([]byte, string, error) {
+	d := map[string]any{}
+	for k, v := range n.Delegate {
+		d[k] = v
+	}
+
+	setDefault := func(k string, v any) {
+		if _, ok := d[k]; !ok {
+			d[k] = v
+		}
+	}
+
+	setDefault("type", "bridge")
+	d["name"] = n.Name
+	d["cniVersion"] = n.CNIVersion
+	setDefault("mtu", se.mtu)
+
+	if d["type"] == "bridge" {
+		// flanneld masquerades itself when FLANNEL_IPMASQ is on.
+		setDefault("ipMasq", !se.ipMasq)
+		setDefault("isGateway", true)
+	}
+
+	routes := []map[string]string{}
+	for _, nw := range se.networks {
+		routes = append(routes, map[string]string{"dst": nw})
+	}
+
+	d["ipam"] = map[string]any{
+		"type":   "host-local",
+		"ranges": [][]map[string]string{{{"subnet": se.subnet}}},
+		"routes": routes,
+	}
+
+	data, err := json.Marshal(d)
+	typ, _ := d["type"].(string)
+
+	return data, typ, err
+}
+
+func cmdAdd(args *skel.CmdArgs) error {
+	n, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+
+	se, err := loadSubnetEnv(n.SubnetFile)
+	if err != nil {
+		return err
+	}
+
+	conf, typ, err := delegateConf(n, se)
+	if err != nil {
+		return err
+	}
+
+	if err := os.MkdirAll(n.DataDir, 0o700); err != nil {
+		return err
+	}
+
+	if err := os.WriteFile(filepath.Join(n.DataDir, args.ContainerID), conf, 0o600); err != nil {
+		return err
+	}
+
+	res, err := invoke.DelegateAdd(context.Background(), typ, conf, nil)
+	if err != nil {
+		return fmt.Errorf("flannel: delegate %s: %w", typ, err)
+	}
+
+	return types.PrintResult(res, n.CNIVersion)
+}
+
+// saved is the delegate config ADD stored, or nil after a DEL.
+func saved(args *skel.CmdArgs) (*netConf, []byte, string, error) {
+	n, err := loadConf(args.StdinData)
+	if err != nil {
+		return nil, nil, "", err
+	}
+
+	path := filepath.Join(n.DataDir, args.ContainerID)
+
+	conf, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return n, nil, "", nil
+	}
+
+	if err != nil {
+		return nil, nil, "", err
+	}
+
+	var t struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(conf, &t); err != nil {
+		return nil, nil, "", fmt.Errorf("flannel: %s: %w", path, err)
+	}
+
+	return n, conf, t.Type, nil
+}
+
+func cmdDel(args *skel.CmdArgs) error {
+	n, conf, typ, err := saved(args)
+	if err != nil || conf == nil {
+		return err
+	}
+
+	if err := invoke.DelegateDel(context.Background(), typ, conf, nil); err != nil {
+		return fmt.Errorf("flannel: delegate %s: %w", typ, err)
+	}
+
+	return os.Remove(filepath.Join(n.DataDir, args.ContainerID))
+}
+
+func cmdCheck(args *skel.CmdArgs) error {
+	_, conf, typ, err := saved(args)
+	if err != nil {
+		return err
+	}
+
+	if conf == nil {
+		return fmt.Errorf("flannel: no saved config for container %s", args.ContainerID)
+	}
+
+	// The runtime hands CHECK the result of ADD; the delegate needs it.
+	var in struct {
+		PrevResult json.RawMessage `json:"prevResult"`
+	}
+	if err := json.Unmarshal(args.StdinData, &in); err != nil {
+		return fmt.Errorf("flannel: network config: %w", err)
+	}
+
+	var d map[string]json.RawMessage
+	if err := json.Unmarshal(conf, &d); err != nil {
+		return err
+	}
+
+	if in.PrevResult != nil {
+		d["prevResult"] = in.PrevResult
+	}
+
+	if conf, err = json.Marshal(d); err != nil {
+		return err
+	}
+
+	return invoke.DelegateCheck(context.Background(), typ, conf, nil)
+}
+
+func main() {
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck}, version.All, "CNI flannel plugin "+buildVersion)
+}

@@ -1,0 +1,259 @@
+package imagebuild
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/imagestore"
+)
+
+// kubeComponents are the names the Kubernetes binary answers to; each is a
+// symlink next to it in the shared layer.
+var kubeComponents = []string{
+	images.APIServerName, images.ControllerManagerName, images.SchedulerName,
+	images.ProxyName, images.KubeletName, "kubectl",
+}
+
+const cniModule = "github.com/containernetworking/plugins"
+
+// cniPlugins are the plugins a node needs for the default CNI: flannel
+// delegates to bridge with host-local addresses; loopback is every pod's
+// lo; portmap serves hostPort.
+var cniPlugins = []string{
+	cniModule + "/plugins/main/bridge",
+	cniModule + "/plugins/ipam/host-local",
+	cniModule + "/plugins/main/loopback",
+	cniModule + "/plugins/meta/portmap",
+}
+
+func (b *builder) programs() map[string]program {
+	v := func(s string) string { return "v" + s }
+
+	return map[string]program{
+		"coredns": {
+			name: "coredns", version: v(images.CoreDNS),
+			module: "github.com/coredns/coredns", pkgs: []string{"github.com/coredns/coredns"},
+			ldflags: func(mi moduleInfo) []string {
+				return []string{"-X", "github.com/coredns/coredns/coremain.GitCommit=" + short(mi.Commit)}
+			},
+		},
+		"flannel": {
+			name: "flannel", version: v(images.Flannel),
+			module: "github.com/flannel-io/flannel", pkgs: []string{"github.com/flannel-io/flannel"}, cgo: true,
+			ldflags: func(moduleInfo) []string {
+				return []string{"-X", "github.com/flannel-io/flannel/pkg/version.Version=" + v(images.Flannel)}
+			},
+		},
+		"cni": {
+			name: "cni-plugins", version: v(images.CNIPlugins),
+			module: cniModule, pkgs: cniPlugins,
+			ldflags: func(moduleInfo) []string {
+				return []string{"-X", cniModule + "/pkg/utils/buildversion.BuildVersion=" + v(images.CNIPlugins)}
+			},
+		},
+		"pause": {
+			name: "pause", version: images.Pause, local: []string{"images/pause"},
+			ldflags: func(moduleInfo) []string { return []string{"-X", "main.version=" + images.Pause} },
+		},
+		"flannel-cni": {
+			name: "flannel-cni", version: v(images.Flannel), local: []string{"images/flannel-cni"},
+			ldflags: func(moduleInfo) []string { return []string{"-X", "main.buildVersion=" + v(images.Flannel)} },
+		},
+	}
+}
+
+func short(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+
+	return commit
+}
+
+// specs builds every program and layer and says what each image holds.
+func (b *builder) specs(ctx context.Context) ([]spec, error) {
+	bins := map[string]string{}
+
+	progs := b.programs()
+	for _, name := range []string{"pause", "flannel-cni", "cni", "flannel", "coredns"} {
+		dir, err := b.build(ctx, progs[name])
+		if err != nil {
+			return nil, err
+		}
+
+		bins[name] = dir
+	}
+
+	netfilter, err := b.hostLayer("netfilter", netfilterFiles)
+	if err != nil {
+		return nil, err
+	}
+
+	mount, err := b.hostLayer("mount", mountFiles)
+	if err != nil {
+		return nil, err
+	}
+
+	file := func(dst, src string) entry { return entry{path: dst, src: src, mode: 0o755} }
+
+	pause, err := b.makeLayer("pause", []entry{file("/pause", filepath.Join(bins["pause"], "pause"))})
+	if err != nil {
+		return nil, err
+	}
+
+	coredns, err := b.makeLayer("coredns", []entry{file("/coredns", filepath.Join(bins["coredns"], "coredns"))})
+	if err != nil {
+		return nil, err
+	}
+
+	flannel, err := b.makeLayer("flannel", []entry{
+		file("/opt/bin/flanneld", filepath.Join(bins["flannel"], "flannel")),
+		file("/opt/cni/bin/flannel", filepath.Join(bins["flannel-cni"], "flannel-cni")),
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if err := b.cniDir(bins); err != nil {
+		return nil, err
+	}
+
+	out := []spec{
+		{ref: images.PauseImage(), version: images.Pause, layers: []*layer{pause}, entrypoint: []string{"/pause"}},
+		{ref: images.CoreDNSImage(), version: "v" + images.CoreDNS, layers: []*layer{coredns}, entrypoint: []string{"/coredns"}},
+		{ref: images.FlannelImage(), version: "v" + images.Flannel, layers: []*layer{netfilter, flannel}, entrypoint: []string{"/opt/bin/flanneld"}},
+	}
+
+	for _, kv := range b.opts.Kubernetes {
+		dir, err := b.build(ctx, program{name: "kubernetes", version: "v" + kv, kube: true, ldflags: kubeLdflags("v" + kv)})
+		if err != nil {
+			return nil, err
+		}
+
+		bin := filepath.Join(dir, "kubernetes")
+		b.res.KubernetesBins[kv] = bin
+
+		entries := []entry{file("/usr/local/bin/kubernetes", bin)}
+		for _, c := range kubeComponents {
+			entries = append(entries, entry{path: "/usr/local/bin/" + c, link: "kubernetes", mode: 0o777})
+		}
+
+		kube, err := b.makeLayer("kubernetes-v"+kv, entries)
+		if err != nil {
+			return nil, err
+		}
+
+		for _, r := range []struct {
+			ref    images.Ref
+			layers []*layer
+		}{
+			{images.APIServer(kv), []*layer{kube}},
+			{images.ControllerManager(kv), []*layer{kube}},
+			{images.Scheduler(kv), []*layer{kube}},
+			{images.Proxy(kv), []*layer{kube, netfilter}},
+			{images.Kubelet(kv), []*layer{kube, netfilter, mount}},
+		} {
+			out = append(out, spec{ref: r.ref, version: "v" + kv, layers: r.layers, entrypoint: []string{"/usr/local/bin/" + r.ref.Component}})
+		}
+	}
+
+	return out, nil
+}
+
+// cniDir gathers the node's CNI plugins in one directory (Out/cni/bin),
+// hard links to the keyed builds, for the node image and initramfs.
+func (b *builder) cniDir(bins map[string]string) error {
+	dir := filepath.Join(b.opts.Out, "cni", "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+
+	srcs := map[string]string{"flannel": filepath.Join(bins["flannel-cni"], "flannel-cni")}
+	for _, p := range cniPlugins {
+		name := filepath.Base(p)
+		srcs[name] = filepath.Join(bins["cni"], name)
+	}
+
+	for name, src := range srcs {
+		if err := imagestore.LinkOrCopy(src, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+
+	b.res.CNIDir = dir
+
+	return nil
+}
+
+// write assembles the images and writes those whose digest differs from
+// the layout's, so an unchanged build leaves the layout untouched.
+func (b *builder) write(specs []spec) error {
+	dir := LayoutDir(b.opts.Out)
+	old, _ := imagestore.Open(dir)
+
+	var named []imagestore.Named
+
+	for _, s := range specs {
+		img, err := assemble(s)
+		if err != nil {
+			return err
+		}
+
+		if old != nil {
+			d, err := img.Digest()
+			if err != nil {
+				return err
+			}
+
+			if im, ok := old.Lookup(s.ref.String()); ok && im.Descriptor.Digest == d {
+				continue
+			}
+		}
+
+		named = append(named, imagestore.Named{Ref: s.ref.String(), Image: img})
+	}
+
+	if len(named) == 0 {
+		b.res.Store = old
+		b.logf("images: nothing to do, all %d up to date", len(specs))
+
+		return nil
+	}
+
+	for _, n := range named {
+		d, _ := n.Image.Digest()
+		b.logf("image %s: %s", n.Ref, d)
+	}
+
+	// The layout's layer blobs are hard links to the layer cache, so the
+	// two do not hold the same hundreds of megabytes twice; the layout
+	// writer then finds them present and skips them.
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		return err
+	}
+
+	for _, s := range specs {
+		for _, l := range s.layers {
+			dst := filepath.Join(blobs, l.Digest.Hex)
+			if _, err := os.Stat(dst); err == nil {
+				continue
+			}
+
+			if err := os.Link(l.file, dst); err != nil {
+				break // another file system: the writer copies it
+			}
+		}
+	}
+
+	s, err := imagestore.Write(dir, named)
+	if err != nil {
+		return err
+	}
+
+	b.res.Store, b.res.ImagesChanged = s, true
+
+	return nil
+}
