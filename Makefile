@@ -15,8 +15,10 @@ OUT      ?= _out/talosbox
 BIN_DIR  ?= _out/bin
 FUZZTIME ?= 10s
 
-# go test must get the same -trimpath as go build, or it rebuilds the world.
-export GOFLAGS := -trimpath
+# go test must get the same -trimpath as go build, or it rebuilds the world. The tags leave
+# out the containerd snapshotters that need C libraries (btrfs) or tools (devmapper, zfs);
+# go test needs them too, since it builds with cgo for -race.
+export GOFLAGS := -trimpath -tags=no_btrfs,no_devmapper,no_zfs
 
 VERSION ?= $(shell git describe --tags --dirty --match 'v*' 2>/dev/null || echo v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo dev))
 COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -24,7 +26,9 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 
 VERSION_PKG := github.com/talosbox/talosbox/internal/version
-LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
+CONTAINERD_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' applets/containerd/containerd.go)
+LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE) \
+	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
 
 .PHONY: all build images install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate bench clean
 

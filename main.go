@@ -10,11 +10,13 @@ import (
 	"syscall"
 
 	"github.com/talosbox/talosbox/applets/apid"
+	"github.com/talosbox/talosbox/applets/containerd"
 	"github.com/talosbox/talosbox/applets/etcd"
 	"github.com/talosbox/talosbox/applets/imager"
 	"github.com/talosbox/talosbox/applets/initramfs"
 	"github.com/talosbox/talosbox/applets/machined"
 	"github.com/talosbox/talosbox/applets/networkd"
+	"github.com/talosbox/talosbox/applets/shim"
 	"github.com/talosbox/talosbox/applets/talosctl"
 	"github.com/talosbox/talosbox/applets/trustd"
 	"github.com/talosbox/talosbox/internal/applet"
@@ -41,6 +43,8 @@ func multicall() *applet.Multicall {
 			talosctl.Applet,
 			initramfs.Applet,
 			imager.Applet,
+			containerd.Applet,
+			shim.Applet,
 		},
 	}
 }
