@@ -26,7 +26,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 
 VERSION_PKG := github.com/talosbox/talosbox/internal/version
-CONTAINERD_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' applets/containerd/containerd.go)
+CONTAINERD_VERSION := $(shell sed -n 's/^\tContainerd = "\(.*\)"/\1/p' internal/images/versions.go)
 LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE) \
 	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
 

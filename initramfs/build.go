@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -16,14 +18,32 @@ import (
 // getrandom from blocking for minutes under TCG), dm-crypt for encrypted
 // partitions, overlayfs, xfs, and the link types networkd creates.
 func DefaultModules() []string {
-	return []string{"virtio_pci", "virtio_net", "virtio_blk", "virtio_rng", "virtio_balloon", "dm_crypt", "overlay", "xfs", "bonding", "8021q", "wireguard"}
+	return append([]string{"virtio_pci", "virtio_net", "virtio_blk", "virtio_rng", "virtio_balloon", "dm_crypt", "overlay", "xfs", "bonding", "8021q", "wireguard"},
+		KubernetesModules...)
+}
+
+// KubernetesModules are what containers and Kubernetes need from a kernel
+// that has them as modules (Debian's cloud kernel): pod networking
+// (bridge, veth, vxlan for flannel, br_netfilter so bridged traffic sees
+// iptables), kube-proxy's and flannel's netfilter (nf_tables with the
+// iptables compatibility layer, the legacy tables, NAT, conntrack and the
+// xt matches and targets they use) and IPVS for kube-proxy's ipvs mode.
+var KubernetesModules = []string{
+	"bridge", "br_netfilter", "veth", "vxlan",
+	"nf_tables", "nft_chain_nat", "nft_compat", "nft_ct", "nft_masq", "nft_nat", "nft_reject_inet", "nft_fib_inet", "nft_limit",
+	"ip_tables", "iptable_nat", "iptable_filter", "iptable_mangle", "ip6_tables", "ip6table_nat", "ip6table_filter", "ip6table_mangle",
+	"nf_nat", "nf_conntrack", "nf_conntrack_netlink", "nf_reject_ipv4", "ipt_REJECT", "ip6t_REJECT",
+	"xt_conntrack", "xt_MASQUERADE", "xt_comment", "xt_mark", "xt_connmark", "xt_multiport", "xt_addrtype", "xt_nat",
+	"xt_tcpudp", "xt_statistic", "xt_physdev", "xt_set", "ip_set", "xt_limit", "xt_CT", "xt_NFLOG", "nfnetlink_log",
+	"ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_sh",
 }
 
 // DefaultLinks are the applet symlinks to /init, at Talos's paths. The
 // binary dispatches on its argv[0]'s base name, so each link runs its
 // applet; /sbin/init is machined. Keep them in step with main.go's table.
 func DefaultLinks() []string {
-	return []string{"/sbin/init", "/sbin/machined", "/sbin/apid", "/sbin/trustd", "/sbin/networkd", "/sbin/etcd", "/bin/talosctl"}
+	return []string{"/sbin/init", "/sbin/machined", "/sbin/apid", "/sbin/trustd", "/sbin/networkd", "/sbin/etcd", "/bin/talosctl",
+		"/bin/containerd", "/bin/containerd-shim-runc-v2"}
 }
 
 // skeleton is the directory tree of the root filesystem: the mount points
@@ -61,6 +81,9 @@ type Options struct {
 	ModTime uint32
 	// Version goes into /etc/os-release as VERSION_ID when not empty.
 	Version string
+	// Runtime is runc and the CNI plugins (/bin/runc, /opt/cni/bin);
+	// without it the node runs no containers.
+	Runtime Runtime
 }
 
 // Result describes a built initramfs.
@@ -181,6 +204,17 @@ func Assemble(o Options) (*Archive, *Result, error) {
 
 		if name == "gosh" && !a.Has("bin/sh") {
 			a.Symlink("bin/sh", "gosh")
+		}
+	}
+
+	rtFiles, err := o.Runtime.Files()
+	if err != nil {
+		return nil, nil, fmt.Errorf("initramfs: %w", err)
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(rtFiles)) {
+		if err := a.File(name, rtFiles[name], 0o755); err != nil {
+			return nil, nil, err
 		}
 	}
 

@@ -19,7 +19,8 @@ cd "$(dirname "$0")/.."
 #   nftables, mount   make images copies iptables, nft and mount(8), with their libraries, into the
 #               kube-proxy, flannel and kubelet images
 #   gcc, libc6-dev    flanneld's UDP backend is C, linked statically as upstream builds it
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev)
+#   libseccomp-dev    runc's seccomp support, linked statically (libseccomp.a)
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -27,19 +28,6 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]})); then
-  echo "installing Debian packages: ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
-
-# containerd is machined's process-runner service. Docker's own packages
-# already ship it (docker.io depends on containerd; containerd.io from
-# Docker's repository conflicts with Debian's), so only install it when no
-# containerd binary is present.
-if ! command -v containerd >/dev/null; then
-  missing=(containerd)
   echo "installing Debian packages: ${missing[*]}"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

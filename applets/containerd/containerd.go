@@ -19,18 +19,15 @@ import (
 	"github.com/containerd/containerd/v2/cmd/containerd/command"
 
 	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/images"
 )
 
 // Applet is containerd's entry in the multicall table.
 var Applet = applet.Applet{
 	Name:    "containerd",
-	Summary: "container runtime daemon (containerd " + Version + ", CRI included)",
+	Summary: "container runtime daemon (containerd " + images.Containerd + ", CRI included)",
 	Main:    run,
 }
-
-// Version is containerd's module version, also stamped into its version
-// package by the Makefile.
-const Version = "2.4.2"
 
 func run(ctx context.Context, args []string, _ applet.Env) int {
 	if err := command.App().Run(ctx, append([]string{"containerd"}, args...)); err != nil {

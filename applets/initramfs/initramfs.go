@@ -39,7 +39,9 @@ Write the node's initramfs, a newc cpio archive: the static talosbox binary
 as /init, the applet links (/sbin/init, /sbin/machined, /sbin/apid, ...,
 /bin/talosctl), dev/console, the root directories, /etc/os-release, and the
 kernel modules the node loads (--modules) with their dependencies and a
-modules.dep under /lib/modules/<release>/. There is no shell unless
+modules.dep under /lib/modules/<release>/, and the container runtime
+that "make images" builds: runc at /bin/runc and the CNI plugins in
+/opt/cni/bin (containerd and its shim are applets). There is no shell unless
 --with-tools adds u-root's core commands (built with go install) for
 debugging.
 
@@ -57,7 +59,8 @@ Flags:
 // options is the parsed command line.
 type options struct {
 	output, binary, kernelDir, kernelVersion, modules, compress, depDir string
-	withTools                                                           bool
+	runc, cniBin                                                        string
+	withTools, noRuntime                                                bool
 }
 
 // Main runs the applet with args (without the program name).
@@ -73,6 +76,9 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.StringVar(&o.kernelVersion, "kernel-version", "", "kernel release to take the modules of (default: the only one in --kernel-dir)")
 	fs.StringVar(&o.modules, "modules", strings.Join(initramfs.DefaultModules(), ","), "comma-separated kernel modules to include with their dependencies (empty: none)")
 	fs.StringVar(&o.compress, "compress", string(initramfs.None), "none, gzip or zstd (none boots fastest under QEMU)")
+	fs.StringVar(&o.runc, "runc", "", "static runc for /bin/runc (default: images/runtime/runc beside the binary, as make images leaves it)")
+	fs.StringVar(&o.cniBin, "cni-bin", "", "directory of static CNI plugins for /opt/cni/bin (default: images/cni/bin beside the binary)")
+	fs.BoolVar(&o.noRuntime, "no-runtime", false, "leave runc and the CNI plugins out: the node then runs no containers")
 	fs.BoolVar(&o.withTools, "with-tools", false, "add u-root's core commands and a shell (gosh) in /bin, for debugging; needs go on PATH")
 	fs.StringVar(&o.depDir, "write-modules-dep", "", "write `DIR`/modules.dep for a whole lib/modules/<release> tree and exit")
 
@@ -178,6 +184,22 @@ func buildOptions(o options, env applet.Env) (initramfs.Options, error) {
 	// os-release goes without.
 	if same(bo.Binary, self) {
 		bo.Version = version.Tag
+	}
+
+	if !o.noRuntime {
+		beside, err := initramfs.RuntimeBeside(bo.Binary)
+		if err != nil && (o.runc == "" || o.cniBin == "") {
+			return bo, fmt.Errorf("%w, or pass --runc and --cni-bin, or --no-runtime", err)
+		}
+
+		bo.Runtime = beside
+		if o.runc != "" {
+			bo.Runtime.Runc = o.runc
+		}
+
+		if o.cniBin != "" {
+			bo.Runtime.CNIBinDir = o.cniBin
+		}
 	}
 
 	return bo, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/initramfs"
 	"github.com/talosbox/talosbox/internal/provision"
 	"github.com/talosbox/talosbox/internal/version"
 )
@@ -56,6 +57,7 @@ type clusterCreateFlags struct {
 	provisioner       string
 	image             string
 	binary            string
+	imagesDir         string
 	subnet            string
 	controlPlanes     int
 	workers           int
@@ -119,6 +121,7 @@ while nodes are being made removes what it has made so far.`,
 	fl.StringVar(&f.provisioner, "provisioner", "docker", "the provisioner to use (docker or qemu)")
 	fl.StringVar(&f.image, "image", "", "an existing local image to run instead of building one from --binary")
 	fl.StringVar(&f.binary, "binary", "", "the static talosbox binary to build the node image from (default: this program)")
+	fl.StringVar(&f.imagesDir, "images-dir", "", "the output of make images, whose runc and CNI plugins go into the nodes (default: images beside --binary)")
 	fl.StringVar(&f.subnet, "subnet", defaultSubnet, "the CIDR of the cluster network")
 	fl.IntVar(&f.controlPlanes, "controlplanes", 1, "the number of control plane nodes to create")
 	fl.IntVar(&f.workers, "workers", 1, "the number of workers to create")
@@ -344,17 +347,23 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 // appear in the container's environment (docker inspect).
 const nodeConfigPath = "/var/lib/talosbox/state/config.yaml"
 
-// nodePrivileges is what container mode needs: networkd manages the
-// node's links and addresses (NET_ADMIN) and answers ARP for the shared
-// VIP (NET_RAW, a Docker default). The root filesystem is read-only, and
-// the capabilities a node never uses are dropped.
+// nodePrivileges is what a node that runs containers needs, as Talos's
+// and kind's Docker nodes are privileged: runc mounts, unshares and sets
+// up cgroups (every capability; the engine here cannot grant
+// SYS_RESOURCE, so it is dropped and the CRI restricts oom_score_adj),
+// seccomp and AppArmor would refuse what runc and the kubelet do, the
+// node mounts its own cgroup hierarchies in a cgroup namespace of its
+// own, and the kubelet reads /dev/kmsg. The root filesystem stays
+// read-only: everything a node writes is on its state volume or tmpfs.
 func nodePrivileges() provision.Privileges {
 	return provision.Privileges{
-		CapAdd:         []string{"NET_ADMIN"},
-		CapDrop:        []string{"MKNOD", "AUDIT_WRITE", "SYS_CHROOT", "SETFCAP"},
-		SecurityOpt:    []string{"no-new-privileges"},
-		ReadonlyRootfs: true,
-		Tmpfs:          map[string]string{"/tmp": "rw,mode=1777", "/run": "rw,mode=755"},
+		CapAdd:          []string{"ALL"},
+		CapDrop:         []string{"SYS_RESOURCE"},
+		SecurityOpt:     []string{"seccomp=unconfined", "apparmor=unconfined"},
+		ReadonlyRootfs:  true,
+		CgroupnsPrivate: true,
+		Devices:         []string{"/dev/kmsg"},
+		Tmpfs:           map[string]string{"/tmp": "rw,mode=1777", "/run": "rw,mode=755"},
 	}
 }
 
@@ -480,10 +489,22 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 	tag := "talosbox:" + strings.NewReplacer("+", "-").Replace(version.Tag)
 	fmt.Fprintf(out, "building image %s from %s\n", tag, bin)
 
+	// runc and the CNI plugins that make images leaves beside the binary;
+	// without them the nodes run, but no containers.
+	files := map[string]string{}
+
+	rt, err := f.runtime(bin)
+	if err != nil {
+		fmt.Fprintf(out, "warning: %v: the nodes will run no containers\n", err)
+	} else if files, err = rt.Files(); err != nil {
+		return "", err
+	}
+
 	err = d.BuildImage(ctx, provision.BuildRequest{
 		Tag:     tag,
 		Binary:  bin,
-		Applets: []string{"/sbin/init", "talosctl"},
+		Applets: []string{"/sbin/init", "talosctl", "/bin/containerd", "/bin/containerd-shim-runc-v2"},
+		Files:   withSlash(files),
 		Env:     []string{"TALOSBOX_PLATFORM=container"},
 	}, io.Discard)
 	if err != nil {
@@ -523,4 +544,23 @@ func apiHostPort(asked int) (uint16, error) {
 	defer l.Close()
 
 	return uint16(l.Addr().(*net.TCPAddr).Port), nil //nolint:forcetypeassert // a TCP listener
+}
+
+// runtime finds runc and the CNI plugins for the nodes built from bin.
+func (f *clusterCreateFlags) runtime(bin string) (initramfs.Runtime, error) {
+	if f.imagesDir != "" {
+		return initramfs.RuntimeIn(f.imagesDir)
+	}
+
+	return initramfs.RuntimeBeside(bin)
+}
+
+// withSlash turns initramfs archive names ("bin/runc") into image paths.
+func withSlash(files map[string]string) map[string]string {
+	out := make(map[string]string, len(files))
+	for name, src := range files {
+		out["/"+name] = src
+	}
+
+	return out
 }

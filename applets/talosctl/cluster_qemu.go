@@ -106,8 +106,13 @@ func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.
 			return vm.Request{}, err
 		}
 
+		rt, err := f.runtime(bin)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "warning: %v: the nodes will run no containers\n", err)
+		}
+
 		req.BuildInitrd = func(path string) error {
-			_, err := initramfs.BuildFile(path, initramfs.Options{Binary: bin, ModulesDir: modules, Version: version.Tag})
+			_, err := initramfs.BuildFile(path, initramfs.Options{Binary: bin, ModulesDir: modules, Version: version.Tag, Runtime: rt})
 			return err
 		}
 	}

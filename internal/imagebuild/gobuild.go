@@ -30,6 +30,8 @@ type program struct {
 	// cgo links C code in, statically, with the pure-Go resolver and
 	// user lookups (flanneld's UDP backend is C, as upstream builds it).
 	cgo bool
+	// tags are extra build tags (runc's seccomp).
+	tags []string
 
 	ldflags func(info moduleInfo) []string
 }
@@ -119,7 +121,7 @@ func (b *builder) build(ctx context.Context, p program) (string, error) {
 	}
 
 	k.add(ldflags...)
-	k.add(fmt.Sprint("cgo", p.cgo))
+	k.add(fmt.Sprint("cgo", p.cgo), "tags", strings.Join(p.tags, ","))
 
 	dir := filepath.Join(b.opts.Out, "build", p.name+"-"+p.version+"-"+k.String()[:12])
 	if complete(dir) {
@@ -163,7 +165,8 @@ func (b *builder) build(ctx context.Context, p program) (string, error) {
 		}
 
 		if p.cgo {
-			args = append(args[:2:2], append([]string{"-tags=netgo,osusergo"}, args[2:]...)...)
+			tags := append([]string{"netgo", "osusergo"}, p.tags...)
+			args = append(args[:2:2], append([]string{"-tags=" + strings.Join(tags, ",")}, args[2:]...)...)
 		}
 
 		cmd = b.goCmd(ctx, "", args...)

@@ -47,6 +47,7 @@ type Result struct {
 	ImagesChanged  bool // whether the layout had to be written
 	KubernetesBins map[string]string
 	CNIDir         string // the CNI plugins: bridge, host-local, loopback, portmap, flannel
+	Runc           string // runc, static with seccomp, for the node image and initramfs
 }
 
 // LayoutDir is where Build leaves the OCI layout under Out.

@@ -53,6 +53,14 @@ func (b *builder) programs() map[string]program {
 				return []string{"-X", cniModule + "/pkg/utils/buildversion.BuildVersion=" + v(images.CNIPlugins)}
 			},
 		},
+		"runc": {
+			name: "runc", version: v(images.Runc),
+			module: "github.com/opencontainers/runc", pkgs: []string{"github.com/opencontainers/runc"}, cgo: true,
+			tags: []string{"seccomp"},
+			ldflags: func(mi moduleInfo) []string {
+				return []string{"-X", "main.version=" + images.Runc, "-X", "main.gitCommit=" + mi.Commit}
+			},
+		},
 		"pause": {
 			name: "pause", version: images.Pause, local: []string{"images/pause"},
 			ldflags: func(moduleInfo) []string { return []string{"-X", "main.version=" + images.Pause} },
@@ -77,7 +85,7 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 	bins := map[string]string{}
 
 	progs := b.programs()
-	for _, name := range []string{"pause", "flannel-cni", "cni", "flannel", "coredns"} {
+	for _, name := range []string{"pause", "flannel-cni", "cni", "runc", "flannel", "coredns"} {
 		dir, err := b.build(ctx, progs[name])
 		if err != nil {
 			return nil, err
@@ -163,7 +171,8 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 }
 
 // cniDir gathers the node's CNI plugins in one directory (Out/cni/bin),
-// hard links to the keyed builds, for the node image and initramfs.
+// and runc in Out/runtime: hard links to the keyed builds, for the node
+// image and initramfs.
 func (b *builder) cniDir(bins map[string]string) error {
 	dir := filepath.Join(b.opts.Out, "cni", "bin")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -171,6 +180,20 @@ func (b *builder) cniDir(bins map[string]string) error {
 	}
 
 	srcs := map[string]string{"flannel": filepath.Join(bins["flannel-cni"], "flannel-cni")}
+
+	// runc sits beside them (Out/runtime/runc): what a node's runtime
+	// needs besides the talosbox binary, found in one place.
+	runc := filepath.Join(b.opts.Out, "runtime", "runc")
+	if err := os.MkdirAll(filepath.Dir(runc), 0o755); err != nil {
+		return err
+	}
+
+	if err := imagestore.LinkOrCopy(filepath.Join(bins["runc"], "runc"), runc); err != nil {
+		return err
+	}
+
+	b.res.Runc = runc
+
 	for _, p := range cniPlugins {
 		name := filepath.Base(p)
 		srcs[name] = filepath.Join(bins["cni"], name)

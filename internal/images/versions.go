@@ -23,6 +23,14 @@ const (
 
 	// Pause is the sandbox image's tag; the program is ours (images/pause).
 	Pause = "3.10"
+
+	// Containerd is github.com/containerd/containerd/v2, linked into the
+	// talosbox binary (applets/containerd); go.mod requires this version.
+	Containerd = "2.4.2"
+
+	// Runc is github.com/opencontainers/runc, built static with libseccomp
+	// into the node's runtime directory (cgo: its nsexec is C).
+	Runc = "1.5.2"
 )
 
 // KubernetesVersions are the versions the builder knows how to build, the

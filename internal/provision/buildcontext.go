@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -120,10 +121,44 @@ func buildContext(req BuildRequest) (*bytes.Buffer, error) {
 			return nil, err
 		}
 	}
+	for _, dst := range slices.Sorted(maps.Keys(req.Files)) {
+		rel := strings.TrimPrefix(path.Clean(dst), "/")
+		if !path.IsAbs(dst) || rel == "" || rel == "talosbox" || slices.Contains(links, rel) {
+			return nil, fmt.Errorf("%w: image file %q", ErrInvalidRequest, dst)
+		}
+		for _, dir := range parents(rel) {
+			if !dirs[dir] {
+				dirs[dir] = true
+				if err := add(&tar.Header{Name: "rootfs/" + dir + "/", Typeflag: tar.TypeDir, Mode: 0o755}, nil); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := addFile(add, "rootfs/"+rel, req.Files[dst]); err != nil {
+			return nil, err
+		}
+	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("build context: %w", err)
 	}
 	return &buf, nil
+}
+
+// addFile adds the host file src (following symlinks) as name, mode 0755.
+func addFile(add func(*tar.Header, io.Reader) error, name, src string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("image file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("image file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("image file %s is not a regular file", src)
+	}
+	return add(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o755, Size: st.Size()}, f)
 }
 
 // appletPaths maps applet names to their symlink paths inside rootfs/, without a leading slash.

@@ -281,6 +281,7 @@ func containerOptions(req ClusterRequest, n *NodeRequest, labels map[string]stri
 			Tmpfs:          pv.Tmpfs,
 			ReadonlyRootfs: pv.ReadonlyRootfs,
 			Privileged:     pv.Privileged,
+			CgroupnsMode:   cgroupns(pv.CgroupnsPrivate),
 		},
 		NetworkingConfig: &network.NetworkingConfig{
 			EndpointsConfig: map[string]*network.EndpointSettings{
@@ -288,6 +289,14 @@ func containerOptions(req ClusterRequest, n *NodeRequest, labels map[string]stri
 			},
 		},
 	}, nil
+}
+
+func cgroupns(private bool) container.CgroupnsMode {
+	if private {
+		return container.CgroupnsModePrivate
+	}
+
+	return ""
 }
 
 // copyFiles writes files into a created container. Files under StateDir are copied into the

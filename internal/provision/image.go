@@ -28,6 +28,9 @@ type BuildRequest struct {
 	Entrypoint []string
 	// Cmd is the image's default arguments; nil means none.
 	Cmd []string
+	// Files are more static executables, image path → file on this machine
+	// ("/bin/runc": "_out/images/runtime/runc"), put in with mode 0755.
+	Files map[string]string
 	// Env are KEY=VALUE pairs baked into the image, e.g. TALOSBOX_PLATFORM=container.
 	Env []string
 	// Labels are put on the image.

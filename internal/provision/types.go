@@ -102,6 +102,10 @@ type Privileges struct {
 	Tmpfs          map[string]string
 	ReadonlyRootfs bool
 	Privileged     bool
+	// CgroupnsPrivate gives the container a cgroup namespace of its own, so
+	// that the cgroup hierarchies it mounts are its own subtree (runc in a
+	// node needs them writable).
+	CgroupnsPrivate bool
 	// Devices are "host[:container[:permissions]]", e.g. "/dev/net/tun".
 	Devices []string
 }
