@@ -162,6 +162,30 @@ func TestValidateGolden(t *testing.T) {
 			},
 		},
 		{
+			name: "CRI parts must be TOML",
+			patch: `machine: {files: [
+				{path: /etc/cri/conf.d/20-customization.part, op: create, content: "[plugins]\nx =\n"},
+				{path: /etc/cri/conf.d/30-extra.part, op: append, content: "[plugins\n"},
+				{path: /etc/cri/conf.d/20-customization.part, op: create, content: "[plugins.'io.containerd.cri.v1.runtime']\nenable_unprivileged_ports = true\n"},
+				{path: /etc/cri/conf.d/hosts/r.local/hosts.toml, op: create, content: "not = toml = here"},
+				{path: /etc/cri/conf.d/notes.txt, op: create, content: "[not toml"}]}`,
+			wantErrs: []string{
+				`machine.files[0].content: /etc/cri/conf.d/20-customization.part: line 2: unexpected character U+000A at start of value`,
+				`machine.files[1].content: /etc/cri/conf.d/30-extra.part: line 1: expected ']' to close table name`,
+			},
+		},
+		{
+			name: "old CRI drop-in directory",
+			patch: `machine: {files: [
+				{path: /var/cri/conf.d/metrics.toml, op: create, content: "[metrics]\naddress = '0.0.0.0:11234'\n"},
+				{path: /var/cri/conf.d, op: create, content: ""},
+				{path: /var/cri/conf.d.bak/x, op: create, content: ""}]}`,
+			wantErrs: []string{
+				`machine.files[0].path: /var/cri/conf.d is no longer read: put CRI customisations in /etc/cri/conf.d/20-customization.part (op: create)`,
+				`machine.files[1].path: /var/cri/conf.d is no longer read: put CRI customisations in /etc/cri/conf.d/20-customization.part (op: create)`,
+			},
+		},
+		{
 			name:      "file permissions written in decimal",
 			patch:     `machine: {files: [{path: /etc/motd, op: create, permissions: 644}]}`,
 			wantWarns: []string{`machine.files[0].permissions: file permissions 0o1204 set setuid, setgid or sticky bits; write octal modes with a leading 0 (0644)`},

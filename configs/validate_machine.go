@@ -1,11 +1,15 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 func (v *validator) machine(m *MachineConfig) {
@@ -236,6 +240,7 @@ func (v *validator) files(files []MachineFile) {
 		}
 
 		v.check(fp+".path", checkAbsPath("file path", f.Path))
+		v.criFile(fp, f)
 
 		switch {
 		case f.Permissions > 0o7777:
@@ -244,6 +249,43 @@ func (v *validator) files(files []MachineFile) {
 			// A decimal 644 (0o1204) sets the sticky bit: almost always an
 			// octal mode written without its leading zero.
 			v.warnf(fp+".permissions", "file permissions 0o%o set setuid, setgid or sticky bits; write octal modes with a leading 0 (0644)", uint32(f.Permissions))
+		}
+	}
+}
+
+const (
+	// criConfDir holds the TOML parts merged into the CRI config, in
+	// name order; the user's is 20-customization.part.
+	criConfDir = "/etc/cri/conf.d"
+	// legacyCRIConfDir is where Talos v0.9 read CRI drop-ins from; older
+	// guides still write there.
+	legacyCRIConfDir = "/var/cri/conf.d"
+)
+
+// criFile catches CRI customisations that would not take effect: a part
+// that is not TOML stops the CRI config from being merged at all (so the
+// error is better at apply time than at boot), and the old drop-in
+// directory is written but never read.
+func (v *validator) criFile(fp string, f MachineFile) {
+	p := path.Clean(f.Path)
+
+	if p == legacyCRIConfDir || strings.HasPrefix(p, legacyCRIConfDir+"/") {
+		v.errorf(fp+".path", "%s is no longer read: put CRI customisations in %s/20-customization.part (op: create)", legacyCRIConfDir, criConfDir)
+
+		return
+	}
+
+	// Only the directory's own *.part files are merged.
+	if path.Dir(p) != criConfDir || !strings.HasSuffix(p, ".part") {
+		return
+	}
+
+	if err := toml.Unmarshal([]byte(f.Content), &map[string]any{}); err != nil {
+		if derr, ok := errors.AsType[*toml.DecodeError](err); ok {
+			row, _ := derr.Position()
+			v.errorf(fp+".content", "%s: line %d: %s", f.Path, row, strings.TrimPrefix(derr.Error(), "toml: "))
+		} else {
+			v.errorf(fp+".content", "%s: %s", f.Path, strings.TrimPrefix(err.Error(), "toml: "))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,9 +32,15 @@ func newFixture(t *testing.T) fixture {
 	return f
 }
 
-// run runs the applet in-process with env vars vars.
+// run runs the applet in-process with env vars vars. Without --runc in
+// args, the container runtime is left out (the fixtures have no make
+// images output beside them).
 func run(vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
+
+	if !slices.Contains(args, "--runc") && !slices.Contains(args, "--write-modules-dep") {
+		args = append([]string{"--no-runtime"}, args...)
+	}
 
 	env := applet.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }}
 	code = initramfs.Main(context.Background(), args, env)
@@ -55,8 +62,8 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// 31 module files: the ten defaults and their dependencies.
-	for _, want := range []string{out + ": ", "(" + strconv.FormatInt(st.Size(), 10) + " bytes, none;", "32 modules (kernel " + initramfstest.Release + ")", " entries"} {
+	// 89 module files: the defaults and their dependencies.
+	for _, want := range []string{out + ": ", "(" + strconv.FormatInt(st.Size(), 10) + " bytes, none;", "89 modules (kernel " + initramfstest.Release + ")", " entries"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary %q lacks %q", stdout, want)
 		}
@@ -173,7 +180,7 @@ func TestWriteModulesDep(t *testing.T) {
 	dir := filepath.Join(f.kernel, "lib/modules", initramfstest.Release)
 
 	code, stdout, stderr := run(nil, "--write-modules-dep", dir)
-	if code != 0 || stdout != filepath.Join(dir, "modules.dep")+": 34 modules\n" {
+	if code != 0 || stdout != filepath.Join(dir, "modules.dep")+": 91 modules\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
@@ -197,5 +204,41 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("--help lacks %q:\n%s", want, stderr)
 		}
+	}
+}
+
+// TestRuntime: runc and the CNI plugins go in at Talos's paths, from the
+// flags or from make images' output beside the binary; missing, they are
+// an error that says how to get them.
+func TestRuntime(t *testing.T) {
+	f := newFixture(t)
+	cni := filepath.Join(f.dir, "cni")
+
+	if err := os.MkdirAll(cni, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	bin, _ := os.ReadFile(f.binary)
+	if err := os.WriteFile(filepath.Join(cni, "bridge"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(f.dir, "rt.cpio")
+
+	code, _, stderr := run(nil, "-o", out, "--binary", f.binary, "--kernel-dir", f.kernel, "--runc", f.binary, "--cni-bin", cni)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+
+	data, _ := os.ReadFile(out)
+	for _, name := range []string{"bin/runc\x00", "opt/cni/bin/bridge\x00", "bin/containerd-shim-runc-v2\x00"} {
+		if !bytes.Contains(data, []byte(name)) {
+			t.Errorf("the archive lacks %q", strings.TrimSuffix(name, "\x00"))
+		}
+	}
+
+	code, _, stderr = run(nil, "-o", out, "--binary", f.binary, "--kernel-dir", f.kernel, "--runc", "")
+	if code != 1 || !strings.Contains(stderr, "run make images") {
+		t.Fatalf("without a runtime: exit %d, stderr %q", code, stderr)
 	}
 }

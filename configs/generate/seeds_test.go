@@ -15,6 +15,12 @@ import (
 // seed guides, as a strategic merge patch, into a freshly generated
 // control-plane config: the result must decode strictly, validate, and
 // carry the patch.
+// refusedSeeds are seed fixtures that today's Talos (and talosbox) refuse,
+// with the error text that must point the user to the new shape.
+var refusedSeeds = map[string]string{
+	"containerd-metrics-file.yaml": "/etc/cri/conf.d/20-customization.part",
+}
+
 func TestSeedFixturesPatchGeneratedConfig(t *testing.T) {
 	out, err := generate.Generate(generate.Options{ClusterName: "seeds", Endpoint: "https://10.5.0.1:6443"})
 	if err != nil {
@@ -48,7 +54,20 @@ func TestSeedFixturesPatchGeneratedConfig(t *testing.T) {
 				t.Fatalf("patched config does not decode: %v", err)
 			}
 
-			if _, err := cfg.Validate(configs.ModeMetal); err != nil {
+			_, err = cfg.Validate(configs.ModeMetal)
+
+			// Talos replaced the seed's /var/cri/conf.d imports with
+			// /etc/cri/conf.d/*.part; the old example gets an error that
+			// says where its content goes now.
+			if want, refused := refusedSeeds[filepath.Base(file)]; refused {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("want an error containing %q, got %v", want, err)
+				}
+
+				return
+			}
+
+			if err != nil {
 				t.Fatalf("patched config is invalid: %v", err)
 			}
 

@@ -86,7 +86,29 @@ func (m *Multicall) Run(ctx context.Context, argv []string, env Env) int {
 		return m.notFound(base, env)
 	}
 
+	// A program that re-executes itself through /proc/self/exe (the
+	// containerd shim does, to daemonize) reaches the binary under its own
+	// name, with its own arguments and no applet name: it says which
+	// applet it is in the environment its children inherit.
+	if name := envOf(env, AppletEnv); name != "" && (len(argv) < 2 || strings.HasPrefix(argv[1], "-")) {
+		if a, ok := m.Lookup(name); ok {
+			return a.Main(ctx, argv[1:], env)
+		}
+	}
+
 	return m.runSelf(ctx, argv[1:], env)
+}
+
+// AppletEnv names the applet a bare re-execution of the binary runs (see
+// Run); an applet that re-executes itself sets it.
+const AppletEnv = "TALOSBOX_APPLET"
+
+func envOf(env Env, key string) string {
+	if env.Getenv == nil {
+		return ""
+	}
+
+	return env.Getenv(key)
 }
 
 func (m *Multicall) runSelf(ctx context.Context, args []string, env Env) int {

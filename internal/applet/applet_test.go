@@ -217,3 +217,40 @@ func TestPendingApplet(t *testing.T) {
 		t.Fatalf("run: %d %q; a pending applet must fail and say so", code, errOut.String())
 	}
 }
+
+// TestReexecutedApplet: an applet that runs /proc/self/exe with its own
+// flags only (the containerd shim) is found through TALOSBOX_APPLET; an
+// applet name or a bare binary still wins over it.
+func TestReexecutedApplet(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		argv   []string
+		applet string
+		args   []string
+	}{
+		{"flags only", []string{"/talosbox", "-namespace", "k8s.io", "-id", "x"}, "talosctl", []string{"-namespace", "k8s.io", "-id", "x"}},
+		{"no arguments", []string{"/talosbox"}, "talosctl", []string{}},
+		{"an applet named", []string{"/talosbox", "machined"}, "machined", []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, recs := testMulticall()
+
+			var out bytes.Buffer
+
+			env := applet.Env{Stdout: &out, Stderr: &out, Getenv: func(k string) string {
+				if k == applet.AppletEnv {
+					return "talosctl"
+				}
+
+				return ""
+			}}
+
+			m.Run(context.Background(), tc.argv, env)
+
+			r := recs[tc.applet]
+			if r.runs != 1 || strings.Join(r.args, " ") != strings.Join(tc.args, " ") {
+				t.Fatalf("%s ran %d times with %q, want once with %q", tc.applet, r.runs, r.args, tc.args)
+			}
+		})
+	}
+}

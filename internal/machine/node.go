@@ -35,10 +35,18 @@ type Options struct {
 	PlatformConfig []byte
 	// Console receives the node's log lines (stdout, or /dev/console).
 	Console io.Writer
-	// ContainerdPath is the containerd binary; found on PATH when empty.
+	// ContainerdPath is the multicall binary whose containerd applet runs
+	// the two containerd instances; this very binary when empty.
 	ContainerdPath string
-	// NoContainerd leaves containerd out even when it is installed.
+	// NoContainerd runs no containerd (tests of other parts).
 	NoContainerd bool
+	// RuncPath is linked into containerd's PATH as runc; when empty the
+	// runc on machined's PATH is used (/bin/runc on a node).
+	RuncPath string
+	// OOMScoreAdjPath is where machined tries to lower its own
+	// oom_score_adj to learn whether pods may (/proc/self/oom_score_adj
+	// when empty, "-" for a node known not to).
+	OOMScoreAdjPath string
 	// EarlyServices are started with machined, before there is a config:
 	// apid serves maintenance mode from there, as on Talos.
 	EarlyServices func(*Node) []supervisor.Service
@@ -106,6 +114,11 @@ type Node struct {
 	cmdline       platform.Cmdline
 	cmdlineConfig string
 	sysRoot       string // sysfs, where disks are found
+
+	// criMu serializes renders of the CRI config (boot and controller);
+	// criPrepared says the boot has laid the runtime out.
+	criMu       sync.Mutex
+	criPrepared bool
 
 	mu       sync.Mutex
 	sup      *supervisor.Supervisor

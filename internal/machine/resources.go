@@ -41,6 +41,8 @@ var Definitions = []bus.Definition{
 		PrintColumns: []bus.PrintColumn{{Name: "STAGE", JSONPath: "{.stage}"}, {Name: "READY", JSONPath: "{.status.ready}"}}},
 	{Type: ConfigLoadErrorType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"configerror"},
 		PrintColumns: []bus.PrintColumn{{Name: "ERROR", JSONPath: "{.error}"}}},
+	// Registry credentials are secrets.
+	{Type: RegistriesConfigType, DefaultNamespace: NamespaceCRI, Aliases: []string{"registriesconfig", "registries"}, Sensitive: true},
 }
 
 // MachineConfigSpec holds the config in effect and its source text.

@@ -8,12 +8,13 @@ import (
 
 // Runtime is where the node's two containerd instances keep their
 // sockets, state and configs. On metal these are Talos's paths; in
-// container mode the same tree sits under the node's state base, so that
+// container mode the same tree sits under EPHEMERAL (where machine.files
+// land too, so 20-customization.part is found), so that
 // a node never touches the host's /run/containerd and its image store
 // lives on the state volume (overlay snapshots cannot sit on the
 // container's own overlay root).
 type Runtime struct {
-	// Prefix is "/" on metal, the state base in container mode.
+	// Prefix is "/" on metal, EPHEMERAL in container mode.
 	Prefix string
 
 	// The system instance: services and the installer, namespace system.
@@ -30,21 +31,42 @@ type Runtime struct {
 	CRIConfig string
 	// CRIConfDir holds the *.part files merged into CRIConfDir/cri.toml.
 	CRIConfDir string
-	// HostsDir is the registry hosts tree (hosts.toml per registry).
+	// HostsDir is the registry hosts tree (hosts.toml per registry) that
+	// machined renders from machine.registries. It is Talos's real
+	// location (/system/etc/...); Talos bind-mounts it over
+	// /etc/cri/conf.d/hosts, here containerd is pointed at it directly.
 	HostsDir string
+	// BinDir holds what containerd runs by name: the shim (this binary)
+	// and runc. It goes first on containerd's PATH.
+	BinDir string
 
 	// CNIBinDir and CNIConfDir are the CNI plugins and network configs.
+	// CNIBinDir is writable (CNI installers add theirs); the plugins the
+	// node ships are in ShippedCNIBinDir.
 	CNIBinDir  string
 	CNIConfDir string
 	// PodLogDir is where the CRI writes container logs.
 	PodLogDir string
 }
 
+// ShippedCNIBinDir is where the initramfs and the node image put the CNI
+// plugins.
+const ShippedCNIBinDir = "/opt/cni/bin"
+
+// CNIBinDirs are the directories containerd looks for CNI plugins in.
+func (rt Runtime) CNIBinDirs() []string {
+	if rt.CNIBinDir == ShippedCNIBinDir {
+		return []string{rt.CNIBinDir}
+	}
+
+	return []string{rt.CNIBinDir, ShippedCNIBinDir}
+}
+
 // NewRuntime lays the runtime out for p.
 func NewRuntime(p platform.Platform) Runtime {
 	prefix := "/"
 	if !p.IsMetal() {
-		prefix = filepath.Dir(p.StateDir)
+		prefix = p.EphemeralDir
 	}
 
 	at := func(parts ...string) string { return filepath.Join(append([]string{prefix}, parts...)...) }
@@ -60,7 +82,8 @@ func NewRuntime(p platform.Platform) Runtime {
 		CRIState:     at("run/containerd"),
 		CRIConfig:    at("etc/cri/containerd.toml"),
 		CRIConfDir:   at("etc/cri/conf.d"),
-		HostsDir:     at("etc/cri/conf.d/hosts"),
+		HostsDir:     at("system/etc/cri/conf.d/hosts"),
+		BinDir:       at("system/libexec"),
 		CNIBinDir:    at("opt/cni/bin"),
 		CNIConfDir:   at("etc/cni/net.d"),
 		PodLogDir:    at("var/log/pods"),

@@ -268,6 +268,11 @@ func (n *Node) bootSequence(cfg *configs.Config, data []byte) *sequencer.Sequenc
 			return kmod.Load(cfg.Machine.Kernel.Modules, kmod.Options{})
 		}),
 	)
+	// runc needs the cgroup hierarchies writable; a Docker node has them
+	// read-only in a cgroup namespace of its own.
+	seq.AppendWhen(!metal && !n.opts.NoContainerd, "cgroups", task("mountCgroups", func(_ context.Context, w io.Writer) error {
+		return platform.MountCgroupsWritable(w)
+	}))
 	seq.Append("startEverything", task("startAllServices", func(ctx context.Context, w io.Writer) error {
 		return n.startServices(ctx, cfg, w)
 	}))

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
@@ -66,14 +63,12 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 
 	svcs := []supervisor.Service{n.timedService(cfg)}
 
-	c, ok, err := n.containerdService()
+	rts, err := n.runtimeServices(cfg)
 	if err != nil {
 		return err
 	}
 
-	if ok {
-		svcs = append(svcs, c)
-	}
+	svcs = append(svcs, rts...)
 
 	if n.opts.Services != nil {
 		svcs = append(svcs, n.opts.Services(n, cfg)...)
@@ -113,6 +108,12 @@ func (n *Node) machinedService() supervisor.Service {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
 			if err := rt.Register(&MachineStatusController{}); err != nil {
 				return err
+			}
+
+			if !n.opts.NoContainerd {
+				if err := rt.Register(&CRIRegistryController{Node: n}); err != nil {
+					return err
+				}
 			}
 
 			if n.opts.Controllers != nil {
@@ -202,75 +203,6 @@ func (n *Node) timedService(cfg *configs.Config) supervisor.Service {
 	})
 
 	return svc
-}
-
-// containerdService runs the system containerd when its binary is present.
-// Its state lives on EPHEMERAL, its socket health-checked.
-func (n *Node) containerdService() (supervisor.Service, bool, error) {
-	if n.opts.NoContainerd {
-		return supervisor.Service{}, false, nil
-	}
-
-	path := n.opts.ContainerdPath
-	if path == "" {
-		p, err := exec.LookPath("containerd")
-		if err != nil {
-			return supervisor.Service{}, false, nil
-		}
-
-		path = p
-	}
-
-	base := filepath.Join(n.opts.Platform.EphemeralDir, "system", "containerd")
-	sock := filepath.Join(base, "run", "containerd.sock")
-	conf := filepath.Join(base, "config.toml")
-
-	// The system containerd pulls nothing and runs no CRI: Kubernetes gets
-	// its own later, as on Talos.
-	config := fmt.Sprintf(`version = 2
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = %q
-`, filepath.Join(base, "root"), filepath.Join(base, "run"), sock)
-
-	// containerd also listens on sock+".ttrpc"; both must fit a unix
-	// socket address (108 bytes with the terminating NUL).
-	if n := len(sock) + len(".ttrpc"); n > maxSocketPath {
-		return supervisor.Service{}, false, fmt.Errorf("containerd: socket path %s is %d bytes with its .ttrpc twin, more than a unix socket allows (%d): use a shorter --state-dir", sock, n, maxSocketPath)
-	}
-
-	// Written at load, on every boot: a reset may have wiped EPHEMERAL.
-	if err := os.MkdirAll(filepath.Join(base, "run"), 0o711); err != nil {
-		return supervisor.Service{}, false, fmt.Errorf("containerd: %w", err)
-	}
-
-	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
-		return supervisor.Service{}, false, fmt.Errorf("containerd: %w", err)
-	}
-
-	return supervisor.Service{
-		ID:        "containerd",
-		DependsOn: []string{"machined"},
-		Runner: supervisor.ProcessRunner(supervisor.ProcessOptions{
-			Path: path,
-			Args: []string{"--config", conf},
-		}),
-		Health: &supervisor.HealthCheck{
-			Func: func(ctx context.Context) error {
-				var d net.Dialer
-				c, err := d.DialContext(ctx, "unix", sock)
-				if err != nil {
-					return err
-				}
-
-				return c.Close()
-			},
-			InitialDelay: 100 * time.Millisecond,
-			Period:       5 * time.Second,
-		},
-	}, true, nil
 }
 
 // maxSocketPath is the longest path a unix socket address holds on Linux.

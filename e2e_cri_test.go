@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/talosbox/talosbox/internal/images"
+)
+
+// runtimeBuild is the output of `make images`, whose runc and CNI plugins
+// the node image carries.
+func runtimeBuild(t *testing.T) string {
+	t.Helper()
+
+	dir, _ := filepath.Abs(filepath.Join("_out", "images"))
+	if _, err := os.Stat(filepath.Join(dir, "runtime", "runc")); err != nil {
+		t.Fatalf("no runtime build: %v (run make images)", err)
+	}
+
+	return dir
+}
+
+// criClient talks to a Docker node's CRI containerd the way a kubelet
+// does, over its socket, which lives on the node's state volume.
+type criClient struct {
+	rs runtimeapi.RuntimeServiceClient
+	is runtimeapi.ImageServiceClient
+}
+
+// nodeVolumePath is where a path of the node's state volume
+// (/var/lib/talosbox/...) is on this machine.
+func nodeVolumePath(t *testing.T, api *client.Client, container, rel string) string {
+	t.Helper()
+
+	ins, err := api.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, m := range ins.Container.Mounts {
+		if m.Destination == "/var/lib/talosbox" {
+			return filepath.Join(m.Source, rel)
+		}
+	}
+
+	t.Fatalf("%s has no state volume", container)
+
+	return ""
+}
+
+func dialCRI(t *testing.T, sock string) *criClient {
+	t.Helper()
+
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { conn.Close() })
+
+	return &criClient{rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn)}
+}
+
+// runOnce runs cmd in image in a new host-network pod and waits until the
+// container has exited; it returns the pod's and the container's IDs.
+func (c *criClient) runOnce(t *testing.T, ctx context.Context, pod, logDir, image string, cmd ...string) (string, string) {
+	t.Helper()
+
+	sbCfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod, Namespace: "default", Uid: pod + "-uid"},
+		LogDirectory: filepath.Join(logDir, "default_"+pod+"_"+pod+"-uid"),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+		}},
+	}
+
+	sb, err := c.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
+	if err != nil {
+		t.Fatalf("RunPodSandbox: %v", err)
+	}
+
+	ctr, err := c.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId:  sb.PodSandboxId,
+		SandboxConfig: sbCfg,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "main"},
+			Image:    &runtimeapi.ImageSpec{Image: image},
+			Command:  cmd,
+			LogPath:  "main/0.log",
+		},
+	})
+	if err != nil {
+		t.Fatalf("CreateContainer: %v", err)
+	}
+
+	if _, err := c.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+		t.Fatalf("StartContainer: %v", err)
+	}
+
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := c.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.ContainerId})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if s := st.GetStatus(); s.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			if s.GetExitCode() != 0 {
+				t.Fatalf("%s exited %d: %s", strings.Join(cmd, " "), s.GetExitCode(), s.GetMessage())
+			}
+
+			return sb.PodSandboxId, ctr.ContainerId
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("container still %s after a minute", st.GetStatus().GetState())
+		}
+
+		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// mirrorAddr is the address nodes reach a cache-serve listening on all
+// of this machine's addresses at: the cluster network's gateway.
+func mirrorAddr(dc *dockerCluster, cs *cacheServer) string {
+	_, port, _ := net.SplitHostPort(cs.addr)
+	return net.JoinHostPort(dc.subnet.Addr().Next().String(), port)
+}
+
+// TestDockerNodeRunsContainers: a Docker node pulls images through a
+// registry mirror that is the image cache, runs a pod through the CRI, and
+// shows it with containers -k and logs -k; the mirror follows the config.
+func TestDockerNodeRunsContainers(t *testing.T) {
+	bin := buildBinary(t)
+	oci := imageBuild(t)
+	rtDir := runtimeBuild(t)
+
+	cs := startCacheServe(t, bin, oci, "0.0.0.0:0")
+	dc := newDockerCluster(t, bin)
+	mirror := "http://" + mirrorAddr(dc, cs)
+
+	dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(), "--workers", "0",
+		"--images-dir", rtDir, "--registry-mirror", "registry.k8s.io="+mirror, "--registry-mirror", "ghcr.io="+mirror, "--wait-timeout", "3m")
+
+	node := dc.ip(0)
+	ctrName := dc.name + "-controlplane-1"
+
+	services := dc.ok("-n", node, "services")
+	for _, svc := range []string{"containerd", "cri"} {
+		if !regexpLine(services, `\s`+svc+`\s+Running\s+OK\s`) {
+			t.Fatalf("%s is not running healthy:\n%s", svc, services)
+		}
+	}
+
+	hostsToml := nodeVolumePath(t, dc.docker, ctrName, "ephemeral/system/etc/cri/conf.d/hosts/registry.k8s.io/hosts.toml")
+
+	data, err := os.ReadFile(hostsToml)
+	if err != nil || !strings.Contains(string(data), "[host.'"+mirror+"']") {
+		t.Fatalf("hosts.toml does not name the mirror %s (%v):\n%s", mirror, err, data)
+	}
+
+	cri := dialCRI(t, nodeVolumePath(t, dc.docker, ctrName, "ephemeral/run/containerd/containerd.sock"))
+	ctx := t.Context()
+
+	ref := images.APIServer(images.Kubernetes).String()
+
+	start := time.Now()
+	if _, err := cri.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+		t.Fatalf("pull %s through %s: %v\ncache-serve:\n%s", ref, mirror, err, cs.log())
+	}
+
+	t.Logf("pulled %s through the mirror in %s", ref, time.Since(start).Round(time.Millisecond))
+
+	if !strings.Contains(cs.log(), "kube-apiserver") {
+		t.Logf("cache-serve log does not show the pull:\n%s", cs.log())
+	}
+
+	logDir := "/var/lib/talosbox/ephemeral/var/log/pods"
+	_, _ = cri.runOnce(t, ctx, "e2e-version", logDir, ref, "/usr/local/bin/kube-apiserver", "--version")
+}
+
+// regexpLine says whether a line of s matches re.
+func regexpLine(s, re string) bool {
+	return regexp.MustCompile(`(?m)` + re).MatchString(s)
+}

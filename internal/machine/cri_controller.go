@@ -1,0 +1,102 @@
+package machine
+
+import (
+	"context"
+	"slices"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// The CRI's registry configuration, under Talos's name.
+const (
+	NamespaceCRI         = "cri"
+	RegistriesConfigType = "RegistriesConfigs.cri.talos.dev"
+	// RegistriesConfigID names the singleton.
+	RegistriesConfigID = "registries"
+)
+
+// RegistriesConfigSpec is machine.registries as the CRI applies it: the
+// hosts tree and 01-registries.part are rendered from it.
+type RegistriesConfigSpec struct {
+	Mirrors map[string]configs.RegistryMirror `yaml:"mirrors,omitempty"`
+	Config  map[string]configs.RegistryConfig `yaml:"config,omitempty"`
+	// Hosts are the registries the hosts tree has a directory for.
+	Hosts []string `yaml:"hosts,omitempty"`
+}
+
+// RegistriesConfig is the resource type of the CRI's registry config.
+type RegistriesConfig = bus.Typed[RegistriesConfigSpec]
+
+// CRIRegistryController renders the CRI's registry mirrors whenever the
+// machine config changes: containerd reads the hosts tree at every pull,
+// so a mirror edited with apply-config or patch takes effect without a
+// reboot. (Credentials live in cri.toml, read at containerd's start; as
+// on Talos, changing them needs a reboot.)
+type CRIRegistryController struct {
+	Node *Node
+}
+
+// Name implements bus.Controller.
+func (*CRIRegistryController) Name() string { return "cri.RegistryController" }
+
+// Inputs implements bus.Controller.
+func (*CRIRegistryController) Inputs() []bus.Input {
+	return []bus.Input{{Namespace: NamespaceConfig, Type: MachineConfigType}}
+}
+
+// Outputs implements bus.Controller.
+func (*CRIRegistryController) Outputs() []bus.Output {
+	return []bus.Output{{Type: RegistriesConfigType}}
+}
+
+// Run implements bus.Controller.
+func (c *CRIRegistryController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.EventCh():
+		}
+
+		mc, err := bus.GetAs[*MachineConfig](ctx, r, bus.Pointer{Namespace: NamespaceConfig, Type: MachineConfigType, ID: ActiveConfigID})
+		if bus.IsNotFound(err) {
+			continue
+		}
+
+		if err != nil {
+			return err
+		}
+
+		cfg := mc.TypedSpec().Config
+
+		// The runtime's directories exist once the services were prepared;
+		// before that the boot renders everything itself.
+		if c.Node.runtimePrepared() {
+			if err := c.Node.renderCRI(cfg); err != nil {
+				r.Logger().Error("render CRI registry config", "error", err)
+				continue
+			}
+		}
+
+		var spec RegistriesConfigSpec
+		if cfg.Machine != nil && cfg.Machine.Registries != nil {
+			spec.Mirrors, spec.Config = cfg.Machine.Registries.Mirrors, cfg.Machine.Registries.Config
+
+			for h := range spec.Mirrors {
+				spec.Hosts = append(spec.Hosts, h)
+			}
+
+			slices.Sort(spec.Hosts)
+		}
+
+		if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(NamespaceCRI, RegistriesConfigType, RegistriesConfigID, RegistriesConfigSpec{}), func(res *RegistriesConfig) error {
+			*res.TypedSpec() = spec
+			return nil
+		}); err != nil {
+			return err
+		}
+
+		r.ResetRestartBackoff()
+	}
+}
