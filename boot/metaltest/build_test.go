@@ -5,9 +5,11 @@ package metaltest
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -154,6 +156,63 @@ func image(init string) (string, error) {
 	}
 
 	images[init] = p
+
+	return p, nil
+}
+
+// containersImage is image plus what a node needs to run containers: runc
+// and the CNI plugins that make images built (the tests fail without
+// them, as make test builds them first), and the Kubernetes modules.
+func containersImage(init string) (string, error) {
+	imagesMu.Lock()
+	defer imagesMu.Unlock()
+
+	key := init + "+containers"
+	if p, ok := images[key]; ok {
+		return p, nil
+	}
+
+	mods, err := modules()
+	if err != nil {
+		return "", err
+	}
+
+	root, err := qemu.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+
+	rt, err := initramfs.RuntimeIn(filepath.Join(root, "_out", "images"))
+	if err != nil {
+		return "", err
+	}
+
+	files, err := rt.Files()
+	if err != nil {
+		return "", err
+	}
+
+	a := initramfs.New()
+	if err := a.File("init", init, 0o755); err != nil {
+		return "", err
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := a.File(name, files[name], 0o755); err != nil {
+			return "", err
+		}
+	}
+
+	if _, err := a.Modules(mods, append(append([]string{"overlay"}, guestModules...), initramfs.KubernetesModules...)...); err != nil {
+		return "", err
+	}
+
+	p := init + ".containers.cpio"
+	if err := a.WriteFile(p); err != nil {
+		return "", err
+	}
+
+	images[key] = p
 
 	return p, nil
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -60,6 +61,9 @@ type node struct {
 	append []string
 	tc     string // talosconfig
 
+	memoryMiB int
+	forwards  map[int]int
+
 	vm      *qemu.VM
 	boots   int
 	started time.Time
@@ -73,6 +77,14 @@ type nodeOptions struct {
 	// locked: the caller holds the guest lock (qemu.Exclusive) for
 	// several nodes it boots one after the other.
 	locked bool
+	// containers: the initramfs carries the container runtime (runc, the
+	// CNI plugins) and the Kubernetes kernel modules, as a node's does.
+	containers bool
+	// memoryMiB is the guest's memory (qemu's 512 MiB when zero).
+	memoryMiB int
+	// forwards are more guest TCP ports forwarded from 127.0.0.1 (host
+	// port → guest port); the guest may then reach the host at 10.0.2.2.
+	forwards map[int]int
 }
 
 // newNode prepares a node and, unless the caller holds it, takes the
@@ -99,7 +111,12 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 		init = bin
 	}
 
-	img, err := image(init)
+	mkImage := image
+	if opts.containers {
+		mkImage = containersImage
+	}
+
+	img, err := mkImage(init)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +126,8 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 		t.Fatal(err)
 	}
 
-	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...)}
+	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...),
+		memoryMiB: opts.memoryMiB, forwards: opts.forwards}
 
 	if opts.disk {
 		n.disk = filepath.Join(n.dir, "disk.img")
@@ -156,7 +174,8 @@ func (n *node) boot() {
 		Kernel:    k.Image,
 		Initrd:    n.init,
 		Append:    n.append,
-		NICs:      []qemu.NIC{{ID: "n0", Backend: fmt.Sprintf("user,restrict=on,hostfwd=tcp:127.0.0.1:%d-:50000", n.port)}},
+		NICs:      []qemu.NIC{{ID: "n0", Backend: n.netBackend()}},
+		MemoryMiB: n.memoryMiB,
 		ExtraArgs: extra,
 		Dir:       filepath.Join(n.dir, name),
 		LogLine:   func(l string) { n.t.Logf("%s %6.2fs| %s", name, time.Since(started).Seconds(), l) },
@@ -167,6 +186,21 @@ func (n *node) boot() {
 
 	n.vm = vm
 	n.t.Cleanup(vm.Kill)
+}
+
+// netBackend is the node's slirp NIC: the API forward, and the test's
+// own forwards, with which the guest may reach the host (restrict off).
+func (n *node) netBackend() string {
+	b := fmt.Sprintf("user,hostfwd=tcp:127.0.0.1:%d-:50000", n.port)
+	if len(n.forwards) == 0 {
+		return "user,restrict=on," + strings.TrimPrefix(b, "user,")
+	}
+
+	for _, host := range slices.Sorted(maps.Keys(n.forwards)) {
+		b += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", host, n.forwards[host])
+	}
+
+	return b
 }
 
 // wait waits for a console line containing s and returns it from s on.
@@ -345,14 +379,16 @@ func (n *node) maintenanceAnswers(timeout time.Duration) {
 
 // genConfig writes controlplane.yaml and talosconfig for a node whose
 // API is reached through the forward; it returns controlplane.yaml.
-func (n *node) genConfig(name string) string {
+func (n *node) genConfig(name string, extra ...string) string {
 	n.t.Helper()
 
 	dir := filepath.Join(n.dir, "config")
 
 	// The endpoint is the node's slirp address; the install disk the
 	// virtio disk (gen config's default is /dev/sda).
-	out, err := exec.Command(n.bin, "talosctl", "gen", "config", name, "https://10.0.2.15:6443", "--install-disk", "/dev/vda", "-o", dir).CombinedOutput()
+	args := append([]string{"talosctl", "gen", "config", name, "https://10.0.2.15:6443", "--install-disk", "/dev/vda", "-o", dir}, extra...)
+
+	out, err := exec.Command(n.bin, args...).CombinedOutput()
 	if err != nil {
 		n.t.Fatalf("gen config: %v\n%s", err, out)
 	}

@@ -75,6 +75,17 @@ func (m *Multicall) Run(ctx context.Context, argv []string, env Env) int {
 		return 2
 	}
 
+	// A program that re-executes itself through /proc/self/exe (the
+	// containerd shim does, to daemonize) reaches the binary under the
+	// file's own name ("talosbox", or "init" in an initramfs), with its
+	// own flags and no applet name: it says which applet it is in the
+	// environment its children inherit.
+	if name := envOf(env, AppletEnv); name != "" && (len(argv) < 2 || strings.HasPrefix(argv[1], "-")) {
+		if a, ok := m.Lookup(name); ok {
+			return a.Main(ctx, argv[1:], env)
+		}
+	}
+
 	base := filepath.Base(argv[0])
 	if a, ok := m.Lookup(base); ok {
 		return a.Main(ctx, argv[1:], env)
@@ -84,16 +95,6 @@ func (m *Multicall) Run(ctx context.Context, argv []string, env Env) int {
 	// the multicall entry; any other unknown name is an unknown applet.
 	if !strings.HasPrefix(base, m.Name) {
 		return m.notFound(base, env)
-	}
-
-	// A program that re-executes itself through /proc/self/exe (the
-	// containerd shim does, to daemonize) reaches the binary under its own
-	// name, with its own arguments and no applet name: it says which
-	// applet it is in the environment its children inherit.
-	if name := envOf(env, AppletEnv); name != "" && (len(argv) < 2 || strings.HasPrefix(argv[1], "-")) {
-		if a, ok := m.Lookup(name); ok {
-			return a.Main(ctx, argv[1:], env)
-		}
 	}
 
 	return m.runSelf(ctx, argv[1:], env)

@@ -230,6 +230,7 @@ func TestReexecutedApplet(t *testing.T) {
 	}{
 		{"flags only", []string{"/talosbox", "-namespace", "k8s.io", "-id", "x"}, "talosctl", []string{"-namespace", "k8s.io", "-id", "x"}},
 		{"no arguments", []string{"/talosbox"}, "talosctl", []string{}},
+		{"as /init in an initramfs", []string{"/init", "-id", "x"}, "talosctl", []string{"-id", "x"}},
 		{"an applet named", []string{"/talosbox", "machined"}, "machined", []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

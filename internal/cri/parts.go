@@ -54,6 +54,10 @@ type BaseOptions struct {
 	SandboxImage string
 	// Snapshotter defaults to SnapshotterOverlay.
 	Snapshotter string
+	// NoPivotRoot makes runc enter a container's root with MS_MOVE and
+	// chroot: pivot_root(2) refuses to leave the initramfs, which is what
+	// a metal node runs from.
+	NoPivotRoot bool
 }
 
 // BasePart renders 00-base.part, the CRI settings every node gets.
@@ -93,6 +97,12 @@ func BasePart(o BaseOptions) []byte {
 
 	if len(cni) > 0 {
 		runtime["cni"] = cni
+	}
+
+	if o.NoPivotRoot {
+		runtime["containerd"] = map[string]any{"runtimes": map[string]any{"runc": map[string]any{
+			"options": map[string]any{"NoPivotRoot": true},
+		}}}
 	}
 
 	plugins := map[string]any{

@@ -66,6 +66,28 @@ func TestBasePart(t *testing.T) {
 `,
 		},
 		{
+			name: "no pivot_root on metal",
+			in:   BaseOptions{NoPivotRoot: true},
+			want: `version = 3
+
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
+    discard_unpacked_layers = true
+    snapshotter = 'overlayfs'
+    use_local_image_pull = true
+
+  [plugins.'io.containerd.cri.v1.runtime']
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+          [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+            NoPivotRoot = true
+
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+`,
+		},
+		{
 			name: "restrict_oom_score_adj only when asked",
 			in:   BaseOptions{CNIConfDir: "/etc/cni/net.d"},
 			want: `version = 3

@@ -2,10 +2,12 @@ package machine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,15 +72,19 @@ func (n *Node) runtimeServices(cfg *configs.Config) ([]supervisor.Service, error
 	n.criPrepared = true
 	n.criMu.Unlock()
 
-	env := append(os.Environ(), "PATH="+rt.BinDir+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+filepath.Dir(rt.CRIState))
+	// PID 1 on metal has no PATH of its own.
+	path := cmp.Or(os.Getenv("PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	env := append(os.Environ(), "PATH="+rt.BinDir+":"+path, "XDG_RUNTIME_DIR="+filepath.Dir(rt.CRIState))
 
 	svc := func(id, conf, sock string, deps []string) supervisor.Service {
 		return supervisor.Service{
 			ID:        id,
 			DependsOn: deps,
+			// Run through the link named containerd: the binary itself may
+			// be /init, which is machined.
 			Runner: supervisor.ProcessRunner(supervisor.ProcessOptions{
-				Path: exe,
-				Args: []string{"containerd", "--config", conf},
+				Path: filepath.Join(rt.BinDir, "containerd"),
+				Args: []string{"--config", conf},
 				Env:  env,
 			}),
 			Health: &supervisor.HealthCheck{
@@ -104,9 +110,9 @@ func (n *Node) prepareRuntime(rt Runtime, exe string) error {
 		}
 	}
 
-	links := map[string]string{shimName: exe}
-	if n.opts.RuncPath != "" {
-		links["runc"] = n.opts.RuncPath
+	links := map[string]string{shimName: exe, "containerd": exe}
+	if runc := n.runcPath(); runc != "" {
+		links["runc"] = runc
 	}
 
 	for name, target := range links {
@@ -130,6 +136,24 @@ func (n *Node) prepareRuntime(rt Runtime, exe string) error {
 	}
 
 	return nil
+}
+
+// runcPath is Options.RuncPath, else runc on PATH, else Talos's /bin/runc:
+// PID 1 on metal starts without a PATH.
+func (n *Node) runcPath() string {
+	if n.opts.RuncPath != "" {
+		return n.opts.RuncPath
+	}
+
+	if p, err := exec.LookPath("runc"); err == nil {
+		return p
+	}
+
+	if _, err := os.Stat("/bin/runc"); err == nil {
+		return "/bin/runc"
+	}
+
+	return ""
 }
 
 // renderCRI writes what the CRI instance reads from the machine config:
@@ -166,6 +190,9 @@ func (n *Node) renderCRI(cfg *configs.Config) error {
 		CNIBinDirs:          rt.CNIBinDirs(),
 		CNIConfDir:          rt.CNIConfDir,
 		SandboxImage:        images.PauseImage().String(),
+		// A metal node runs from its initramfs, out of which pivot_root
+		// cannot move.
+		NoPivotRoot: n.opts.Platform.IsMetal(),
 	})
 
 	for name, data := range map[string][]byte{"00-base.part": base, "01-registries.part": regPart} {
