@@ -188,6 +188,56 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 
 	logDir := "/var/lib/talosbox/ephemeral/var/log/pods"
 	_, _ = cri.runOnce(t, ctx, "e2e-version", logDir, ref, "/usr/local/bin/kube-apiserver", "--version")
+
+	t.Run("a mirror change is rendered live and used by the next pull", func(t *testing.T) {
+		cs2 := startCacheServe(t, bin, oci, "0.0.0.0:0")
+		mirror2 := "http://" + mirrorAddr(dc, cs2)
+
+		dc.ok("-n", node, "patch", "mc", "--immediate", "-p",
+			`[{"op":"replace","path":"/machine/registries/mirrors/registry.k8s.io/endpoints","value":["`+mirror2+`"]}]`)
+
+		waitFile(t, hostsToml, "[host.'"+mirror2+"']")
+
+		// The first mirror is gone: only the new one can serve the pull.
+		_ = cs.cmd.Process.Kill()
+
+		if _, err := cri.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: images.CoreDNSImage().String()}}); err != nil {
+			t.Fatalf("pull through the new mirror %s: %v", mirror2, err)
+		}
+	})
+
+	t.Run("an invalid CRI customisation is refused and the running config kept", func(t *testing.T) {
+		before := dc.ok("-n", node, "get", "mc", "-o", "yaml")
+
+		out := dc.fails("-n", node, "patch", "mc", "--immediate", "-p",
+			`[{"op":"add","path":"/machine/files","value":[{"op":"create","path":"/etc/cri/conf.d/20-customization.part","content":"[plugins\nbroken = "}]}]`)
+		if !strings.Contains(out, "/etc/cri/conf.d/20-customization.part: line") {
+			t.Fatalf("the error does not name the part and its line:\n%s", out)
+		}
+
+		if after := dc.ok("-n", node, "get", "mc", "-o", "yaml"); after != before {
+			t.Fatalf("the refused patch changed the config:\n%s", after)
+		}
+	})
+}
+
+// waitFile waits until the file at p contains want.
+func waitFile(t *testing.T, p, want string) {
+	t.Helper()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(data), want) {
+			return
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not contain %q after 30s (%v):\n%s", p, want, err, data)
+		}
+
+		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
+	}
 }
 
 // regexpLine says whether a line of s matches re.
