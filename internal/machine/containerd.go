@@ -88,9 +88,10 @@ func (n *Node) runtimeServices(cfg *configs.Config) ([]supervisor.Service, error
 				Env:  env,
 			}),
 			Health: &supervisor.HealthCheck{
-				Func:         func(ctx context.Context) error { return containerdServing(ctx, sock) },
-				InitialDelay: 100 * time.Millisecond,
-				Period:       5 * time.Second,
+				Func:          func(ctx context.Context) error { return containerdServing(ctx, sock) },
+				InitialDelay:  50 * time.Millisecond,
+				StartupPeriod: 50 * time.Millisecond,
+				Period:        5 * time.Second,
 			},
 		}
 	}

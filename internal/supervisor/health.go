@@ -13,6 +13,8 @@ func runHealth(ctx context.Context, hc *HealthCheck, report func(error)) {
 	t := time.NewTimer(hc.InitialDelay)
 	defer t.Stop()
 
+	up := false
+
 	for {
 		select {
 		case <-ctx.Done():
@@ -26,7 +28,16 @@ func runHealth(ctx context.Context, hc *HealthCheck, report func(error)) {
 		}
 
 		report(err)
-		t.Reset(hc.Period)
+
+		if err == nil {
+			up = true
+		}
+
+		if !up && hc.StartupPeriod > 0 {
+			t.Reset(hc.StartupPeriod)
+		} else {
+			t.Reset(hc.Period)
+		}
 	}
 }
 

@@ -195,3 +195,36 @@ func TestWaitUpReturnsAfterTheResourceSaysHealthy(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthStartupPeriod: checks repeat at StartupPeriod until the first
+// success, so a service whose socket comes up a moment late is healthy a
+// moment later, not a Period (here an hour) later.
+func TestHealthStartupPeriod(t *testing.T) {
+	h := newHarness(t, nil)
+
+	var calls atomic.Int32
+
+	hc := &supervisor.HealthCheck{
+		Func: func(context.Context) error {
+			if calls.Add(1) < 3 {
+				return errors.New("socket not there yet")
+			}
+
+			return nil
+		},
+		InitialDelay:  time.Millisecond,
+		StartupPeriod: 5 * time.Millisecond,
+		Period:        time.Hour,
+	}
+
+	h.load(t, supervisor.Service{ID: "svc", Runner: blocker(), Health: hc})
+	h.start(t, "svc")
+
+	if err := h.sup.WaitUp(ctxTimeout(t), "svc"); err != nil {
+		t.Fatalf("not healthy after %d checks: %v", calls.Load(), err)
+	}
+
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("%d checks, want 3", n)
+	}
+}

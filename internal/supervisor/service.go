@@ -52,6 +52,10 @@ type HealthCheck struct {
 	InitialDelay time.Duration
 	Period       time.Duration
 	Timeout      time.Duration
+	// StartupPeriod, when set, is the period until the first successful
+	// check: a daemon that opens its socket a moment after it starts is
+	// then healthy within that moment, not a whole Period later.
+	StartupPeriod time.Duration
 }
 
 // Health check defaults, as in Talos.
