@@ -489,14 +489,8 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 	tag := "talosbox:" + strings.NewReplacer("+", "-").Replace(version.Tag)
 	fmt.Fprintf(out, "building image %s from %s\n", tag, bin)
 
-	// runc and the CNI plugins that make images leaves beside the binary;
-	// without them the nodes run, but no containers.
-	files := map[string]string{}
-
-	rt, err := f.runtime(bin)
+	files, err := f.runtimeFiles(bin, out)
 	if err != nil {
-		fmt.Fprintf(out, "warning: %v: the nodes will run no containers\n", err)
-	} else if files, err = rt.Files(); err != nil {
 		return "", err
 	}
 
@@ -504,7 +498,7 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 		Tag:     tag,
 		Binary:  bin,
 		Applets: []string{"/sbin/init", "talosctl", "/bin/containerd", "/bin/containerd-shim-runc-v2"},
-		Files:   withSlash(files),
+		Files:   files,
 		Env:     []string{"TALOSBOX_PLATFORM=container"},
 	}, io.Discard)
 	if err != nil {
@@ -555,12 +549,30 @@ func (f *clusterCreateFlags) runtime(bin string) (initramfs.Runtime, error) {
 	return initramfs.RuntimeBeside(bin)
 }
 
-// withSlash turns initramfs archive names ("bin/runc") into image paths.
-func withSlash(files map[string]string) map[string]string {
-	out := make(map[string]string, len(files))
-	for name, src := range files {
-		out["/"+name] = src
+// runtimeFiles are runc and the CNI plugins for the node image, by image
+// path. Without them (no make images yet) the nodes run, but no
+// containers; an --images-dir that lacks them is an error.
+func (f *clusterCreateFlags) runtimeFiles(bin string, warn io.Writer) (map[string]string, error) {
+	rt, err := f.runtime(bin)
+	if err != nil {
+		if f.imagesDir != "" {
+			return nil, fmt.Errorf("--images-dir: %w", err)
+		}
+
+		fmt.Fprintf(warn, "warning: %v: the nodes will run no containers\n", err)
+
+		return nil, nil
 	}
 
-	return out
+	files, err := rt.Files()
+	if err != nil {
+		return nil, err
+	}
+
+	out := make(map[string]string, len(files))
+	for name, src := range files {
+		out["/"+name] = src // archive names are relative
+	}
+
+	return out, nil
 }

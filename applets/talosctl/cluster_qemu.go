@@ -107,7 +107,10 @@ func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.
 		}
 
 		rt, err := f.runtime(bin)
-		if err != nil {
+		switch {
+		case err != nil && f.imagesDir != "":
+			return vm.Request{}, fmt.Errorf("--images-dir: %w", err)
+		case err != nil:
 			fmt.Fprintf(os.Stderr, "warning: %v: the nodes will run no containers\n", err)
 		}
 

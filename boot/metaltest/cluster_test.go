@@ -209,10 +209,18 @@ func TestQEMUCluster(t *testing.T) {
 
 	k, _ := kernel()
 
+	// The nodes carry the container runtime make images built, as a
+	// user's do, so both containerd instances must come up on them.
+	root, err := qemu.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	create := append([]string{"cluster", "create", "qemu"}, c.stateArgs()...)
 	create = append(create, "--subnet", c.cidr.String(), "--controlplanes", "3", "--workers", "1",
 		"--cpus", "1", "--cpus-workers", "1", "--memory", "1024", "--memory-workers", "768",
-		"--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--config-patch-control-plane", patch, "--wait-timeout", "6m")
+		"--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--images-dir", filepath.Join(root, "_out", "images"),
+		"--config-patch-control-plane", patch, "--wait-timeout", "6m")
 
 	start := time.Now()
 	out := c.ok(8*time.Minute, create...)
