@@ -68,7 +68,7 @@ func TestE2ECLI(t *testing.T) {
 		}
 
 		tb = parseTable(t, run(t, "get", "services"), "NODE", "NAMESPACE", "TYPE", "ID", "VERSION", "STATE", "RUNNING", "HEALTHY")
-		if ids := tb.column("ID"); !slices.Equal(ids, []string{"apid", "containerd", "machined", "timed", "trustd"}) {
+		if ids := tb.column("ID"); !slices.Equal(ids, []string{"apid", "containerd", "cri", "machined", "timed", "trustd"}) {
 			t.Errorf("service IDs %v", ids)
 		}
 
@@ -87,12 +87,12 @@ func TestE2ECLI(t *testing.T) {
 			t.Errorf("yaml: %+v", docs)
 		}
 
-		if docs := yamlDocs(t, run(t, "get", "services", "-o", "yaml")); len(docs) != 5 || docs[3].Metadata.ID != "timed" || dig(docs[3].Spec, "state") != "Skipped" {
+		if docs := yamlDocs(t, run(t, "get", "services", "-o", "yaml")); len(docs) != 6 || docs[4].Metadata.ID != "timed" || dig(docs[4].Spec, "state") != "Skipped" {
 			t.Errorf("yaml stream: %+v", docs)
 		}
 
 		jdocs := jsonDocs(t, run(t, "get", "services", "-o", "json"))
-		if len(jdocs) != 5 || jdocs[1].Metadata.ID != "containerd" || jdocs[1].Metadata.Type != "Services.v1alpha1.talosbox.dev" || dig(jdocs[1].Spec, "healthy") != true || jdocs[1].Node != a.addr {
+		if len(jdocs) != 6 || jdocs[1].Metadata.ID != "containerd" || jdocs[1].Metadata.Type != "Services.v1alpha1.talosbox.dev" || dig(jdocs[1].Spec, "healthy") != true || jdocs[1].Node != a.addr {
 			t.Errorf("json: %+v", jdocs)
 		}
 
@@ -100,7 +100,7 @@ func TestE2ECLI(t *testing.T) {
 			t.Errorf("jsonpath: %q", out)
 		}
 
-		if out := run(t, "get", "services", "-o", "jsonpath={.metadata.id}={.spec.state}"); out != "apid=Running\ncontainerd=Running\nmachined=Running\ntimed=Skipped\ntrustd=Running\n" {
+		if out := run(t, "get", "services", "-o", "jsonpath={.metadata.id}={.spec.state}"); out != "apid=Running\ncontainerd=Running\ncri=Running\nmachined=Running\ntimed=Skipped\ntrustd=Running\n" {
 			t.Errorf("jsonpath over a list: %q", out)
 		}
 
@@ -171,7 +171,7 @@ func TestE2ECLI(t *testing.T) {
 	t.Run("services", func(t *testing.T) {
 		tb := parseTable(t, run(t, "services"), "NODE", "SERVICE", "STATE", "HEALTH", "LAST CHANGE", "LAST EVENT")
 
-		want := map[string][2]string{"apid": {"Running", "?"}, "containerd": {"Running", "OK"}, "machined": {"Running", "?"}, "timed": {"Skipped", "?"}, "trustd": {"Running", "?"}}
+		want := map[string][2]string{"apid": {"Running", "?"}, "containerd": {"Running", "OK"}, "cri": {"Running", "OK"}, "machined": {"Running", "?"}, "timed": {"Skipped", "?"}, "trustd": {"Running", "?"}}
 		if len(tb.rows) != len(want) {
 			t.Fatalf("services: %v", tb.rows)
 		}
