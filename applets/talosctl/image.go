@@ -28,16 +28,19 @@ func newImageCommand(g *GlobalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "image",
 		Aliases: []string{"images"},
-		Short:   "Manage container images: the default list, and image caches for air-gapped nodes",
-		Long: `Manage container images. Without a subcommand it prints the default image list,
-as talosctl images did in Talos v0.9 (for image in $(talosctl images); do ...; done).`,
+		Short:   "Manage container images: the nodes' images, the default list, and image caches for air-gapped nodes",
+		Long: `Manage container images: list and pull them on nodes, print the default image
+list, build and serve image caches. Without a subcommand it prints the default
+image list, as talosctl images did in Talos v0.9 (for image in $(talosctl images); do ...; done).`,
 		Args: cobra.NoArgs,
 	}
 
 	def := newImageDefaultCommand(g)
 	cmd.RunE = def.RunE
 	cmd.Flags().AddFlagSet(def.Flags())
-	cmd.AddCommand(def, newImageCacheCreateCommand(g), newImageCacheServeCommand(g))
+
+	ns := addImageNamespaceFlag(cmd)
+	cmd.AddCommand(def, newImageListCommand(g, ns), newImagePullCommand(g, ns), newImageCacheCreateCommand(g), newImageCacheServeCommand(g))
 
 	return cmd
 }

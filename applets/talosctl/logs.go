@@ -27,14 +27,16 @@ func newLogsCommand(g *GlobalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs <service name>",
 		Short: "Retrieve logs for a service",
-		Args:  cobra.ExactArgs(1),
+		Long: `Retrieves a service's logs, or with -k a Kubernetes container's, named
+<namespace>/<pod>:<container> as talosctl containers -k lists them. Container
+log lines are the CRI's: <time> stdout|stderr F|P <message>.`,
+		Example: `  talosctl -n 172.20.0.2 logs etcd
+  talosctl -n 172.20.0.2 logs -k kube-system/kube-apiserver-node-1:kube-apiserver --tail 20 -f`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			namespace := "system"
-			if kubernetes {
-				namespace = "k8s.io"
-			}
+			namespace, driver := containerScope(kubernetes)
 
-			req := &machine.LogsRequest{Namespace: namespace, Id: args[0], Follow: follow, TailLines: tail}
+			req := &machine.LogsRequest{Namespace: namespace, Driver: driver, Id: args[0], Follow: follow, TailLines: tail}
 
 			return g.withSession(false, func(s *session) error {
 				return streamData(cmd, s, func(ctx context.Context, c *client.Client) (grpc.ServerStreamingClient[common.Data], error) {
@@ -45,7 +47,7 @@ func newLogsCommand(g *GlobalFlags) *cobra.Command {
 	}
 
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "specify if the logs should be streamed")
-	cmd.Flags().BoolVarP(&kubernetes, "kubernetes", "k", false, "use the k8s.io containerd namespace")
+	addKubernetesFlags(cmd, &kubernetes)
 	cmd.Flags().Int32Var(&tail, "tail", -1, "lines of log file to display (default is to show from the beginning)")
 
 	return cmd

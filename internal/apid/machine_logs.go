@@ -19,6 +19,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/containers"
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/logring"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -29,9 +30,18 @@ const chunkSize = 32 << 10
 
 // Logs streams a service's log ring ("machined" is the node's own log),
 // from tail_lines back (-1: everything retained), following if asked.
+// A Kubernetes container's log (driver CRI or namespace k8s.io) is its
+// CRI log file; the kubelet, a service, is served from its ring either
+// way, as in Talos.
 func (m *machineServer) Logs(req *machine.LogsRequest, srv grpc.ServerStreamingServer[common.Data]) error {
-	if ns := req.GetNamespace(); ns != "" && ns != "system" {
-		return status.Errorf(codes.InvalidArgument, "logs: namespace %q is not served: only system services have logs here", ns)
+	ns := req.GetNamespace()
+
+	if (req.GetDriver() == common.ContainerDriver_CRI || ns == containers.K8sNamespace) && req.GetId() != "kubelet" {
+		return m.containerLogs(req, srv)
+	}
+
+	if ns != "" && ns != containers.SystemNamespace {
+		return status.Errorf(codes.InvalidArgument, "logs: namespace %q is not served: system services and (namespace %s) Kubernetes containers have logs", ns, containers.K8sNamespace)
 	}
 
 	var ring *logring.Ring

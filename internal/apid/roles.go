@@ -36,7 +36,8 @@ var (
 // server registers must be here (a test walks the service descriptors);
 // a method missing from it is denied to everyone. Readers read, but not
 // file contents (Read, Copy) and never secrets; operators add the
-// lifecycle of services and of the node; the rest is for admins.
+// lifecycle of services and of the node, and image pulls; the rest is
+// for admins.
 var methodRoles = map[string][]Role{
 	machine.MachineService_Version_FullMethodName:     readers,
 	machine.MachineService_Hostname_FullMethodName:    readers,
@@ -50,12 +51,17 @@ var methodRoles = map[string][]Role{
 	machine.MachineService_Processes_FullMethodName:   readers,
 	machine.MachineService_LoadAvg_FullMethodName:     readers,
 	machine.MachineService_SystemStat_FullMethodName:  readers,
+	machine.MachineService_Containers_FullMethodName:  readers,
+	machine.MachineService_Stats_FullMethodName:       readers,
+	machine.MachineService_ImageList_FullMethodName:   readers,
 
 	machine.MachineService_ServiceStart_FullMethodName:   operators,
 	machine.MachineService_ServiceStop_FullMethodName:    operators,
 	machine.MachineService_ServiceRestart_FullMethodName: operators,
 	machine.MachineService_Reboot_FullMethodName:         operators,
 	machine.MachineService_Shutdown_FullMethodName:       operators,
+	// Pulling fills the node's disk and talks to registries.
+	machine.MachineService_ImagePull_FullMethodName: operators,
 
 	machine.MachineService_EtcdMemberList_FullMethodName: readers,
 	machine.MachineService_EtcdStatus_FullMethodName:     readers,

@@ -25,6 +25,106 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ContainerDriver is how a node is asked about containers: the containerd
+// API in a namespace, or the Kubernetes CRI (pods and their containers).
+// Talos's enum, same values.
+type ContainerDriver int32
+
+const (
+	ContainerDriver_CONTAINERD ContainerDriver = 0
+	ContainerDriver_CRI        ContainerDriver = 1
+)
+
+// Enum value maps for ContainerDriver.
+var (
+	ContainerDriver_name = map[int32]string{
+		0: "CONTAINERD",
+		1: "CRI",
+	}
+	ContainerDriver_value = map[string]int32{
+		"CONTAINERD": 0,
+		"CRI":        1,
+	}
+)
+
+func (x ContainerDriver) Enum() *ContainerDriver {
+	p := new(ContainerDriver)
+	*p = x
+	return p
+}
+
+func (x ContainerDriver) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ContainerDriver) Descriptor() protoreflect.EnumDescriptor {
+	return file_common_common_proto_enumTypes[0].Descriptor()
+}
+
+func (ContainerDriver) Type() protoreflect.EnumType {
+	return &file_common_common_proto_enumTypes[0]
+}
+
+func (x ContainerDriver) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ContainerDriver.Descriptor instead.
+func (ContainerDriver) EnumDescriptor() ([]byte, []int) {
+	return file_common_common_proto_rawDescGZIP(), []int{0}
+}
+
+// ContainerdNamespace picks the image store of the CRI containerd: its
+// system namespace or k8s.io. Talos's enum, same values.
+type ContainerdNamespace int32
+
+const (
+	ContainerdNamespace_NS_UNKNOWN ContainerdNamespace = 0
+	ContainerdNamespace_NS_SYSTEM  ContainerdNamespace = 1
+	ContainerdNamespace_NS_CRI     ContainerdNamespace = 2
+)
+
+// Enum value maps for ContainerdNamespace.
+var (
+	ContainerdNamespace_name = map[int32]string{
+		0: "NS_UNKNOWN",
+		1: "NS_SYSTEM",
+		2: "NS_CRI",
+	}
+	ContainerdNamespace_value = map[string]int32{
+		"NS_UNKNOWN": 0,
+		"NS_SYSTEM":  1,
+		"NS_CRI":     2,
+	}
+)
+
+func (x ContainerdNamespace) Enum() *ContainerdNamespace {
+	p := new(ContainerdNamespace)
+	*p = x
+	return p
+}
+
+func (x ContainerdNamespace) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ContainerdNamespace) Descriptor() protoreflect.EnumDescriptor {
+	return file_common_common_proto_enumTypes[1].Descriptor()
+}
+
+func (ContainerdNamespace) Type() protoreflect.EnumType {
+	return &file_common_common_proto_enumTypes[1]
+}
+
+func (x ContainerdNamespace) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ContainerdNamespace.Descriptor instead.
+func (ContainerdNamespace) EnumDescriptor() ([]byte, []int) {
+	return file_common_common_proto_rawDescGZIP(), []int{1}
+}
+
 // Metadata says which node produced a message, or why it could not.
 type Metadata struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -141,7 +241,17 @@ const file_common_common_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"J\n" +
 	"\x04Data\x12,\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\fR\x05bytesB9Z7github.com/talosbox/talosbox/internal/api/common;commonb\x06proto3"
+	"\x05bytes\x18\x02 \x01(\fR\x05bytes**\n" +
+	"\x0fContainerDriver\x12\x0e\n" +
+	"\n" +
+	"CONTAINERD\x10\x00\x12\a\n" +
+	"\x03CRI\x10\x01*@\n" +
+	"\x13ContainerdNamespace\x12\x0e\n" +
+	"\n" +
+	"NS_UNKNOWN\x10\x00\x12\r\n" +
+	"\tNS_SYSTEM\x10\x01\x12\n" +
+	"\n" +
+	"\x06NS_CRI\x10\x02B9Z7github.com/talosbox/talosbox/internal/api/common;commonb\x06proto3"
 
 var (
 	file_common_common_proto_rawDescOnce sync.Once
@@ -155,13 +265,16 @@ func file_common_common_proto_rawDescGZIP() []byte {
 	return file_common_common_proto_rawDescData
 }
 
+var file_common_common_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_common_common_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_common_common_proto_goTypes = []any{
-	(*Metadata)(nil), // 0: common.Metadata
-	(*Data)(nil),     // 1: common.Data
+	(ContainerDriver)(0),     // 0: common.ContainerDriver
+	(ContainerdNamespace)(0), // 1: common.ContainerdNamespace
+	(*Metadata)(nil),         // 2: common.Metadata
+	(*Data)(nil),             // 3: common.Data
 }
 var file_common_common_proto_depIdxs = []int32{
-	0, // 0: common.Data.metadata:type_name -> common.Metadata
+	2, // 0: common.Data.metadata:type_name -> common.Metadata
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
@@ -179,13 +292,14 @@ func file_common_common_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_common_common_proto_rawDesc), len(file_common_common_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      2,
 			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_common_common_proto_goTypes,
 		DependencyIndexes: file_common_common_proto_depIdxs,
+		EnumInfos:         file_common_common_proto_enumTypes,
 		MessageInfos:      file_common_common_proto_msgTypes,
 	}.Build()
 	File_common_common_proto = out.File

@@ -1284,11 +1284,16 @@ func (x *ServiceRestartResponse) GetMessages() []*ServiceRestart {
 }
 
 type LogsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"` // "system" for services
-	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`               // the service ID, or "machined"
-	Follow        bool                   `protobuf:"varint,3,opt,name=follow,proto3" json:"follow,omitempty"`
-	TailLines     int32                  `protobuf:"varint,4,opt,name=tail_lines,json=tailLines,proto3" json:"tail_lines,omitempty"` // -1: all
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"` // "system" for services, "k8s.io" for containers
+	Id        string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`               // the service ID, "machined", or "<ns>/<pod>:<container>"
+	Follow    bool                   `protobuf:"varint,3,opt,name=follow,proto3" json:"follow,omitempty"`
+	TailLines int32                  `protobuf:"varint,4,opt,name=tail_lines,json=tailLines,proto3" json:"tail_lines,omitempty"` // -1: all
+	// driver CRI (or namespace k8s.io) reads a Kubernetes container's log.
+	// Talos numbers it 3 (and follow, tail_lines 4, 5); it is added last
+	// here so that clients and nodes of earlier talosbox builds still agree
+	// on follow and tail_lines.
+	Driver        common.ContainerDriver `protobuf:"varint,5,opt,name=driver,proto3,enum=common.ContainerDriver" json:"driver,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1349,6 +1354,13 @@ func (x *LogsRequest) GetTailLines() int32 {
 		return x.TailLines
 	}
 	return 0
+}
+
+func (x *LogsRequest) GetDriver() common.ContainerDriver {
+	if x != nil {
+		return x.Driver
+	}
+	return common.ContainerDriver(0)
 }
 
 type DmesgRequest struct {
@@ -5031,6 +5043,771 @@ func (x *EtcdStatusResponse) GetMessages() []*EtcdStatus {
 	return nil
 }
 
+type ContainersRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// CONTAINERD: containerd's containers in namespace; CRI: the Kubernetes
+	// pods (namespace k8s.io) and their containers.
+	Driver        common.ContainerDriver `protobuf:"varint,2,opt,name=driver,proto3,enum=common.ContainerDriver" json:"driver,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainersRequest) Reset() {
+	*x = ContainersRequest{}
+	mi := &file_machine_machine_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainersRequest) ProtoMessage() {}
+
+func (x *ContainersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainersRequest.ProtoReflect.Descriptor instead.
+func (*ContainersRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *ContainersRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ContainersRequest) GetDriver() common.ContainerDriver {
+	if x != nil {
+		return x.Driver
+	}
+	return common.ContainerDriver(0)
+}
+
+type ContainerInfo struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// id is what talosctl shows and logs takes: the containerd ID, or for
+	// the CRI "<ns>/<pod>" (a pod's sandbox) and "<ns>/<pod>:<container>".
+	Id    string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Image string `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
+	Pid   uint32 `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
+	// status: the task's state upper-cased (RUNNING, STOPPED, ...), or the
+	// CRI's (SANDBOX_READY, CONTAINER_RUNNING, CONTAINER_EXITED, ...).
+	Status string `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	// pod_id is the sandbox's id ("<ns>/<pod>"); equal to id for a sandbox
+	// and for a container outside Kubernetes.
+	PodId            string `protobuf:"bytes,6,opt,name=pod_id,json=podId,proto3" json:"pod_id,omitempty"`
+	Name             string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	NetworkNamespace string `protobuf:"bytes,8,opt,name=network_namespace,json=networkNamespace,proto3" json:"network_namespace,omitempty"`
+	// internal_id is the runtime's own ID (the containerd container ID).
+	InternalId    string `protobuf:"bytes,9,opt,name=internal_id,json=internalId,proto3" json:"internal_id,omitempty"`
+	Uid           string `protobuf:"bytes,10,opt,name=uid,proto3" json:"uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerInfo) Reset() {
+	*x = ContainerInfo{}
+	mi := &file_machine_machine_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerInfo) ProtoMessage() {}
+
+func (x *ContainerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerInfo.ProtoReflect.Descriptor instead.
+func (*ContainerInfo) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *ContainerInfo) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ContainerInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ContainerInfo) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *ContainerInfo) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ContainerInfo) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ContainerInfo) GetPodId() string {
+	if x != nil {
+		return x.PodId
+	}
+	return ""
+}
+
+func (x *ContainerInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ContainerInfo) GetNetworkNamespace() string {
+	if x != nil {
+		return x.NetworkNamespace
+	}
+	return ""
+}
+
+func (x *ContainerInfo) GetInternalId() string {
+	if x != nil {
+		return x.InternalId
+	}
+	return ""
+}
+
+func (x *ContainerInfo) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+type Container struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Containers    []*ContainerInfo       `protobuf:"bytes,2,rep,name=containers,proto3" json:"containers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Container) Reset() {
+	*x = Container{}
+	mi := &file_machine_machine_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Container) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Container) ProtoMessage() {}
+
+func (x *Container) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Container.ProtoReflect.Descriptor instead.
+func (*Container) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *Container) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Container) GetContainers() []*ContainerInfo {
+	if x != nil {
+		return x.Containers
+	}
+	return nil
+}
+
+type ContainersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*Container           `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainersResponse) Reset() {
+	*x = ContainersResponse{}
+	mi := &file_machine_machine_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainersResponse) ProtoMessage() {}
+
+func (x *ContainersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainersResponse.ProtoReflect.Descriptor instead.
+func (*ContainersResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *ContainersResponse) GetMessages() []*Container {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type StatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Driver        common.ContainerDriver `protobuf:"varint,2,opt,name=driver,proto3,enum=common.ContainerDriver" json:"driver,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatsRequest) Reset() {
+	*x = StatsRequest{}
+	mi := &file_machine_machine_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatsRequest) ProtoMessage() {}
+
+func (x *StatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
+func (*StatsRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *StatsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *StatsRequest) GetDriver() common.ContainerDriver {
+	if x != nil {
+		return x.Driver
+	}
+	return common.ContainerDriver(0)
+}
+
+type Stat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	MemoryUsage   uint64                 `protobuf:"varint,4,opt,name=memory_usage,json=memoryUsage,proto3" json:"memory_usage,omitempty"` // bytes (the working set for the CRI)
+	CpuUsage      uint64                 `protobuf:"varint,5,opt,name=cpu_usage,json=cpuUsage,proto3" json:"cpu_usage,omitempty"`          // cumulative CPU time, nanoseconds
+	PodId         string                 `protobuf:"bytes,6,opt,name=pod_id,json=podId,proto3" json:"pod_id,omitempty"`
+	Name          string                 `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stat) Reset() {
+	*x = Stat{}
+	mi := &file_machine_machine_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stat) ProtoMessage() {}
+
+func (x *Stat) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stat.ProtoReflect.Descriptor instead.
+func (*Stat) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *Stat) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Stat) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Stat) GetMemoryUsage() uint64 {
+	if x != nil {
+		return x.MemoryUsage
+	}
+	return 0
+}
+
+func (x *Stat) GetCpuUsage() uint64 {
+	if x != nil {
+		return x.CpuUsage
+	}
+	return 0
+}
+
+func (x *Stat) GetPodId() string {
+	if x != nil {
+		return x.PodId
+	}
+	return ""
+}
+
+func (x *Stat) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type Stats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Stats         []*Stat                `protobuf:"bytes,2,rep,name=stats,proto3" json:"stats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stats) Reset() {
+	*x = Stats{}
+	mi := &file_machine_machine_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stats) ProtoMessage() {}
+
+func (x *Stats) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stats.ProtoReflect.Descriptor instead.
+func (*Stats) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *Stats) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Stats) GetStats() []*Stat {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
+type StatsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*Stats               `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatsResponse) Reset() {
+	*x = StatsResponse{}
+	mi := &file_machine_machine_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatsResponse) ProtoMessage() {}
+
+func (x *StatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
+func (*StatsResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *StatsResponse) GetMessages() []*Stats {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type ImageListRequest struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	Namespace     common.ContainerdNamespace `protobuf:"varint,1,opt,name=namespace,proto3,enum=common.ContainerdNamespace" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImageListRequest) Reset() {
+	*x = ImageListRequest{}
+	mi := &file_machine_machine_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImageListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImageListRequest) ProtoMessage() {}
+
+func (x *ImageListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImageListRequest.ProtoReflect.Descriptor instead.
+func (*ImageListRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *ImageListRequest) GetNamespace() common.ContainerdNamespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return common.ContainerdNamespace(0)
+}
+
+type ImageListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Digest        string                 `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	Size          int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImageListResponse) Reset() {
+	*x = ImageListResponse{}
+	mi := &file_machine_machine_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImageListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImageListResponse) ProtoMessage() {}
+
+func (x *ImageListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImageListResponse.ProtoReflect.Descriptor instead.
+func (*ImageListResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *ImageListResponse) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ImageListResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ImageListResponse) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *ImageListResponse) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ImageListResponse) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type ImagePullRequest struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	Namespace     common.ContainerdNamespace `protobuf:"varint,1,opt,name=namespace,proto3,enum=common.ContainerdNamespace" json:"namespace,omitempty"`
+	Reference     string                     `protobuf:"bytes,2,opt,name=reference,proto3" json:"reference,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImagePullRequest) Reset() {
+	*x = ImagePullRequest{}
+	mi := &file_machine_machine_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImagePullRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImagePullRequest) ProtoMessage() {}
+
+func (x *ImagePullRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImagePullRequest.ProtoReflect.Descriptor instead.
+func (*ImagePullRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{98}
+}
+
+func (x *ImagePullRequest) GetNamespace() common.ContainerdNamespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return common.ContainerdNamespace(0)
+}
+
+func (x *ImagePullRequest) GetReference() string {
+	if x != nil {
+		return x.Reference
+	}
+	return ""
+}
+
+type ImagePull struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImagePull) Reset() {
+	*x = ImagePull{}
+	mi := &file_machine_machine_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImagePull) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImagePull) ProtoMessage() {}
+
+func (x *ImagePull) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImagePull.ProtoReflect.Descriptor instead.
+func (*ImagePull) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *ImagePull) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type ImagePullResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*ImagePull           `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImagePullResponse) Reset() {
+	*x = ImagePullResponse{}
+	mi := &file_machine_machine_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImagePullResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImagePullResponse) ProtoMessage() {}
+
+func (x *ImagePullResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImagePullResponse.ProtoReflect.Descriptor instead.
+func (*ImagePullResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{100}
+}
+
+func (x *ImagePullResponse) GetMessages() []*ImagePull {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 var File_machine_machine_proto protoreflect.FileDescriptor
 
 const file_machine_machine_proto_rawDesc = "" +
@@ -5101,13 +5878,14 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12\x12\n" +
 	"\x04resp\x18\x02 \x01(\tR\x04resp\"M\n" +
 	"\x16ServiceRestartResponse\x123\n" +
-	"\bmessages\x18\x01 \x03(\v2\x17.machine.ServiceRestartR\bmessages\"r\n" +
+	"\bmessages\x18\x01 \x03(\v2\x17.machine.ServiceRestartR\bmessages\"\xa3\x01\n" +
 	"\vLogsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
 	"\x06follow\x18\x03 \x01(\bR\x06follow\x12\x1d\n" +
 	"\n" +
-	"tail_lines\x18\x04 \x01(\x05R\ttailLines\":\n" +
+	"tail_lines\x18\x04 \x01(\x05R\ttailLines\x12/\n" +
+	"\x06driver\x18\x05 \x01(\x0e2\x17.common.ContainerDriverR\x06driver\":\n" +
 	"\fDmesgRequest\x12\x16\n" +
 	"\x06follow\x18\x01 \x01(\bR\x06follow\x12\x12\n" +
 	"\x04tail\x18\x02 \x01(\bR\x04tail\"l\n" +
@@ -5376,7 +6154,61 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12>\n" +
 	"\rmember_status\x18\x02 \x01(\v2\x19.machine.EtcdMemberStatusR\fmemberStatus\"E\n" +
 	"\x12EtcdStatusResponse\x12/\n" +
-	"\bmessages\x18\x01 \x03(\v2\x13.machine.EtcdStatusR\bmessages2\xfc\x11\n" +
+	"\bmessages\x18\x01 \x03(\v2\x13.machine.EtcdStatusR\bmessages\"b\n" +
+	"\x11ContainersRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12/\n" +
+	"\x06driver\x18\x02 \x01(\x0e2\x17.common.ContainerDriverR\x06driver\"\x88\x02\n" +
+	"\rContainerInfo\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
+	"\x05image\x18\x03 \x01(\tR\x05image\x12\x10\n" +
+	"\x03pid\x18\x04 \x01(\rR\x03pid\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12\x15\n" +
+	"\x06pod_id\x18\x06 \x01(\tR\x05podId\x12\x12\n" +
+	"\x04name\x18\a \x01(\tR\x04name\x12+\n" +
+	"\x11network_namespace\x18\b \x01(\tR\x10networkNamespace\x12\x1f\n" +
+	"\vinternal_id\x18\t \x01(\tR\n" +
+	"internalId\x12\x10\n" +
+	"\x03uid\x18\n" +
+	" \x01(\tR\x03uid\"q\n" +
+	"\tContainer\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x126\n" +
+	"\n" +
+	"containers\x18\x02 \x03(\v2\x16.machine.ContainerInfoR\n" +
+	"containers\"D\n" +
+	"\x12ContainersResponse\x12.\n" +
+	"\bmessages\x18\x01 \x03(\v2\x12.machine.ContainerR\bmessages\"]\n" +
+	"\fStatsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12/\n" +
+	"\x06driver\x18\x02 \x01(\x0e2\x17.common.ContainerDriverR\x06driver\"\x9f\x01\n" +
+	"\x04Stat\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12!\n" +
+	"\fmemory_usage\x18\x04 \x01(\x04R\vmemoryUsage\x12\x1b\n" +
+	"\tcpu_usage\x18\x05 \x01(\x04R\bcpuUsage\x12\x15\n" +
+	"\x06pod_id\x18\x06 \x01(\tR\x05podId\x12\x12\n" +
+	"\x04name\x18\a \x01(\tR\x04name\"Z\n" +
+	"\x05Stats\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12#\n" +
+	"\x05stats\x18\x02 \x03(\v2\r.machine.StatR\x05stats\";\n" +
+	"\rStatsResponse\x12*\n" +
+	"\bmessages\x18\x01 \x03(\v2\x0e.machine.StatsR\bmessages\"M\n" +
+	"\x10ImageListRequest\x129\n" +
+	"\tnamespace\x18\x01 \x01(\x0e2\x1b.common.ContainerdNamespaceR\tnamespace\"\xbc\x01\n" +
+	"\x11ImageListResponse\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\tR\x06digest\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x03R\x04size\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"k\n" +
+	"\x10ImagePullRequest\x129\n" +
+	"\tnamespace\x18\x01 \x01(\x0e2\x1b.common.ContainerdNamespaceR\tnamespace\x12\x1c\n" +
+	"\treference\x18\x02 \x01(\tR\treference\"9\n" +
+	"\tImagePull\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"C\n" +
+	"\x11ImagePullResponse\x12.\n" +
+	"\bmessages\x18\x01 \x03(\v2\x12.machine.ImagePullR\bmessages2\x85\x14\n" +
 	"\x0eMachineService\x12;\n" +
 	"\aVersion\x12\x16.google.protobuf.Empty\x1a\x18.machine.VersionResponse\x12=\n" +
 	"\bHostname\x12\x16.google.protobuf.Empty\x1a\x19.machine.HostnameResponse\x12C\n" +
@@ -5412,7 +6244,12 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\x0fEtcdAlarmDisarm\x12\x16.google.protobuf.Empty\x1a .machine.EtcdAlarmDisarmResponse\x12I\n" +
 	"\x0eEtcdDefragment\x12\x16.google.protobuf.Empty\x1a\x1f.machine.EtcdDefragmentResponse\x12A\n" +
 	"\n" +
-	"EtcdStatus\x12\x16.google.protobuf.Empty\x1a\x1b.machine.EtcdStatusResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
+	"EtcdStatus\x12\x16.google.protobuf.Empty\x1a\x1b.machine.EtcdStatusResponse\x12E\n" +
+	"\n" +
+	"Containers\x12\x1a.machine.ContainersRequest\x1a\x1b.machine.ContainersResponse\x126\n" +
+	"\x05Stats\x12\x15.machine.StatsRequest\x1a\x16.machine.StatsResponse\x12D\n" +
+	"\tImageList\x12\x19.machine.ImageListRequest\x1a\x1a.machine.ImageListResponse0\x01\x12B\n" +
+	"\tImagePull\x12\x19.machine.ImagePullRequest\x1a\x1a.machine.ImagePullResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
 
 var (
 	file_machine_machine_proto_rawDescOnce sync.Once
@@ -5427,7 +6264,7 @@ func file_machine_machine_proto_rawDescGZIP() []byte {
 }
 
 var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
+var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
 var file_machine_machine_proto_goTypes = []any{
 	(ApplyConfigurationRequest_Mode)(0),         // 0: machine.ApplyConfigurationRequest.Mode
 	(RebootRequest_Mode)(0),                     // 1: machine.RebootRequest.Mode
@@ -5520,165 +6357,203 @@ var file_machine_machine_proto_goTypes = []any{
 	(*EtcdMemberStatus)(nil),                    // 88: machine.EtcdMemberStatus
 	(*EtcdStatus)(nil),                          // 89: machine.EtcdStatus
 	(*EtcdStatusResponse)(nil),                  // 90: machine.EtcdStatusResponse
-	nil,                                         // 91: machine.Event.FieldsEntry
-	(*common.Metadata)(nil),                     // 92: common.Metadata
-	(*timestamppb.Timestamp)(nil),               // 93: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),                 // 94: google.protobuf.Duration
-	(*emptypb.Empty)(nil),                       // 95: google.protobuf.Empty
-	(*common.Data)(nil),                         // 96: common.Data
+	(*ContainersRequest)(nil),                   // 91: machine.ContainersRequest
+	(*ContainerInfo)(nil),                       // 92: machine.ContainerInfo
+	(*Container)(nil),                           // 93: machine.Container
+	(*ContainersResponse)(nil),                  // 94: machine.ContainersResponse
+	(*StatsRequest)(nil),                        // 95: machine.StatsRequest
+	(*Stat)(nil),                                // 96: machine.Stat
+	(*Stats)(nil),                               // 97: machine.Stats
+	(*StatsResponse)(nil),                       // 98: machine.StatsResponse
+	(*ImageListRequest)(nil),                    // 99: machine.ImageListRequest
+	(*ImageListResponse)(nil),                   // 100: machine.ImageListResponse
+	(*ImagePullRequest)(nil),                    // 101: machine.ImagePullRequest
+	(*ImagePull)(nil),                           // 102: machine.ImagePull
+	(*ImagePullResponse)(nil),                   // 103: machine.ImagePullResponse
+	nil,                                         // 104: machine.Event.FieldsEntry
+	(*common.Metadata)(nil),                     // 105: common.Metadata
+	(*timestamppb.Timestamp)(nil),               // 106: google.protobuf.Timestamp
+	(common.ContainerDriver)(0),                 // 107: common.ContainerDriver
+	(*durationpb.Duration)(nil),                 // 108: google.protobuf.Duration
+	(common.ContainerdNamespace)(0),             // 109: common.ContainerdNamespace
+	(*emptypb.Empty)(nil),                       // 110: google.protobuf.Empty
+	(*common.Data)(nil),                         // 111: common.Data
 }
 var file_machine_machine_proto_depIdxs = []int32{
-	92,  // 0: machine.Version.metadata:type_name -> common.Metadata
+	105, // 0: machine.Version.metadata:type_name -> common.Metadata
 	3,   // 1: machine.Version.version:type_name -> machine.VersionInfo
 	4,   // 2: machine.Version.platform:type_name -> machine.PlatformInfo
 	5,   // 3: machine.VersionResponse.messages:type_name -> machine.Version
-	92,  // 4: machine.Hostname.metadata:type_name -> common.Metadata
+	105, // 4: machine.Hostname.metadata:type_name -> common.Metadata
 	7,   // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
-	93,  // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
+	106, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
 	9,   // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
-	93,  // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
+	106, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
 	10,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
 	11,  // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
-	92,  // 11: machine.ServiceList.metadata:type_name -> common.Metadata
+	105, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
 	12,  // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
 	13,  // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
-	92,  // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
+	105, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
 	16,  // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
-	92,  // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
+	105, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
 	19,  // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
-	92,  // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
+	105, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
 	22,  // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
-	92,  // 20: machine.Event.metadata:type_name -> common.Metadata
-	93,  // 21: machine.Event.ts:type_name -> google.protobuf.Timestamp
-	91,  // 22: machine.Event.fields:type_name -> machine.Event.FieldsEntry
-	0,   // 23: machine.ApplyConfigurationRequest.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	94,  // 24: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
-	92,  // 25: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
-	0,   // 26: machine.ApplyConfiguration.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	29,  // 27: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
-	92,  // 28: machine.Bootstrap.metadata:type_name -> common.Metadata
-	32,  // 29: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
-	1,   // 30: machine.RebootRequest.mode:type_name -> machine.RebootRequest.Mode
-	92,  // 31: machine.Reboot.metadata:type_name -> common.Metadata
-	35,  // 32: machine.RebootResponse.messages:type_name -> machine.Reboot
-	92,  // 33: machine.Shutdown.metadata:type_name -> common.Metadata
-	38,  // 34: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
-	40,  // 35: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
-	92,  // 36: machine.Reset.metadata:type_name -> common.Metadata
-	42,  // 37: machine.ResetResponse.messages:type_name -> machine.Reset
-	92,  // 38: machine.FileInfo.metadata:type_name -> common.Metadata
-	92,  // 39: machine.Mounts.metadata:type_name -> common.Metadata
-	48,  // 40: machine.Mounts.stats:type_name -> machine.MountStat
-	49,  // 41: machine.MountsResponse.messages:type_name -> machine.Mounts
-	92,  // 42: machine.Memory.metadata:type_name -> common.Metadata
-	51,  // 43: machine.Memory.meminfo:type_name -> machine.MemInfo
-	52,  // 44: machine.MemoryResponse.messages:type_name -> machine.Memory
-	92,  // 45: machine.Process.metadata:type_name -> common.Metadata
-	54,  // 46: machine.Process.processes:type_name -> machine.ProcessInfo
-	55,  // 47: machine.ProcessesResponse.messages:type_name -> machine.Process
-	92,  // 48: machine.LoadAvg.metadata:type_name -> common.Metadata
-	57,  // 49: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
-	92,  // 50: machine.SystemStat.metadata:type_name -> common.Metadata
-	59,  // 51: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
-	59,  // 52: machine.SystemStat.cpu:type_name -> machine.CPUStat
-	60,  // 53: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
-	94,  // 54: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
-	92,  // 55: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
-	63,  // 56: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
-	92,  // 57: machine.EtcdMembers.metadata:type_name -> common.Metadata
-	66,  // 58: machine.EtcdMembers.members:type_name -> machine.EtcdMember
-	67,  // 59: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
-	92,  // 60: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
-	70,  // 61: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
-	92,  // 62: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
-	73,  // 63: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
-	92,  // 64: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
-	76,  // 65: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
-	92,  // 66: machine.EtcdRecover.metadata:type_name -> common.Metadata
-	79,  // 67: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
-	2,   // 68: machine.EtcdMemberAlarm.alarm:type_name -> machine.EtcdMemberAlarm.AlarmType
-	92,  // 69: machine.EtcdAlarm.metadata:type_name -> common.Metadata
-	81,  // 70: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
-	82,  // 71: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
-	92,  // 72: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
-	81,  // 73: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
-	84,  // 74: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
-	92,  // 75: machine.EtcdDefragment.metadata:type_name -> common.Metadata
-	86,  // 76: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
-	92,  // 77: machine.EtcdStatus.metadata:type_name -> common.Metadata
-	88,  // 78: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
-	89,  // 79: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
-	95,  // 80: machine.MachineService.Version:input_type -> google.protobuf.Empty
-	95,  // 81: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
-	95,  // 82: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
-	15,  // 83: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
-	18,  // 84: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
-	21,  // 85: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
-	24,  // 86: machine.MachineService.Logs:input_type -> machine.LogsRequest
-	25,  // 87: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
-	26,  // 88: machine.MachineService.Events:input_type -> machine.EventsRequest
-	28,  // 89: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
-	31,  // 90: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
-	34,  // 91: machine.MachineService.Reboot:input_type -> machine.RebootRequest
-	37,  // 92: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
-	41,  // 93: machine.MachineService.Reset:input_type -> machine.ResetRequest
-	44,  // 94: machine.MachineService.List:input_type -> machine.ListRequest
-	46,  // 95: machine.MachineService.Read:input_type -> machine.ReadRequest
-	47,  // 96: machine.MachineService.Copy:input_type -> machine.CopyRequest
-	95,  // 97: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
-	95,  // 98: machine.MachineService.Memory:input_type -> google.protobuf.Empty
-	95,  // 99: machine.MachineService.Processes:input_type -> google.protobuf.Empty
-	95,  // 100: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
-	95,  // 101: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
-	62,  // 102: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
-	65,  // 103: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
-	69,  // 104: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
-	72,  // 105: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
-	75,  // 106: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
-	78,  // 107: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
-	96,  // 108: machine.MachineService.EtcdRecover:input_type -> common.Data
-	95,  // 109: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
-	95,  // 110: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
-	95,  // 111: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
-	95,  // 112: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
-	6,   // 113: machine.MachineService.Version:output_type -> machine.VersionResponse
-	8,   // 114: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
-	14,  // 115: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
-	17,  // 116: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
-	20,  // 117: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
-	23,  // 118: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
-	96,  // 119: machine.MachineService.Logs:output_type -> common.Data
-	96,  // 120: machine.MachineService.Dmesg:output_type -> common.Data
-	27,  // 121: machine.MachineService.Events:output_type -> machine.Event
-	30,  // 122: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
-	33,  // 123: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
-	36,  // 124: machine.MachineService.Reboot:output_type -> machine.RebootResponse
-	39,  // 125: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
-	43,  // 126: machine.MachineService.Reset:output_type -> machine.ResetResponse
-	45,  // 127: machine.MachineService.List:output_type -> machine.FileInfo
-	96,  // 128: machine.MachineService.Read:output_type -> common.Data
-	96,  // 129: machine.MachineService.Copy:output_type -> common.Data
-	50,  // 130: machine.MachineService.Mounts:output_type -> machine.MountsResponse
-	53,  // 131: machine.MachineService.Memory:output_type -> machine.MemoryResponse
-	56,  // 132: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
-	58,  // 133: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
-	61,  // 134: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
-	64,  // 135: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
-	68,  // 136: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
-	71,  // 137: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
-	74,  // 138: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
-	77,  // 139: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
-	96,  // 140: machine.MachineService.EtcdSnapshot:output_type -> common.Data
-	80,  // 141: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
-	83,  // 142: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
-	85,  // 143: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
-	87,  // 144: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
-	90,  // 145: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
-	113, // [113:146] is the sub-list for method output_type
-	80,  // [80:113] is the sub-list for method input_type
-	80,  // [80:80] is the sub-list for extension type_name
-	80,  // [80:80] is the sub-list for extension extendee
-	0,   // [0:80] is the sub-list for field type_name
+	107, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
+	105, // 21: machine.Event.metadata:type_name -> common.Metadata
+	106, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
+	104, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
+	0,   // 24: machine.ApplyConfigurationRequest.mode:type_name -> machine.ApplyConfigurationRequest.Mode
+	108, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
+	105, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
+	0,   // 27: machine.ApplyConfiguration.mode:type_name -> machine.ApplyConfigurationRequest.Mode
+	29,  // 28: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
+	105, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
+	32,  // 30: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
+	1,   // 31: machine.RebootRequest.mode:type_name -> machine.RebootRequest.Mode
+	105, // 32: machine.Reboot.metadata:type_name -> common.Metadata
+	35,  // 33: machine.RebootResponse.messages:type_name -> machine.Reboot
+	105, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
+	38,  // 35: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
+	40,  // 36: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
+	105, // 37: machine.Reset.metadata:type_name -> common.Metadata
+	42,  // 38: machine.ResetResponse.messages:type_name -> machine.Reset
+	105, // 39: machine.FileInfo.metadata:type_name -> common.Metadata
+	105, // 40: machine.Mounts.metadata:type_name -> common.Metadata
+	48,  // 41: machine.Mounts.stats:type_name -> machine.MountStat
+	49,  // 42: machine.MountsResponse.messages:type_name -> machine.Mounts
+	105, // 43: machine.Memory.metadata:type_name -> common.Metadata
+	51,  // 44: machine.Memory.meminfo:type_name -> machine.MemInfo
+	52,  // 45: machine.MemoryResponse.messages:type_name -> machine.Memory
+	105, // 46: machine.Process.metadata:type_name -> common.Metadata
+	54,  // 47: machine.Process.processes:type_name -> machine.ProcessInfo
+	55,  // 48: machine.ProcessesResponse.messages:type_name -> machine.Process
+	105, // 49: machine.LoadAvg.metadata:type_name -> common.Metadata
+	57,  // 50: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
+	105, // 51: machine.SystemStat.metadata:type_name -> common.Metadata
+	59,  // 52: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
+	59,  // 53: machine.SystemStat.cpu:type_name -> machine.CPUStat
+	60,  // 54: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
+	108, // 55: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
+	105, // 56: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
+	63,  // 57: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
+	105, // 58: machine.EtcdMembers.metadata:type_name -> common.Metadata
+	66,  // 59: machine.EtcdMembers.members:type_name -> machine.EtcdMember
+	67,  // 60: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
+	105, // 61: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
+	70,  // 62: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
+	105, // 63: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
+	73,  // 64: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
+	105, // 65: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
+	76,  // 66: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
+	105, // 67: machine.EtcdRecover.metadata:type_name -> common.Metadata
+	79,  // 68: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
+	2,   // 69: machine.EtcdMemberAlarm.alarm:type_name -> machine.EtcdMemberAlarm.AlarmType
+	105, // 70: machine.EtcdAlarm.metadata:type_name -> common.Metadata
+	81,  // 71: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
+	82,  // 72: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
+	105, // 73: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
+	81,  // 74: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
+	84,  // 75: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
+	105, // 76: machine.EtcdDefragment.metadata:type_name -> common.Metadata
+	86,  // 77: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
+	105, // 78: machine.EtcdStatus.metadata:type_name -> common.Metadata
+	88,  // 79: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
+	89,  // 80: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
+	107, // 81: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
+	105, // 82: machine.Container.metadata:type_name -> common.Metadata
+	92,  // 83: machine.Container.containers:type_name -> machine.ContainerInfo
+	93,  // 84: machine.ContainersResponse.messages:type_name -> machine.Container
+	107, // 85: machine.StatsRequest.driver:type_name -> common.ContainerDriver
+	105, // 86: machine.Stats.metadata:type_name -> common.Metadata
+	96,  // 87: machine.Stats.stats:type_name -> machine.Stat
+	97,  // 88: machine.StatsResponse.messages:type_name -> machine.Stats
+	109, // 89: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
+	105, // 90: machine.ImageListResponse.metadata:type_name -> common.Metadata
+	106, // 91: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
+	109, // 92: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
+	105, // 93: machine.ImagePull.metadata:type_name -> common.Metadata
+	102, // 94: machine.ImagePullResponse.messages:type_name -> machine.ImagePull
+	110, // 95: machine.MachineService.Version:input_type -> google.protobuf.Empty
+	110, // 96: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
+	110, // 97: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
+	15,  // 98: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
+	18,  // 99: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
+	21,  // 100: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
+	24,  // 101: machine.MachineService.Logs:input_type -> machine.LogsRequest
+	25,  // 102: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
+	26,  // 103: machine.MachineService.Events:input_type -> machine.EventsRequest
+	28,  // 104: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
+	31,  // 105: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
+	34,  // 106: machine.MachineService.Reboot:input_type -> machine.RebootRequest
+	37,  // 107: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
+	41,  // 108: machine.MachineService.Reset:input_type -> machine.ResetRequest
+	44,  // 109: machine.MachineService.List:input_type -> machine.ListRequest
+	46,  // 110: machine.MachineService.Read:input_type -> machine.ReadRequest
+	47,  // 111: machine.MachineService.Copy:input_type -> machine.CopyRequest
+	110, // 112: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
+	110, // 113: machine.MachineService.Memory:input_type -> google.protobuf.Empty
+	110, // 114: machine.MachineService.Processes:input_type -> google.protobuf.Empty
+	110, // 115: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
+	110, // 116: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
+	62,  // 117: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
+	65,  // 118: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
+	69,  // 119: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
+	72,  // 120: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
+	75,  // 121: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
+	78,  // 122: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
+	111, // 123: machine.MachineService.EtcdRecover:input_type -> common.Data
+	110, // 124: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
+	110, // 125: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
+	110, // 126: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
+	110, // 127: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
+	91,  // 128: machine.MachineService.Containers:input_type -> machine.ContainersRequest
+	95,  // 129: machine.MachineService.Stats:input_type -> machine.StatsRequest
+	99,  // 130: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
+	101, // 131: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
+	6,   // 132: machine.MachineService.Version:output_type -> machine.VersionResponse
+	8,   // 133: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
+	14,  // 134: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
+	17,  // 135: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
+	20,  // 136: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
+	23,  // 137: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
+	111, // 138: machine.MachineService.Logs:output_type -> common.Data
+	111, // 139: machine.MachineService.Dmesg:output_type -> common.Data
+	27,  // 140: machine.MachineService.Events:output_type -> machine.Event
+	30,  // 141: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
+	33,  // 142: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
+	36,  // 143: machine.MachineService.Reboot:output_type -> machine.RebootResponse
+	39,  // 144: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
+	43,  // 145: machine.MachineService.Reset:output_type -> machine.ResetResponse
+	45,  // 146: machine.MachineService.List:output_type -> machine.FileInfo
+	111, // 147: machine.MachineService.Read:output_type -> common.Data
+	111, // 148: machine.MachineService.Copy:output_type -> common.Data
+	50,  // 149: machine.MachineService.Mounts:output_type -> machine.MountsResponse
+	53,  // 150: machine.MachineService.Memory:output_type -> machine.MemoryResponse
+	56,  // 151: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
+	58,  // 152: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
+	61,  // 153: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
+	64,  // 154: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
+	68,  // 155: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
+	71,  // 156: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
+	74,  // 157: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
+	77,  // 158: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
+	111, // 159: machine.MachineService.EtcdSnapshot:output_type -> common.Data
+	80,  // 160: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
+	83,  // 161: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
+	85,  // 162: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
+	87,  // 163: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
+	90,  // 164: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
+	94,  // 165: machine.MachineService.Containers:output_type -> machine.ContainersResponse
+	98,  // 166: machine.MachineService.Stats:output_type -> machine.StatsResponse
+	100, // 167: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
+	103, // 168: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
+	132, // [132:169] is the sub-list for method output_type
+	95,  // [95:132] is the sub-list for method input_type
+	95,  // [95:95] is the sub-list for extension type_name
+	95,  // [95:95] is the sub-list for extension extendee
+	0,   // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_machine_machine_proto_init() }
@@ -5692,7 +6567,7 @@ func file_machine_machine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_machine_machine_proto_rawDesc), len(file_machine_machine_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   89,
+			NumMessages:   102,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

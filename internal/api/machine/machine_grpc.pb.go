@@ -58,6 +58,10 @@ const (
 	MachineService_EtcdAlarmDisarm_FullMethodName             = "/machine.MachineService/EtcdAlarmDisarm"
 	MachineService_EtcdDefragment_FullMethodName              = "/machine.MachineService/EtcdDefragment"
 	MachineService_EtcdStatus_FullMethodName                  = "/machine.MachineService/EtcdStatus"
+	MachineService_Containers_FullMethodName                  = "/machine.MachineService/Containers"
+	MachineService_Stats_FullMethodName                       = "/machine.MachineService/Stats"
+	MachineService_ImageList_FullMethodName                   = "/machine.MachineService/ImageList"
+	MachineService_ImagePull_FullMethodName                   = "/machine.MachineService/ImagePull"
 )
 
 // MachineServiceClient is the client API for MachineService service.
@@ -97,6 +101,10 @@ type MachineServiceClient interface {
 	EtcdAlarmDisarm(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*EtcdAlarmDisarmResponse, error)
 	EtcdDefragment(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*EtcdDefragmentResponse, error)
 	EtcdStatus(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*EtcdStatusResponse, error)
+	Containers(ctx context.Context, in *ContainersRequest, opts ...grpc.CallOption) (*ContainersResponse, error)
+	Stats(ctx context.Context, in *StatsRequest, opts ...grpc.CallOption) (*StatsResponse, error)
+	ImageList(ctx context.Context, in *ImageListRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ImageListResponse], error)
+	ImagePull(ctx context.Context, in *ImagePullRequest, opts ...grpc.CallOption) (*ImagePullResponse, error)
 }
 
 type machineServiceClient struct {
@@ -503,6 +511,55 @@ func (c *machineServiceClient) EtcdStatus(ctx context.Context, in *emptypb.Empty
 	return out, nil
 }
 
+func (c *machineServiceClient) Containers(ctx context.Context, in *ContainersRequest, opts ...grpc.CallOption) (*ContainersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ContainersResponse)
+	err := c.cc.Invoke(ctx, MachineService_Containers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *machineServiceClient) Stats(ctx context.Context, in *StatsRequest, opts ...grpc.CallOption) (*StatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatsResponse)
+	err := c.cc.Invoke(ctx, MachineService_Stats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *machineServiceClient) ImageList(ctx context.Context, in *ImageListRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ImageListResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MachineService_ServiceDesc.Streams[8], MachineService_ImageList_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ImageListRequest, ImageListResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MachineService_ImageListClient = grpc.ServerStreamingClient[ImageListResponse]
+
+func (c *machineServiceClient) ImagePull(ctx context.Context, in *ImagePullRequest, opts ...grpc.CallOption) (*ImagePullResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImagePullResponse)
+	err := c.cc.Invoke(ctx, MachineService_ImagePull_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MachineServiceServer is the server API for MachineService service.
 // All implementations must embed UnimplementedMachineServiceServer
 // for forward compatibility.
@@ -540,6 +597,10 @@ type MachineServiceServer interface {
 	EtcdAlarmDisarm(context.Context, *emptypb.Empty) (*EtcdAlarmDisarmResponse, error)
 	EtcdDefragment(context.Context, *emptypb.Empty) (*EtcdDefragmentResponse, error)
 	EtcdStatus(context.Context, *emptypb.Empty) (*EtcdStatusResponse, error)
+	Containers(context.Context, *ContainersRequest) (*ContainersResponse, error)
+	Stats(context.Context, *StatsRequest) (*StatsResponse, error)
+	ImageList(*ImageListRequest, grpc.ServerStreamingServer[ImageListResponse]) error
+	ImagePull(context.Context, *ImagePullRequest) (*ImagePullResponse, error)
 	mustEmbedUnimplementedMachineServiceServer()
 }
 
@@ -648,6 +709,18 @@ func (UnimplementedMachineServiceServer) EtcdDefragment(context.Context, *emptyp
 }
 func (UnimplementedMachineServiceServer) EtcdStatus(context.Context, *emptypb.Empty) (*EtcdStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EtcdStatus not implemented")
+}
+func (UnimplementedMachineServiceServer) Containers(context.Context, *ContainersRequest) (*ContainersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Containers not implemented")
+}
+func (UnimplementedMachineServiceServer) Stats(context.Context, *StatsRequest) (*StatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Stats not implemented")
+}
+func (UnimplementedMachineServiceServer) ImageList(*ImageListRequest, grpc.ServerStreamingServer[ImageListResponse]) error {
+	return status.Error(codes.Unimplemented, "method ImageList not implemented")
+}
+func (UnimplementedMachineServiceServer) ImagePull(context.Context, *ImagePullRequest) (*ImagePullResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ImagePull not implemented")
 }
 func (UnimplementedMachineServiceServer) mustEmbedUnimplementedMachineServiceServer() {}
 func (UnimplementedMachineServiceServer) testEmbeddedByValue()                        {}
@@ -1204,6 +1277,71 @@ func _MachineService_EtcdStatus_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MachineService_Containers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ContainersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).Containers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_Containers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).Containers(ctx, req.(*ContainersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MachineService_Stats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).Stats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_Stats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).Stats(ctx, req.(*StatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MachineService_ImageList_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ImageListRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MachineServiceServer).ImageList(m, &grpc.GenericServerStream[ImageListRequest, ImageListResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MachineService_ImageListServer = grpc.ServerStreamingServer[ImageListResponse]
+
+func _MachineService_ImagePull_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImagePullRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).ImagePull(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_ImagePull_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).ImagePull(ctx, req.(*ImagePullRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MachineService_ServiceDesc is the grpc.ServiceDesc for MachineService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1311,6 +1449,18 @@ var MachineService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "EtcdStatus",
 			Handler:    _MachineService_EtcdStatus_Handler,
 		},
+		{
+			MethodName: "Containers",
+			Handler:    _MachineService_Containers_Handler,
+		},
+		{
+			MethodName: "Stats",
+			Handler:    _MachineService_Stats_Handler,
+		},
+		{
+			MethodName: "ImagePull",
+			Handler:    _MachineService_ImagePull_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -1352,6 +1502,11 @@ var MachineService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "EtcdRecover",
 			Handler:       _MachineService_EtcdRecover_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "ImageList",
+			Handler:       _MachineService_ImageList_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "machine/machine.proto",
