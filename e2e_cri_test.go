@@ -182,14 +182,60 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 
 	t.Logf("pulled %s through the mirror in %s", ref, time.Since(start).Round(time.Millisecond))
 
-	if !strings.Contains(cs.log(), "kube-apiserver") {
-		t.Logf("cache-serve log does not show the pull:\n%s", cs.log())
-	}
-
 	logDir := "/var/lib/talosbox/ephemeral/var/log/pods"
 	_, _ = cri.runOnce(t, ctx, "e2e-version", logDir, ref, "/usr/local/bin/kube-apiserver", "--version")
 
-	t.Run("a mirror change is rendered live and used by the next pull", func(t *testing.T) {
+	section(t, "containers -k and logs -k", func() {
+		out := dc.ok("-n", node, "containers", "-k")
+		for _, re := range []string{
+			`(?m)^` + regexp.QuoteMeta(node) + `\s+k8s\.io\s+default/e2e-version\s+registry\.k8s\.io/pause:3\.10\s+\d+\s+SANDBOX_READY$`,
+			`(?m)^` + regexp.QuoteMeta(node) + `\s+k8s\.io\s+└─ default/e2e-version:main\s+` + regexp.QuoteMeta(ref) + `\s+\d+\s+CONTAINER_EXITED$`,
+		} {
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Fatalf("containers -k does not match %s:\n%s", re, out)
+			}
+		}
+
+		out = dc.ok("-n", node, "logs", "-k", "default/e2e-version:main")
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(node) + `: \S+ stdout F Kubernetes v` + regexp.QuoteMeta(images.Kubernetes) + `$`).MatchString(out) {
+			t.Fatalf("logs -k does not show what the container printed:\n%s", out)
+		}
+
+		if out := dc.fails("-n", node, "logs", "-k", "default/e2e-version:nope"); !strings.Contains(out, `container "default/e2e-version:nope" not found`) {
+			t.Fatalf("logs -k of a missing container:\n%s", out)
+		}
+	})
+
+	section(t, "image pull and image list through the mirror", func() {
+		flannel := images.FlannelImage().String()
+
+		out := dc.ok("-n", node, "image", "pull", flannel)
+		if !strings.Contains(out, "pulled image "+flannel) {
+			t.Fatalf("image pull:\n%s", out)
+		}
+
+		if out := dc.ok("-n", node, "image", "list"); !strings.Contains(out, flannel) || !strings.Contains(out, ref) {
+			t.Fatalf("image list lacks %s or %s:\n%s", flannel, ref, out)
+		}
+
+		// Readers list; pulling needs os:operator.
+		reader := filepath.Join(t.TempDir(), "reader")
+		dc.ok("config", "new", reader, "--roles", "os:reader")
+
+		if out := dc.ok("--talosconfig", reader, "-n", node, "containers", "-k"); !strings.Contains(out, "default/e2e-version") {
+			t.Fatalf("containers -k as a reader:\n%s", out)
+		}
+
+		if out := dc.fails("--talosconfig", reader, "-n", node, "image", "pull", flannel); !strings.Contains(out, "denied") {
+			t.Fatalf("image pull as a reader:\n%s", out)
+		}
+
+		operator := filepath.Join(t.TempDir(), "operator")
+		dc.ok("config", "new", operator, "--roles", "os:operator")
+		dc.ok("--talosconfig", operator, "-n", node, "image", "pull", images.PauseImage().String())
+	})
+
+	section(t, "a mirror change is rendered live and used by the next pull", func() {
 		cs2 := startCacheServe(t, bin, oci, "0.0.0.0:0")
 		mirror2 := "http://" + mirrorAddr(dc, cs2)
 
@@ -206,7 +252,20 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 		}
 	})
 
-	t.Run("an invalid CRI customisation is refused and the running config kept", func(t *testing.T) {
+	section(t, "a mirror that does not answer gives a pull error naming it", func() {
+		dead := "http://" + net.JoinHostPort(dc.subnet.Addr().Next().String(), "1")
+
+		dc.ok("-n", node, "patch", "mc", "--immediate", "-p",
+			`[{"op":"replace","path":"/machine/registries/mirrors/registry.k8s.io/endpoints","value":["`+dead+`"]}]`)
+		waitFile(t, hostsToml, "[host.'"+dead+"']")
+
+		out := dc.fails("-n", node, "image", "pull", images.Proxy(images.Kubernetes).String())
+		if !strings.Contains(out, dead) {
+			t.Fatalf("the pull error does not name the mirror %s:\n%s", dead, out)
+		}
+	})
+
+	section(t, "an invalid CRI customisation is refused and the running config kept", func() {
 		before := dc.ok("-n", node, "get", "mc", "-o", "yaml")
 
 		out := dc.fails("-n", node, "patch", "mc", "--immediate", "-p",
@@ -219,6 +278,14 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 			t.Fatalf("the refused patch changed the config:\n%s", after)
 		}
 	})
+}
+
+// section logs what the next checks are about. The cluster helpers fail
+// the test they were made with, so the checks run in it, not in subtests.
+func section(t *testing.T, what string, checks func()) {
+	t.Helper()
+	t.Log(what)
+	checks()
 }
 
 // waitFile waits until the file at p contains want.

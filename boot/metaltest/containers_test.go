@@ -208,9 +208,17 @@ func TestMetalNodeRunsContainers(t *testing.T) {
 		return nil
 	})
 
-	// The pod runs under the kernel's cgroup2 hierarchy, as Talos's do.
 	st, err := rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.PodSandboxId})
 	if err != nil || st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
 		t.Fatalf("sandbox: %v %v", st.GetStatus().GetState(), err)
+	}
+
+	// What the operator sees through the API.
+	if out := n.ok("containers", "-k"); !strings.Contains(out, "└─ default/metal:coredns") || !strings.Contains(out, "CONTAINER_EXITED") {
+		t.Fatalf("containers -k:\n%s", out)
+	}
+
+	if out := n.ok("logs", "-k", "default/metal:coredns"); !strings.Contains(out, "CoreDNS-"+kimages.CoreDNS) {
+		t.Fatalf("logs -k:\n%s", out)
 	}
 }

@@ -264,18 +264,34 @@ func LogPath(ctx context.Context, addr, ref string) (string, error) {
 	}
 	defer c.Close()
 
-	resp, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
-		LabelSelector: map[string]string{
-			labelPodNamespace:  r.Namespace,
-			labelPodName:       r.Pod,
-			labelContainerName: r.Container,
-		},
-	}})
+	// The pod and container are found by their CRI metadata, which every
+	// CRI client sets; the io.kubernetes.* labels are the kubelet's habit,
+	// not the CRI's contract.
+	pods, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
-		return "", c.error("list containers", err)
+		return "", c.error("list pods", err)
 	}
 
-	cnt := newest(resp.GetContainers(), r.IDPrefix)
+	var matches []*runtimeapi.Container
+
+	for _, p := range pods.GetItems() {
+		if md := p.GetMetadata(); md.GetNamespace() != r.Namespace || md.GetName() != r.Pod {
+			continue
+		}
+
+		resp, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: p.GetId()}})
+		if err != nil {
+			return "", c.error("list containers", err)
+		}
+
+		for _, cnt := range resp.GetContainers() {
+			if cnt.GetMetadata().GetName() == r.Container {
+				matches = append(matches, cnt)
+			}
+		}
+	}
+
+	cnt := newest(matches, r.IDPrefix)
 	if cnt == nil {
 		return "", errorf(ErrNotFound, "container %q not found", ref)
 	}

@@ -133,6 +133,10 @@ func (f *fakeCRI) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 	for i := range f.pods {
 		p := &f.pods[i]
 
+		if id := req.GetFilter().GetPodSandboxId(); id != "" && id != p.ID {
+			continue
+		}
+
 		for _, c := range p.Containers {
 			labels := p.labels(c.Name)
 			if !matches(labels, req.GetFilter().GetLabelSelector()) {
