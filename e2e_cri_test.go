@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,11 +151,28 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 	dc := newDockerCluster(t, bin)
 	mirror := "http://" + mirrorAddr(dc, cs)
 
-	dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(), "--workers", "0",
+	created := dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(), "--workers", "0",
 		"--images-dir", rtDir, "--registry-mirror", "registry.k8s.io="+mirror, "--registry-mirror", "ghcr.io="+mirror, "--wait-timeout", "3m")
 
 	node := dc.ip(0)
 	ctrName := dc.name + "-controlplane-1"
+
+	// Nodes are privileged where the engine allows it, which the docker
+	// CLI tells independently; otherwise they get every capability it can
+	// grant.
+	ins, err := dc.docker.ContainerInspect(t.Context(), ctrName, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	hc := ins.Container.HostConfig
+	if _, err := docker(t, "run", "--rm", "--privileged", "--entrypoint", "/talosbox", ins.Container.Config.Image, "--version"); err == nil {
+		if !hc.Privileged {
+			t.Fatalf("the engine runs privileged containers, the node is not privileged")
+		}
+	} else if hc.Privileged || !strings.Contains(created, "the engine refuses privileged containers") || !slices.Contains(hc.CapAdd, "ALL") {
+		t.Fatalf("the engine refuses privileged containers: node privileged=%v caps=%v; create said:\n%s", hc.Privileged, hc.CapAdd, created)
+	}
 
 	services := dc.ok("-n", node, "services")
 	for _, svc := range []string{"containerd", "cri"} {

@@ -279,6 +279,15 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 
 	st.done("image")
 
+	privileged, err := d.PrivilegedAllowed(ctx, image)
+	if err != nil {
+		return err
+	}
+
+	if !privileged {
+		fmt.Fprintln(out, "the engine refuses privileged containers: nodes get every capability it grants instead, with seccomp and AppArmor unconfined")
+	}
+
 	req := provision.ClusterRequest{Name: f.name, Image: image, Network: provision.NetworkRequest{CIDR: cidr}}
 
 	for i, n := range nodes {
@@ -288,7 +297,7 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 			IP:         n.ip,
 			NanoCPUs:   res[n.typ].nanoCPUs,
 			Memory:     res[n.typ].memory,
-			Privileges: nodePrivileges(),
+			Privileges: nodePrivileges(privileged),
 			Files:      []provision.File{{Path: nodeConfigPath, Mode: 0o600, Content: n.config}},
 		}
 
@@ -349,22 +358,29 @@ const nodeConfigPath = "/var/lib/talosbox/state/config.yaml"
 
 // nodePrivileges is what a node that runs containers needs, as Talos's
 // and kind's Docker nodes are privileged: runc mounts, unshares and sets
-// up cgroups (every capability; the engine here cannot grant
-// SYS_RESOURCE, so it is dropped and the CRI restricts oom_score_adj),
-// seccomp and AppArmor would refuse what runc and the kubelet do, the
-// node mounts its own cgroup hierarchies in a cgroup namespace of its
-// own, and the kubelet reads /dev/kmsg. The root filesystem stays
-// read-only: everything a node writes is on its state volume or tmpfs.
-func nodePrivileges() provision.Privileges {
-	return provision.Privileges{
-		CapAdd:          []string{"ALL"},
-		CapDrop:         []string{"SYS_RESOURCE"},
+// up cgroups, seccomp and AppArmor would refuse what runc and the kubelet
+// do, the node mounts its own cgroup hierarchies in a cgroup namespace of
+// its own, and the kubelet reads /dev/kmsg. Where the engine refuses
+// privileged containers, nodes get every capability but SYS_RESOURCE
+// (what such an engine lacks itself; the CRI then restricts
+// oom_score_adj). The root filesystem stays read-only: everything a node
+// writes is on its state volume or tmpfs.
+func nodePrivileges(privileged bool) provision.Privileges {
+	pv := provision.Privileges{
 		SecurityOpt:     []string{"seccomp=unconfined", "apparmor=unconfined"},
 		ReadonlyRootfs:  true,
 		CgroupnsPrivate: true,
 		Devices:         []string{"/dev/kmsg"},
 		Tmpfs:           map[string]string{"/tmp": "rw,mode=1777", "/run": "rw,mode=755"},
 	}
+
+	if privileged {
+		pv.Privileged = true
+	} else {
+		pv.CapAdd, pv.CapDrop = []string{"ALL"}, []string{"SYS_RESOURCE"}
+	}
+
+	return pv
 }
 
 type nodeResources struct {
