@@ -46,10 +46,11 @@ build:
 images: install-links
 	./$(OUT) imager --out _out/images --kubernetes $${K8S:-default} --kubectl $(BIN_DIR) $(IMAGES_FLAGS)
 
-# The node's initramfs, _out/initramfs.cpio: this binary as /init and Debian's cloud kernel's
-# modules (initramfs/README.md). INITRAMFS_FLAGS adds flags, e.g. --compress zstd, --with-tools.
+# The node's initramfs, _out/initramfs.cpio: this binary as /init, Debian's cloud kernel's
+# modules and the container runtime (runc, the CNI plugins) that make images builds
+# (initramfs/README.md). INITRAMFS_FLAGS adds flags, e.g. --compress zstd, --with-tools.
 .PHONY: initramfs
-initramfs: build
+initramfs: images
 	TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
 	$(OUT) initramfs --binary $(OUT) --kernel-dir _out/kernel $(INITRAMFS_FLAGS)
 
@@ -59,7 +60,7 @@ qemu: install-links
 
 # A cluster of QEMU machines on a private segment (root: the host's port is a tap): talosctl cluster
 # create qemu. CONTROLPLANES, WORKERS, CLUSTER; QEMU_FLAGS adds flags.
-qemu-cluster: install-links
+qemu-cluster: images
 	@TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
 	$(BIN_DIR)/talosctl cluster create qemu --name $${CLUSTER:-talos-default} --controlplanes $${CONTROLPLANES:-3} \
 	  --workers $${WORKERS:-1} --cpus 1 --cpus-workers 1 --memory 1024 --memory-workers 1024 --kernel-dir _out/kernel $(QEMU_FLAGS)
