@@ -59,11 +59,16 @@ func checkEtcdHealthy(ctx context.Context, s *session) error {
 				continue
 			}
 
-			if svc.GetState() == "Running" && svc.GetHealth().GetHealthy() {
+			switch msg := svc.GetHealth().GetLastMessage(); {
+			case svc.GetState() == "Running" && svc.GetHealth().GetHealthy():
 				return nil
+			case svc.GetState() == "Running" && msg != "":
+				return fmt.Errorf("etcd is running, not healthy yet: %s", msg)
+			case svc.GetState() == "Running":
+				return errors.New("etcd is running, not checked yet")
+			default:
+				return fmt.Errorf("etcd is %s: %s", strings.ToLower(svc.GetState()), msg)
 			}
-
-			return fmt.Errorf("service \"etcd\" not healthy: %s %s", svc.GetState(), svc.GetHealth().GetLastMessage())
 		}
 
 		return errors.New("service \"etcd\" not found")

@@ -202,12 +202,20 @@ func (e *LookupError) Error() string { return e.Msg }
 
 func (e *LookupError) Unwrap() error { return e.Err }
 
-// suggestLocked finds up to three types one of whose names is within a
-// small edit distance of name, or starts with it.
+// suggestLocked finds up to three types one of whose names is close to
+// name, closest first. Short names are initials ("bs", "as"): one letter
+// off is another word entirely, so they get no fuzzy match, only longer
+// names do (a typo per four letters), or names that start with them.
 func (r *Registry) suggestLocked(name string) []string {
 	want := strings.ToLower(name)
+	limit := len(want) / 4
 
-	var out []string
+	type candidate struct {
+		typ  string
+		dist int
+	}
+
+	var found []candidate
 
 	for _, d := range r.defs {
 		names := append([]string{strings.ToLower(d.Type)}, d.autoAliases()...)
@@ -215,17 +223,41 @@ func (r *Registry) suggestLocked(name string) []string {
 			names = append(names, strings.ToLower(a))
 		}
 
-		for _, n := range names {
-			limit := max(1, min(len(want), len(n))/4)
+		best := -1
 
-			if levenshtein.Distance(want, n) <= limit || (len(want) >= 3 && strings.HasPrefix(n, want)) {
-				out = append(out, fmt.Sprintf("%q", d.Type))
-				break
+		for _, n := range names {
+			dist := levenshtein.Distance(want, n)
+
+			switch {
+			case limit > 0 && dist <= limit:
+			case len(want) >= 3 && strings.HasPrefix(n, want):
+				dist = limit + 1 // after every real near miss
+			default:
+				continue
 			}
+
+			if best < 0 || dist < best {
+				best = dist
+			}
+		}
+
+		if best >= 0 {
+			found = append(found, candidate{d.Type, best})
 		}
 	}
 
-	sort.Strings(out)
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].dist != found[j].dist {
+			return found[i].dist < found[j].dist
+		}
 
-	return out[:min(len(out), 3)]
+		return found[i].typ < found[j].typ
+	})
+
+	out := make([]string, 0, 3)
+	for _, c := range found[:min(len(found), 3)] {
+		out = append(out, fmt.Sprintf("%q", c.typ))
+	}
+
+	return out
 }

@@ -45,6 +45,11 @@ func TestRegistryLookup(t *testing.T) {
 		{"nothing", "", `resource type "nothing" not found`},
 		{"machinestatu", "", `resource type "machinestatu" not found; did you mean "MachineStatuses.runtime.talosbox.dev"?`},
 		{"mount", "", `resource type "mount" not found; did you mean "MountStatuses.runtime.talosbox.dev"?`},
+		// Initials one letter off name another type: "bs" is not "as".
+		{"bs", "", `resource type "bs" not found`},
+		{"adresses", "", `resource type "adresses" not found; did you mean "AddressStatuses.net.talosbox.dev"?`},
+		// The closest comes first.
+		{"machinestatse", "", `resource type "machinestatse" not found; did you mean "MachineStatuses.runtime.talosbox.dev"?`},
 	}
 
 	for _, tt := range tests {
@@ -94,3 +99,4 @@ func TestRegistryRejects(t *testing.T) {
 		}
 	}
 }
+

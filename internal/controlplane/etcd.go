@@ -289,6 +289,12 @@ func (p *Plane) server() (*etcd.Server, error) {
 
 func (p *Plane) healthy(ctx context.Context) error {
 	srv, err := p.server()
+	if errors.Is(err, ErrNotRunning) {
+		// The service runs but the member has not started: it waits for
+		// talosctl bootstrap, or to join the cluster.
+		return errors.New("waiting to bootstrap or to join the cluster")
+	}
+
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ const (
 // Definitions of the types above, for `talosctl get`.
 var Definitions = []bus.Definition{
 	{Type: AffiliateType, DefaultNamespace: Namespace, Aliases: []string{"affiliate"},
-		PrintColumns: []bus.PrintColumn{{Name: "ID", JSONPath: "{.nodeId}"}, {Name: "HOSTNAME", JSONPath: "{.hostname}"},
+		PrintColumns: []bus.PrintColumn{{Name: "HOSTNAME", JSONPath: "{.hostname}"},
 			{Name: "MACHINE TYPE", JSONPath: "{.machineType}"}, {Name: "ADDRESSES", JSONPath: "{.addresses}"}}},
 	{Type: MemberType, DefaultNamespace: Namespace, Aliases: []string{"member"},
 		PrintColumns: []bus.PrintColumn{{Name: "HOSTNAME", JSONPath: "{.hostname}"}, {Name: "MACHINE TYPE", JSONPath: "{.machineType}"},
