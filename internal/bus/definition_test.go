@@ -99,4 +99,3 @@ func TestRegistryRejects(t *testing.T) {
 		}
 	}
 }
-
