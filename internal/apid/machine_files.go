@@ -143,6 +143,8 @@ func (m *machineServer) Read(req *machine.ReadRequest, srv grpc.ServerStreamingS
 		return err
 	}
 
+	path = m.nodePath(path)
+
 	f, err := openRegular(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -154,6 +156,25 @@ func (m *machineServer) Read(req *machine.ReadRequest, srv grpc.ServerStreamingS
 	defer f.Close()
 
 	return sendChunks(srv, f)
+}
+
+// nodePath maps Talos's /system/state, where the docs read the config
+// from (`talosctl read /system/state/config.yaml`), to the node's STATE
+// directory in container mode, which lives on the state volume. On metal
+// STATE is mounted at /system/state itself.
+func (m *machineServer) nodePath(p string) string {
+	pl := m.s.node.Platform()
+	if pl.IsMetal() || pl.StateDir == "" {
+		return p
+	}
+
+	const state = "/system/state"
+
+	if p == state || strings.HasPrefix(p, state+"/") {
+		return filepath.Join(pl.StateDir, strings.TrimPrefix(p, state))
+	}
+
+	return p
 }
 
 // dataWriter turns a byte stream into common.Data messages.
@@ -178,6 +199,9 @@ func (w dataWriter) Write(p []byte) (int, error) {
 // `tar -C dir(root) -c base(root)` makes them.
 func (m *machineServer) Copy(req *machine.CopyRequest, srv grpc.ServerStreamingServer[common.Data]) error {
 	root, err := cleanRoot(req.GetRootPath())
+	if err == nil {
+		root = m.nodePath(root)
+	}
 	if err != nil {
 		return err
 	}

@@ -232,6 +232,17 @@ func TestFiles(t *testing.T) {
 		t.Fatalf("read %q %v", out, err)
 	}
 
+	// The docs' path of the config reads it in container mode too, where
+	// STATE is a directory of the state volume.
+	rs, err = admin.Read(ctx, &machine.ReadRequest{Path: "/system/state/config.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if out, err := readAll(t, rs); err != nil || !strings.Contains(string(out), "machine:") {
+		t.Fatalf("read /system/state/config.yaml: %v\n%.200s", err, out)
+	}
+
 	for path, code := range map[string]codes.Code{dir: codes.InvalidArgument, "/dev/null": codes.InvalidArgument, "relative": codes.InvalidArgument, filepath.Join(dir, "missing"): codes.NotFound} {
 		rs, err := admin.Read(ctx, &machine.ReadRequest{Path: path})
 		if err == nil {
