@@ -524,8 +524,9 @@ func TestDockerEtcd(t *testing.T) {
 
 		dc.ok("health", "--control-plane-nodes", cps, "--worker-nodes", w, "--wait-timeout", "2m")
 
-		if logs := dc.ok("-n", cp3, "logs", "etcd"); !strings.Contains(logs, "serving on") {
-			t.Fatalf("cp3 etcd did not come back:\n%s", logs)
+		// Both talosbox's lines and etcd's own server log.
+		if logs := dc.ok("-n", cp3, "logs", "etcd"); !strings.Contains(logs, "serving on") || !strings.Contains(logs, `"msg":"starting an etcd server"`) {
+			t.Fatalf("cp3 etcd did not come back, or its server log is missing:\n%s", logs)
 		}
 	})
 

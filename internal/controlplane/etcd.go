@@ -82,7 +82,7 @@ func (p *Plane) etcdOptions(n *machine.Node, cfg *configs.Config, log io.Writer)
 		HeartbeatInterval:   p.opts.HeartbeatInterval,
 		ElectionTimeout:     p.opts.ElectionTimeout,
 		ExtraArgs:           cfg.Cluster.Etcd.ExtraArgs,
-		Log:                 io.Discard,
+		Log:                 log, // etcd's own server log, for talosctl logs etcd
 		RetryInterval:       p.opts.RetryInterval,
 		WaitingInterval:     p.opts.WaitingInterval,
 		JoinEndpoints:       func() []string { return p.joinEndpoints(cfg) },
