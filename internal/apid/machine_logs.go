@@ -28,7 +28,8 @@ import (
 // chunkSize is how much a stream message carries at most.
 const chunkSize = 32 << 10
 
-// Logs streams a service's log ring ("machined" is the node's own log),
+// Logs streams a service's log ring ("machined" is the node's own log,
+// "controller-runtime" its controllers'),
 // from tail_lines back (-1: everything retained), following if asked.
 // A Kubernetes container's log (driver CRI or namespace k8s.io) is its
 // CRI log file; the kubelet, a service, is served from its ring either
@@ -46,9 +47,12 @@ func (m *machineServer) Logs(req *machine.LogsRequest, srv grpc.ServerStreamingS
 
 	var ring *logring.Ring
 
-	if req.GetId() == "machined" {
+	switch req.GetId() {
+	case "machined":
 		ring = m.s.node.Log()
-	} else {
+	case "controller-runtime":
+		ring = m.s.node.ControllerLog()
+	default:
 		sup, err := m.supervisor()
 		if err != nil {
 			return err

@@ -429,3 +429,20 @@ func TestCoreServicesCannotBeStoppedOverTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestControllerRuntimeLog: the docs' first debugging step, talosctl logs
+// controller-runtime, reads the controllers' own log.
+func TestControllerRuntimeLog(t *testing.T) {
+	ctx := testCtx(t)
+	reader := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader))))
+
+	rs, err := reader.Logs(ctx, &machine.LogsRequest{Id: "controller-runtime", TailLines: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := readAll(t, rs)
+	if err != nil || !strings.Contains(string(out), "controller starting") || !strings.Contains(string(out), "runtime.MachineStatusController") {
+		t.Fatalf("logs controller-runtime: %v\n%.500s", err, out)
+	}
+}

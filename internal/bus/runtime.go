@@ -183,6 +183,8 @@ func (rt *Runtime) supervise(ctx context.Context, cs *ctrlState) {
 	backoff := rt.opts.BackoffMin
 	log := cs.a.log
 
+	log.Info("controller starting")
+
 	for {
 		cs.a.QueueReconcile() // every (re)start reconciles once without waiting for a change
 		cs.setRunning(true, nil)

@@ -101,6 +101,7 @@ type Node struct {
 	registry *bus.Registry
 	state    State
 	log      *logring.Ring
+	ctrlLog  *logring.Ring
 	console  io.Writer
 	seq      *sequencer.Runner
 
@@ -145,6 +146,7 @@ func New(opts Options) (*Node, error) {
 		registry: bus.NewRegistry(),
 		state:    State{Dir: opts.Platform.StateDir},
 		log:      logring.New(1 << 20),
+		ctrlLog:  logring.New(1 << 20),
 		offered:  make(chan []byte),
 		requests: make(chan request),
 		sysRoot:  sysRoot,
@@ -196,6 +198,10 @@ func (n *Node) Supervisor() *supervisor.Supervisor {
 
 // Log is machined's own log.
 func (n *Node) Log() *logring.Ring { return n.log }
+
+// ControllerLog is the log of the controllers on the node's bus, as
+// Talos's controller-runtime log.
+func (n *Node) ControllerLog() *logring.Ring { return n.ctrlLog }
 
 func (n *Node) logf(format string, args ...any) {
 	fmt.Fprintf(n.console, "[talos] "+format+"\n", args...)
@@ -402,5 +408,10 @@ func (n *Node) setStage(ctx context.Context, st Stage) {
 
 // slogger is the structured logger handed to controllers.
 func (n *Node) slogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(n.console, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Everything goes to the controller-runtime log (talosctl logs
+	// controller-runtime); only warnings and errors reach the console.
+	return slog.New(slog.NewMultiHandler(
+		slog.NewTextHandler(n.ctrlLog, &slog.HandlerOptions{Level: slog.LevelInfo}),
+		slog.NewTextHandler(n.console, &slog.HandlerOptions{Level: slog.LevelWarn}),
+	))
 }
