@@ -186,6 +186,17 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 		}
 	}
 
+	// What the seeds' troubleshooting steps read on a Docker node: the
+	// kernel log (the node has /dev/kmsg and CAP_SYSLOG) and the config at
+	// Talos's path.
+	if out := dc.ok("-n", node, "dmesg"); !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(node) + `: \[\s*\d+\.\d+\] `).MatchString(out) {
+		t.Fatalf("dmesg:\n%.500s", out)
+	}
+
+	if out := dc.ok("-n", node, "read", "/system/state/config.yaml"); !strings.Contains(out, "machine:") {
+		t.Fatalf("read /system/state/config.yaml:\n%.500s", out)
+	}
+
 	hostsToml := nodeVolumePath(t, dc.docker, ctrName, "ephemeral/system/etc/cri/conf.d/hosts/registry.k8s.io/hosts.toml")
 
 	data, err := os.ReadFile(hostsToml)
