@@ -118,7 +118,8 @@ func TestUnknownResourceType(t *testing.T) {
 		_, err = ls.Recv()
 	}
 
-	wantCode(t, err, codes.NotFound, `"MachineStatuses.runtime.talosbox.dev"?`)
+	// The closest name comes first.
+	wantCode(t, err, codes.NotFound, `did you mean "MachineStatuses.runtime.talosbox.dev" or "MachineStages.runtime.talosbox.dev"?`)
 
 	_, err = rc.Get(ctx, &resource.GetRequest{Type: "svc", Id: "nope"})
 	wantCode(t, err, codes.NotFound, "nope")
