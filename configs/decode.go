@@ -18,6 +18,12 @@ import (
 // documents are errors, each located by line and config path. When there is
 // more than one problem the error is *Errors listing every *DecodeError.
 func Decode(data []byte) (*Config, error) {
+	if len(data) > MaxSize {
+		return nil, &DecodeError{Msg: fmt.Sprintf(
+			"config is %d bytes, larger than the %d bytes (16 MiB) the Talos API accepts in one ApplyConfiguration message",
+			len(data), MaxSize)}
+	}
+
 	root, err := parseDocument(data)
 	if err != nil {
 		return nil, err
@@ -34,6 +40,13 @@ func Decode(data []byte) (*Config, error) {
 
 	return &cfg, nil
 }
+
+// MaxSize is the largest config accepted, in bytes: the Talos API's limit on
+// one ApplyConfiguration message (internal/apid.MaxApplyConfigSize), so a
+// config that decodes here can also be applied. The request carries a few
+// bytes besides the config; a config this close to the limit has bigger
+// problems.
+const MaxSize = 16 << 20
 
 // yamlErrLine splits yaml.v3 syntax errors ("yaml: line 3: ...") so the line
 // is reported the same way as every other decode error.

@@ -1,6 +1,8 @@
 package configs_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
@@ -130,6 +132,36 @@ func TestDecodeGolden(t *testing.T) {
 			name: "boolean with text",
 			in:   "machine:\n  network:\n    interfaces:\n      - interface: eth0\n        dhcp: maybe\n",
 			want: `line 5: machine.network.interfaces[0].dhcp: expected a boolean, got "maybe"`,
+		},
+		{
+			name: "quoted yes where a boolean is expected",
+			in:   "version: v1alpha1\npersist: \"yes\"\n",
+			want: `line 2: persist: want a boolean (true or false), got the string "yes"`,
+		},
+		{
+			name: "quoted true where a boolean is expected",
+			in:   "debug: 'true'\n",
+			want: `line 1: debug: want a boolean (true or false), got the string "true"`,
+		},
+		{
+			name: "quoted boolean deep in the config",
+			in:   "machine:\n  network:\n    interfaces:\n      - interface: eth0\n        dhcp: \"false\"\n",
+			want: `line 5: machine.network.interfaces[0].dhcp: want a boolean (true or false), got the string "false"`,
+		},
+		{
+			name: "boolean tagged as a string",
+			in:   "machine:\n  features:\n    kubePrism:\n      enabled: !!str true\n",
+			want: `line 4: machine.features.kubePrism.enabled: want a boolean (true or false), got the string "true"`,
+		},
+		{
+			name: "optional boolean quoted",
+			in:   "machine:\n  network:\n    interfaces:\n      - deviceSelector:\n          physical: \"true\"\n",
+			want: `line 5: machine.network.interfaces[0].deviceSelector.physical: want a boolean (true or false), got the string "true"`,
+		},
+		{
+			name: "config larger than the API accepts",
+			in:   "# " + strings.Repeat("x", configs.MaxSize) + "\n",
+			want: fmt.Sprintf("config is %d bytes, larger than the 16777216 bytes (16 MiB) the Talos API accepts in one ApplyConfiguration message", configs.MaxSize+3),
 		},
 		{
 			name: "duration without unit",

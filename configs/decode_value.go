@@ -21,6 +21,7 @@ const (
 	nullTag   = "!!null"
 	binaryTag = "!!binary"
 	mergeTag  = "!!merge"
+	strTag    = "!!str"
 
 	// maxVisits bounds the work an input can cause: aliases let a small
 	// document expand into a huge tree ("billion laughs"). A large real
@@ -346,6 +347,15 @@ func (d *decoder) stringValue(n *yaml.Node, v reflect.Value) {
 }
 
 func (d *decoder) boolValue(n *yaml.Node, v reflect.Value) {
+	// A quoted (or !!str-tagged) value is a string whatever it spells:
+	// yaml.v3 refuses it for a bool, and so does Talos, so "yes" and "true"
+	// in quotes must not silently turn into a boolean here.
+	if isString(n) {
+		d.fail(n, "want a boolean (true or false), got the string %q", truncate(n.Value, 40))
+
+		return
+	}
+
 	// YAML 1.1 spellings are accepted because yaml.v3 accepts them for typed
 	// booleans and older Talos configs use them.
 	switch n.Value {
@@ -356,6 +366,17 @@ func (d *decoder) boolValue(n *yaml.Node, v reflect.Value) {
 	default:
 		d.fail(n, "expected a boolean, got %s", describe(n))
 	}
+}
+
+// isString reports whether a scalar was written as a string on purpose:
+// quoted, or tagged !!str explicitly. A plain yes or on is also a !!str to
+// YAML 1.2, but yaml.v3 reads it as a boolean for compatibility with 1.1.
+func isString(n *yaml.Node) bool {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return true
+	}
+
+	return n.Style&yaml.TaggedStyle != 0 && n.ShortTag() == strTag
 }
 
 func (d *decoder) intValue(n *yaml.Node, v reflect.Value) {

@@ -19,6 +19,12 @@ func (v *validator) cluster(c *ClusterConfig) {
 
 	v.endpoint(c.ControlPlane)
 
+	// Kubernetes names the cluster in kubeconfigs and certificates, and
+	// discovery keys affiliates by it.
+	if strings.TrimSpace(c.ClusterName) == "" {
+		v.errorf(p+".clusterName", "cluster name is required (.cluster.clusterName)")
+	}
+
 	if c.ID != "" {
 		v.check(p+".id", checkBase64Key("cluster id", c.ID, 32))
 	}
@@ -66,7 +72,9 @@ func (v *validator) endpoint(cp *ControlPlaneConfig) {
 		return
 	}
 
-	if err := checkEndpoint(cp.Endpoint); err != nil {
+	if !hasScheme(cp.Endpoint) {
+		v.errorf(p+".endpoint", "%q has no scheme: want https://HOST:PORT", cp.Endpoint)
+	} else if err := checkEndpoint(cp.Endpoint); err != nil {
 		v.errorf(p+".endpoint", "invalid controlplane endpoint: %v", err)
 	}
 

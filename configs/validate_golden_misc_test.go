@@ -110,7 +110,7 @@ func TestValidateGoldenMisc(t *testing.T) {
 				externalCloudProvider: {manifests: ["https://example.com/ccm.yaml"]}, extraManifestHeaders: {"Bad Header": x},
 				inlineManifests: [{name: empty}]}`,
 			wantErrs: []string{
-				`cluster.discovery.registries.service.endpoint: invalid discovery service endpoint "discovery.talos.dev": scheme must be https or http`,
+				`cluster.discovery.registries.service.endpoint: invalid discovery service endpoint "discovery.talos.dev": has no scheme: want https:// or http://`,
 				`cluster.extraManifestHeaders["Bad Header"]: invalid HTTP header name "Bad Header"`,
 			},
 			wantWarns: []string{
@@ -140,6 +140,34 @@ func TestValidateGoldenMisc(t *testing.T) {
 			base:     "worker",
 			patch:    `cluster: {ca: null}`,
 			wantErrs: []string{`cluster.ca.crt: kubernetes CA certificate is required (.cluster.ca.crt)`},
+		},
+		{
+			name:     "cluster name required",
+			patch:    `cluster: {clusterName: null}`,
+			wantErrs: []string{`cluster.clusterName: cluster name is required (.cluster.clusterName)`},
+		},
+		{
+			name:     "cluster name blank",
+			patch:    `cluster: {clusterName: "  "}`,
+			wantErrs: []string{`cluster.clusterName: cluster name is required (.cluster.clusterName)`},
+		},
+		{
+			name:     "endpoint IP:port without scheme",
+			patch:    `cluster: {controlPlane: {endpoint: "10.5.0.2:6443"}}`,
+			wantErrs: []string{`cluster.controlPlane.endpoint: "10.5.0.2:6443" has no scheme: want https://HOST:PORT`},
+		},
+		{
+			name:     "endpoint host:port without scheme",
+			patch:    `cluster: {controlPlane: {endpoint: "cp.example.com:6443"}}`,
+			wantErrs: []string{`cluster.controlPlane.endpoint: "cp.example.com:6443" has no scheme: want https://HOST:PORT`},
+		},
+		{
+			name:  "URLs without scheme",
+			patch: `{machine: {logging: {destinations: [{endpoint: "10.0.0.1:514", format: json_lines}]}}, cluster: {extraManifests: ["10.0.0.1:8080/m.yaml"]}}`,
+			wantErrs: []string{
+				`machine.logging.destinations[0].endpoint: invalid log destination "10.0.0.1:514": has no scheme: want tcp:// or udp://`,
+				`cluster.extraManifests[0]: invalid manifest URL "10.0.0.1:8080/m.yaml": has no scheme: want http:// or https://`,
+			},
 		},
 		{
 			name:     "private key that is not PEM",

@@ -141,6 +141,27 @@ func TestValidateGoldenNetwork(t *testing.T) {
 			patch: `machine: {network: {interfaces: [{interface: lo0, cidr: 192.168.0.21/24}, {interface: lo0, cidr: 10.2.2.2/24}]}}`,
 		},
 		{
+			name: "duplicate device selectors that disagree",
+			patch: `machine: {network: {interfaces: [
+				{deviceSelector: {driver: virtio_net, hardwareAddr: "00:00:*"}, mtu: 1500, vlans: [{vlanId: 7, dhcp: true}]},
+				{deviceSelector: {hardwareAddr: "00:00:*", driver: virtio_net}, mtu: 9000, vlans: [{vlanId: 7, dhcp: true}]},
+				{deviceSelector: {busPath: "0000:00:03.0", physical: true}, dummy: true},
+				{deviceSelector: {physical: true, busPath: "0000:00:03.0"}, bond: {interfaces: [eth5], mode: active-backup}}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[3]: deviceSelector {busPath: "0000:00:03.0", physical: true} is declared more than once with link settings (bond, bridge, dummy or wireguard)`,
+				`machine.network.interfaces[1].mtu: deviceSelector {hardwareAddr: "00:00:*", driver: "virtio_net"} is declared more than once with different MTUs (1500 and 9000)`,
+				`machine.network.interfaces[1].vlans[0].vlanId: VLAN ID 7 is declared twice on deviceSelector {hardwareAddr: "00:00:*", driver: "virtio_net"}`,
+			},
+		},
+		{
+			name: "device selectors that differ or agree",
+			patch: `machine: {network: {interfaces: [
+				{deviceSelector: {driver: virtio_net, physical: true}, mtu: 1500},
+				{deviceSelector: {driver: virtio_net, physical: false}, mtu: 9000},
+				{deviceSelector: {driver: virtio_net}, addresses: [10.0.0.2/24]},
+				{deviceSelector: {driver: virtio_net}, addresses: [10.0.0.3/24]}]}}`,
+		},
+		{
 			name: "wireguard as printed in the guide",
 			patch: `machine: {network: {interfaces: [{interface: wg0, cidr: 192.168.2.1/24, wireguard: {privateKey: "<privatekey file contents>", listenPort: 51820,
 				peers: [{allowedIPs: [192.168.88.0/24], endpoint: 209.202.254.14.8172, publicKey: ABCDEF...}]}}]}}`,

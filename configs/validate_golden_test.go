@@ -61,7 +61,7 @@ func TestValidateGolden(t *testing.T) {
 		{
 			name:     "endpoint without scheme",
 			patch:    `cluster: {controlPlane: {endpoint: "cp.example.com"}}`,
-			wantErrs: []string{`cluster.controlPlane.endpoint: invalid controlplane endpoint: scheme must be https, got ""`},
+			wantErrs: []string{`cluster.controlPlane.endpoint: "cp.example.com" has no scheme: want https://HOST:PORT`},
 		},
 		{
 			name:     "controlplane needs the CA key",
@@ -133,7 +133,7 @@ func TestValidateGolden(t *testing.T) {
 				`machine.systemDiskEncryption.state.cipher: unsupported cipher "rot13" (expected one of aes-xts-plain64, xchacha12,aes-adiantum-plain64, xchacha20,aes-adiantum-plain64)`,
 				`machine.systemDiskEncryption.state.keySize: unsupported key size 128 (expected 256 or 512 bits)`,
 				`machine.systemDiskEncryption.state.blockSize: unsupported block size 1000 (expected a power of two from 512 to 4096)`,
-				`machine.systemDiskEncryption.state.keys[0].kms.endpoint: invalid KMS endpoint "kms.local": scheme must be https or http or grpc`,
+				`machine.systemDiskEncryption.state.keys[0].kms.endpoint: invalid KMS endpoint "kms.local": has no scheme: want https:// or http:// or grpc://`,
 				`machine.systemDiskEncryption.ephemeral.keys: at least one encryption key is required`,
 			},
 		},
@@ -196,7 +196,7 @@ func TestValidateGolden(t *testing.T) {
 				docker.io: {endpoints: [mirror.example.com, "http://10.5.0.1:5000", "ftp://x"]},
 				quay.io: {}}}}`,
 			wantErrs: []string{
-				`machine.registries.mirrors["docker.io"].endpoints[0]: invalid mirror endpoint "mirror.example.com": scheme must be http or https`,
+				`machine.registries.mirrors["docker.io"].endpoints[0]: invalid mirror endpoint "mirror.example.com": has no scheme: want http:// or https://`,
 				`machine.registries.mirrors["docker.io"].endpoints[2]: invalid mirror endpoint "ftp://x": scheme must be http or https`,
 				`machine.registries.mirrors["quay.io"].endpoints: at least one mirror endpoint is required`,
 			},
@@ -274,7 +274,7 @@ func TestValidateGolden(t *testing.T) {
 			patch: `cluster: {network: {cni: {name: custom}}, extraManifests: ["example.com/x.yaml"]}`,
 			wantErrs: []string{
 				`cluster.network.cni.urls: at least one manifest URL is required for the custom CNI`,
-				`cluster.extraManifests[0]: invalid manifest URL "example.com/x.yaml": scheme must be http or https`,
+				`cluster.extraManifests[0]: invalid manifest URL "example.com/x.yaml": has no scheme: want http:// or https://`,
 			},
 		},
 		{

@@ -278,6 +278,7 @@ func (v *validator) links(devs []Device) {
 	const p = "machine.network.interfaces"
 
 	byName := map[string][]int{}
+	bySelector := map[string][]int{}
 	bridges := map[string]bool{}
 
 	for i, d := range devs {
@@ -285,12 +286,20 @@ func (v *validator) links(devs []Device) {
 			byName[d.Interface] = append(byName[d.Interface], i)
 		}
 
+		if d.DeviceSelector != nil && *d.DeviceSelector != (DeviceSelector{}) {
+			key := selectorKey(d.DeviceSelector)
+			bySelector[key] = append(bySelector[key], i)
+		}
+
 		if d.Bridge != nil {
 			bridges[d.Interface] = true
 		}
 	}
 
-	v.duplicateLinks(devs, byName)
+	v.duplicateLinks(devs, byName, func(name string) string { return fmt.Sprintf("interface %q", name) })
+	// Equal selectors (compared field by field) match the same links, so
+	// they are held to the same rules as a repeated interface name.
+	v.duplicateLinks(devs, bySelector, func(key string) string { return key })
 
 	// members maps a link to the bond or bridge that claimed it first.
 	members := map[string]string{}
@@ -348,9 +357,9 @@ func (v *validator) links(devs []Device) {
 
 // duplicateLinks allows the same interface in several entries (the Talos
 // guides do so to add addresses), but not entries that disagree.
-func (v *validator) duplicateLinks(devs []Device, byName map[string][]int) {
+func (v *validator) duplicateLinks(devs []Device, byName map[string][]int, what func(string) string) {
 	for _, name := range sortedKeys(byName) {
-		idx := byName[name]
+		idx, link := byName[name], what(name)
 		if len(idx) < 2 {
 			continue
 		}
@@ -363,7 +372,7 @@ func (v *validator) duplicateLinks(devs []Device, byName map[string][]int) {
 
 			if d.Bond != nil || d.Bridge != nil || d.WireGuard != nil || d.Dummy {
 				if kindOwner != nil {
-					v.errorf(dp, "interface %q is declared more than once with link settings (bond, bridge, dummy or wireguard)", name)
+					v.errorf(dp, "%s is declared more than once with link settings (bond, bridge, dummy or wireguard)", link)
 				}
 
 				kindOwner = d
@@ -371,18 +380,18 @@ func (v *validator) duplicateLinks(devs []Device, byName map[string][]int) {
 
 			if d.MTU != 0 {
 				if mtuOwner != nil && mtuOwner.MTU != d.MTU {
-					v.errorf(dp+".mtu", "interface %q is declared more than once with different MTUs (%d and %d)", name, mtuOwner.MTU, d.MTU)
+					v.errorf(dp+".mtu", "%s is declared more than once with different MTUs (%d and %d)", link, mtuOwner.MTU, d.MTU)
 				}
 
 				mtuOwner = d
 			}
 		}
 
-		v.duplicateVLANs(name, devs, idx)
+		v.duplicateVLANs(link, devs, idx)
 	}
 }
 
-func (v *validator) duplicateVLANs(name string, devs []Device, idx []int) {
+func (v *validator) duplicateVLANs(link string, devs []Device, idx []int) {
 	seen := map[uint16]bool{}
 
 	for _, i := range idx {
@@ -391,7 +400,7 @@ func (v *validator) duplicateVLANs(name string, devs []Device, idx []int) {
 		for j, vl := range devs[i].VLANs {
 			if seen[vl.ID] && !local[vl.ID] {
 				v.errorf(fmt.Sprintf("machine.network.interfaces[%d].vlans[%d].vlanId", i, j),
-					"VLAN ID %d is declared twice on interface %q", vl.ID, name)
+					"VLAN ID %d is declared twice on %s", vl.ID, link)
 			}
 
 			local[vl.ID] = true
@@ -401,4 +410,25 @@ func (v *validator) duplicateVLANs(name string, devs []Device, idx []int) {
 			seen[id] = true
 		}
 	}
+}
+
+// selectorKey names a device selector by its set fields, in a fixed order,
+// so equal selectors get equal keys and messages can show them.
+func selectorKey(s *DeviceSelector) string {
+	var parts []string
+
+	for _, f := range []struct{ name, value string }{
+		{"busPath", s.BusPath}, {"hardwareAddr", s.HardwareAddr}, {"permanentAddr", s.PermanentAddr},
+		{"pciID", s.PCIID}, {"driver", s.Driver},
+	} {
+		if f.value != "" {
+			parts = append(parts, fmt.Sprintf("%s: %q", f.name, f.value))
+		}
+	}
+
+	if s.Physical != nil {
+		parts = append(parts, fmt.Sprintf("physical: %t", *s.Physical))
+	}
+
+	return "deviceSelector {" + strings.Join(parts, ", ") + "}"
 }

@@ -53,6 +53,15 @@ func checkIP(what, s string) error {
 
 // checkURL requires an absolute URL with a host and one of the schemes.
 func checkURL(what, s string, schemes ...string) error {
+	if !hasScheme(s) {
+		want := make([]string, len(schemes))
+		for i, sc := range schemes {
+			want[i] = sc + "://"
+		}
+
+		return fmt.Errorf("invalid %s %q: has no scheme: want %s", what, s, strings.Join(want, " or "))
+	}
+
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("invalid %s %q: %w", what, s, unwrapURLError(err))
@@ -73,6 +82,16 @@ func checkURL(what, s string, schemes ...string) error {
 	}
 
 	return nil
+}
+
+// hasScheme reports whether s starts with "scheme://". Without it Go's URL
+// parser either fails with a puzzling message ("first path segment in URL
+// cannot contain colon" for 10.5.0.2:6443) or takes the host for the scheme
+// (cp.example.com:6443), so a missing scheme is reported as such first.
+func hasScheme(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+
+	return ok && scheme != "" && !strings.ContainsAny(scheme, "/?#@[]")
 }
 
 // unwrapURLError drops url.Error's repetition of the URL, which the caller's

@@ -235,7 +235,7 @@ func TestGenerateErrors(t *testing.T) {
 				"\t* cluster.apiServer.certSANs[1]: invalid certificate SAN \"not a name\": must be an IP address or a DNS name\n\n"},
 		{"bad mirror", generate.Options{ClusterName: "x", Endpoint: "cp", RegistryMirrors: map[string]string{"docker.io": "10.5.0.1"}},
 			"generated controlplane config is invalid: 1 error occurred:\n" +
-				"\t* machine.registries.mirrors[\"docker.io\"].endpoints[0]: invalid mirror endpoint \"10.5.0.1\": scheme must be http or https\n\n"},
+				"\t* machine.registries.mirrors[\"docker.io\"].endpoints[0]: invalid mirror endpoint \"10.5.0.1\": has no scheme: want http:// or https://\n\n"},
 		{"bad subnet", generate.Options{ClusterName: "x", Endpoint: "cp", PodSubnets: []string{"10.0.0.0/99"}},
 			"generated controlplane config is invalid: 1 error occurred:\n" +
 				"\t* cluster.network.podSubnets[0]: invalid CIDR \"10.0.0.0/99\"\n\n"},
