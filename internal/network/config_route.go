@@ -26,7 +26,7 @@ func buildRoutes(src *source, out *layeredSet[RouteSpecSpec], is issues) {
 		if name := src.cmdlineLink(); name != "" && !src.ignored(name) {
 			spec := RouteSpecSpec{
 				Family: familyOf(c.Gateway), Gateway: c.Gateway, OutLinkName: name, Table: TableMain,
-				Priority: DefaultRouteMetric, Scope: ScopeGlobal, Layer: LayerCmdline,
+				Priority: DefaultRouteMetric, Scope: ScopeGlobal, Type: RouteTypeUnicast, Protocol: ProtoBoot, Layer: LayerCmdline,
 			}
 			if c.Address.IsValid() {
 				spec.Source = c.Address.Addr()
@@ -58,7 +58,10 @@ func buildRoutes(src *source, out *layeredSet[RouteSpecSpec], is issues) {
 }
 
 func routeSpec(link string, rt configs.Route) (RouteSpecSpec, error) {
-	spec := RouteSpecSpec{OutLinkName: link, Table: TableMain, Priority: rt.Metric, MTU: rt.MTU, Scope: ScopeGlobal, Layer: LayerConfiguration}
+	spec := RouteSpecSpec{
+		OutLinkName: link, Table: TableMain, Priority: rt.Metric, MTU: rt.MTU, Scope: ScopeGlobal,
+		Type: RouteTypeUnicast, Protocol: ProtoStatic, Layer: LayerConfiguration,
+	}
 	if spec.Priority == 0 {
 		spec.Priority = DefaultRouteMetric
 	}

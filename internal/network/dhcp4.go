@@ -132,6 +132,7 @@ func (o *dhcp4Operator) RouteSpecs() []RouteSpecSpec {
 		spec := RouteSpecSpec{
 			Family: FamilyInet4, Gateway: r.Gateway, OutLinkName: o.spec.LinkName,
 			Table: TableMain, Priority: o.spec.RouteMetric, Scope: ScopeGlobal, Source: l.Address.Addr(),
+			Type: RouteTypeUnicast, Protocol: ProtoBoot, // as Talos's DHCP routes
 		}
 
 		if r.Dst.Bits() > 0 {

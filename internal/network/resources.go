@@ -69,12 +69,10 @@ var Definitions = []bus.Definition{
 		PrintColumns: []bus.PrintColumn{{Name: "ADDRESS", JSONPath: "{.address}"}, {Name: "LINK", JSONPath: "{.linkName}"}}},
 	{Type: AddressStatusType, DefaultNamespace: Namespace, Aliases: []string{"address", "addresses"},
 		PrintColumns: []bus.PrintColumn{{Name: "ADDRESS", JSONPath: "{.address}"}, {Name: "LINK", JSONPath: "{.linkName}"}}},
-	{Type: RouteSpecType, DefaultNamespace: Namespace,
-		PrintColumns: []bus.PrintColumn{{Name: "DESTINATION", JSONPath: "{.destination}"}, {Name: "GATEWAY", JSONPath: "{.gateway}"},
-			{Name: "LINK", JSONPath: "{.outLinkName}"}, {Name: "METRIC", JSONPath: "{.priority}"}}},
-	{Type: RouteStatusType, DefaultNamespace: Namespace, Aliases: []string{"route", "routes"},
-		PrintColumns: []bus.PrintColumn{{Name: "DESTINATION", JSONPath: "{.destination}"}, {Name: "GATEWAY", JSONPath: "{.gateway}"},
-			{Name: "LINK", JSONPath: "{.outLinkName}"}, {Name: "METRIC", JSONPath: "{.priority}"}}},
+	// Routes print as Talos's RouteStatuses (Talos gives RouteSpecs no
+	// columns; they get the same ones here).
+	{Type: RouteSpecType, DefaultNamespace: Namespace, PrintColumns: routeColumns},
+	{Type: RouteStatusType, DefaultNamespace: Namespace, Aliases: []string{"route", "routes"}, PrintColumns: routeColumns},
 	{Type: HostnameSpecType, DefaultNamespace: Namespace,
 		PrintColumns: []bus.PrintColumn{{Name: "HOSTNAME", JSONPath: "{.hostname}"}, {Name: "DOMAINNAME", JSONPath: "{.domainname}"}}},
 	{Type: HostnameStatusType, DefaultNamespace: Namespace, Aliases: []string{"hostname"},

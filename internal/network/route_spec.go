@@ -43,7 +43,7 @@ func (c *RouteSpecController) Run(ctx context.Context, r bus.ControllerRuntime) 
 // routeKey is what makes a kernel route unique (with tos, always 0 here).
 type routeKey struct {
 	family string
-	table  int
+	table  RoutingTable
 	dst    netip.Prefix
 	prio   uint32
 }
@@ -132,17 +132,26 @@ func (c *RouteSpecController) apply(k *kernel, spec *RouteSpecSpec, cur netlink.
 }
 
 func kernelRoute(k *kernel, spec *RouteSpecSpec) (*netlink.Route, error) {
+	// The kernel copy always carries RouteProtocol, whatever the spec's
+	// Protocol (its origin) says: that is how networkd knows its routes.
 	rt := &netlink.Route{
-		Table: spec.Table, Priority: int(spec.Priority), Protocol: RouteProtocol, MTU: int(spec.MTU),
-		Scope: netlink.SCOPE_UNIVERSE, Family: netlink.FAMILY_V4,
+		Table: int(spec.Table), Priority: int(spec.Priority), Protocol: RouteProtocol, MTU: int(spec.MTU),
+		Scope: netlink.SCOPE_UNIVERSE, Family: netlink.FAMILY_V4, Type: int(spec.Type),
+	}
+
+	if spec.Type == RouteTypeUnspec {
+		rt.Type = int(RouteTypeUnicast) // what the kernel reports for it
 	}
 
 	if spec.Family == FamilyInet6 {
 		rt.Family = netlink.FAMILY_V6
 	}
 
-	if spec.Scope == ScopeLink {
+	switch spec.Scope {
+	case ScopeLink:
 		rt.Scope = netlink.SCOPE_LINK
+	case ScopeHost:
+		rt.Scope = netlink.SCOPE_HOST
 	}
 
 	if spec.Destination.IsValid() {
@@ -183,7 +192,7 @@ func kernelRoute(k *kernel, spec *RouteSpecSpec) (*netlink.Route, error) {
 
 func sameRoute(cur netlink.Route, want *netlink.Route) bool {
 	return cur.LinkIndex == want.LinkIndex && cur.Gw.Equal(want.Gw) && ipEqual(cur.Src, want.Src) &&
-		cur.MTU == want.MTU && cur.Scope == want.Scope
+		cur.MTU == want.MTU && cur.Scope == want.Scope && cur.Type == want.Type
 }
 
 func ipEqual(a, b net.IP) bool { return (len(a) == 0 && len(b) == 0) || a.Equal(b) }

@@ -53,7 +53,7 @@ func (c *RouteStatusController) read(k *kernel) (map[string]RouteStatusSpec, err
 	want := make(map[string]RouteStatusSpec, len(routes))
 
 	for _, rt := range routes {
-		if rt.Table == TableLocal {
+		if RoutingTable(rt.Table) == TableLocal {
 			continue
 		}
 
@@ -72,10 +72,14 @@ func (c *RouteStatusController) read(k *kernel) (map[string]RouteStatusSpec, err
 	return want, nil
 }
 
+// routeStatus is a kernel route as a RouteStatus; names maps link indexes
+// to link names.
 func routeStatus(rt netlink.Route, names map[int]string) RouteStatusSpec {
 	st := RouteStatusSpec{
-		OutLinkIdx: rt.LinkIndex, OutLinkName: names[rt.LinkIndex], Table: rt.Table, Priority: uint32(rt.Priority),
-		Scope: scopeName(rt.Scope), Protocol: int(rt.Protocol), MTU: uint32(rt.MTU), Managed: rt.Protocol == RouteProtocol,
+		OutLinkIndex: uint32(rt.LinkIndex), OutLinkName: names[rt.LinkIndex],
+		Table: RoutingTable(rt.Table), Priority: uint32(rt.Priority), Scope: scopeName(rt.Scope),
+		Type: RouteType(rt.Type), Flags: RouteFlags(rt.Flags), Protocol: RouteProto(rt.Protocol),
+		MTU: uint32(rt.MTU), Managed: rt.Protocol == RouteProtocol,
 	}
 
 	st.Destination, _ = prefixOf(rt.Dst)
