@@ -63,20 +63,15 @@ pods (their sandboxes) and, indented under each, the pod's containers.`,
 					return firstMessage(resp.GetMessages())
 				})
 
-				var rows []containerRow
-
-				for _, r := range results {
-					if r.Err != nil {
-						continue
-					}
-
-					node := s.nodeName(r.Node, r.Value.GetMetadata())
-					for _, c := range r.Value.GetContainers() {
+				rows := containerRows(s, results, func(node string, v *machine.Container) (rows []containerRow) {
+					for _, c := range v.GetContainers() {
 						rows = append(rows, containerRow{node: node, namespace: c.GetNamespace(), pod: c.GetPodId(), id: c.GetId(), rest: []string{
 							c.GetImage(), fmt.Sprint(c.GetPid()), c.GetStatus(),
 						}})
 					}
-				}
+
+					return rows
+				})
 
 				if err := writeContainerTable(cmd.OutOrStdout(), "NODE\tNAMESPACE\tID\tIMAGE\tPID\tSTATUS", rows); err != nil {
 					return err
@@ -116,20 +111,15 @@ for the Kubernetes pods.`,
 					return firstMessage(resp.GetMessages())
 				})
 
-				var rows []containerRow
-
-				for _, r := range results {
-					if r.Err != nil {
-						continue
-					}
-
-					node := s.nodeName(r.Node, r.Value.GetMetadata())
-					for _, st := range r.Value.GetStats() {
+				rows := containerRows(s, results, func(node string, v *machine.Stats) (rows []containerRow) {
+					for _, st := range v.GetStats() {
 						rows = append(rows, containerRow{node: node, namespace: st.GetNamespace(), pod: st.GetPodId(), id: st.GetId(), rest: []string{
 							fmt.Sprintf("%.2f", float64(st.GetMemoryUsage())*1e-6), fmt.Sprint(st.GetCpuUsage()),
 						}})
 					}
-				}
+
+					return rows
+				})
 
 				if err := writeContainerTable(cmd.OutOrStdout(), "NODE\tNAMESPACE\tID\tMEMORY(MB)\tCPU", rows); err != nil {
 					return err
@@ -143,6 +133,20 @@ for the Kubernetes pods.`,
 	addKubernetesFlags(cmd, &kubernetes)
 
 	return cmd
+}
+
+// containerRows collects the rows of every node that answered; the errors
+// of the others are reported after the table.
+func containerRows[T interface{ GetMetadata() *common.Metadata }](s *session, results []client.Result[T], rowsOf func(node string, v T) []containerRow) []containerRow {
+	var rows []containerRow
+
+	for _, r := range results {
+		if r.Err == nil {
+			rows = append(rows, rowsOf(s.nodeName(r.Node, r.Value.GetMetadata()), r.Value)...)
+		}
+	}
+
+	return rows
 }
 
 // containerRow is one line of the containers and stats tables; rest are
