@@ -23,6 +23,21 @@ const dialTimeout = 5 * time.Second
 
 // dial connects to the containerd at addr (a unix socket path). A socket
 // that is not there is said plainly instead of after gRPC's retries.
+// dialNamespace is dial for calls scoped to a containerd namespace, which
+// every one of them needs: it returns the client and ctx in namespace.
+func dialNamespace(ctx context.Context, addr, namespace string) (*client.Client, context.Context, error) {
+	if namespace == "" {
+		return nil, ctx, errorf(ErrInvalid, "a containerd namespace is required")
+	}
+
+	c, err := dial(addr)
+	if err != nil {
+		return nil, ctx, err
+	}
+
+	return c, namespaces.WithNamespace(ctx, namespace), nil
+}
+
 func dial(addr string) (*client.Client, error) {
 	if err := checkSocket(addr); err != nil {
 		return nil, err
@@ -78,17 +93,11 @@ func Stats(ctx context.Context, addr, namespace string) ([]Stat, error) {
 }
 
 func list(ctx context.Context, addr, namespace string, metrics bool) ([]Stat, error) {
-	if namespace == "" {
-		return nil, errorf(ErrInvalid, "a containerd namespace is required")
-	}
-
-	c, err := dial(addr)
+	c, ctx, err := dialNamespace(ctx, addr, namespace)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-
-	ctx = namespaces.WithNamespace(ctx, namespace)
 
 	cs, err := c.Containers(ctx)
 	if err != nil {

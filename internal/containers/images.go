@@ -11,7 +11,6 @@ import (
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 )
@@ -23,17 +22,11 @@ const criManagedLabel = "io.cri-containerd.image"
 // Images lists the images in a namespace of the containerd at addr,
 // sorted by name, with each one's size for this node's platform.
 func Images(ctx context.Context, addr, namespace string) ([]Image, error) {
-	if namespace == "" {
-		return nil, errorf(ErrInvalid, "a containerd namespace is required")
-	}
-
-	c, err := dial(addr)
+	c, ctx, err := dialNamespace(ctx, addr, namespace)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-
-	ctx = namespaces.WithNamespace(ctx, namespace)
 
 	imgs, err := c.ImageService().List(ctx)
 	if err != nil {
@@ -72,13 +65,11 @@ func Pull(ctx context.Context, addr, namespace, ref, hostsDir string) (Image, er
 		return Image{}, errorf(ErrInvalid, "image reference %q: %v", ref, err)
 	}
 
-	c, err := dial(addr)
+	c, ctx, err := dialNamespace(ctx, addr, namespace)
 	if err != nil {
 		return Image{}, err
 	}
 	defer c.Close()
-
-	ctx = namespaces.WithNamespace(ctx, namespace)
 
 	hosts := config.ConfigureHosts(ctx, config.HostOptions{HostDir: config.HostDirFromRoot(hostsDir)})
 
