@@ -151,6 +151,8 @@ func (v *validator) config() {
 	} else {
 		v.cluster(c.Cluster)
 	}
+
+	v.componentExtraArgs(c)
 }
 
 // sortedKeys gives map keys in a stable order so problems are reported the

@@ -18,6 +18,12 @@ fi
 # shellcheck disable=SC2086 # ARGS is a list of flags
 "$links/talosctl" cluster create --name "$name" --controlplanes 1 --workers 1 ${ARGS:-}
 
+# cluster create merged the admin kubeconfig into ~/.kube/config (or
+# $KUBECONFIG) as admin@$name, now the current context.
+echo
+echo "\$ kubectl get nodes -o wide"
+"$links/kubectl" get nodes -o wide
+
 cat <<MSG
 
 The cluster "$name" is up; its context is the current one in ~/.talos/config
@@ -29,6 +35,8 @@ The cluster "$name" is up; its context is the current one in ~/.talos/config
   $links/talosctl health
   $links/talosctl -n 10.5.0.3 version          # the worker, through the control plane
   $links/talosctl cluster show --name $name
+  $links/kubectl get pods -A                    # kubectl is built from source by make images
+  $links/talosctl get staticpods
 Tear it down with: make run-down
 
 MSG

@@ -10,19 +10,25 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/apid"
 	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/controlplane"
 	"github.com/talosbox/talosbox/internal/events"
+	"github.com/talosbox/talosbox/internal/k8s"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/reaper"
+	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/version"
 )
 
@@ -80,6 +86,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	configPath := fs.String("config", "", "machine config file or http(s) URL (default: $TALOSBOX_CONFIG)")
 	listen := fs.String("apid-listen", ":50000", "address apid listens on")
 	withEtcd := fs.Bool("etcd", true, "run etcd on control-plane nodes (turn off to run a node alone, as some tests do)")
+	kubelet := fs.Bool("kubelet", true, "run the kubelet (turn off for nodes that share the host's filesystem, as some tests run them)")
 	networkd := fs.Bool("networkd", true, "manage this network namespace's links, addresses and routes (turn off when sharing the host's)")
 	if code, done := fs.Parse(args); done {
 		return code
@@ -104,7 +111,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 		}
 	}
 
-	return run(ctx, p, nodeConfig{path: *configPath, userData: userData, noEtcd: !*withEtcd}, *listen, *networkd, env)
+	return run(ctx, p, nodeConfig{path: *configPath, userData: userData, noEtcd: !*withEtcd, noKubelet: !*kubelet}, *listen, *networkd, env)
 }
 
 // nodeConfig is where the node's config may come from.
@@ -112,6 +119,8 @@ type nodeConfig struct {
 	path     string
 	userData []byte
 	noEtcd   bool
+	// noKubelet runs no kubelet (nodes sharing the host's filesystem).
+	noKubelet bool
 }
 
 func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string, networkd bool, env applet.Env) (code int) {
@@ -150,19 +159,36 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 	// etcd and trustd, on control-plane nodes; apid serves the etcd API.
 	plane := controlplane.New(controlplane.Options{NoEtcd: cfg.noEtcd})
 
+	// Kubernetes: the control plane's static pods, the kubelet, manifests.
+	kube := k8s.New(k8s.Options{
+		NoKubelet: cfg.noKubelet || !p.OwnRoot,
+		EtcdClient: func(context.Context) (*clientv3.Client, error) {
+			srv, err := plane.Server()
+			if err != nil {
+				return nil, err
+			}
+
+			return srv.Client(), nil
+		},
+	})
+
 	node, err := machine.New(machine.Options{
 		Platform:       p,
 		ConfigPath:     cfg.path,
 		PlatformConfig: cfg.userData,
 		Console:        env.Stdout,
 		EarlyServices:  apid.EarlyServices(ring, listen, plane),
-		Services:       plane.Services,
-		LeaveCluster:   plane.Leave,
-		Operators:      plane.Operators,
-		Controllers:    plane.Controllers,
-		Definitions:    controlplane.Definitions,
-		Networkd:       networkd,
-		OnEvent:        func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
+		Services: func(n *machine.Node, c *configs.Config) []supervisor.Service {
+			return append(plane.Services(n, c), kube.Services(n, c)...)
+		},
+		LeaveCluster: plane.Leave,
+		Operators:    plane.Operators,
+		Controllers: func(n *machine.Node) []bus.Controller {
+			return append(plane.Controllers(n), kube.Controllers(n)...)
+		},
+		Definitions: append(slices.Clone(controlplane.Definitions), k8s.Definitions...),
+		Networkd:    networkd,
+		OnEvent:     func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})
 	if err != nil {
 		return fatal(p, env, err)

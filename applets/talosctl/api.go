@@ -27,6 +27,9 @@ type session struct {
 
 	shared  *client.Client
 	perNode map[string]*client.Client
+
+	// kubeClient talks to the cluster's API server (health).
+	kubeClient *kubeAPI
 }
 
 // connect opens the session for the command's flags. The caller closes it.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/initramfs"
+	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/provision"
 	"github.com/talosbox/talosbox/internal/version"
 )
@@ -68,6 +71,7 @@ type clusterCreateFlags struct {
 	patchesCP         []string
 	patchesWorker     []string
 	registryMirrors   []string
+	cacheDir          string // the image cache the nodes serve (docker)
 	kubernetesVersion string
 	skipBootstrap     bool
 	wait              bool
@@ -299,6 +303,11 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 			Memory:     res[n.typ].memory,
 			Privileges: nodePrivileges(privileged),
 			Files:      []provision.File{{Path: nodeConfigPath, Mode: 0o600, Content: n.config}},
+			Volumes:    nodeVolumes,
+		}
+
+		if f.cacheDir != "" {
+			nr.Binds = []provision.Bind{{Source: f.cacheDir, Target: images.CacheDir}}
 		}
 
 		if i == 0 {
@@ -356,6 +365,13 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 // appear in the container's environment (docker inspect).
 const nodeConfigPath = "/var/lib/talosbox/state/config.yaml"
 
+// nodeVolumes are where a Docker node writes besides its state and tmpfs,
+// as Talos's Docker nodes have them: containerd's images and the
+// kubelet's pods under /var, CNI configs and plugins, the kubelet's
+// configs. They are volumes because overlay snapshots cannot sit on the
+// container's own overlay root, and pods' data does not belong in memory.
+var nodeVolumes = []string{"/var", "/etc/cni", "/etc/kubernetes", "/opt", "/usr/libexec/kubernetes"}
+
 // nodePrivileges is what a node that runs containers needs, as Talos's
 // and kind's Docker nodes are privileged: runc mounts, unshares and sets
 // up cgroups, seccomp and AppArmor would refuse what runc and the kubelet
@@ -371,7 +387,7 @@ func nodePrivileges(privileged bool) provision.Privileges {
 		ReadonlyRootfs:  true,
 		CgroupnsPrivate: true,
 		Devices:         []string{"/dev/kmsg"},
-		Tmpfs:           map[string]string{"/tmp": "rw,mode=1777", "/run": "rw,mode=755"},
+		Tmpfs:           map[string]string{"/tmp": "rw,mode=1777", "/run": "rw,mode=755", "/system": "rw,mode=755"},
 	}
 
 	if privileged {
@@ -430,6 +446,17 @@ func (f *clusterCreateFlags) generate(nodes []nodePlan) (*generated, error) {
 		KubernetesVersion: f.kubernetesVersion,
 		AdditionalSANs:    []string{"127.0.0.1"},
 		RegistryMirrors:   map[string]string{},
+	}
+
+	// Nodes pull what make images built from the copy they serve
+	// themselves, unless told otherwise: no registry is ever contacted.
+	if f.provisioner == "docker" {
+		f.cacheDir = f.imageCache()
+		if f.cacheDir != "" {
+			for _, host := range images.Registries() {
+				opts.RegistryMirrors[host] = images.CacheMirror
+			}
+		}
 	}
 
 	for _, m := range f.registryMirrors {
@@ -554,6 +581,32 @@ func apiHostPort(asked int) (uint16, error) {
 	defer l.Close()
 
 	return uint16(l.Addr().(*net.TCPAddr).Port), nil //nolint:forcetypeassert // a TCP listener
+}
+
+// imageCache is the OCI layout of make images the nodes serve as their
+// registry mirror: --images-dir's, else the one beside the node binary;
+// "" when there is none.
+func (f *clusterCreateFlags) imageCache() string {
+	dir := f.imagesDir
+	if dir == "" {
+		bin, err := f.nodeBinary()
+		if err != nil {
+			return ""
+		}
+
+		dir = filepath.Join(filepath.Dir(bin), "images")
+	}
+
+	oci, err := filepath.Abs(filepath.Join(dir, "oci"))
+	if err != nil {
+		return ""
+	}
+
+	if _, err := os.Stat(filepath.Join(oci, "index.json")); err != nil {
+		return ""
+	}
+
+	return oci
 }
 
 // runtime finds runc and the CNI plugins for the nodes built from bin.

@@ -101,7 +101,37 @@ func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints
 		}
 	}
 
-	return runHealthChecks(ctx, out, s, timeout)
+	if err := runHealthChecks(ctx, out, s, timeout); err != nil {
+		return err
+	}
+
+	return mergeClusterKubeconfig(ctx, out, s)
+}
+
+// mergeClusterKubeconfig merges the new cluster's admin kubeconfig into
+// the default kubeconfig, as talosctl cluster create does, when the
+// cluster runs Kubernetes.
+func mergeClusterKubeconfig(ctx context.Context, out io.Writer, s *session) error {
+	if s.kubeClient == nil {
+		return nil
+	}
+
+	results := fanOut(ctx, s.on(s.controlPlanes[:1]), func(ctx context.Context, c *client.Client) ([]byte, error) {
+		return fetchKubeconfig(ctx, c)
+	})
+
+	if err := results[0].Err; err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+
+	path, _, err := kubeconfigTarget(nil, true)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "merging kubeconfig into %q\n", path)
+
+	return writeKubeconfig(out, path, results[0].Value, true, true)
 }
 
 // bootstrapEtcd asks the first control plane to bootstrap etcd, retrying

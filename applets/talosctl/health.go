@@ -192,6 +192,45 @@ func runHealthChecks(ctx context.Context, out io.Writer, s *session, timeout tim
 		}
 	}
 
+	return runKubernetesChecks(ctx, out, s)
+}
+
+// runKubernetesChecks runs Kubernetes' checks where the cluster runs it:
+// a cluster without kubelets, or a client that may not get a kubeconfig,
+// is told so instead of failing.
+func runKubernetesChecks(ctx context.Context, out io.Writer, s *session) error {
+	if len(s.controlPlanes) == 0 {
+		fmt.Fprintln(out, "skipping Kubernetes checks: no control plane node known")
+		return nil
+	}
+
+	kubelets := 0
+	_ = eachServiceList(ctx, s, func(l *machine.ServiceList) error {
+		for _, svc := range l.GetServices() {
+			if svc.GetId() == "kubelet" {
+				kubelets++
+			}
+		}
+
+		return nil
+	})
+
+	if kubelets == 0 {
+		fmt.Fprintln(out, "skipping Kubernetes checks: no node runs the kubelet")
+		return nil
+	}
+
+	if _, err := s.kube(ctx); errors.Is(err, errNoAdmin) {
+		fmt.Fprintln(out, "skipping Kubernetes checks: getting a kubeconfig needs the os:admin role")
+		return nil
+	}
+
+	for _, hc := range kubernetesChecks {
+		if err := waitCheck(ctx, out, s, hc); err != nil {
+			return err
+		}
+	}
+
 	return nil
 }
 
@@ -214,6 +253,11 @@ func waitCheck(ctx context.Context, out io.Writer, s *session, hc healthCheck) e
 
 	for {
 		err := hc.check(ctx, s)
+		if errors.Is(err, errSkipped) {
+			fmt.Fprintf(out, "waiting for %s: skipped (not deployed)\n", hc.name)
+			return nil
+		}
+
 		if err == nil {
 			fmt.Fprintf(out, "waiting for %s: OK\n", hc.name)
 			return nil

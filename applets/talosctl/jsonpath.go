@@ -26,6 +26,9 @@ type pathStep struct {
 	index int  // element N when isIdx; negative counts from the end
 	isIdx bool // a subscript rather than a field
 	all   bool // [*]
+	// filter is [?(@.field=="value")]: the list elements whose field is value.
+	filter      bool
+	filterValue string
 }
 
 func parseJSONPath(expr string) (*jsonPath, error) {
@@ -108,6 +111,15 @@ func parsePathSteps(s string) ([]pathStep, error) {
 			switch {
 			case in == "*":
 				steps = append(steps, pathStep{isIdx: true, all: true})
+			case strings.HasPrefix(in, "?(@.") && strings.HasSuffix(in, ")"):
+				field, val, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(in, "?(@."), ")"), "==")
+				uq, err := strconv.Unquote(strings.TrimSpace(val))
+
+				if !ok || err != nil {
+					return nil, fmt.Errorf("unsupported filter [%s]: want [?(@.field==\"value\")]", in)
+				}
+
+				steps = append(steps, pathStep{filter: true, field: strings.TrimSpace(field), filterValue: uq})
 			case len(in) >= 2 && (in[0] == '\'' || in[0] == '"') && in[len(in)-1] == in[0]:
 				steps = append(steps, pathStep{field: in[1 : len(in)-1]})
 			default:
@@ -135,6 +147,13 @@ func evalSteps(data any, steps []pathStep) []any {
 
 		for _, v := range cur {
 			switch {
+			case st.filter:
+				list, _ := v.([]any)
+				for _, e := range list {
+					if m, ok := e.(map[string]any); ok && fmt.Sprint(m[st.field]) == st.filterValue {
+						next = append(next, e)
+					}
+				}
 			case st.isIdx:
 				list, ok := v.([]any)
 				if !ok {

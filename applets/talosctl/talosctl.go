@@ -113,6 +113,7 @@ then ~/.talos/config.`,
 		newClusterCommand(g),
 		newBootstrapCommand(g),
 		newEtcdCommand(g),
+		newKubeconfigCommand(g),
 		newImageCommand(g),
 	)
 

@@ -89,3 +89,16 @@ func Default(k8s string) []Ref {
 		PauseImage(),
 	}
 }
+
+// The image cache a node serves itself as its registry mirror, as Talos's
+// registryd serves its IMAGECACHE volume: a Docker node gets the OCI layout
+// of make images at CacheDir and serves it on CacheAddr, and its config
+// names CacheMirror as the mirror of every registry in Registries.
+const (
+	CacheDir    = "/system/imagecache"
+	CacheAddr   = "127.0.0.1:65000"
+	CacheMirror = "http://" + CacheAddr
+)
+
+// Registries are the registries the default images come from.
+func Registries() []string { return []string{"registry.k8s.io", "ghcr.io", "docker.io"} }

@@ -254,6 +254,10 @@ func (n *Node) canLowerOOMScoreAdj() bool {
 	return true
 }
 
+// CanLowerOOMScoreAdj says whether processes the node starts may get a
+// negative oom_score_adj (see canLowerOOMScoreAdj).
+func (n *Node) CanLowerOOMScoreAdj() bool { return n.canLowerOOMScoreAdj() }
+
 // containerdServing is the health check: containerd's own gRPC health
 // service must answer SERVING on its socket.
 func containerdServing(ctx context.Context, sock string) error {

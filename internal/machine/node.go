@@ -38,6 +38,9 @@ type Options struct {
 	// ContainerdPath is the multicall binary whose containerd applet runs
 	// the two containerd instances; this very binary when empty.
 	ContainerdPath string
+	// ImageCacheDir is the OCI layout registryd serves (images.CacheDir
+	// when empty); nothing is served when it holds no index.json.
+	ImageCacheDir string
 	// NoContainerd runs no containerd (tests of other parts).
 	NoContainerd bool
 	// RuncPath is linked into containerd's PATH as runc; when empty the

@@ -65,7 +65,7 @@ func (rt Runtime) CNIBinDirs() []string {
 // NewRuntime lays the runtime out for p.
 func NewRuntime(p platform.Platform) Runtime {
 	prefix := "/"
-	if !p.IsMetal() {
+	if !p.IsMetal() && !p.OwnRoot {
 		prefix = p.EphemeralDir
 	}
 

@@ -273,6 +273,12 @@ func (n *Node) bootSequence(cfg *configs.Config, data []byte) *sequencer.Sequenc
 	seq.AppendWhen(!metal && !n.opts.NoContainerd, "cgroups", task("mountCgroups", func(_ context.Context, w io.Writer) error {
 		return platform.MountCgroupsWritable(w)
 	}))
+	// The kubelet's mounts propagate to and from its container (pods'
+	// volumes, the CRI's mounts), which needs a shared root, as Talos
+	// makes it; a Docker node starts with a private one.
+	seq.AppendWhen(!metal && n.opts.Platform.OwnRoot, "sharedRoot", task("makeRootShared", func(context.Context, io.Writer) error {
+		return platform.MakeRootShared()
+	}))
 	seq.Append("startEverything", task("startAllServices", func(ctx context.Context, w io.Writer) error {
 		return n.startServices(ctx, cfg, w)
 	}))

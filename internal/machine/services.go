@@ -70,6 +70,10 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 
 	svcs = append(svcs, rts...)
 
+	if reg, ok := n.registrydService(); ok {
+		svcs = append(svcs, reg)
+	}
+
 	if n.opts.Services != nil {
 		svcs = append(svcs, n.opts.Services(n, cfg)...)
 	}
@@ -87,10 +91,12 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 	// etcd is not waited for: a control plane that waits for its cluster
 	// to be bootstrapped (or to join) must still finish booting, so that
 	// `talosctl bootstrap` and health reach it; health checks etcd itself.
+	// Nor is the kubelet, which waits for the node's name and addresses
+	// and pulls its image: health checks it too.
 	var ids []string
 
 	for _, st := range sup.List() {
-		if st.ID != "etcd" {
+		if st.ID != "etcd" && st.ID != "kubelet" {
 			ids = append(ids, st.ID)
 		}
 	}

@@ -145,3 +145,12 @@ func allWritable(ents []os.DirEntry) bool {
 
 	return true
 }
+
+// MakeRootShared marks every mount shared (mount --make-rshared /).
+func MakeRootShared() error {
+	if err := unix.Mount("", "/", "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("make / shared: %w", err)
+	}
+
+	return nil
+}

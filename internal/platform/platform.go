@@ -38,6 +38,12 @@ type Platform struct {
 	// Root is where absolute system paths (/etc/hostname, /proc/sys) are
 	// found: "/" on both platforms.
 	Root string
+	// OwnRoot says the node owns its root filesystem: metal, or PID 1 of a
+	// container (a Docker node). Kubernetes runs only there, since the
+	// kubelet, the CRI and runc must agree on absolute paths; a machined
+	// sharing a host's filesystem (tests) keeps everything under its
+	// state directory instead.
+	OwnRoot bool
 }
 
 // IsMetal reports whether the node owns the machine.
@@ -90,7 +96,7 @@ func Detect(opts Options) (Platform, error) {
 			dir = DefaultMetalStateDir
 		}
 
-		return Platform{Name: Metal, StateDir: dir, EphemeralDir: "/var", Root: "/"}, nil
+		return Platform{Name: Metal, StateDir: dir, EphemeralDir: "/var", Root: "/", OwnRoot: true}, nil
 	case Container:
 		base := opts.StateDir
 		if base == "" {
@@ -102,7 +108,8 @@ func Detect(opts Options) (Platform, error) {
 			return Platform{}, fmt.Errorf("state dir: %w", err)
 		}
 
-		return Platform{Name: Container, StateDir: filepath.Join(abs, "state"), EphemeralDir: filepath.Join(abs, "ephemeral"), Root: "/"}, nil
+		return Platform{Name: Container, StateDir: filepath.Join(abs, "state"), EphemeralDir: filepath.Join(abs, "ephemeral"), Root: "/",
+			OwnRoot: opts.PID == 1}, nil
 	}
 
 	return Platform{}, fmt.Errorf("unknown platform %q: use metal or container", name)

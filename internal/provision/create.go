@@ -247,6 +247,18 @@ func containerOptions(req ClusterRequest, n *NodeRequest, labels map[string]stri
 		devices = append(devices, container.DeviceMapping{PathOnHost: dev.host, PathInContainer: dev.container, CgroupPermissions: dev.perms})
 	}
 
+	mounts := []mount.Mount{{
+		Type:   mount.TypeVolume,
+		Source: volumeName(req.Name, n.Name),
+		Target: StateDir,
+	}}
+	for _, v := range n.Volumes {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Target: v})
+	}
+	for _, b := range n.Binds {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target, ReadOnly: true})
+	}
+
 	noInit := false // our binary is PID 1 and reaps its own children
 	pv := n.Privileges
 	return client.ContainerCreateOptions{
@@ -269,11 +281,7 @@ func containerOptions(req ClusterRequest, n *NodeRequest, labels map[string]stri
 				Memory:   n.Memory,
 				Devices:  devices,
 			},
-			Mounts: []mount.Mount{{
-				Type:   mount.TypeVolume,
-				Source: volumeName(req.Name, n.Name),
-				Target: StateDir,
-			}},
+			Mounts:         mounts,
 			CapAdd:         pv.CapAdd,
 			CapDrop:        pv.CapDrop,
 			SecurityOpt:    pv.SecurityOpt,

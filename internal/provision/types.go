@@ -56,6 +56,19 @@ type NodeRequest struct {
 	Files []File
 	// Privileges are the security settings of the container.
 	Privileges Privileges
+	// Volumes are anonymous volumes at these paths, removed with the
+	// container: the writable directories of a read-only root that must
+	// not be tmpfs (containerd's overlay snapshots, the kubelet's pods),
+	// initialised from the image's content as Docker does.
+	Volumes []string
+	// Binds are host directories mounted read-only, e.g. the image cache
+	// the node serves as its registry mirror.
+	Binds []Bind
+}
+
+// Bind mounts a host path into a node read-only.
+type Bind struct {
+	Source, Target string
 }
 
 // PortMapping publishes a container port on the host.

@@ -6208,7 +6208,7 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\tImagePull\x12,\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"C\n" +
 	"\x11ImagePullResponse\x12.\n" +
-	"\bmessages\x18\x01 \x03(\v2\x12.machine.ImagePullR\bmessages2\x85\x14\n" +
+	"\bmessages\x18\x01 \x03(\v2\x12.machine.ImagePullR\bmessages2\xbb\x14\n" +
 	"\x0eMachineService\x12;\n" +
 	"\aVersion\x12\x16.google.protobuf.Empty\x1a\x18.machine.VersionResponse\x12=\n" +
 	"\bHostname\x12\x16.google.protobuf.Empty\x1a\x19.machine.HostnameResponse\x12C\n" +
@@ -6249,7 +6249,9 @@ const file_machine_machine_proto_rawDesc = "" +
 	"Containers\x12\x1a.machine.ContainersRequest\x1a\x1b.machine.ContainersResponse\x126\n" +
 	"\x05Stats\x12\x15.machine.StatsRequest\x1a\x16.machine.StatsResponse\x12D\n" +
 	"\tImageList\x12\x19.machine.ImageListRequest\x1a\x1a.machine.ImageListResponse0\x01\x12B\n" +
-	"\tImagePull\x12\x19.machine.ImagePullRequest\x1a\x1a.machine.ImagePullResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
+	"\tImagePull\x12\x19.machine.ImagePullRequest\x1a\x1a.machine.ImagePullResponse\x124\n" +
+	"\n" +
+	"Kubeconfig\x12\x16.google.protobuf.Empty\x1a\f.common.Data0\x01B;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
 
 var (
 	file_machine_machine_proto_rawDescOnce sync.Once
@@ -6512,45 +6514,47 @@ var file_machine_machine_proto_depIdxs = []int32{
 	95,  // 129: machine.MachineService.Stats:input_type -> machine.StatsRequest
 	99,  // 130: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
 	101, // 131: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
-	6,   // 132: machine.MachineService.Version:output_type -> machine.VersionResponse
-	8,   // 133: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
-	14,  // 134: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
-	17,  // 135: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
-	20,  // 136: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
-	23,  // 137: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
-	111, // 138: machine.MachineService.Logs:output_type -> common.Data
-	111, // 139: machine.MachineService.Dmesg:output_type -> common.Data
-	27,  // 140: machine.MachineService.Events:output_type -> machine.Event
-	30,  // 141: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
-	33,  // 142: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
-	36,  // 143: machine.MachineService.Reboot:output_type -> machine.RebootResponse
-	39,  // 144: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
-	43,  // 145: machine.MachineService.Reset:output_type -> machine.ResetResponse
-	45,  // 146: machine.MachineService.List:output_type -> machine.FileInfo
-	111, // 147: machine.MachineService.Read:output_type -> common.Data
-	111, // 148: machine.MachineService.Copy:output_type -> common.Data
-	50,  // 149: machine.MachineService.Mounts:output_type -> machine.MountsResponse
-	53,  // 150: machine.MachineService.Memory:output_type -> machine.MemoryResponse
-	56,  // 151: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
-	58,  // 152: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
-	61,  // 153: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
-	64,  // 154: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
-	68,  // 155: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
-	71,  // 156: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
-	74,  // 157: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
-	77,  // 158: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
-	111, // 159: machine.MachineService.EtcdSnapshot:output_type -> common.Data
-	80,  // 160: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
-	83,  // 161: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
-	85,  // 162: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
-	87,  // 163: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
-	90,  // 164: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
-	94,  // 165: machine.MachineService.Containers:output_type -> machine.ContainersResponse
-	98,  // 166: machine.MachineService.Stats:output_type -> machine.StatsResponse
-	100, // 167: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
-	103, // 168: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
-	132, // [132:169] is the sub-list for method output_type
-	95,  // [95:132] is the sub-list for method input_type
+	110, // 132: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
+	6,   // 133: machine.MachineService.Version:output_type -> machine.VersionResponse
+	8,   // 134: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
+	14,  // 135: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
+	17,  // 136: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
+	20,  // 137: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
+	23,  // 138: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
+	111, // 139: machine.MachineService.Logs:output_type -> common.Data
+	111, // 140: machine.MachineService.Dmesg:output_type -> common.Data
+	27,  // 141: machine.MachineService.Events:output_type -> machine.Event
+	30,  // 142: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
+	33,  // 143: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
+	36,  // 144: machine.MachineService.Reboot:output_type -> machine.RebootResponse
+	39,  // 145: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
+	43,  // 146: machine.MachineService.Reset:output_type -> machine.ResetResponse
+	45,  // 147: machine.MachineService.List:output_type -> machine.FileInfo
+	111, // 148: machine.MachineService.Read:output_type -> common.Data
+	111, // 149: machine.MachineService.Copy:output_type -> common.Data
+	50,  // 150: machine.MachineService.Mounts:output_type -> machine.MountsResponse
+	53,  // 151: machine.MachineService.Memory:output_type -> machine.MemoryResponse
+	56,  // 152: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
+	58,  // 153: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
+	61,  // 154: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
+	64,  // 155: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
+	68,  // 156: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
+	71,  // 157: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
+	74,  // 158: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
+	77,  // 159: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
+	111, // 160: machine.MachineService.EtcdSnapshot:output_type -> common.Data
+	80,  // 161: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
+	83,  // 162: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
+	85,  // 163: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
+	87,  // 164: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
+	90,  // 165: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
+	94,  // 166: machine.MachineService.Containers:output_type -> machine.ContainersResponse
+	98,  // 167: machine.MachineService.Stats:output_type -> machine.StatsResponse
+	100, // 168: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
+	103, // 169: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
+	111, // 170: machine.MachineService.Kubeconfig:output_type -> common.Data
+	133, // [133:171] is the sub-list for method output_type
+	95,  // [95:133] is the sub-list for method input_type
 	95,  // [95:95] is the sub-list for extension type_name
 	95,  // [95:95] is the sub-list for extension extendee
 	0,   // [0:95] is the sub-list for field type_name

@@ -62,6 +62,7 @@ const (
 	MachineService_Stats_FullMethodName                       = "/machine.MachineService/Stats"
 	MachineService_ImageList_FullMethodName                   = "/machine.MachineService/ImageList"
 	MachineService_ImagePull_FullMethodName                   = "/machine.MachineService/ImagePull"
+	MachineService_Kubeconfig_FullMethodName                  = "/machine.MachineService/Kubeconfig"
 )
 
 // MachineServiceClient is the client API for MachineService service.
@@ -105,6 +106,7 @@ type MachineServiceClient interface {
 	Stats(ctx context.Context, in *StatsRequest, opts ...grpc.CallOption) (*StatsResponse, error)
 	ImageList(ctx context.Context, in *ImageListRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ImageListResponse], error)
 	ImagePull(ctx context.Context, in *ImagePullRequest, opts ...grpc.CallOption) (*ImagePullResponse, error)
+	Kubeconfig(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (grpc.ServerStreamingClient[common.Data], error)
 }
 
 type machineServiceClient struct {
@@ -560,6 +562,25 @@ func (c *machineServiceClient) ImagePull(ctx context.Context, in *ImagePullReque
 	return out, nil
 }
 
+func (c *machineServiceClient) Kubeconfig(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (grpc.ServerStreamingClient[common.Data], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MachineService_ServiceDesc.Streams[9], MachineService_Kubeconfig_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[emptypb.Empty, common.Data]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MachineService_KubeconfigClient = grpc.ServerStreamingClient[common.Data]
+
 // MachineServiceServer is the server API for MachineService service.
 // All implementations must embed UnimplementedMachineServiceServer
 // for forward compatibility.
@@ -601,6 +622,7 @@ type MachineServiceServer interface {
 	Stats(context.Context, *StatsRequest) (*StatsResponse, error)
 	ImageList(*ImageListRequest, grpc.ServerStreamingServer[ImageListResponse]) error
 	ImagePull(context.Context, *ImagePullRequest) (*ImagePullResponse, error)
+	Kubeconfig(*emptypb.Empty, grpc.ServerStreamingServer[common.Data]) error
 	mustEmbedUnimplementedMachineServiceServer()
 }
 
@@ -721,6 +743,9 @@ func (UnimplementedMachineServiceServer) ImageList(*ImageListRequest, grpc.Serve
 }
 func (UnimplementedMachineServiceServer) ImagePull(context.Context, *ImagePullRequest) (*ImagePullResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImagePull not implemented")
+}
+func (UnimplementedMachineServiceServer) Kubeconfig(*emptypb.Empty, grpc.ServerStreamingServer[common.Data]) error {
+	return status.Error(codes.Unimplemented, "method Kubeconfig not implemented")
 }
 func (UnimplementedMachineServiceServer) mustEmbedUnimplementedMachineServiceServer() {}
 func (UnimplementedMachineServiceServer) testEmbeddedByValue()                        {}
@@ -1342,6 +1367,17 @@ func _MachineService_ImagePull_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MachineService_Kubeconfig_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(emptypb.Empty)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MachineServiceServer).Kubeconfig(m, &grpc.GenericServerStream[emptypb.Empty, common.Data]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MachineService_KubeconfigServer = grpc.ServerStreamingServer[common.Data]
+
 // MachineService_ServiceDesc is the grpc.ServiceDesc for MachineService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1506,6 +1542,11 @@ var MachineService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ImageList",
 			Handler:       _MachineService_ImageList_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Kubeconfig",
+			Handler:       _MachineService_Kubeconfig_Handler,
 			ServerStreams: true,
 		},
 	},

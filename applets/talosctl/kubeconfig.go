@@ -1,0 +1,317 @@
+package talosctl
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/internal/client"
+)
+
+func newKubeconfigCommand(g *GlobalFlags) *cobra.Command {
+	var force, merge bool
+
+	var contextName string
+
+	cmd := &cobra.Command{
+		Use:   "kubeconfig [local-path]",
+		Short: "Download the admin kubeconfig from the node",
+		Long: `Download the admin kubeconfig from a control plane node: a fresh client
+certificate (CN admin, group system:masters) signed by the cluster CA, for
+the cluster's control-plane endpoint.
+
+With no path it is merged into the default kubeconfig ($KUBECONFIG, else
+~/.kube/config) as the context admin@<cluster>, which becomes the current
+one. A path that is a directory gets a file named kubeconfig in it. With
+--merge=false, or when the target does not exist yet, the file is written
+whole (an existing file needs --force). When merging, a cluster, user or
+context of the same name is replaced with --force and otherwise kept, the new
+one getting a numbered name.`,
+		Example: `  talosctl -n 10.5.0.2 kubeconfig
+  talosctl -n 10.5.0.2 kubeconfig . --merge=false
+  talosctl -n 10.5.0.2 kubeconfig ~/lab.kubeconfig --force`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, merging, err := kubeconfigTarget(args, merge)
+			if err != nil {
+				return err
+			}
+
+			return g.withSession(false, func(s *session) error {
+				if err := singleNode(s); err != nil {
+					return err
+				}
+
+				results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) ([]byte, error) {
+					return fetchKubeconfig(ctx, c)
+				})
+
+				if err := reportErrors(cmd, results); err != nil {
+					return err
+				}
+
+				data := results[0].Value
+				if contextName != "" {
+					if data, err = renameKubeconfigContext(data, contextName); err != nil {
+						return err
+					}
+				}
+
+				return writeKubeconfig(cmd.OutOrStdout(), target, data, merging, force)
+			})
+		},
+	}
+
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "force overwrite of kubeconfig if already present, force overwrite on kubeconfig merge")
+	cmd.Flags().BoolVarP(&merge, "merge", "m", true, "merge with existing kubeconfig")
+	cmd.Flags().StringVar(&contextName, "force-context-name", "", "force context name for kubeconfig merge")
+
+	return cmd
+}
+
+// kubeconfigTarget is where the kubeconfig goes, and whether it is merged.
+func kubeconfigTarget(args []string, merge bool) (string, bool, error) {
+	if len(args) == 0 {
+		if env := os.Getenv("KUBECONFIG"); env != "" {
+			return filepath.SplitList(env)[0], merge, nil
+		}
+
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", false, fmt.Errorf("kubeconfig: no home directory: give a path")
+		}
+
+		return filepath.Join(home, ".kube", "config"), merge, nil
+	}
+
+	p := args[0]
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return filepath.Join(p, "kubeconfig"), false, nil
+	}
+
+	return p, merge, nil
+}
+
+// fetchKubeconfig reads the node's tar.gz and returns its one file.
+func fetchKubeconfig(ctx context.Context, c *client.Client) ([]byte, error) {
+	stream, err := c.Machine.Kubeconfig(ctx, &emptypb.Empty{})
+	if err != nil {
+		return nil, err
+	}
+
+	var buf bytes.Buffer
+	if err := copyStream(stream, &buf); err != nil {
+		return nil, err
+	}
+
+	zr, err := gzip.NewReader(&buf)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+
+	tr := tar.NewReader(zr)
+
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("kubeconfig: the node's archive holds no kubeconfig")
+		}
+
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+
+		if hdr.Name == "kubeconfig" {
+			return io.ReadAll(io.LimitReader(tr, 1<<20))
+		}
+	}
+}
+
+// kubeconfigFile is the part of a kubeconfig talosctl merges: named
+// entries whose bodies are kept as they are.
+type kubeconfigFile struct {
+	APIVersion     string         `yaml:"apiVersion"`
+	Kind           string         `yaml:"kind"`
+	Clusters       []namedEntry   `yaml:"clusters"`
+	Users          []namedEntry   `yaml:"users"`
+	Contexts       []namedEntry   `yaml:"contexts"`
+	CurrentContext string         `yaml:"current-context"`
+	Preferences    map[string]any `yaml:"preferences,omitempty"`
+	Rest           map[string]any `yaml:",inline"`
+}
+
+type namedEntry struct {
+	Name string         `yaml:"name"`
+	Rest map[string]any `yaml:",inline"`
+}
+
+func parseKubeconfig(data []byte, what string) (*kubeconfigFile, error) {
+	var k kubeconfigFile
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return nil, fmt.Errorf("%s: not a kubeconfig: %w", what, err)
+	}
+
+	return &k, nil
+}
+
+func renameKubeconfigContext(data []byte, name string) ([]byte, error) {
+	k, err := parseKubeconfig(data, "kubeconfig")
+	if err != nil {
+		return nil, err
+	}
+
+	for i := range k.Contexts {
+		if k.Contexts[i].Name == k.CurrentContext {
+			k.Contexts[i].Name = name
+		}
+	}
+
+	k.CurrentContext = name
+
+	return yaml.Marshal(k)
+}
+
+// writeKubeconfig writes data to path whole, or merges it into what path
+// holds. Files are 0600: a kubeconfig is a credential.
+func writeKubeconfig(out io.Writer, path string, data []byte, merge, force bool) error {
+	existing, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		merge = false
+	} else if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+
+	if !merge {
+		if existing != nil && !force {
+			return fmt.Errorf("kubeconfig file already exists, use --force to overwrite: %s", path)
+		}
+
+		return writeFile0600(path, data)
+	}
+
+	cur, err := parseKubeconfig(existing, path)
+	if err != nil {
+		return err
+	}
+
+	add, err := parseKubeconfig(data, "the node's kubeconfig")
+	if err != nil {
+		return err
+	}
+
+	renamed := mergeKubeconfig(cur, add, force)
+	for old, n := range renamed {
+		fmt.Fprintf(out, "renamed %q to %q: it exists already in %s (--force replaces it)\n", old, n, path)
+	}
+
+	merged, err := yaml.Marshal(cur)
+	if err != nil {
+		return err
+	}
+
+	return writeFile0600(path, merged)
+}
+
+// mergeKubeconfig adds add's entries to cur and makes add's context
+// current. A name cur already has is replaced with force, else the new
+// entry gets a free numbered name; renamed maps old context names to new.
+func mergeKubeconfig(cur, add *kubeconfigFile, force bool) map[string]string {
+	renamed := map[string]string{}
+
+	if cur.APIVersion == "" {
+		cur.APIVersion, cur.Kind = "v1", "Config"
+	}
+
+	place := func(list *[]namedEntry, e namedEntry) string {
+		for i, x := range *list {
+			if x.Name != e.Name {
+				continue
+			}
+
+			if force {
+				(*list)[i] = e
+				return e.Name
+			}
+
+			for n := 1; ; n++ {
+				name := e.Name + "-" + strconv.Itoa(n)
+				if !hasEntry(*list, name) {
+					e.Name = name
+					*list = append(*list, e)
+
+					return name
+				}
+			}
+		}
+
+		*list = append(*list, e)
+
+		return e.Name
+	}
+
+	clusterNames, userNames := map[string]string{}, map[string]string{}
+	for _, c := range add.Clusters {
+		clusterNames[c.Name] = place(&cur.Clusters, c)
+	}
+
+	for _, u := range add.Users {
+		userNames[u.Name] = place(&cur.Users, u)
+	}
+
+	for _, c := range add.Contexts {
+		if ctx, ok := c.Rest["context"].(map[string]any); ok {
+			if n, ok := clusterNames[fmt.Sprint(ctx["cluster"])]; ok {
+				ctx["cluster"] = n
+			}
+
+			if n, ok := userNames[fmt.Sprint(ctx["user"])]; ok {
+				ctx["user"] = n
+			}
+		}
+
+		name := place(&cur.Contexts, c)
+		if name != c.Name {
+			renamed[c.Name] = name
+		}
+
+		if c.Name == add.CurrentContext {
+			cur.CurrentContext = name
+		}
+	}
+
+	return renamed
+}
+
+func hasEntry(list []namedEntry, name string) bool {
+	for _, e := range list {
+		if e.Name == name {
+			return true
+		}
+	}
+
+	return false
+}
+
+func writeFile0600(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,106 @@
+package talosctl
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const nodeKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster:
+    server: https://10.5.0.2:6443
+users:
+- name: admin@lab
+  user:
+    client-certificate-data: Y2VydA==
+contexts:
+- name: admin@lab
+  context:
+    cluster: lab
+    namespace: default
+    user: admin@lab
+current-context: admin@lab
+`
+
+func TestKubeconfigMerge(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+
+	var out bytes.Buffer
+
+	// A new file is written whole, 0600.
+	if err := writeKubeconfig(&out, path, []byte(nodeKubeconfig), true, false); err != nil {
+		t.Fatal(err)
+	}
+
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode: %v %v", fi, err)
+	}
+
+	// The same cluster again keeps the first and adds a numbered one.
+	if err := writeKubeconfig(&out, path, []byte(strings.ReplaceAll(nodeKubeconfig, "10.5.0.2", "10.5.0.3")), true, false); err != nil {
+		t.Fatal(err)
+	}
+
+	k := readKubeconfig(t, path)
+	if len(k.Contexts) != 2 || k.CurrentContext != "admin@lab-1" || len(k.Clusters) != 2 {
+		t.Fatalf("merged: %+v", k)
+	}
+
+	ctx := k.Contexts[1].Rest["context"].(map[string]any)
+	if ctx["cluster"] != "lab-1" || ctx["user"] != "admin@lab-1" {
+		t.Errorf("the renamed context points at its own cluster and user: %v", ctx)
+	}
+
+	if !strings.Contains(out.String(), `renamed "admin@lab" to "admin@lab-1"`) {
+		t.Errorf("output: %s", out.String())
+	}
+
+	// --force replaces in place.
+	if err := writeKubeconfig(&out, path, []byte(strings.ReplaceAll(nodeKubeconfig, "10.5.0.2", "10.5.0.9")), true, true); err != nil {
+		t.Fatal(err)
+	}
+
+	k = readKubeconfig(t, path)
+	if len(k.Clusters) != 2 || k.Clusters[0].Rest["cluster"].(map[string]any)["server"] != "https://10.5.0.9:6443" || k.CurrentContext != "admin@lab" {
+		t.Errorf("forced: %+v", k)
+	}
+
+	// Without merging, an existing file needs --force.
+	if err := writeKubeconfig(&out, path, []byte(nodeKubeconfig), false, false); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("overwrite without --force: %v", err)
+	}
+
+	// A file that is not a kubeconfig is not merged into (nor lost).
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("clusters: [: nope"), 0o600) //nolint:errcheck // the read below tells
+
+	if err := writeKubeconfig(&out, bad, []byte(nodeKubeconfig), true, false); err == nil || !strings.Contains(err.Error(), "not a kubeconfig") {
+		t.Errorf("bad file: %v", err)
+	}
+
+	if b, _ := os.ReadFile(bad); string(b) != "clusters: [: nope" {
+		t.Error("the bad file was changed")
+	}
+}
+
+func readKubeconfig(t *testing.T, path string) *kubeconfigFile {
+	t.Helper()
+
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	k, err := parseKubeconfig(data, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return k
+}

@@ -1,0 +1,195 @@
+package k8s
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/images"
+)
+
+// Defaults Talos applies when the config is silent.
+const (
+	DefaultAPIServerPort = 6443
+	DefaultDNSDomain     = "cluster.local"
+	DefaultPodSubnet     = "10.244.0.0/16"
+	DefaultServiceSubnet = "10.96.0.0/12"
+)
+
+// The paths the control plane reads (REFERENCE-K8S §1.2).
+const (
+	SecretsDir = "/system/secrets/kubernetes"
+	ConfigDir  = "/system/config/kubernetes"
+	AuditDir   = "/var/log/audit/kube"
+)
+
+// Cluster is what every Kubernetes controller reads from the config,
+// with Talos's defaults filled in.
+type Cluster struct {
+	Name           string
+	Endpoint       *url.URL
+	LocalPort      int
+	DNSDomain      string
+	PodSubnets     []string
+	ServiceSubnets []string
+	Version        string // "1.34.12", from the apiserver image tag
+}
+
+// ClusterFrom reads the cluster section.
+func ClusterFrom(cfg *configs.Config) (Cluster, error) {
+	if cfg == nil || cfg.Cluster == nil {
+		return Cluster{}, fmt.Errorf("the config has no cluster section")
+	}
+
+	c := cfg.Cluster
+	out := Cluster{Name: c.ClusterName, LocalPort: DefaultAPIServerPort, DNSDomain: DefaultDNSDomain,
+		PodSubnets: []string{DefaultPodSubnet}, ServiceSubnets: []string{DefaultServiceSubnet}, Version: images.Kubernetes}
+
+	if c.ControlPlane == nil || c.ControlPlane.Endpoint == "" {
+		return Cluster{}, fmt.Errorf("cluster.controlPlane.endpoint is required")
+	}
+
+	u, err := url.Parse(c.ControlPlane.Endpoint)
+	if err != nil {
+		return Cluster{}, fmt.Errorf("cluster.controlPlane.endpoint: %w", err)
+	}
+
+	out.Endpoint = u
+
+	if c.ControlPlane.LocalAPIServerPort != 0 {
+		out.LocalPort = c.ControlPlane.LocalAPIServerPort
+	}
+
+	if n := c.Network; n != nil {
+		out.DNSDomain = cmp.Or(n.DNSDomain, out.DNSDomain)
+
+		if len(n.PodSubnets) > 0 {
+			out.PodSubnets = slices.Clone(n.PodSubnets)
+		}
+
+		if len(n.ServiceSubnets) > 0 {
+			out.ServiceSubnets = slices.Clone(n.ServiceSubnets)
+		}
+	}
+
+	if c.APIServer != nil {
+		if v := imageVersion(c.APIServer.Image); v != "" {
+			out.Version = v
+		}
+	}
+
+	return out, nil
+}
+
+// imageVersion is the semver of an image tag ("registry.k8s.io/kube-apiserver:v1.34.12" → "1.34.12").
+func imageVersion(image string) string {
+	for i := len(image) - 1; i >= 0 && image[i] != '/'; i-- {
+		if image[i] == ':' {
+			if v, err := images.CanonicalKubernetes(image[i+1:]); err == nil {
+				return v
+			}
+
+			return ""
+		}
+	}
+
+	return ""
+}
+
+func volumes(in []configs.VolumeMount) []ExtraVolume {
+	out := make([]ExtraVolume, 0, len(in))
+
+	for i, v := range in {
+		out = append(out, ExtraVolume{Name: "extra-" + strconv.Itoa(i), HostPath: v.HostPath, MountPath: v.MountPath, ReadOnly: v.ReadOnly})
+	}
+
+	return out
+}
+
+func resources(r *configs.ResourcesConfig, defCPU, defMem string) Resources {
+	out := Resources{Requests: map[string]string{"cpu": defCPU, "memory": defMem}}
+	if r == nil {
+		return out
+	}
+
+	for k, v := range r.Requests {
+		out.Requests[k] = fmt.Sprint(v)
+	}
+
+	if len(r.Limits) > 0 {
+		out.Limits = map[string]string{}
+
+		for k, v := range r.Limits {
+			out.Limits[k] = fmt.Sprint(v)
+		}
+	}
+
+	return out
+}
+
+// ComponentConfigs are the three control-plane components' configs of a
+// control-plane node, by ID.
+func ComponentConfigs(cfg *configs.Config) (map[string]ComponentConfigSpec, error) {
+	cl, err := ClusterFrom(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	c := cfg.Cluster
+	out := map[string]ComponentConfigSpec{}
+
+	api := ComponentConfigSpec{Image: images.APIServer(cl.Version).String(), Enabled: true,
+		EtcdServers: []string{"https://127.0.0.1:2379"}, LocalPort: cl.LocalPort,
+		ServiceCIDRs: cl.ServiceSubnets, PodCIDRs: cl.PodSubnets, ControlPlaneEndpoint: cl.Endpoint.String(),
+		Resources: resources(nil, "200m", "512Mi")}
+
+	if a := c.APIServer; a != nil {
+		api.Image = cmp.Or(a.Image, api.Image)
+		api.ExtraArgs = maps.Clone(a.ExtraArgs)
+		api.ExtraVolumes = volumes(a.ExtraVolumes)
+		api.Env = maps.Clone(a.Env)
+		api.Resources = resources(a.Resources, "200m", "512Mi")
+	}
+
+	out[APIServerID] = api
+
+	cm := ComponentConfigSpec{Image: images.ControllerManager(cl.Version).String(), Enabled: true,
+		ServiceCIDRs: cl.ServiceSubnets, PodCIDRs: cl.PodSubnets, Resources: resources(nil, "50m", "256Mi")}
+
+	if x := c.ControllerManager; x != nil {
+		cm.Image = cmp.Or(x.Image, cm.Image)
+		cm.ExtraArgs = maps.Clone(x.ExtraArgs)
+		cm.ExtraVolumes = volumes(x.ExtraVolumes)
+		cm.Env = maps.Clone(x.Env)
+		cm.Resources = resources(x.Resources, "50m", "256Mi")
+	}
+
+	sch := ComponentConfigSpec{Image: images.Scheduler(cl.Version).String(), Enabled: true, Resources: resources(nil, "10m", "64Mi")}
+
+	if x := c.Scheduler; x != nil {
+		sch.Image = cmp.Or(x.Image, sch.Image)
+		sch.ExtraArgs = maps.Clone(x.ExtraArgs)
+		sch.ExtraVolumes = volumes(x.ExtraVolumes)
+		sch.Env = maps.Clone(x.Env)
+		sch.Resources = resources(x.Resources, "10m", "64Mi")
+	}
+
+	if m := cfg.Machine; m != nil && m.ControlPlane != nil {
+		if t := m.ControlPlane.ControllerManager; t != nil && t.Disabled {
+			cm.Enabled = false
+		}
+
+		if t := m.ControlPlane.Scheduler; t != nil && t.Disabled {
+			sch.Enabled = false
+		}
+	}
+
+	out[ControllerManagerID] = cm
+	out[SchedulerID] = sch
+
+	return out, nil
+}

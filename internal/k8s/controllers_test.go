@@ -1,0 +1,226 @@
+package k8s
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/supervisor"
+)
+
+// graph runs the control-plane controllers on a real bus, with the
+// network's and the supervisor's resources written by the test.
+type graph struct {
+	t     *testing.T
+	store *bus.Store
+	root  string
+}
+
+func startGraph(t *testing.T) *graph {
+	t.Helper()
+
+	g := &graph{t: t, store: bus.NewStore(bus.StoreOptions{}), root: t.TempDir()}
+	rt := bus.NewRuntime(g.store, bus.RuntimeOptions{})
+
+	for _, c := range []bus.Controller{
+		ControlPlaneController{},
+		&RenderSecretsController{Root: g.root},
+		&RenderConfigsController{Root: g.root},
+		StaticPodController{},
+		&StaticPodServerController{},
+		NodenameController{},
+		NodeIPController{},
+		&KubeletSpecController{},
+		&ManifestController{},
+	} {
+		if err := rt.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+
+	go func() {
+		defer close(done)
+		rt.Run(ctx) //nolint:errcheck // ends with the test
+	}()
+
+	t.Cleanup(func() { cancel(); <-done })
+
+	return g
+}
+
+func put[S any](g *graph, r *bus.Typed[S], owner string) {
+	g.t.Helper()
+
+	spec := *r.TypedSpec()
+
+	if _, err := g.store.Modify(context.Background(), r, func(res bus.Resource) error {
+		*res.(*bus.Typed[S]).TypedSpec() = spec
+		return nil
+	}, bus.WithOwner(owner)); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *graph) setConfig(cfg *configs.Config) {
+	put(g, bus.NewTyped(machine.NamespaceConfig, machine.MachineConfigType, machine.ActiveConfigID, machine.MachineConfigSpec{Config: cfg}), "machined")
+}
+
+// wait polls the bus until cond holds; the controllers react to events,
+// so this only waits for them.
+func (g *graph) wait(what string, cond func() bool) {
+	g.t.Helper()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			g.t.Fatalf("timed out waiting for %s", what)
+		}
+
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (g *graph) staticPods() map[string]map[string]any {
+	pods, err := bus.ListAs[*StaticPod](context.Background(), g.store, bus.Kind{Namespace: NamespaceK8s, Type: StaticPodType})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+
+	out := map[string]map[string]any{}
+	for _, p := range pods {
+		out[p.Metadata().ID] = p.TypedSpec().Pod
+	}
+
+	return out
+}
+
+func annotation(pod map[string]any, key string) string {
+	v, _ := pod["metadata"].(map[string]any)["annotations"].(map[string]any)[key].(string)
+	return v
+}
+
+func TestControlPlaneGraph(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the secrets are chowned to the components' users: needs root")
+	}
+
+	cp, _ := generated(t)
+	g := startGraph(t)
+
+	g.setConfig(cp)
+	put(g, bus.NewTyped(network.Namespace, network.HostnameStatusType, network.HostnameID, network.HostnameStatusSpec{Hostname: "CP-1"}), "network")
+	put(g, bus.NewTyped(network.Namespace, network.NodeAddressType, network.NodeAddressesCur,
+		network.NodeAddressSpec{Addresses: []netip.Prefix{netip.MustParsePrefix("10.5.0.2/24")}}), "network")
+
+	g.wait("secrets and configs written", func() bool {
+		for _, typ := range []string{SecretsStatusType, ConfigStatusType} {
+			s, err := bus.GetAs[*Status](context.Background(), g.store, bus.Pointer{Namespace: NamespaceControlPlane, Type: typ, ID: StaticPodsStatusID})
+			if err != nil || !s.TypedSpec().Ready {
+				return false
+			}
+		}
+
+		return true
+	})
+
+	for _, f := range []string{"kube-apiserver/apiserver.crt", "kube-apiserver/encryptionconfig.yaml", "kube-scheduler/kubeconfig"} {
+		fi, err := os.Stat(filepath.Join(g.root, SecretsDir, f))
+		if err != nil || fi.Mode().Perm() != 0o400 {
+			t.Errorf("%s: %v %v", f, fi, err)
+		}
+	}
+
+	if len(g.staticPods()) != 0 {
+		t.Fatal("static pods before etcd is healthy")
+	}
+
+	put(g, bus.NewTyped(supervisor.Namespace, supervisor.ServiceType, "etcd", supervisor.ServiceSpec{State: "Running", Running: true, Healthy: true}), supervisor.Owner)
+	g.wait("three static pods", func() bool { return len(g.staticPods()) == 3 })
+
+	api := g.staticPods()[APIServerID]
+	cfgVersion, secVersion := annotation(api, "talos.dev/config-version"), annotation(api, "talos.dev/secrets-version")
+
+	if cfgVersion == "" || secVersion == "" || annotation(api, "talos.dev/config-file-version") == "" {
+		t.Fatalf("annotations: %v", api["metadata"])
+	}
+
+	// The kubelet reads them from the static pod server.
+	var url string
+
+	g.wait("the kubelet spec", func() bool {
+		ks, err := bus.GetAs[*KubeletSpec](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubeletSpecType, ID: KubeletID})
+		if err != nil {
+			return false
+		}
+
+		url, _ = ks.TypedSpec().Config["staticPodURL"].(string)
+
+		return strings.Contains(strings.Join(ks.TypedSpec().Args, " "), "--hostname-override=cp-1 ")
+	})
+
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+
+	var list struct {
+		Kind  string           `yaml:"kind"`
+		Items []map[string]any `yaml:"items"`
+	}
+
+	if err := yaml.Unmarshal(body, &list); err != nil || list.Kind != "PodList" || len(list.Items) != 3 {
+		t.Fatalf("static pod server: %v %s", err, body)
+	}
+
+	// An extra arg bumps the apiserver's config version only.
+	next := *cp
+	cl := *cp.Cluster
+	api2 := *cp.Cluster.APIServer
+	api2.ExtraArgs = map[string]string{"v": "3"}
+	cl.APIServer = &api2
+	next.Cluster = &cl
+	g.setConfig(&next)
+
+	g.wait("the apiserver pod with the new flag", func() bool {
+		p := g.staticPods()[APIServerID]
+		return p != nil && strings.Contains(strings.Join(command(t, p), " "), "--v=3")
+	})
+
+	api = g.staticPods()[APIServerID]
+	if annotation(api, "talos.dev/config-version") == cfgVersion || annotation(api, "talos.dev/secrets-version") != secVersion {
+		t.Errorf("versions after a flag change: config %s→%s, secrets %s→%s", cfgVersion, annotation(api, "talos.dev/config-version"),
+			secVersion, annotation(api, "talos.dev/secrets-version"))
+	}
+
+	if annotation(g.staticPods()[SchedulerID], "talos.dev/config-version") == "" {
+		t.Error("scheduler lost its annotation")
+	}
+
+	// Bootstrap manifests are rendered for the control plane.
+	g.wait("manifests", func() bool {
+		ms, _ := g.store.List(context.Background(), bus.Kind{Namespace: NamespaceControlPlane, Type: ManifestType})
+		return len(ms) >= 8
+	})
+
+	// etcd going away tears the control plane down.
+	put(g, bus.NewTyped(supervisor.Namespace, supervisor.ServiceType, "etcd", supervisor.ServiceSpec{State: "Failed"}), supervisor.Owner)
+	g.wait("no static pods", func() bool { return len(g.staticPods()) == 0 })
+}

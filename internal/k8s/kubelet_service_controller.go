@@ -1,0 +1,103 @@
+package k8s
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/supervisor"
+)
+
+// KubeletServiceController writes the kubelet's files whenever its spec
+// or the cluster's secrets change, and restarts a kubelet that runs with
+// an older spec (Talos's KubeletServiceController).
+type KubeletServiceController struct {
+	kubelet *kubelet
+}
+
+// Name implements bus.Controller.
+func (*KubeletServiceController) Name() string { return "k8s.KubeletServiceController" }
+
+// Inputs implements bus.Controller.
+func (*KubeletServiceController) Inputs() []bus.Input {
+	return []bus.Input{machineConfigInput, {Namespace: NamespaceK8s, Type: KubeletSpecType, ID: KubeletID}}
+}
+
+// Outputs implements bus.Controller: the kubelet's files and service.
+func (*KubeletServiceController) Outputs() []bus.Output { return nil }
+
+// Run implements bus.Controller.
+func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	kl := c.kubelet
+	root := kl.k.root()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.EventCh():
+		}
+
+		cfg, err := activeConfig(ctx, r)
+		if err != nil {
+			return err
+		}
+
+		res, err := bus.GetAs[*KubeletSpec](ctx, r, bus.Pointer{Namespace: NamespaceK8s, Type: KubeletSpecType, ID: KubeletID})
+		if bus.IsNotFound(err) || cfg == nil {
+			continue
+		}
+
+		if err != nil {
+			return err
+		}
+
+		spec := *res.TypedSpec()
+
+		files, err := kubeletFiles(cfg, spec)
+		if err == nil {
+			err = WriteFiles(root, files, false)
+		}
+
+		if err == nil {
+			err = writeResolvConf(root)
+		}
+
+		if err != nil {
+			r.Logger().Error("kubelet files", "error", err)
+			continue
+		}
+
+		for _, d := range []string{ManifestsDir, "/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/etc/cni/net.d"} {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				r.Logger().Error("kubelet directories", "error", err)
+			}
+		}
+
+		if kl.changed(spec) {
+			if sup := kl.node.Supervisor(); sup != nil {
+				if st, ok := sup.Status(KubeletServiceID); ok && st.State == supervisor.Running {
+					r.Logger().Info("restarting kubelet: its spec changed")
+
+					if err := sup.Restart(ctx, KubeletServiceID); err != nil {
+						r.Logger().Error("restart kubelet", "error", err)
+					}
+				}
+			}
+		}
+
+		r.ResetRestartBackoff()
+	}
+}
+
+// writeResolvConf gives the kubelet the node's resolvers at Talos's path
+// (pods with dnsPolicy Default and CoreDNS read it).
+func writeResolvConf(root string) error {
+	data, err := os.ReadFile(filepath.Join(root, "/etc/resolv.conf"))
+	if err != nil {
+		data = []byte("nameserver 127.0.0.1\n")
+	}
+
+	return WriteFiles(root, []File{{Path: ResolvConfPath, Mode: 0o644, Data: data}}, false)
+}

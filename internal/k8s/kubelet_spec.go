@@ -1,0 +1,232 @@
+package k8s
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/images"
+)
+
+// The kubelet's files (REFERENCE-K8S §1.2).
+const (
+	KubeletConfigPath       = "/etc/kubernetes/kubelet.yaml"
+	KubeletBootstrapPath    = "/etc/kubernetes/bootstrap-kubeconfig"
+	KubeletKubeconfigPath   = "/etc/kubernetes/kubeconfig-kubelet"
+	KubeletCAPath           = "/etc/kubernetes/pki/ca.crt"
+	KubeletCertDir          = "/var/lib/kubelet/pki"
+	ManifestsDir            = "/etc/kubernetes/manifests"
+	ResolvConfPath          = "/system/resolved/resolv.conf"
+	KubeletHealthzURL       = "http://127.0.0.1:10248/healthz"
+	containerRuntimeSocket  = "unix:///run/containerd/containerd.sock"
+	controlPlaneTaint       = "node-role.kubernetes.io/control-plane"
+	kubeletConfigAPIVersion = "kubelet.config.k8s.io/v1beta1"
+)
+
+// protectedKubeletFields may not come from machine.kubelet.extraConfig.
+var protectedKubeletFields = []string{"apiVersion", "authentication", "authorization", "cgroupRoot", "kind", "kubeletCgroups",
+	"port", "protectKernelDefaults", "resolvConf", "rotateCertificates", "systemCgroups", "staticPodPath", "seccompDefault"}
+
+// KubeletInputs are what the kubelet's spec is made from besides the config.
+type KubeletInputs struct {
+	Nodename     string
+	NodeIPs      []string
+	StaticPodURL string
+	// InContainer is a node in a container (Docker): the kernel's
+	// defaults are the host's, not ours to protect.
+	InContainer bool
+}
+
+// KubeletSpecFor renders the kubelet's command line and configuration.
+func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (KubeletSpecSpec, error) {
+	cl, err := ClusterFrom(cfg)
+	if err != nil {
+		return KubeletSpecSpec{}, err
+	}
+
+	k := cfg.Machine.Kubelet
+	if k == nil {
+		k = &configs.KubeletConfig{}
+	}
+
+	spec := KubeletSpecSpec{Image: cmp.Or(k.Image, images.Kubelet(cl.Version).String()), ExpectedNodename: in.Nodename}
+
+	args := argSet{
+		"bootstrap-kubeconfig": KubeletBootstrapPath,
+		"cert-dir":             KubeletCertDir,
+		"config":               KubeletConfigPath,
+		"hostname-override":    in.Nodename,
+		"kubeconfig":           KubeletKubeconfigPath,
+	}
+
+	if len(in.NodeIPs) > 0 {
+		args["node-ip"] = strings.Join(in.NodeIPs, ",")
+	}
+
+	if k.SkipNodeRegistration {
+		delete(args, "bootstrap-kubeconfig")
+		delete(args, "kubeconfig")
+	}
+
+	if _, ok := k.ExtraArgs["hostname-override"]; ok {
+		spec.ExpectedNodename = ""
+	}
+
+	if err := args.merge(k.ExtraArgs, kubeletPolicies, "machine.kubelet.extraArgs"); err != nil {
+		return KubeletSpecSpec{}, err
+	}
+
+	spec.Args = args.args()
+
+	for _, m := range k.ExtraMounts {
+		spec.ExtraMounts = append(spec.ExtraMounts, Mount{Destination: m.Destination, Type: cmp.Or(m.Type, "bind"), Source: m.Source, Options: slices.Clone(m.Options)})
+	}
+
+	if spec.Config, err = kubeletConfiguration(cfg, k, cl, in); err != nil {
+		return KubeletSpecSpec{}, err
+	}
+
+	return spec, nil
+}
+
+func kubeletConfiguration(cfg *configs.Config, k *configs.KubeletConfig, cl Cluster, in KubeletInputs) (map[string]any, error) {
+	c := maps.Clone(map[string]any(k.ExtraConfig))
+	if c == nil {
+		c = map[string]any{}
+	}
+
+	for _, f := range protectedKubeletFields {
+		if _, ok := c[f]; ok {
+			return nil, fmt.Errorf("machine.kubelet.extraConfig.%s: the field is set by talosbox and may not be overridden", f)
+		}
+	}
+
+	c["apiVersion"], c["kind"] = kubeletConfigAPIVersion, "KubeletConfiguration"
+	c["staticPodPath"] = ManifestsDir
+
+	if k.DisableManifestsDirectory {
+		delete(c, "staticPodPath")
+	}
+
+	if in.StaticPodURL != "" {
+		c["staticPodURL"] = in.StaticPodURL
+	}
+
+	c["port"] = 10250
+	c["authentication"] = map[string]any{
+		"x509":      map[string]any{"clientCAFile": KubeletCAPath},
+		"webhook":   map[string]any{"enabled": true},
+		"anonymous": map[string]any{"enabled": false},
+	}
+	c["authorization"] = map[string]any{"mode": "Webhook"}
+
+	if k.SkipNodeRegistration {
+		c["authentication"].(map[string]any)["webhook"] = map[string]any{"enabled": false} //nolint:forcetypeassert // set above
+		c["authorization"] = map[string]any{"mode": "AlwaysAllow"}
+	}
+
+	c["cgroupRoot"] = "/"
+	c["kubeletCgroups"] = "/podruntime/kubelet"
+
+	if !in.InContainer {
+		c["systemCgroups"] = "/system"
+	}
+
+	c["rotateCertificates"] = true
+	c["protectKernelDefaults"] = !in.InContainer
+	c["containerRuntimeEndpoint"] = containerRuntimeSocket
+	c["resolvConf"] = ResolvConfPath
+
+	if k.DefaultRuntimeSeccompProfileEnabled {
+		c["seccompDefault"] = true
+	}
+
+	if cfg.IsControlPlane() && (cfg.Cluster == nil || !cfg.Cluster.AllowSchedulingOnControlPlanes) {
+		if _, ok := k.ExtraArgs["register-with-taints"]; !ok {
+			taints, _ := c["registerWithTaints"].([]any)
+			if !slices.ContainsFunc(taints, func(t any) bool { m, _ := t.(map[string]any); return m["key"] == controlPlaneTaint }) {
+				taints = append(taints, map[string]any{"key": controlPlaneTaint, "effect": "NoSchedule"})
+			}
+
+			c["registerWithTaints"] = taints
+		}
+	}
+
+	setDefault := func(key string, v any) {
+		if _, ok := c[key]; !ok {
+			c[key] = v
+		}
+	}
+
+	setDefault("address", "0.0.0.0")
+	setDefault("oomScoreAdj", -450)
+	setDefault("clusterDomain", cl.DNSDomain)
+
+	dns := k.ClusterDNS
+	if len(dns) == 0 {
+		ips, err := DNSServiceIPs(cl.ServiceSubnets)
+		if err != nil {
+			return nil, err
+		}
+
+		for _, ip := range ips {
+			dns = append(dns, ip.String())
+		}
+	}
+
+	setDefault("clusterDNS", toAny(dns))
+	setDefault("serializeImagePulls", false)
+	setDefault("failSwapOn", false)
+
+	mem := "384Mi"
+	if cfg.IsControlPlane() {
+		mem = "512Mi"
+	}
+
+	setDefault("systemReserved", map[string]any{"cpu": "50m", "pid": "100", "ephemeral-storage": "256Mi", "memory": mem})
+	setDefault("logging", map[string]any{"format": "json"})
+	setDefault("streamingConnectionIdleTimeout", "5m0s")
+	setDefault("tlsMinVersion", "VersionTLS13")
+
+	return c, nil
+}
+
+// DNSServiceIPs are the cluster DNS service's addresses: the 10th IP of
+// each service CIDR (10.96.0.10), as Talos and kubeadm pick it.
+func DNSServiceIPs(serviceSubnets []string) ([]netip.Addr, error) {
+	return nthIPs(serviceSubnets, 10)
+}
+
+// APIServerServiceIPs are the kubernetes service's addresses: the first
+// IP of each service CIDR (10.96.0.1).
+func APIServerServiceIPs(serviceSubnets []string) ([]netip.Addr, error) {
+	return nthIPs(serviceSubnets, 1)
+}
+
+func nthIPs(subnets []string, n int) ([]netip.Addr, error) {
+	var out []netip.Addr
+
+	for _, s := range subnets {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.network.serviceSubnets: %q: %w", s, err)
+		}
+
+		a := p.Masked().Addr()
+		for range n {
+			a = a.Next()
+		}
+
+		if !p.Contains(a) {
+			return nil, fmt.Errorf("cluster.network.serviceSubnets: %s is too small", s)
+		}
+
+		out = append(out, a)
+	}
+
+	return out, nil
+}

@@ -1,0 +1,84 @@
+package k8s
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/supervisor"
+)
+
+// Options configure Kubernetes on a node; the zero value is a node's.
+type Options struct {
+	// Root is where the absolute paths Kubernetes uses are ("/").
+	Root string
+	// NoKubelet runs the controllers but not the kubelet (nodes that share
+	// the host's filesystem, as some tests run them).
+	NoKubelet bool
+	// EtcdClient is the local etcd member's client, for the manifest
+	// apply lock.
+	EtcdClient func(ctx context.Context) (*clientv3.Client, error)
+}
+
+// Kubernetes is one node's Kubernetes: its controllers and the kubelet.
+// machined wires it in beside the control plane's Plane.
+type Kubernetes struct {
+	opts    Options
+	kubelet *kubelet
+}
+
+// New makes the node's Kubernetes.
+func New(opts Options) *Kubernetes { return &Kubernetes{opts: opts} }
+
+func (k *Kubernetes) root() string {
+	if k.opts.Root == "" {
+		return "/"
+	}
+
+	return k.opts.Root
+}
+
+// Controllers are machine.Options.Controllers' share for Kubernetes.
+func (k *Kubernetes) Controllers(n *machine.Node) []bus.Controller {
+	if k.kubelet == nil {
+		k.kubelet = &kubelet{k: k, node: n}
+	}
+
+	inContainer := !n.Platform().IsMetal()
+
+	cs := []bus.Controller{
+		ControlPlaneController{},
+		&RenderSecretsController{Root: k.opts.Root},
+		&RenderConfigsController{Root: k.opts.Root},
+		StaticPodController{},
+		&StaticPodServerController{},
+		NodenameController{},
+		NodeIPController{},
+		&KubeletSpecController{InContainer: inContainer},
+		&ManifestController{},
+		&ManifestApplyController{EtcdClient: k.opts.EtcdClient},
+		&NodeLabelController{},
+		&StaticPodStatusController{Root: k.opts.Root},
+	}
+
+	if !k.opts.NoKubelet {
+		cs = append(cs, &KubeletServiceController{kubelet: k.kubelet})
+	}
+
+	return cs
+}
+
+// Services are machine.Options.Services' share: the kubelet, on every
+// node with a cluster to join.
+func (k *Kubernetes) Services(n *machine.Node, cfg *configs.Config) []supervisor.Service {
+	if k.opts.NoKubelet || cfg == nil || cfg.Cluster == nil || k.kubelet == nil {
+		return nil
+	}
+
+	k.kubelet.restrictOOM = !n.CanLowerOOMScoreAdj()
+
+	return []supervisor.Service{k.kubelet.service()}
+}

@@ -1,0 +1,309 @@
+package manifests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+// templateData is what the templates see. Every value a user controls is
+// either validated here or written through the json function, so a config
+// value can never change the YAML's structure.
+type templateData struct {
+	TokenID, TokenSecret string
+	Server               string
+	DNSDomain            string
+	DNSServiceIPs        []dnsIP
+
+	ProxyImage string
+	ProxyArgs  []string
+
+	CoreDNSImage string
+
+	FlannelImage   string
+	FlannelArgs    []string
+	FlannelCNIConf string
+	FlannelNetConf string
+}
+
+type dnsIP struct{ IP, Family string }
+
+// A bootstrap token is "[a-z0-9]{6}.[a-z0-9]{16}" (the kube-apiserver's
+// bootstrap authenticator accepts nothing else).
+var bootstrapToken = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{16})$`)
+
+// A DNS domain goes into the Corefile unquoted, so it is held to the
+// characters a domain may have.
+var dnsDomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// deniedProxyArgs are the kube-proxy flags Talos sets itself and refuses
+// from cluster.proxy.extraArgs: the kubeconfig is the in-cluster one.
+var deniedProxyArgs = []string{"kubeconfig"}
+
+// nftablesSince is the first kube-proxy minor whose default mode is
+// nftables in Talos (kube-proxy's nftables mode went GA in 1.31).
+const nftablesSince = 31
+
+func newTemplateData(o Options) (*templateData, error) {
+	defaultImages(&o)
+
+	m := bootstrapToken.FindStringSubmatch(o.BootstrapToken)
+	if m == nil {
+		return nil, fmt.Errorf("cluster.token: want <6 of [a-z0-9]>.<16 of [a-z0-9]>, got %d characters", len(o.BootstrapToken))
+	}
+
+	if err := checkServer(o.Server); err != nil {
+		return nil, err
+	}
+
+	d := &templateData{
+		TokenID: m[1], TokenSecret: m[2], Server: o.Server,
+		DNSDomain:    orDefault(o.DNSDomain, defaultDNSDomain),
+		ProxyImage:   o.ProxyImage,
+		CoreDNSImage: o.CoreDNSImage,
+		FlannelImage: o.FlannelImage,
+		FlannelArgs:  append([]string{"--ip-masq", "--kube-subnet-mgr"}, o.FlannelExtraArgs...),
+	}
+
+	if !dnsDomain.MatchString(d.DNSDomain) {
+		return nil, fmt.Errorf("cluster.network.dnsDomain %q is not a DNS domain", d.DNSDomain)
+	}
+
+	pods := o.PodSubnets
+	if len(pods) == 0 {
+		pods = []string{defaultPodSubnet}
+	}
+
+	for _, p := range pods {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			return nil, fmt.Errorf("cluster.network.podSubnets: %w", err)
+		}
+	}
+
+	if err := d.setDNSIPs(o); err != nil {
+		return nil, err
+	}
+
+	var err error
+	if d.ProxyArgs, err = proxyArgs(o, pods); err != nil {
+		return nil, err
+	}
+
+	if d.FlannelNetConf, err = flannelNetConf(pods); err != nil {
+		return nil, err
+	}
+
+	d.FlannelCNIConf = flannelCNIConf
+
+	return d, nil
+}
+
+func checkServer(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("cluster endpoint: %w", err)
+	}
+
+	if u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("cluster endpoint %q: want https://host:port", s)
+	}
+
+	return nil
+}
+
+func (d *templateData) setDNSIPs(o Options) error {
+	ips := o.DNSServiceIPs
+	if len(ips) == 0 {
+		subnets := o.ServiceSubnets
+		if len(subnets) == 0 {
+			subnets = []string{defaultServiceSubnet}
+		}
+
+		var err error
+		if ips, err = dnsServiceIPs(subnets); err != nil {
+			return err
+		}
+	}
+
+	for _, s := range ips {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return fmt.Errorf("DNS service IP: %w", err)
+		}
+
+		fam := "IPv4"
+		if a.Is6() {
+			fam = "IPv6"
+		}
+
+		if slices.ContainsFunc(d.DNSServiceIPs, func(x dnsIP) bool { return x.Family == fam }) {
+			return fmt.Errorf("DNS service IPs %v: at most one per address family", ips)
+		}
+
+		d.DNSServiceIPs = append(d.DNSServiceIPs, dnsIP{IP: a.String(), Family: fam})
+	}
+
+	return nil
+}
+
+// proxyArgs are Talos's kube-proxy flags with cluster.proxy.extraArgs
+// merged over them (an extra arg replaces a default of the same name),
+// sorted by name as Talos's argument builder prints them.
+func proxyArgs(o Options, pods []string) ([]string, error) {
+	mode := o.ProxyMode
+	if mode == "" {
+		mode = defaultProxyMode(o.ProxyImage)
+	}
+
+	args := map[string]string{
+		"cluster-cidr":           strings.Join(pods, ","),
+		"conntrack-max-per-core": "0",
+		"hostname-override":      "$(NODE_NAME)",
+		"kubeconfig":             "/etc/kubernetes/kubeconfig",
+		"proxy-mode":             mode,
+	}
+
+	for k, v := range o.ProxyExtraArgs {
+		name := strings.TrimLeft(k, "-")
+		if slices.Contains(deniedProxyArgs, name) {
+			return nil, fmt.Errorf("cluster.proxy.extraArgs: %q is set by talosbox and cannot be overridden", name)
+		}
+
+		if name == "" {
+			return nil, fmt.Errorf("cluster.proxy.extraArgs: empty flag name %q", k)
+		}
+
+		args[name] = v
+	}
+
+	out := make([]string, 0, len(args))
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range args {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		out = append(out, "--"+k+"="+args[k])
+	}
+
+	return out, nil
+}
+
+var imageVersion = regexp.MustCompile(`:v?(\d+)\.(\d+)(\.\d+)?[^:/]*$`)
+
+// defaultProxyMode is nftables for kube-proxy 1.31 and later and iptables
+// before, judged by the image tag; an image without a version tag gets
+// nftables, as everything talosbox ships is newer than 1.31.
+func defaultProxyMode(image string) string {
+	m := imageVersion.FindStringSubmatch(image)
+	if m == nil {
+		return "nftables"
+	}
+
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+
+	if major == 1 && minor < nftablesSince {
+		return "iptables"
+	}
+
+	return "nftables"
+}
+
+// flannelCNIConf is the conflist the install init container writes to
+// /etc/cni/net.d: flannel (delegating to bridge) then portmap for
+// hostPort, exactly as Talos ships it.
+const flannelCNIConf = `{
+  "name": "cbr0",
+  "cniVersion": "1.0.0",
+  "plugins": [
+    {
+      "type": "flannel",
+      "delegate": {
+        "hairpinMode": true,
+        "isDefaultGateway": true
+      }
+    },
+    {
+      "type": "portmap",
+      "capabilities": {
+        "portMappings": true
+      }
+    }
+  ]
+}`
+
+// flannelNetConf is flanneld's net-conf.json: the first pod subnet of each
+// family, vxlan on the IANA port and nftables, as Talos 1.11 renders it.
+func flannelNetConf(pods []string) (string, error) {
+	type netConf struct {
+		Network        string         `json:"Network,omitempty"`
+		IPv6Network    string         `json:"IPv6Network,omitempty"`
+		EnableIPv6     *bool          `json:"EnableIPv6,omitempty"`
+		EnableIPv4     *bool          `json:"EnableIPv4,omitempty"`
+		EnableNFTables bool           `json:"EnableNFTables"`
+		Backend        map[string]any `json:"Backend"`
+	}
+
+	yes, no := true, false
+	nc := netConf{EnableNFTables: true, Backend: map[string]any{"Type": "vxlan", "Port": 4789}}
+
+	for _, p := range pods {
+		pfx := netip.MustParsePrefix(p) // checked by newTemplateData
+		switch {
+		case pfx.Addr().Is4() && nc.Network == "":
+			nc.Network = pfx.String()
+		case pfx.Addr().Is6() && nc.IPv6Network == "":
+			nc.IPv6Network, nc.EnableIPv6 = pfx.String(), &yes
+		}
+	}
+
+	if nc.Network == "" {
+		nc.EnableIPv4 = &no
+	}
+
+	b, err := json.MarshalIndent(nc, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("flannel net-conf.json: %w", err)
+	}
+
+	return string(b), nil
+}
+
+// funcs are the template helpers: json quotes any value as a JSON (and so
+// YAML flow) scalar; indent re-indents a multi-line block for a YAML
+// literal.
+var funcs = template.FuncMap{
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+
+		return string(b), err
+	},
+	"indent": func(n int, s string) string {
+		pad := strings.Repeat(" ", n)
+
+		return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
+	},
+}
+
+func execute(name, text string, d *templateData) ([]byte, error) {
+	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap manifest template %s: %w", name, err)
+	}
+
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("bootstrap manifest template %s: %w", name, err)
+	}
+
+	return buf.Bytes(), nil
+}

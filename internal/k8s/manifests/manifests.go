@@ -1,0 +1,296 @@
+// Package manifests renders the bootstrap manifests a talosbox control
+// plane creates in its cluster (Talos's `Manifest` resources: the kubelet
+// bootstrap token, CSR bindings, flannel, kube-proxy, CoreDNS and the
+// in-cluster kubeconfig), parses user manifests (cluster.inlineManifests,
+// cluster.extraManifests) and applies them with Talos's create-only
+// semantics. Objects are apimachinery unstructured objects decoded from
+// YAML templates, as Talos v1.8 did, so the node binary links no typed
+// Kubernetes API packages.
+package manifests
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/talosbox/talosbox/internal/images"
+)
+
+// Options are the cluster settings the bootstrap manifests depend on, taken
+// from the machine config (cluster.*).
+type Options struct {
+	// ClusterName is cluster.clusterName. Talos's manifests do not use
+	// it (the in-cluster kubeconfig names its cluster "local"); it is
+	// here so callers pass the whole cluster identity in one place.
+	ClusterName string
+	// Server is the API server URL pods reach without the service
+	// network: the cluster endpoint (or KubePrism's local address).
+	Server string
+
+	PodSubnets     []string // 10.244.0.0/16 when empty
+	ServiceSubnets []string // 10.96.0.0/12 when empty
+	DNSDomain      string   // cluster.local when empty
+	// DNSServiceIPs are kube-dns's cluster IPs; the 10th address of
+	// each service subnet (10.96.0.10) when empty.
+	DNSServiceIPs []string
+	// BootstrapToken is cluster.token, "<id>.<secret>".
+	BootstrapToken string
+
+	ProxyEnabled bool
+	ProxyImage   string // images.Proxy(images.Kubernetes) when empty
+	// ProxyMode is cluster.proxy.mode; "" is nftables for kube-proxy
+	// 1.31 and later, iptables before.
+	ProxyMode      string
+	ProxyExtraArgs map[string]string
+
+	CoreDNSEnabled bool
+	CoreDNSImage   string // images.CoreDNSImage() when empty
+
+	FlannelEnabled   bool
+	FlannelImage     string // images.FlannelImage() when empty
+	FlannelExtraArgs []string
+}
+
+// Manifest is one named group of objects, applied in order.
+type Manifest struct {
+	ID      string
+	Objects []*unstructured.Unstructured
+}
+
+// The IDs of the bootstrap manifests, as Talos names them; they sort in
+// the order Talos applies them.
+const (
+	IDBootstrapToken       = "00-kubelet-bootstrapping-token"
+	IDCSRNodeBootstrap     = "01-csr-node-bootstrap"
+	IDCSRApproverBinding   = "01-csr-approver-role-binding"
+	IDCSRRenewalBinding    = "01-csr-renewal-role-binding"
+	IDFlannel              = "05-flannel"
+	IDKubeProxy            = "10-kube-proxy"
+	IDKubeconfigInCluster  = "11-kube-config-in-cluster"
+	IDTalosNodeRBAC        = "11-talos-node-rbac-template"
+	IDCoreDNS              = "11-core-dns"
+	IDCoreDNSService       = "11-core-dns-svc"
+	inlinePriority         = "99-"
+	defaultPodSubnet       = "10.244.0.0/16"
+	defaultServiceSubnet   = "10.96.0.0/12"
+	defaultDNSDomain       = "cluster.local"
+	dnsServiceAddressIndex = 10
+)
+
+// Render builds the bootstrap manifests for o, sorted by ID. Components
+// that are disabled are left out; the CSR bindings, the token, the
+// in-cluster kubeconfig and the kube-dns Service are always there, as in
+// Talos.
+func Render(o Options) ([]Manifest, error) {
+	d, err := newTemplateData(o)
+	if err != nil {
+		return nil, err
+	}
+
+	type part struct {
+		id   string
+		tmpl string
+		on   bool
+	}
+
+	parts := []part{
+		{IDBootstrapToken, bootstrapTokenTemplate, true},
+		{IDCSRNodeBootstrap, csrNodeBootstrapTemplate, true},
+		{IDCSRApproverBinding, csrApproverTemplate, true},
+		{IDCSRRenewalBinding, csrRenewalTemplate, true},
+		{IDFlannel, flannelTemplate, o.FlannelEnabled},
+		{IDKubeProxy, kubeProxyTemplate, o.ProxyEnabled},
+		{IDKubeconfigInCluster, kubeconfigInClusterTemplate, true},
+		{IDTalosNodeRBAC, talosNodeRBACTemplate, true},
+		{IDCoreDNS, coreDNSTemplate, o.CoreDNSEnabled},
+		{IDCoreDNSService, coreDNSServiceTemplate, true},
+	}
+
+	var out []Manifest
+
+	for _, p := range parts {
+		if !p.on {
+			continue
+		}
+
+		text, err := execute(p.id, p.tmpl, d)
+		if err != nil {
+			return nil, err
+		}
+
+		m, err := Parse(p.id, text)
+		if err != nil {
+			// A template that renders bad YAML is our bug, not the
+			// user's; say which one so it is found quickly.
+			return nil, fmt.Errorf("bootstrap manifest template: %w", err)
+		}
+
+		out = append(out, m)
+	}
+
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+
+	return out, nil
+}
+
+// Inline parses one cluster.inlineManifests entry; its ID is "99-<name>".
+func Inline(name, contents string) (Manifest, error) {
+	if name == "" {
+		return Manifest{}, errors.New("cluster.inlineManifests: a manifest has no name")
+	}
+
+	m, err := decode([]byte(contents))
+	if err != nil {
+		return Manifest{}, fmt.Errorf("cluster.inlineManifests %q: %w", name, err)
+	}
+
+	return Manifest{ID: inlinePriority + name, Objects: m}, nil
+}
+
+// Parse decodes a multi-document YAML (or JSON) manifest, such as a
+// downloaded cluster.extraManifests URL (ID "99-<url>"). Empty documents
+// are skipped; List kinds are expanded into their items.
+func Parse(id string, data []byte) (Manifest, error) {
+	objs, err := decode(data)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("manifest %q: %w", id, err)
+	}
+
+	return Manifest{ID: id, Objects: objs}, nil
+}
+
+// decode splits data at "---" lines and decodes each document; errors say
+// which document (counted from 1, as an editor would) failed.
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+
+	var objs []*unstructured.Unstructured
+
+	for doc := 1; ; doc++ {
+		raw, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+
+		js = bytes.TrimSpace(js)
+		if len(js) == 0 || string(js) == "null" {
+			continue // only comments or whitespace
+		}
+
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+
+		if obj.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("document %d: %s %q has no apiVersion", doc, obj.GetKind(), obj.GetName())
+		}
+
+		if !obj.IsList() {
+			objs = append(objs, obj)
+
+			continue
+		}
+
+		list, err := obj.ToList()
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+
+		for i := range list.Items {
+			objs = append(objs, &list.Items[i])
+		}
+	}
+}
+
+// YAML is the manifest as a multi-document YAML stream, what `talosctl get
+// manifests -o yaml` shows of its objects.
+func (m Manifest) YAML() ([]byte, error) {
+	var buf bytes.Buffer
+
+	for i, obj := range m.Objects {
+		js, err := obj.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("manifest %q: object %d: %w", m.ID, i+1, err)
+		}
+
+		y, err := yaml.JSONToYAML(js)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %q: object %d: %w", m.ID, i+1, err)
+		}
+
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+
+		buf.Write(y)
+	}
+
+	return buf.Bytes(), nil
+}
+
+// dnsServiceIPs are the 10th address of each service subnet (at most one
+// per address family), Talos's default for kube-dns.
+func dnsServiceIPs(subnets []string) ([]string, error) {
+	var out []string
+
+	seen := map[bool]bool{}
+
+	for _, s := range subnets {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("cluster.network.serviceSubnets: %w", err)
+		}
+
+		if seen[p.Addr().Is4()] {
+			continue
+		}
+
+		seen[p.Addr().Is4()] = true
+
+		a := p.Masked().Addr()
+		for range dnsServiceAddressIndex {
+			a = a.Next()
+		}
+
+		if !p.Contains(a) {
+			return nil, fmt.Errorf("cluster.network.serviceSubnets: %s is too small for the DNS service address", p)
+		}
+
+		out = append(out, a.String())
+	}
+
+	return out, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+
+	return s
+}
+
+func defaultImages(o *Options) {
+	o.ProxyImage = orDefault(o.ProxyImage, images.Proxy(images.Kubernetes).String())
+	o.CoreDNSImage = orDefault(o.CoreDNSImage, images.CoreDNSImage().String())
+	o.FlannelImage = orDefault(o.FlannelImage, images.FlannelImage().String())
+}

@@ -1,0 +1,104 @@
+package k8s
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/network"
+)
+
+// NodeIPController picks the node IP the kubelet registers with from the
+// node's addresses (Talos's NodeIPConfigController and NodeIPController
+// in one): NodeIPConfig says how, NodeIP what.
+type NodeIPController struct{}
+
+// Name implements bus.Controller.
+func (NodeIPController) Name() string { return "k8s.NodeIPController" }
+
+// Inputs implements bus.Controller.
+func (NodeIPController) Inputs() []bus.Input {
+	return []bus.Input{machineConfigInput, {Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur}}
+}
+
+// Outputs implements bus.Controller.
+func (NodeIPController) Outputs() []bus.Output {
+	return []bus.Output{{Type: NodeIPConfigType}, {Type: NodeIPType}}
+}
+
+// Run implements bus.Controller.
+func (c NodeIPController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.EventCh():
+		}
+
+		cfg, err := activeConfig(ctx, r)
+		if err != nil {
+			return err
+		}
+
+		if cfg == nil {
+			continue
+		}
+
+		cl, err := ClusterFrom(cfg)
+		if err != nil {
+			continue
+		}
+
+		var valid []string
+		if k := cfg.Machine.Kubelet; k != nil && k.NodeIP != nil {
+			valid = k.NodeIP.ValidSubnets
+		}
+
+		ipc := NodeIPConfigFor(valid, cl)
+		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, NodeIPConfigType, map[string]NodeIPConfigSpec{KubeletID: ipc}); err != nil {
+			return err
+		}
+
+		na, err := bus.GetAs[*network.NodeAddress](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur})
+		if bus.IsNotFound(err) {
+			continue
+		}
+
+		if err != nil {
+			return err
+		}
+
+		var addrs []netip.Addr
+		for _, p := range na.TypedSpec().Addresses {
+			if p.Addr().IsGlobalUnicast() {
+				addrs = append(addrs, p.Addr())
+			}
+		}
+
+		picked, skipped, err := PickNodeIPs(ipc, addrs)
+		if err != nil {
+			r.Logger().Error("node IP", "error", err)
+			continue
+		}
+
+		for _, a := range skipped {
+			r.Logger().Warn("node IP skipped, please use .machine.kubelet.nodeIP to provide explicit subnet for the node IP", "address", a)
+		}
+
+		if len(picked) == 0 {
+			r.Logger().Warn("no suitable node IP found, please make sure .machine.kubelet.nodeIP filters and pod/service subnets are set up correctly")
+			continue
+		}
+
+		spec := NodeIPSpec{}
+		for _, a := range picked {
+			spec.Addresses = append(spec.Addresses, a.String())
+		}
+
+		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, NodeIPType, map[string]NodeIPSpec{KubeletID: spec}); err != nil {
+			return err
+		}
+
+		r.ResetRestartBackoff()
+	}
+}

@@ -1,0 +1,99 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/pki"
+)
+
+// RenderConfigsController writes the admission, audit, authorization and
+// scheduler configs under ConfigDir (Talos's
+// RenderConfigsStaticPodController); ConfigStatus static-pods carries
+// their version, which the apiserver's pod is annotated with.
+type RenderConfigsController struct {
+	// Root is where absolute paths go ("/" on a node).
+	Root string
+}
+
+// Name implements bus.Controller.
+func (*RenderConfigsController) Name() string { return "k8s.RenderConfigsStaticPodController" }
+
+// Inputs implements bus.Controller.
+func (*RenderConfigsController) Inputs() []bus.Input { return []bus.Input{machineConfigInput} }
+
+// Outputs implements bus.Controller.
+func (*RenderConfigsController) Outputs() []bus.Output { return []bus.Output{{Type: ConfigStatusType}} }
+
+// Run implements bus.Controller.
+func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.EventCh():
+		}
+
+		cfg, err := activeConfig(ctx, r)
+		if err != nil {
+			return err
+		}
+
+		want := map[string]StatusSpec{}
+
+		if cfg != nil && cfg.IsControlPlane() {
+			files, err := ConfigFiles(cfg)
+			if err == nil {
+				err = WriteFiles(c.Root, files, true)
+			}
+
+			if err != nil {
+				r.Logger().Error("kubernetes config files", "error", err)
+				continue
+			}
+
+			want[StaticPodsStatusID] = StatusSpec{Ready: true, Version: FilesVersion(files)}
+		}
+
+		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, ConfigStatusType, want); err != nil {
+			return err
+		}
+
+		r.ResetRestartBackoff()
+	}
+}
+
+// WriteFiles writes files under root atomically, only those that
+// changed, in directories of mode 0755; with chown each file belongs to
+// its UID (the component it is for).
+func WriteFiles(root string, files []File, chown bool) error {
+	if root == "" {
+		root = "/"
+	}
+
+	for _, f := range files {
+		p := filepath.Join(root, f.Path)
+
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", f.Path, err)
+		}
+
+		old, err := os.ReadFile(p)
+		if err != nil || string(old) != string(f.Data) {
+			if err := pki.WriteFileAtomic(p, f.Data, os.FileMode(f.Mode)); err != nil {
+				return fmt.Errorf("write %s: %w", f.Path, err)
+			}
+		}
+
+		if chown {
+			if err := os.Chown(p, f.UID, f.UID); err != nil {
+				return fmt.Errorf("chown %s: %w", f.Path, err)
+			}
+		}
+	}
+
+	return nil
+}

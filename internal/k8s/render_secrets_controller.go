@@ -1,0 +1,170 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/k8s/secrets"
+	"github.com/talosbox/talosbox/internal/network"
+)
+
+// RenderSecretsController issues the control plane's certificates and
+// kubeconfigs from the config's CAs and lays them out under SecretsDir
+// (Talos's RenderSecretsStaticPodController). SecretStatus static-pods
+// carries their version, which the static pods are annotated with. The
+// certificates are issued again when an input changes and when half
+// their lifetime has passed.
+type RenderSecretsController struct {
+	// Root is where absolute paths go ("/" on a node).
+	Root string
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	// RenewCheck is how often expiry is looked at (an hour).
+	RenewCheck time.Duration
+}
+
+// Name implements bus.Controller.
+func (*RenderSecretsController) Name() string { return "k8s.RenderSecretsStaticPodController" }
+
+// Inputs implements bus.Controller.
+func (*RenderSecretsController) Inputs() []bus.Input {
+	return []bus.Input{
+		machineConfigInput,
+		{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur},
+		{Namespace: network.Namespace, Type: network.HostnameStatusType, ID: network.HostnameID},
+	}
+}
+
+// Outputs implements bus.Controller.
+func (*RenderSecretsController) Outputs() []bus.Output {
+	return []bus.Output{{Type: SecretsStatusType}}
+}
+
+// Run implements bus.Controller.
+func (c *RenderSecretsController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+
+	every := c.RenewCheck
+	if every == 0 {
+		every = time.Hour
+	}
+
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+
+	var (
+		lastKey string
+		certs   *secrets.StaticPodCerts
+	)
+
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.EventCh():
+		case <-tick.C:
+		}
+
+		cfg, err := activeConfig(ctx, r)
+		if err != nil {
+			return err
+		}
+
+		if cfg == nil || !cfg.IsControlPlane() {
+			if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, SecretsStatusType, map[string]StatusSpec{}); err != nil {
+				return err
+			}
+
+			continue
+		}
+
+		host, fqdn, addrs, ok, err := nodeIdentity(ctx, r)
+		if err != nil {
+			return err
+		}
+
+		if !ok {
+			continue // the network has not named the node yet
+		}
+
+		in, err := secrets.FromConfig(cfg, host, fqdn, addrs)
+		if err != nil {
+			r.Logger().Error("kubernetes secrets", "error", err)
+			continue
+		}
+
+		in.Now = now
+
+		// Reissue only when what the certificates say changed, or they age.
+		key := fmt.Sprint(cfg.Cluster.CA, cfg.Cluster.AggregatorCA, cfg.Cluster.ServiceAccount, cfg.Cluster.Etcd, host, fqdn, addrs,
+			in.Endpoint, in.CertSANs, in.ServiceSubnets, in.DNSDomain, in.LocalAPIServerPort, in.ClusterName,
+			in.SecretboxEncryptionSecret, in.AESCBCEncryptionSecret)
+
+		if certs == nil || key != lastKey || secrets.NeedsRenewal(certs.APIServer.Crt, now()) {
+			if certs, err = secrets.IssueStaticPodCerts(in); err != nil {
+				r.Logger().Error("kubernetes secrets", "error", err)
+				continue
+			}
+
+			lastKey = key
+		}
+
+		version, err := secrets.WriteStaticPodSecrets(secrets.WriteOptions{Dir: filepath.Join(c.root(), SecretsDir), Chown: true}, in, certs)
+		if err != nil {
+			r.Logger().Error("write kubernetes secrets", "error", err)
+			continue
+		}
+
+		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, SecretsStatusType,
+			map[string]StatusSpec{StaticPodsStatusID: {Ready: true, Version: version}}); err != nil {
+			return err
+		}
+
+		r.ResetRestartBackoff()
+	}
+}
+
+func (c *RenderSecretsController) root() string {
+	if c.Root == "" {
+		return "/"
+	}
+
+	return c.Root
+}
+
+// nodeIdentity is the node's hostname, FQDN and global addresses; ok is
+// false until the network has a hostname.
+func nodeIdentity(ctx context.Context, r bus.Reader) (host, fqdn string, addrs []netip.Addr, ok bool, err error) {
+	hs, err := bus.GetAs[*network.HostnameStatus](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.HostnameStatusType, ID: network.HostnameID})
+	if bus.IsNotFound(err) {
+		return "", "", nil, false, nil
+	}
+
+	if err != nil {
+		return "", "", nil, false, err
+	}
+
+	na, err := bus.GetAs[*network.NodeAddress](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur})
+	if err != nil && !bus.IsNotFound(err) {
+		return "", "", nil, false, err
+	}
+
+	if err == nil {
+		for _, p := range na.TypedSpec().Addresses {
+			if a := p.Addr(); a.IsGlobalUnicast() {
+				addrs = append(addrs, a)
+			}
+		}
+	}
+
+	spec := hs.TypedSpec()
+
+	return spec.Hostname, spec.FQDN(), addrs, spec.Hostname != "", nil
+}

@@ -1,0 +1,219 @@
+// Package k8s runs Kubernetes on a node the way Talos does: controllers
+// on the node's bus turn the machine config into the control plane's
+// configs, secrets and static pods (served to the kubelet over loopback),
+// the kubelet's spec and service, and the bootstrap manifests applied to
+// the API server. Every resource carries Talos's type name and namespace,
+// so `talosctl get staticpods` and Talos habits work unchanged.
+package k8s
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// Namespaces, as Talos has them.
+const (
+	NamespaceK8s          = "k8s"
+	NamespaceControlPlane = "controlplane"
+	NamespaceRuntime      = "runtime"
+)
+
+// Resource types, with Talos's names.
+const (
+	StaticPodType               = "StaticPods.kubernetes.talos.dev"
+	StaticPodStatusType         = "StaticPodStatuses.kubernetes.talos.dev"
+	StaticPodServerStatusType   = "StaticPodServerStatuses.kubernetes.talos.dev"
+	KubeletConfigType           = "KubeletConfigs.kubernetes.talos.dev"
+	KubeletSpecType             = "KubeletSpecs.kubernetes.talos.dev"
+	NodenameType                = "Nodenames.kubernetes.talos.dev"
+	NodeIPType                  = "NodeIPs.kubernetes.talos.dev"
+	NodeIPConfigType            = "NodeIPConfigs.kubernetes.talos.dev"
+	APIServerConfigType         = "APIServerConfigs.kubernetes.talos.dev"
+	ControllerManagerConfigType = "ControllerManagerConfigs.kubernetes.talos.dev"
+	SchedulerConfigType         = "SchedulerConfigs.kubernetes.talos.dev"
+	SecretsStatusType           = "SecretStatuses.kubernetes.talos.dev"
+	ConfigStatusType            = "ConfigStatuses.kubernetes.talos.dev"
+	ManifestType                = "Manifests.kubernetes.talos.dev"
+	ManifestStatusType          = "ManifestStatuses.kubernetes.talos.dev"
+	// BootstrapStatusType is Talos 0.9's; the seed's `get bs` still asks
+	// for it. A static-pod control plane is never self-hosted.
+	BootstrapStatusType = "BootstrapStatuses.v1alpha1.talos.dev"
+)
+
+// Singleton IDs.
+const (
+	KubeletID           = "kubelet"
+	NodenameID          = "nodename"
+	StaticPodServerID   = "static-pod-server-status"
+	StaticPodsStatusID  = "static-pods"
+	ManifestStatusID    = "manifests"
+	BootstrapStatusID   = "control-plane"
+	APIServerID         = "kube-apiserver"
+	ControllerManagerID = "kube-controller-manager"
+	SchedulerID         = "kube-scheduler"
+)
+
+// Definitions are the types this package publishes, for `talosctl get`.
+var Definitions = []bus.Definition{
+	{Type: StaticPodType, DefaultNamespace: NamespaceK8s, Aliases: []string{"staticpod", "staticpods"}},
+	{Type: StaticPodStatusType, DefaultNamespace: NamespaceK8s, Aliases: []string{"staticpodstatus", "podstatus", "sps"},
+		PrintColumns: []bus.PrintColumn{{Name: "READY", JSONPath: `{.conditions[?(@.type=="Ready")].status}`}}},
+	{Type: StaticPodServerStatusType, DefaultNamespace: NamespaceK8s, Aliases: []string{"staticpodserverstatus"},
+		PrintColumns: []bus.PrintColumn{{Name: "URL", JSONPath: "{.url}"}}},
+	{Type: KubeletConfigType, DefaultNamespace: NamespaceK8s, Aliases: []string{"kubeletconfig", "kc"}},
+	{Type: KubeletSpecType, DefaultNamespace: NamespaceK8s, Aliases: []string{"kubeletspec", "ks"}},
+	{Type: NodenameType, DefaultNamespace: NamespaceK8s, Aliases: []string{"nodename"},
+		PrintColumns: []bus.PrintColumn{{Name: "NODENAME", JSONPath: "{.nodename}"}}},
+	{Type: NodeIPType, DefaultNamespace: NamespaceK8s, Aliases: []string{"nodeip", "nip"},
+		PrintColumns: []bus.PrintColumn{{Name: "ADDRESSES", JSONPath: "{.addresses}"}}},
+	{Type: NodeIPConfigType, DefaultNamespace: NamespaceK8s, Aliases: []string{"nodeipconfig"}},
+	{Type: APIServerConfigType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"apiserverconfig"}},
+	{Type: ControllerManagerConfigType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"controllermanagerconfig"}},
+	{Type: SchedulerConfigType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"schedulerconfig"}},
+	{Type: SecretsStatusType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"secretstatus", "secretsstatus", "secretsstatuses"},
+		PrintColumns: []bus.PrintColumn{{Name: "READY", JSONPath: "{.ready}"}, {Name: "SECRETS VERSION", JSONPath: "{.version}"}}},
+	{Type: ConfigStatusType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"configstatus"},
+		PrintColumns: []bus.PrintColumn{{Name: "READY", JSONPath: "{.ready}"}, {Name: "SECRETS VERSION", JSONPath: "{.version}"}}},
+	{Type: ManifestType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"manifest", "manifests"}},
+	{Type: ManifestStatusType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"manifeststatus"}},
+	{Type: BootstrapStatusType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"bootstrapstatus", "bs"},
+		PrintColumns: []bus.PrintColumn{{Name: "SELF HOSTED", JSONPath: "{.selfHosted}"}}},
+}
+
+// StaticPodSpec is one control-plane pod, as the kubelet gets it.
+type StaticPodSpec struct {
+	Pod map[string]any `yaml:"pod" json:"pod"`
+}
+
+// StaticPodStatusSpec is the pod's status as the kubelet reports it.
+type StaticPodStatusSpec struct {
+	PodStatus map[string]any `yaml:",inline" json:",inline"`
+}
+
+// StaticPodServerStatusSpec says where the kubelet reads static pods.
+type StaticPodServerStatusSpec struct {
+	URL string `yaml:"url" json:"url"`
+}
+
+// NodenameSpec is the name the node registers with.
+type NodenameSpec struct {
+	Nodename         string `yaml:"nodename" json:"nodename"`
+	HostnameVersion  string `yaml:"hostnameVersion,omitempty" json:"hostnameVersion,omitempty"`
+	SkipNodeRegistry bool   `yaml:"skipNodeRegistration,omitempty" json:"skipNodeRegistration,omitempty"`
+}
+
+// NodeIPConfigSpec is how the node IP is chosen.
+type NodeIPConfigSpec struct {
+	ValidSubnets   []string `yaml:"validSubnets" json:"validSubnets"`
+	ExcludeSubnets []string `yaml:"excludeSubnets" json:"excludeSubnets"`
+}
+
+// NodeIPSpec is the chosen node IP (one per family).
+type NodeIPSpec struct {
+	Addresses []string `yaml:"addresses" json:"addresses"`
+}
+
+// ComponentConfigSpec is one control-plane component's rendered config:
+// what its static pod is built from.
+type ComponentConfigSpec struct {
+	Image         string            `yaml:"image" json:"image"`
+	ExtraArgs     map[string]string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
+	ExtraVolumes  []ExtraVolume     `yaml:"extraVolumes,omitempty" json:"extraVolumes,omitempty"`
+	Env           map[string]string `yaml:"environmentVariables,omitempty" json:"environmentVariables,omitempty"`
+	Resources     Resources         `yaml:"resources" json:"resources"`
+	Enabled       bool              `yaml:"enabled" json:"enabled"`
+	CloudProvider string            `yaml:"cloudProvider,omitempty" json:"cloudProvider,omitempty"`
+
+	// The apiserver's.
+	EtcdServers          []string `yaml:"etcdServers,omitempty" json:"etcdServers,omitempty"`
+	LocalPort            int      `yaml:"localPort,omitempty" json:"localPort,omitempty"`
+	ServiceCIDRs         []string `yaml:"serviceCIDRs,omitempty" json:"serviceCIDRs,omitempty"`
+	PodCIDRs             []string `yaml:"podCIDRs,omitempty" json:"podCIDRs,omitempty"`
+	AdvertisedAddress    string   `yaml:"advertisedAddress,omitempty" json:"advertisedAddress,omitempty"`
+	ControlPlaneEndpoint string   `yaml:"controlPlaneEndpoint,omitempty" json:"controlPlaneEndpoint,omitempty"`
+}
+
+// ExtraVolume is a hostPath volume added to a static pod.
+type ExtraVolume struct {
+	Name      string `yaml:"name" json:"name"`
+	HostPath  string `yaml:"hostPath" json:"hostPath"`
+	MountPath string `yaml:"mountPath" json:"mountPath"`
+	ReadOnly  bool   `yaml:"readonly" json:"readonly"`
+}
+
+// Resources are a container's requests and limits ("cpu": "200m").
+type Resources struct {
+	Requests map[string]string `yaml:"requests,omitempty" json:"requests,omitempty"`
+	Limits   map[string]string `yaml:"limits,omitempty" json:"limits,omitempty"`
+}
+
+// DeepCopy copies the maps and lists.
+func (s ComponentConfigSpec) DeepCopy() ComponentConfigSpec {
+	s.ExtraArgs = maps.Clone(s.ExtraArgs)
+	s.ExtraVolumes = slices.Clone(s.ExtraVolumes)
+	s.Env = maps.Clone(s.Env)
+	s.Resources.Requests = maps.Clone(s.Resources.Requests)
+	s.Resources.Limits = maps.Clone(s.Resources.Limits)
+	s.EtcdServers = slices.Clone(s.EtcdServers)
+	s.ServiceCIDRs = slices.Clone(s.ServiceCIDRs)
+	s.PodCIDRs = slices.Clone(s.PodCIDRs)
+
+	return s
+}
+
+// StatusSpec is SecretStatus and ConfigStatus: whether the files the
+// static pods read are written, and their version.
+type StatusSpec struct {
+	Ready   bool   `yaml:"ready" json:"ready"`
+	Version string `yaml:"version" json:"version"`
+}
+
+// KubeletSpecSpec is what the kubelet runs with.
+type KubeletSpecSpec struct {
+	Image            string         `yaml:"image" json:"image"`
+	Args             []string       `yaml:"args,omitempty" json:"args,omitempty"`
+	ExtraMounts      []Mount        `yaml:"extraMounts,omitempty" json:"extraMounts,omitempty"`
+	ExpectedNodename string         `yaml:"expectedNodename,omitempty" json:"expectedNodename,omitempty"`
+	Config           map[string]any `yaml:"config" json:"config"`
+}
+
+// Mount is an OCI mount into the kubelet's container.
+type Mount struct {
+	Destination string   `yaml:"destination" json:"destination"`
+	Type        string   `yaml:"type,omitempty" json:"type,omitempty"`
+	Source      string   `yaml:"source" json:"source"`
+	Options     []string `yaml:"options,omitempty" json:"options,omitempty"`
+}
+
+// ManifestSpec is one bootstrap manifest: its objects, in order.
+type ManifestSpec struct {
+	Items []map[string]any `yaml:"items" json:"items"`
+}
+
+// ManifestStatusSpec lists the manifests applied.
+type ManifestStatusSpec struct {
+	ManifestsApplied []string `yaml:"manifestsApplied" json:"manifestsApplied"`
+}
+
+// BootstrapStatusSpec is Talos 0.9's bootkube status.
+type BootstrapStatusSpec struct {
+	SelfHosted bool `yaml:"selfHosted" json:"selfHosted"`
+}
+
+// The resource types.
+type (
+	StaticPod             = bus.Typed[StaticPodSpec]
+	StaticPodStatus       = bus.Typed[StaticPodStatusSpec]
+	StaticPodServerStatus = bus.Typed[StaticPodServerStatusSpec]
+	Nodename              = bus.Typed[NodenameSpec]
+	NodeIP                = bus.Typed[NodeIPSpec]
+	NodeIPConfig          = bus.Typed[NodeIPConfigSpec]
+	ComponentConfig       = bus.Typed[ComponentConfigSpec]
+	Status                = bus.Typed[StatusSpec]
+	KubeletSpec           = bus.Typed[KubeletSpecSpec]
+	Manifest              = bus.Typed[ManifestSpec]
+	ManifestStatus        = bus.Typed[ManifestStatusSpec]
+	BootstrapStatus       = bus.Typed[BootstrapStatusSpec]
+)

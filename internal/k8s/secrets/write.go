@@ -1,0 +1,272 @@
+package secrets
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// DefaultDir is where Talos keeps the control-plane secrets.
+const DefaultDir = "/system/secrets/kubernetes"
+
+// Component directories under the secrets dir and the users the static
+// pods run as (Talos' KubernetesAPIServerRunUser etc.; gid equals uid).
+const (
+	APIServerDir         = "kube-apiserver"
+	ControllerManagerDir = "kube-controller-manager"
+	SchedulerDir         = "kube-scheduler"
+
+	APIServerUID         = 65534
+	ControllerManagerUID = 65535
+	SchedulerUID         = 65536
+)
+
+const (
+	fileMode = 0o400
+	dirMode  = 0o755
+)
+
+// WriteOptions say where the secrets go. Dir defaults to DefaultDir; Chown
+// hands each component directory and its files to the component's user,
+// which needs root.
+type WriteOptions struct {
+	Dir   string
+	Chown bool
+}
+
+type secretFile struct {
+	name string
+	data []byte
+}
+
+type componentFiles struct {
+	dir   string
+	uid   int
+	files []secretFile
+}
+
+// WriteStaticPodSecrets lays out the apiserver, controller-manager and
+// scheduler secret directories. Unchanged files are left alone, changed
+// ones are replaced atomically. The returned version is a hash of every
+// file name and content: it changes exactly when a static pod would read
+// something different, so it can drive pod restarts.
+func WriteStaticPodSecrets(o WriteOptions, in Inputs, c *StaticPodCerts) (string, error) {
+	comps, err := staticPodFiles(in, c)
+	if err != nil {
+		return "", fmt.Errorf("static pod secrets: %w", err)
+	}
+
+	dir := o.Dir
+	if dir == "" {
+		dir = DefaultDir
+	}
+
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return "", fmt.Errorf("static pod secrets: %w", err)
+	}
+
+	for _, comp := range comps {
+		compDir := filepath.Join(dir, comp.dir)
+		if err := ensureDir(compDir, comp.uid, o.Chown); err != nil {
+			return "", fmt.Errorf("static pod secrets: %s: %w", comp.dir, err)
+		}
+
+		for _, f := range comp.files {
+			if err := writeIfChanged(filepath.Join(compDir, f.name), f.data, comp.uid, o.Chown); err != nil {
+				return "", fmt.Errorf("static pod secrets: %s: %w", comp.dir, err)
+			}
+		}
+	}
+
+	return secretsVersion(comps), nil
+}
+
+// staticPodFiles maps the secrets to the file names of REFERENCE §1.2, the
+// names the Talos static pod flags point at.
+func staticPodFiles(in Inputs, c *StaticPodCerts) ([]componentFiles, error) {
+	if c == nil {
+		return nil, errors.New("certificates are missing")
+	}
+
+	switch {
+	case in.CA == nil || len(in.CA.Crt) == 0 || len(in.CA.Key) == 0:
+		return nil, errors.New("cluster CA with its key is missing")
+	case in.AggregatorCA == nil || len(in.AggregatorCA.Crt) == 0:
+		return nil, errors.New("aggregator CA is missing")
+	case in.EtcdCA == nil || len(in.EtcdCA.Crt) == 0:
+		return nil, errors.New("etcd CA is missing")
+	case len(in.ServiceAccountKey) == 0:
+		return nil, errors.New("service account key is missing")
+	}
+
+	saPub, err := serviceAccountPublicKey(in.ServiceAccountKey)
+	if err != nil {
+		return nil, fmt.Errorf("service account key: %w", err)
+	}
+
+	encryption, err := EncryptionConfig(in.SecretboxEncryptionSecret, in.AESCBCEncryptionSecret)
+	if err != nil {
+		return nil, err
+	}
+
+	comps := []componentFiles{
+		{dir: APIServerDir, uid: APIServerUID, files: []secretFile{
+			{"etcd-client-ca.crt", in.EtcdCA.Crt},
+			{"etcd-client.crt", c.EtcdClient.Crt},
+			{"etcd-client.key", c.EtcdClient.Key},
+			{"ca.crt", AcceptedCABundle(in)},
+			{"apiserver.crt", c.APIServer.Crt},
+			{"apiserver.key", c.APIServer.Key},
+			{"apiserver-kubelet-client.crt", c.APIServerKubeletClient.Crt},
+			{"apiserver-kubelet-client.key", c.APIServerKubeletClient.Key},
+			{"service-account.pub", saPub},
+			{"service-account.key", in.ServiceAccountKey},
+			{"aggregator-ca.crt", in.AggregatorCA.Crt},
+			{"front-proxy-client.crt", c.FrontProxyClient.Crt},
+			{"front-proxy-client.key", c.FrontProxyClient.Key},
+			{"encryptionconfig.yaml", encryption},
+		}},
+		// ca.crt here is the issuing CA alone: the controller-manager signs
+		// kubelet certificates with it, so it must match ca.key.
+		{dir: ControllerManagerDir, uid: ControllerManagerUID, files: []secretFile{
+			{"ca.crt", in.CA.Crt},
+			{"ca.key", in.CA.Key},
+			{"service-account.key", in.ServiceAccountKey},
+			{"kubeconfig", c.ControllerManagerKubeconfig},
+		}},
+		{dir: SchedulerDir, uid: SchedulerUID, files: []secretFile{
+			{"kubeconfig", c.SchedulerKubeconfig},
+		}},
+	}
+
+	// An empty file would only surface as a component failing to start.
+	for _, comp := range comps {
+		for _, f := range comp.files {
+			if len(f.data) == 0 {
+				return nil, fmt.Errorf("%s/%s would be empty", comp.dir, f.name)
+			}
+		}
+	}
+
+	return comps, nil
+}
+
+// secretsVersion hashes names and lengths too, so moving bytes between
+// files cannot produce the same version.
+func secretsVersion(comps []componentFiles) string {
+	h := sha256.New()
+
+	for _, comp := range comps {
+		for _, f := range comp.files {
+			for _, part := range [][]byte{[]byte(comp.dir + "/" + f.name), f.data} {
+				_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
+				h.Write(part)
+			}
+		}
+	}
+
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ensureDir creates dir and fixes the mode and owner of an existing one,
+// since MkdirAll leaves those alone.
+func ensureDir(dir string, uid int, chown bool) error {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return err
+	}
+
+	if err := os.Chmod(dir, dirMode); err != nil {
+		return err
+	}
+
+	if chown {
+		if err := os.Chown(dir, uid, uid); err != nil {
+			return err
+		}
+	}
+
+	return nil
+}
+
+// writeIfChanged leaves an identical file untouched apart from mode and
+// owner, and otherwise replaces it atomically. pki.WriteFileAtomic is not
+// used because ownership must be set before the rename: a component
+// reading the file in between would get EACCES on a root-owned 0400 file.
+func writeIfChanged(path string, data []byte, uid int, chown bool) error {
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+		old, err := os.ReadFile(path)
+		if err == nil && bytes.Equal(old, data) {
+			return fixMeta(path, st, uid, chown)
+		}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+
+	return writeAtomic(path, data, uid, chown)
+}
+
+func fixMeta(path string, st fs.FileInfo, uid int, chown bool) error {
+	if st.Mode().Perm() != fileMode {
+		if err := os.Chmod(path, fileMode); err != nil {
+			return err
+		}
+	}
+
+	if chown {
+		return os.Chown(path, uid, uid)
+	}
+
+	return nil
+}
+
+func writeAtomic(path string, data []byte, uid int, chown bool) (err error) {
+	dir := filepath.Dir(path)
+
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+
+	steps := []func() error{
+		func() error { return tmp.Chmod(fileMode) },
+		func() error { _, err := tmp.Write(data); return err },
+		func() error { return tmp.Sync() },
+		func() error {
+			if chown {
+				return tmp.Chown(uid, uid)
+			}
+
+			return nil
+		},
+		tmp.Close,
+		func() error { return os.Rename(tmp.Name(), path) },
+	}
+
+	for _, step := range steps {
+		if err = step(); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+
+	// Persist the rename; some filesystems cannot sync a directory, which
+	// only weakens durability, so that error is ignored.
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+
+	return nil
+}

@@ -1,0 +1,310 @@
+package k8s
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The users the control-plane components run as (Talos's uids).
+const (
+	APIServerUID         = 65534
+	ControllerManagerUID = 65535
+	SchedulerUID         = 65536
+)
+
+var componentUIDs = map[string]int{APIServerID: APIServerUID, ControllerManagerID: ControllerManagerUID, SchedulerID: SchedulerUID}
+
+// podVersions are the annotations that make the kubelet restart a pod
+// whenever what it reads changes.
+type podVersions struct {
+	secrets, config, configFile string
+}
+
+// StaticPodFor renders one control-plane component's pod.
+func StaticPodFor(id string, spec ComponentConfigSpec, v podVersions) (map[string]any, error) {
+	var (
+		args  []string
+		err   error
+		probe map[string]any
+	)
+
+	switch id {
+	case APIServerID:
+		args, err = apiServerArgs(spec)
+	case ControllerManagerID:
+		args, err = controllerManagerArgs(spec)
+		probe = httpsProbe(10257, "/healthz")
+	case SchedulerID:
+		args, err = schedulerArgs(spec)
+		probe = httpsProbe(10259, "/livez")
+	default:
+		return nil, fmt.Errorf("static pod %q: unknown component", id)
+	}
+
+	if err != nil {
+		return nil, err
+	}
+
+	uid := componentUIDs[id]
+
+	annotations := map[string]any{
+		"talos.dev/config-version":  v.config,
+		"talos.dev/secrets-version": v.secrets,
+	}
+	if id == APIServerID {
+		annotations["talos.dev/config-file-version"] = v.configFile
+	}
+
+	mounts := []any{
+		map[string]any{"name": "secrets", "mountPath": path.Join(SecretsDir, id), "readOnly": true},
+	}
+	vols := []any{
+		hostPathVolume("secrets", path.Join(SecretsDir, id)),
+	}
+
+	if id != ControllerManagerID {
+		mounts = append(mounts, map[string]any{"name": "config", "mountPath": path.Join(ConfigDir, id), "readOnly": true})
+		vols = append(vols, hostPathVolume("config", path.Join(ConfigDir, id)))
+	}
+
+	if id == APIServerID {
+		mounts = append(mounts, map[string]any{"name": "audit", "mountPath": AuditDir, "readOnly": false})
+		vols = append(vols, hostPathVolume("audit", AuditDir))
+	}
+
+	for _, ev := range spec.ExtraVolumes {
+		mounts = append(mounts, map[string]any{"name": ev.Name, "mountPath": ev.MountPath, "readOnly": ev.ReadOnly})
+		vols = append(vols, hostPathVolume(ev.Name, ev.HostPath))
+	}
+
+	caps := map[string]any{"drop": []any{"ALL"}}
+	if id == APIServerID {
+		caps["add"] = []any{"NET_BIND_SERVICE"}
+	}
+
+	container := map[string]any{
+		"name":    id,
+		"image":   spec.Image,
+		"command": append([]any{"/usr/local/bin/" + id}, toAny(args)...),
+		"env":     env(spec),
+		"resources": map[string]any{
+			"requests": stringMap(spec.Resources.Requests),
+		},
+		"volumeMounts": mounts,
+		"securityContext": map[string]any{
+			"allowPrivilegeEscalation": false,
+			"capabilities":             caps,
+			"seccompProfile":           map[string]any{"type": "RuntimeDefault"},
+		},
+	}
+
+	if len(spec.Resources.Limits) > 0 {
+		container["resources"].(map[string]any)["limits"] = stringMap(spec.Resources.Limits) //nolint:forcetypeassert // built above
+	}
+
+	if probe != nil {
+		startup := maps.Clone(probe)
+		startup["periodSeconds"] = 5
+		startup["failureThreshold"] = 12
+
+		liveness := maps.Clone(probe)
+		liveness["timeoutSeconds"] = 15
+
+		container["startupProbe"] = startup
+		container["livenessProbe"] = liveness
+	}
+
+	version := spec.Image[strings.LastIndex(spec.Image, ":")+1:]
+
+	return map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Pod",
+		"metadata": map[string]any{
+			"name":        id,
+			"namespace":   "kube-system",
+			"annotations": annotations,
+			"labels": map[string]any{
+				"tier":                         "control-plane",
+				"k8s-app":                      id,
+				"component":                    id,
+				"app.kubernetes.io/name":       id,
+				"app.kubernetes.io/version":    strings.TrimPrefix(version, "v"),
+				"app.kubernetes.io/component":  "control-plane",
+				"app.kubernetes.io/managed-by": "Talos",
+			},
+		},
+		"spec": map[string]any{
+			"priority":          2000000000,
+			"priorityClassName": "system-cluster-critical",
+			"hostNetwork":       true,
+			"containers":        []any{container},
+			"securityContext": map[string]any{
+				"runAsNonRoot": true,
+				"runAsUser":    uid,
+				"runAsGroup":   uid,
+			},
+			"volumes": vols,
+		},
+	}, nil
+}
+
+func hostPathVolume(name, p string) map[string]any {
+	return map[string]any{"name": name, "hostPath": map[string]any{"path": p}}
+}
+
+func httpsProbe(port int, p string) map[string]any {
+	return map[string]any{"httpGet": map[string]any{"host": "127.0.0.1", "path": p, "port": port, "scheme": "HTTPS"}}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+
+	return out
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+
+	return out
+}
+
+// env is POD_IP, then the user's variables sorted by key with $ escaped
+// (the kubelet would expand $(VAR) references), as Talos renders it.
+func env(spec ComponentConfigSpec) []any {
+	out := []any{map[string]any{"name": "POD_IP", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "status.podIP"}}}}
+
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		out = append(out, map[string]any{"name": k, "value": strings.ReplaceAll(spec.Env[k], "$", "$$")})
+	}
+
+	return out
+}
+
+func secret(id, file string) string { return path.Join(SecretsDir, id, file) }
+
+func apiServerArgs(spec ComponentConfigSpec) ([]string, error) {
+	s := func(f string) string { return secret(APIServerID, f) }
+	c := func(f string) string { return path.Join(ConfigDir, APIServerID, f) }
+
+	a := argSet{
+		"admission-control-config-file":      c("admission-control-config.yaml"),
+		"allow-privileged":                   "true",
+		"anonymous-auth":                     "false",
+		"api-audiences":                      spec.ControlPlaneEndpoint,
+		"audit-log-maxage":                   "30",
+		"audit-log-maxbackup":                "10",
+		"audit-log-maxsize":                  "100",
+		"audit-log-path":                     path.Join(AuditDir, "kube-apiserver.log"),
+		"audit-policy-file":                  c("auditpolicy.yaml"),
+		"authorization-config":               c("authorization-config.yaml"),
+		"bind-address":                       "0.0.0.0",
+		"client-ca-file":                     s("ca.crt"),
+		"enable-admission-plugins":           "NodeRestriction",
+		"enable-bootstrap-token-auth":        "true",
+		"encryption-provider-config":         s("encryptionconfig.yaml"),
+		"etcd-cafile":                        s("etcd-client-ca.crt"),
+		"etcd-certfile":                      s("etcd-client.crt"),
+		"etcd-keyfile":                       s("etcd-client.key"),
+		"etcd-servers":                       strings.Join(spec.EtcdServers, ","),
+		"kubelet-client-certificate":         s("apiserver-kubelet-client.crt"),
+		"kubelet-client-key":                 s("apiserver-kubelet-client.key"),
+		"kubelet-preferred-address-types":    "InternalIP,ExternalIP,Hostname",
+		"profiling":                          "false",
+		"proxy-client-cert-file":             s("front-proxy-client.crt"),
+		"proxy-client-key-file":              s("front-proxy-client.key"),
+		"requestheader-allowed-names":        "front-proxy-client",
+		"requestheader-client-ca-file":       s("aggregator-ca.crt"),
+		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
+		"requestheader-group-headers":        "X-Remote-Group",
+		"requestheader-username-headers":     "X-Remote-User",
+		"secure-port":                        strconv.Itoa(spec.LocalPort),
+		"service-account-issuer":             spec.ControlPlaneEndpoint,
+		"service-account-key-file":           s("service-account.pub"),
+		"service-account-signing-key-file":   s("service-account.key"),
+		"service-cluster-ip-range":           strings.Join(spec.ServiceCIDRs, ","),
+		"tls-cert-file":                      s("apiserver.crt"),
+		"tls-cipher-suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256," +
+			"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305," +
+			"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_128_GCM_SHA256",
+		"tls-min-version":      "VersionTLS12",
+		"tls-private-key-file": s("apiserver.key"),
+	}
+
+	if spec.AdvertisedAddress != "" {
+		a["advertise-address"] = spec.AdvertisedAddress
+	}
+
+	// A structured authorization config excludes the flags it replaces.
+	for _, k := range []string{"authorization-mode", "authorization-webhook-config-file"} {
+		if _, ok := spec.ExtraArgs[k]; ok {
+			delete(a, "authorization-config")
+		}
+	}
+
+	if err := a.merge(spec.ExtraArgs, apiServerPolicies, "cluster.apiServer.extraArgs"); err != nil {
+		return nil, err
+	}
+
+	return a.args(), nil
+}
+
+func controllerManagerArgs(spec ComponentConfigSpec) ([]string, error) {
+	s := func(f string) string { return secret(ControllerManagerID, f) }
+
+	a := argSet{
+		"allocate-node-cidrs":              "true",
+		"authentication-kubeconfig":        s("kubeconfig"),
+		"authorization-kubeconfig":         s("kubeconfig"),
+		"bind-address":                     "127.0.0.1",
+		"cluster-cidr":                     strings.Join(spec.PodCIDRs, ","),
+		"cluster-signing-cert-file":        s("ca.crt"),
+		"cluster-signing-key-file":         s("ca.key"),
+		"configure-cloud-routes":           "false",
+		"controllers":                      "*,tokencleaner",
+		"kubeconfig":                       s("kubeconfig"),
+		"leader-elect":                     "true",
+		"profiling":                        "false",
+		"root-ca-file":                     s("ca.crt"),
+		"service-account-private-key-file": s("service-account.key"),
+		"service-cluster-ip-range":         strings.Join(spec.ServiceCIDRs, ","),
+		"tls-min-version":                  "VersionTLS13",
+	}
+
+	if err := a.merge(spec.ExtraArgs, controllerManagerPolicies, "cluster.controllerManager.extraArgs"); err != nil {
+		return nil, err
+	}
+
+	// The bare flag goes first, as Talos places it.
+	return append([]string{"--use-service-account-credentials"}, a.args()...), nil
+}
+
+func schedulerArgs(spec ComponentConfigSpec) ([]string, error) {
+	s := func(f string) string { return secret(SchedulerID, f) }
+
+	a := argSet{
+		"authentication-kubeconfig":              s("kubeconfig"),
+		"authentication-tolerate-lookup-failure": "false",
+		"authorization-kubeconfig":               s("kubeconfig"),
+		"bind-address":                           "127.0.0.1",
+		"config":                                 path.Join(ConfigDir, SchedulerID, "scheduler-config.yaml"),
+		"leader-elect":                           "true",
+		"profiling":                              "false",
+		"tls-min-version":                        "VersionTLS13",
+	}
+
+	if err := a.merge(spec.ExtraArgs, schedulerPolicies, "cluster.scheduler.extraArgs"); err != nil {
+		return nil, err
+	}
+
+	return a.args(), nil
+}

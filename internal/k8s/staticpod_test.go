@@ -1,0 +1,193 @@
+package k8s
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/configs/generate"
+)
+
+// generated is a real control-plane and worker config from gen config.
+func generated(t *testing.T) (cp, worker *configs.Config) {
+	t.Helper()
+
+	out, err := generate.Generate(generate.Options{ClusterName: "test", Endpoint: "https://10.5.0.2:6443", KubernetesVersion: "1.34.12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return out.ControlPlane, out.Worker
+}
+
+func command(t *testing.T, pod map[string]any) []string {
+	t.Helper()
+
+	c := pod["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["command"].([]any)
+	out := make([]string, len(c))
+
+	for i, a := range c {
+		out[i] = a.(string)
+	}
+
+	return out
+}
+
+func TestStaticPods(t *testing.T) {
+	cp, _ := generated(t)
+
+	cp.Cluster.APIServer.ExtraArgs = map[string]string{"enable-admission-plugins": "AlwaysPullImages,NodeRestriction", "v": "2"}
+	cp.Cluster.APIServer.Env = map[string]string{"B": "x$y", "A": "1"}
+
+	specs, err := ComponentConfigs(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	pod, err := StaticPodFor(APIServerID, specs[APIServerID], podVersions{secrets: "s1", config: "3", configFile: "f2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	args := command(t, pod)
+	if args[0] != "/usr/local/bin/kube-apiserver" {
+		t.Fatalf("command %q", args[0])
+	}
+
+	if !slices.IsSorted(args[1:]) {
+		t.Errorf("args are not sorted by key: %q", args)
+	}
+
+	for _, want := range []string{
+		"--enable-admission-plugins=NodeRestriction,AlwaysPullImages", // additive: the default first, no duplicate
+		"--v=2",
+		"--etcd-servers=https://127.0.0.1:2379",
+		"--secure-port=6443",
+		"--service-cluster-ip-range=10.96.0.0/12",
+		"--tls-cert-file=/system/secrets/kubernetes/kube-apiserver/apiserver.crt",
+		"--authorization-config=/system/config/kubernetes/kube-apiserver/authorization-config.yaml",
+		"--api-audiences=https://10.5.0.2:6443",
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("missing %s in %q", want, args)
+		}
+	}
+
+	md := pod["metadata"].(map[string]any)
+	ann := md["annotations"].(map[string]any)
+
+	if ann["talos.dev/secrets-version"] != "s1" || ann["talos.dev/config-version"] != "3" || ann["talos.dev/config-file-version"] != "f2" {
+		t.Errorf("annotations %v", ann)
+	}
+
+	if md["labels"].(map[string]any)["app.kubernetes.io/version"] != "1.34.12" {
+		t.Errorf("labels %v", md["labels"])
+	}
+
+	env := pod["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["env"].([]any)
+	if len(env) != 3 || env[1].(map[string]any)["name"] != "A" || env[2].(map[string]any)["value"] != "x$$y" {
+		t.Errorf("env: POD_IP, then sorted with $ escaped: %v", env)
+	}
+
+	cm, err := StaticPodFor(ControllerManagerID, specs[ControllerManagerID], podVersions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if args := command(t, cm); args[1] != "--use-service-account-credentials" || !slices.Contains(args, "--cluster-cidr=10.244.0.0/16") {
+		t.Errorf("controller-manager args %q", args)
+	}
+
+	if _, ok := cm["metadata"].(map[string]any)["annotations"].(map[string]any)["talos.dev/config-file-version"]; ok {
+		t.Error("only the apiserver carries config-file-version")
+	}
+}
+
+func TestStaticPodDeniedArgs(t *testing.T) {
+	cp, _ := generated(t)
+
+	for _, tc := range []struct {
+		id   string
+		set  func(map[string]string)
+		path string
+	}{
+		{APIServerID, func(m map[string]string) { cp.Cluster.APIServer.ExtraArgs = m }, "cluster.apiServer.extraArgs"},
+		{ControllerManagerID, func(m map[string]string) { cp.Cluster.ControllerManager.ExtraArgs = m }, "cluster.controllerManager.extraArgs"},
+		{SchedulerID, func(m map[string]string) { cp.Cluster.Scheduler.ExtraArgs = m }, "cluster.scheduler.extraArgs"},
+	} {
+		denied := configs.DeniedExtraArgs[tc.path][0]
+		tc.set(map[string]string{denied: "x"})
+
+		specs, err := ComponentConfigs(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		_, err = StaticPodFor(tc.id, specs[tc.id], podVersions{})
+		if err == nil || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), denied) {
+			t.Errorf("%s: %s: got %v", tc.id, denied, err)
+		}
+
+		// Validation refuses the same config before it is applied.
+		if _, verr := cp.Validate(configs.ModeContainer); verr == nil || !strings.Contains(verr.Error(), tc.path+"."+denied) {
+			t.Errorf("validation of %s.%s: %v", tc.path, denied, verr)
+		}
+
+		tc.set(nil)
+	}
+}
+
+func TestComponentsDisabled(t *testing.T) {
+	cp, _ := generated(t)
+	cp.Machine.ControlPlane = &configs.MachineControlPlaneConfig{Scheduler: &configs.DisabledToggle{Disabled: true}}
+	cp.Cluster.APIServer.Image = "registry.k8s.io/kube-apiserver:v1.33.13"
+
+	specs, err := ComponentConfigs(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if specs[SchedulerID].Enabled || !specs[ControllerManagerID].Enabled {
+		t.Errorf("enabled: scheduler %v, controller-manager %v", specs[SchedulerID].Enabled, specs[ControllerManagerID].Enabled)
+	}
+
+	if specs[APIServerID].Image != "registry.k8s.io/kube-apiserver:v1.33.13" {
+		t.Errorf("image %s", specs[APIServerID].Image)
+	}
+}
+
+func TestConfigFiles(t *testing.T) {
+	cp, _ := generated(t)
+
+	files, err := ConfigFiles(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	byPath := map[string]string{}
+	for _, f := range files {
+		byPath[f.Path] = string(f.Data)
+	}
+
+	if s := byPath["/system/config/kubernetes/kube-apiserver/admission-control-config.yaml"]; !strings.Contains(s, "PodSecurity") {
+		t.Errorf("admission config: %s", s)
+	}
+
+	if s := byPath["/system/config/kubernetes/kube-scheduler/scheduler-config.yaml"]; !strings.Contains(s, "kubeconfig: /system/secrets/kubernetes/kube-scheduler/kubeconfig") {
+		t.Errorf("scheduler config: %s", s)
+	}
+
+	v1 := FilesVersion(files)
+
+	cp.Cluster.APIServer.AuditPolicy = configs.Unstructured{"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": []any{map[string]any{"level": "None"}}}
+
+	files2, err := ConfigFiles(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if v2 := FilesVersion(files2); v2 == v1 || FilesVersion(files) != v1 {
+		t.Errorf("versions: %s then %s", v1, v2)
+	}
+}
