@@ -75,11 +75,11 @@ var methodRoles = map[string][]Role{
 	// Backups are the one thing os:etcd:backup may do.
 	machine.MachineService_EtcdSnapshot_FullMethodName: {RoleAdmin, RoleOperator, RoleEtcdBackup},
 
-	machine.MachineService_EtcdRecover_FullMethodName:                 admins,
-	machine.MachineService_Read_FullMethodName:                        admins,
-	machine.MachineService_Copy_FullMethodName:                        admins,
+	machine.MachineService_EtcdRecover_FullMethodName: admins,
+	machine.MachineService_Read_FullMethodName:        admins,
+	machine.MachineService_Copy_FullMethodName:        admins,
 	// A kubeconfig is a cluster-admin credential.
-	machine.MachineService_Kubeconfig_FullMethodName: admins,
+	machine.MachineService_Kubeconfig_FullMethodName:                  admins,
 	machine.MachineService_ApplyConfiguration_FullMethodName:          admins,
 	machine.MachineService_Bootstrap_FullMethodName:                   admins,
 	machine.MachineService_Reset_FullMethodName:                       admins,
