@@ -65,6 +65,10 @@ func (b *builder) programs() map[string]program {
 			name: "pause", version: images.Pause, local: []string{"images/pause"},
 			ldflags: func(moduleInfo) []string { return []string{"-X", "main.version=" + images.Pause} },
 		},
+		"echo": {
+			name: "echo", version: "v" + images.Echo, local: []string{"images/echo"},
+			ldflags: func(moduleInfo) []string { return []string{"-X", "main.version=v" + images.Echo} },
+		},
 		"flannel-cni": {
 			name: "flannel-cni", version: v(images.Flannel), local: []string{"images/flannel-cni"},
 			ldflags: func(moduleInfo) []string { return []string{"-X", "main.buildVersion=" + v(images.Flannel)} },
@@ -85,7 +89,7 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 	bins := map[string]string{}
 
 	progs := b.programs()
-	for _, name := range []string{"pause", "flannel-cni", "cni", "runc", "flannel", "coredns"} {
+	for _, name := range []string{"pause", "echo", "flannel-cni", "cni", "runc", "flannel", "coredns"} {
 		dir, err := b.build(ctx, progs[name])
 		if err != nil {
 			return nil, err
@@ -111,6 +115,11 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		return nil, err
 	}
 
+	echo, err := b.makeLayer("echo", []entry{file("/echo", filepath.Join(bins["echo"], "echo"))})
+	if err != nil {
+		return nil, err
+	}
+
 	coredns, err := b.makeLayer("coredns", []entry{file("/coredns", filepath.Join(bins["coredns"], "coredns"))})
 	if err != nil {
 		return nil, err
@@ -130,6 +139,7 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 
 	out := []spec{
 		{ref: images.PauseImage(), version: images.Pause, layers: []*layer{pause}, entrypoint: []string{"/pause"}},
+		{ref: images.EchoImage(), version: "v" + images.Echo, layers: []*layer{echo}, entrypoint: []string{"/echo", "serve"}},
 		{ref: images.CoreDNSImage(), version: "v" + images.CoreDNS, layers: []*layer{coredns}, entrypoint: []string{"/coredns"}},
 		{ref: images.FlannelImage(), version: "v" + images.Flannel, layers: []*layer{netfilter, flannel}, entrypoint: []string{"/opt/bin/flanneld"}},
 	}

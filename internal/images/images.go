@@ -17,6 +17,10 @@ const (
 	ProxyName             = "kube-proxy"
 	KubeletName           = "kubelet"
 	PauseName             = "pause"
+
+	// EchoName is the project's small HTTP image (images/echo), which
+	// the end-to-end tests deploy; no node needs it.
+	EchoName = "echo"
 )
 
 // Ref is one image reference a node pulls.
@@ -67,6 +71,12 @@ func FlannelImage() Ref { return ref(FlannelName, "ghcr.io/siderolabs/flannel", 
 // PauseImage is the pod sandbox image.
 func PauseImage() Ref {
 	return Ref{Component: PauseName, Repository: "registry.k8s.io/pause", Tag: Pause}
+}
+
+// EchoImage is the test workload: `echo serve` answers with its hostname,
+// `echo get URL` is its client.
+func EchoImage() Ref {
+	return Ref{Component: EchoName, Repository: "docker.io/talosbox/echo", Tag: "v" + Echo}
 }
 
 func ref(component, repo, version string) Ref {

@@ -24,6 +24,9 @@ const (
 	// Pause is the sandbox image's tag; the program is ours (images/pause).
 	Pause = "3.10"
 
+	// Echo is the version of images/echo, the tests' HTTP workload.
+	Echo = "1.0"
+
 	// Containerd is github.com/containerd/containerd/v2, linked into the
 	// talosbox binary (applets/containerd); go.mod requires this version.
 	Containerd = "2.4.2"
