@@ -307,7 +307,14 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 		}
 
 		if f.cacheDir != "" {
-			nr.Binds = []provision.Bind{{Source: f.cacheDir, Target: images.CacheDir}}
+			nr.Binds = append(nr.Binds, provision.Bind{Source: f.cacheDir, Target: images.CacheDir})
+		}
+
+		// kube-proxy and flannel mount /lib/modules (hostPath); a node
+		// shares its host's kernel, so it gets the host's modules, as
+		// kind's nodes do, read-only.
+		if st, err := os.Stat(hostModules); err == nil && st.IsDir() {
+			nr.Binds = append(nr.Binds, provision.Bind{Source: hostModules, Target: hostModules})
 		}
 
 		if i == 0 {
@@ -360,6 +367,8 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 	return nil
 }
 
+const hostModules = "/lib/modules"
+
 // nodeConfigPath is where a node container finds its config on first
 // start: the persisted config in the state volume, so that secrets never
 // appear in the container's environment (docker inspect).
@@ -380,14 +389,16 @@ var nodeVolumes = []string{"/var", "/etc/cni", "/etc/kubernetes", "/opt", "/usr/
 // privileged containers, nodes get every capability but SYS_RESOURCE
 // (what such an engine lacks itself; the CRI then restricts
 // oom_score_adj). The root filesystem stays read-only: everything a node
-// writes is on its state volume or tmpfs.
+// writes is on its volumes or tmpfs.
 func nodePrivileges(privileged bool) provision.Privileges {
 	pv := provision.Privileges{
 		SecurityOpt:     []string{"seccomp=unconfined", "apparmor=unconfined"},
 		ReadonlyRootfs:  true,
 		CgroupnsPrivate: true,
 		Devices:         []string{"/dev/kmsg"},
-		Tmpfs:           map[string]string{"/tmp": "rw,mode=1777", "/run": "rw,mode=755", "/system": "rw,mode=755"},
+		Tmpfs: map[string]string{"/tmp": "rw,mode=1777", "/run": "rw,mode=755", "/system": "rw,mode=755",
+			// containerd's CRI config is rendered anew on every boot.
+			"/etc/cri": "rw,mode=755"},
 	}
 
 	if privileged {

@@ -255,6 +255,70 @@ func cmdCheck(args *skel.CmdArgs) error {
 	return invoke.DelegateCheck(context.Background(), typ, conf, nil)
 }
 
+// install copies src to dst atomically (a temporary file beside dst, then
+// a rename), keeping src's mode: the DaemonSet's init containers put the
+// plugin into the host's /opt/cni/bin and the conflist into
+// /etc/cni/net.d with it, as the image has no shell or cp. A reader (the
+// CRI watching net.d, a pod being set up) sees the old file or the new.
+func install(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+
+	return os.Rename(tmp.Name(), dst)
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "install" {
+		if len(os.Args) != 4 {
+			fmt.Fprintln(os.Stderr, "usage: flannel install SRC DST")
+			os.Exit(2)
+		}
+
+		if err := install(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "flannel install:", err)
+			os.Exit(1)
+		}
+
+		fmt.Printf("installed %s\n", os.Args[3])
+
+		return
+	}
+
 	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck}, version.All, "CNI flannel plugin "+buildVersion)
 }

@@ -139,3 +139,41 @@ func TestAddAndDelThroughBridge(t *testing.T) {
 		t.Errorf("ADD without subnet.env: %v %s", err, out)
 	}
 }
+
+func TestInstall(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+
+	if err := os.WriteFile(src, []byte("conf v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	dst := filepath.Join(dir, "net.d", "10-flannel.conflist")
+
+	for _, content := range []string{"conf v1", "conf v2"} {
+		if err := os.WriteFile(src, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := install(src, dst); err != nil {
+			t.Fatal(err)
+		}
+
+		got, err := os.ReadFile(dst)
+		if err != nil || string(got) != content {
+			t.Fatalf("dst = %q, %v; want %q", got, err, content)
+		}
+	}
+
+	if st, _ := os.Stat(dst); st.Mode().Perm() != 0o755 {
+		t.Errorf("mode %v, want 0755", st.Mode())
+	}
+
+	if ents, _ := os.ReadDir(filepath.Dir(dst)); len(ents) != 1 {
+		t.Errorf("install left %d files: %v", len(ents), ents)
+	}
+
+	if err := install(filepath.Join(dir, "missing"), dst); err == nil {
+		t.Error("install of a missing file succeeded")
+	}
+}

@@ -26,6 +26,7 @@ import (
 type entry struct {
 	path string      // absolute path in the image
 	src  string      // host file with the content (regular files)
+	data string      // or the content itself, for small files we write
 	link string      // symlink target
 	dir  bool        // a directory
 	mode os.FileMode // permission bits
@@ -77,6 +78,8 @@ func writeTar(w io.Writer, entries []entry) error {
 			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
 		case e.link != "":
 			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.link
+		case e.src == "":
+			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(e.data))
 		default:
 			st, err := os.Stat(e.src)
 			if err != nil {
@@ -90,7 +93,11 @@ func writeTar(w io.Writer, entries []entry) error {
 			return err
 		}
 
-		if hdr.Typeflag == tar.TypeReg {
+		if hdr.Typeflag == tar.TypeReg && e.src == "" {
+			if _, err := io.WriteString(tw, e.data); err != nil {
+				return err
+			}
+		} else if hdr.Typeflag == tar.TypeReg {
 			if err := copyFile(tw, e.src, hdr.Size); err != nil {
 				return err
 			}
@@ -145,7 +152,7 @@ func (b *builder) makeLayer(name string, entries []entry) (*layer, error) {
 	k.add("layer", "gzip-default")
 
 	for _, e := range entries {
-		k.add(e.path, e.link, fmt.Sprint(e.dir, e.mode))
+		k.add(e.path, e.link, fmt.Sprint(e.dir, e.mode), e.data)
 
 		if e.src != "" {
 			if err := k.addFile(e.src); err != nil {

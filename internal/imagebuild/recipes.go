@@ -110,6 +110,16 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 
 	file := func(dst, src string) entry { return entry{path: dst, src: src, mode: 0o755} }
 
+	// The kubelet looks its users up (user namespaces, static pods'
+	// runAsUser): a root and a nobody, as a minimal image has them.
+	etc, err := b.makeLayer("etc", []entry{
+		{path: "/etc/passwd", mode: 0o644, data: "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"},
+		{path: "/etc/group", mode: 0o644, data: "root:x:0:\nnogroup:x:65534:\n"},
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	pause, err := b.makeLayer("pause", []entry{file("/pause", filepath.Join(bins["pause"], "pause"))})
 	if err != nil {
 		return nil, err
@@ -171,7 +181,7 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 			{images.ControllerManager(kv), []*layer{kube}},
 			{images.Scheduler(kv), []*layer{kube}},
 			{images.Proxy(kv), []*layer{kube, netfilter}},
-			{images.Kubelet(kv), []*layer{kube, netfilter, mount}},
+			{images.Kubelet(kv), []*layer{etc, kube, netfilter, mount}},
 		} {
 			out = append(out, spec{ref: r.ref, version: "v" + kv, layers: r.layers, entrypoint: []string{"/usr/local/bin/" + r.ref.Component}})
 		}

@@ -198,6 +198,14 @@ func LinkOrCopy(src, dst string) error {
 	tmp := dst + ".tmp"
 	os.Remove(tmp)
 
+	// rename(2) of a hard link onto another link of the same inode does
+	// nothing and leaves both names: done already, and no stray .tmp.
+	if a, err := os.Stat(src); err == nil {
+		if b, err := os.Stat(dst); err == nil && os.SameFile(a, b) {
+			return nil
+		}
+	}
+
 	if err := os.Link(src, tmp); err != nil {
 		if err := copyContent(src, tmp); err != nil {
 			return err

@@ -148,6 +148,8 @@ func (kl *kubelet) mounts(spec KubeletSpecSpec) ([]specs.Mount, error) {
 		{dst: "/etc/cni", src: "/etc/cni", opts: rbind},
 		{dst: "/opt/cni", src: "/opt/cni", opts: rbind, optional: true},
 		{dst: "/usr/libexec/kubernetes", src: "/usr/libexec/kubernetes", opts: rbind, optional: true},
+		// The default spec's /run is a tmpfs; the CRI socket is on the node's.
+		{dst: "/run", src: "/run", opts: rbind},
 		{dst: "/var/run", src: "/run", opts: rbind},
 		{dst: "/var/lib/containerd", src: "/var/lib/containerd", opts: rbind},
 		{dst: "/var/lib/kubelet", src: "/var/lib/kubelet", opts: rbind},

@@ -50,6 +50,10 @@ func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRunti
 				err = WriteFiles(c.Root, files, true)
 			}
 
+			if err == nil {
+				err = ownedDir(filepath.Join(c.root(), AuditDir), APIServerUID)
+			}
+
 			if err != nil {
 				r.Logger().Error("kubernetes config files", "error", err)
 				continue
@@ -64,6 +68,28 @@ func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRunti
 
 		r.ResetRestartBackoff()
 	}
+}
+
+func (c *RenderConfigsController) root() string {
+	if c.Root == "" {
+		return "/"
+	}
+
+	return c.Root
+}
+
+// ownedDir makes dir (0700) belong to uid: the apiserver, which runs as
+// its own user, writes its audit log there.
+func ownedDir(dir string, uid int) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
+	}
+
+	if err := os.Chown(dir, uid, uid); err != nil {
+		return fmt.Errorf("chown %s: %w", dir, err)
+	}
+
+	return nil
 }
 
 // WriteFiles writes files under root atomically, only those that

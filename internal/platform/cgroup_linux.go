@@ -123,7 +123,33 @@ func MountCgroupsWritable(log io.Writer) error {
 
 	fmt.Fprintf(log, "[talos] mounted %d cgroup hierarchies read-write under %s\n", len(mounts), CgroupRoot)
 
+	allowAllDevices(log)
+
 	return nil
+}
+
+// allowAllDevices widens the node's device cgroup (v1) to every device,
+// as a privileged container has it. An engine that refuses privileged
+// containers leaves the node Docker's short list, and runc cannot then
+// create a privileged container (the kubelet, kube-proxy, flannel): it
+// writes "a *:* rwm" to the child's devices.allow, which the kernel refuses
+// beyond what the parent allows. The node's own cgroup may be widened, as
+// its parent (Docker's) allows all; failing that, privileged containers
+// fail with a clear runc error, and the node says so here.
+func allowAllDevices(log io.Writer) {
+	dir := filepath.Join(CgroupRoot, "devices")
+
+	list, err := os.ReadFile(filepath.Join(dir, "devices.list"))
+	if err != nil || strings.TrimSpace(string(list)) == "a *:* rwm" {
+		return
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "devices.allow"), []byte("a"), 0); err != nil {
+		fmt.Fprintf(log, "[talos] devices cgroup: cannot allow every device (%v): privileged containers will fail\n", err)
+		return
+	}
+
+	fmt.Fprintf(log, "[talos] devices cgroup: every device allowed, as for a privileged node\n")
 }
 
 // writableMount reports whether the mount holding p is not read-only.

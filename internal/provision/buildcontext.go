@@ -33,6 +33,13 @@ var rootfsDirs = []struct {
 }{
 	{"dev", 0o755},
 	{"etc", 0o755},
+	{"etc/cri", 0o755},
+	{"etc/ssl", 0o755}, // kube-proxy mounts /etc/ssl/certs (hostPath)
+	{"etc/ssl/certs", 0o755},
+	// kube-proxy and flannel mount /lib/modules from the host (hostPath):
+	// it must exist on a read-only root even when the host has no modules.
+	{"lib", 0o755},
+	{"lib/modules", 0o755},
 	{"proc", 0o555},
 	{"run", 0o755},
 	{"sbin", 0o755},
