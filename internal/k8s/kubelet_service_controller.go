@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/hostdns"
+	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -61,7 +64,8 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 		}
 
 		if err == nil {
-			err = writeResolvConf(root)
+			_, forward := machine.HostDNSEnabled(cfg)
+			err = writeResolvConf(root, forward)
 		}
 
 		if err != nil {
@@ -92,12 +96,33 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 }
 
 // writeResolvConf gives the kubelet the node's resolvers at Talos's path
-// (pods with dnsPolicy Default and CoreDNS read it).
-func writeResolvConf(root string) error {
+// (pods with dnsPolicy Default and CoreDNS read it). With host DNS
+// forwarding, the one nameserver is the node's forwarder, as on Talos: a
+// loopback resolver (Docker's 127.0.0.11) is out of a pod's reach.
+func writeResolvConf(root string, forwardToHost bool) error {
 	data, err := os.ReadFile(filepath.Join(root, "/etc/resolv.conf"))
 	if err != nil {
 		data = []byte("nameserver 127.0.0.1\n")
 	}
 
+	if forwardToHost {
+		data = hostResolvConf(data)
+	}
+
 	return WriteFiles(root, []File{{Path: ResolvConfPath, Mode: 0o644, Data: data}}, false)
+}
+
+// hostResolvConf keeps a resolv.conf's search and options lines and
+// replaces its nameservers with the host DNS forwarder.
+func hostResolvConf(orig []byte) []byte {
+	out := []string{"nameserver " + hostdns.Address.String()}
+
+	for _, line := range strings.Split(string(orig), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "search" || f[0] == "options") {
+			out = append(out, line)
+		}
+	}
+
+	return []byte(strings.Join(out, "\n") + "\n")
 }

@@ -74,6 +74,10 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 		svcs = append(svcs, reg)
 	}
 
+	if dns, ok := n.hostDNSService(cfg); ok {
+		svcs = append(svcs, dns)
+	}
+
 	if n.opts.Services != nil {
 		svcs = append(svcs, n.opts.Services(n, cfg)...)
 	}
