@@ -160,8 +160,17 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 	plane := controlplane.New(controlplane.Options{NoEtcd: cfg.noEtcd})
 
 	// Kubernetes: the control plane's static pods, the kubelet, manifests.
+	// A node without runc (a node image built before make images) runs
+	// no containers, so no kubelet; it says so rather than failing health.
+	noKubelet := cfg.noKubelet || !p.OwnRoot
+	if !noKubelet && machine.FindRunc() == "" {
+		fmt.Fprintf(env.Stdout, "[talos] no container runtime (runc): the kubelet will not run\n")
+
+		noKubelet = true
+	}
+
 	kube := k8s.New(k8s.Options{
-		NoKubelet: cfg.noKubelet || !p.OwnRoot,
+		NoKubelet: noKubelet,
 		EtcdClient: func(context.Context) (*clientv3.Client, error) {
 			srv, err := plane.Server()
 			if err != nil {

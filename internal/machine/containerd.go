@@ -146,6 +146,12 @@ func (n *Node) runcPath() string {
 		return n.opts.RuncPath
 	}
 
+	return FindRunc()
+}
+
+// FindRunc is the runc a node finds by itself ("" when it has none): a
+// node without it runs no containers, so no kubelet either.
+func FindRunc() string {
 	if p, err := exec.LookPath("runc"); err == nil {
 		return p
 	}
