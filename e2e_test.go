@@ -82,7 +82,7 @@ func newClusterOf(t *testing.T, configured ...bool) *cluster {
 		// --etcd=false: these nodes test the node and its API; etcd
 		// clusters have their own tests in Docker (e2e_docker_test.go).
 		args := []string{"--fork", "--kill-child", "--pid", "--mount", "--uts", "--ipc", "--mount-proc",
-			filepath.Join(c.links, "init"), "--platform", "container", "--state-dir", filepath.Join(c.dir, nd.name), "--etcd=false"}
+			filepath.Join(c.links, "init"), "--platform", "container", "--state-dir", filepath.Join(c.dir, nd.name), "--etcd=false", "--kubelet=false"}
 
 		if configured[i] {
 			cfg := c.nodeConfig(nd)

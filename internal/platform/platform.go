@@ -39,7 +39,8 @@ type Platform struct {
 	// found: "/" on both platforms.
 	Root string
 	// OwnRoot says the node owns its root filesystem: metal, or PID 1 of a
-	// container (a Docker node). Kubernetes runs only there, since the
+	// container (a Docker node: PID 1 where the engine left its marker; a
+	// PID 1 in namespaces over the host's filesystem is not one). Kubernetes runs only there, since the
 	// kubelet, the CRI and runc must agree on absolute paths; a machined
 	// sharing a host's filesystem (tests) keeps everything under its
 	// state directory instead.
@@ -109,7 +110,7 @@ func Detect(opts Options) (Platform, error) {
 		}
 
 		return Platform{Name: Container, StateDir: filepath.Join(abs, "state"), EphemeralDir: filepath.Join(abs, "ephemeral"), Root: "/",
-			OwnRoot: opts.PID == 1}, nil
+			OwnRoot: opts.PID == 1 && inContainer(opts)}, nil
 	}
 
 	return Platform{}, fmt.Errorf("unknown platform %q: use metal or container", name)

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/talosbox/talosbox/internal/images"
+)
+
+// kubectl is the project-built kubectl (make images puts it in _out/bin),
+// run against the kubeconfig cluster create merged into the test's HOME.
+func (dc *dockerCluster) kubectl(args ...string) (string, error) {
+	bin, _ := filepath.Abs(filepath.Join("_out", "bin", "kubectl"))
+	cmd := exec.Command(bin, args...)
+	cmd.Env = dc.env("KUBECONFIG=" + filepath.Join(dc.dir, ".kube", "config"))
+
+	out, err := cmd.CombinedOutput()
+
+	return string(out), err
+}
+
+func (dc *dockerCluster) kube(args ...string) string {
+	dc.t.Helper()
+
+	out, err := dc.kubectl(args...)
+	if err != nil {
+		dc.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+
+	return out
+}
+
+// waitFor retries check, every 2s, until it returns nil or the deadline passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+
+		<-tick.C
+	}
+}
+
+// TestDockerKubernetes is issue 17's cluster: three control planes and a
+// worker in Docker, built from make images, each running the kubelet and
+// (control planes) the static-pod control plane.
+func TestDockerKubernetes(t *testing.T) {
+	bin := buildBinary(t)
+	imagesDir := runtimeBuild(t)
+
+	if _, err := os.Stat(filepath.Join("_out", "bin", "kubectl")); err != nil {
+		t.Fatalf("no kubectl: %v (run make images)", err)
+	}
+
+	dc := newDockerCluster(t, bin)
+
+	start := time.Now()
+	out := dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(), "--images-dir", imagesDir,
+		"--controlplanes", "3", "--workers", "1", "--memory", "1280", "--memory-workers", "768", "--wait-timeout", "15m")
+	t.Logf("cluster create 3+1 to healthy: %s", time.Since(start).Round(time.Second))
+
+	for _, want := range []string{"waiting for all k8s nodes to report ready: OK", "waiting for coredns to report ready: OK", "merging kubeconfig", "is healthy"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("create output lacks %q:\n%s", want, out)
+		}
+	}
+
+	cp1, cp2, cp3, w := dc.ip(0), dc.ip(1), dc.ip(2), dc.ip(3)
+
+	// Node names by address, from Kubernetes itself.
+	names := map[string]string{}
+
+	t.Run("nodes ready with versions and roles", func(t *testing.T) {
+		out := dc.kube("get", "nodes", "-o", `jsonpath={range .items[*]}{.status.addresses[?(@.type=="InternalIP")].address} {.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type=="Ready")].status} {.metadata.labels.node-role\.kubernetes\.io/control-plane}|{"\n"}{end}`)
+
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 4 {
+			t.Fatalf("want 4 nodes:\n%s", out)
+		}
+
+		cps := 0
+
+		for _, l := range lines {
+			f := strings.Fields(strings.TrimSuffix(l, "|"))
+			if len(f) < 4 || f[2] != "v"+images.Kubernetes || f[3] != "True" {
+				t.Fatalf("node line %q: want version v%s and Ready True", l, images.Kubernetes)
+			}
+
+			names[f[0]] = f[1]
+
+			if len(f) == 5 {
+				cps++
+
+				if f[0] == w {
+					t.Errorf("the worker %s has the control-plane role", w)
+				}
+			}
+		}
+
+		if cps != 3 {
+			t.Errorf("%d control-plane nodes, want 3:\n%s", cps, out)
+		}
+
+		taints := dc.kube("get", "node", names[cp1], "-o", "jsonpath={.spec.taints[*].key}")
+		if !strings.Contains(taints, "node-role.kubernetes.io/control-plane") {
+			t.Errorf("control plane taints: %q", taints)
+		}
+	})
+
+	if len(names) != 4 {
+		t.FailNow()
+	}
+
+	t.Run("seed troubleshooting commands", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"-n", cp1, "service", "kubelet"}, []string{"kubelet", "Running", "OK"}},
+			{[]string{"-n", cp1, "logs", "kubelet"}, []string{"kubelet"}},
+			{[]string{"-n", cp1, "get", "staticpods"}, []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}},
+			{[]string{"-n", cp1, "get", "staticpodstatus"}, []string{"kube-system/kube-apiserver-" + names[cp1], "True"}},
+			{[]string{"-n", cp1, "get", "manifests"}, []string{"00-kubelet-bootstrapping-token", "11-core-dns", "05-flannel"}},
+			{[]string{"-n", cp1, "get", "bootstrapstatus"}, []string{"control-plane"}},
+			{[]string{"-n", cp1, "ls", "/etc/kubernetes/manifests"}, []string{cp1}},
+			{[]string{"-n", cp1, "logs", "-k", "kube-system/kube-apiserver-" + names[cp1] + ":kube-apiserver"}, []string{"Version: v" + images.Kubernetes}},
+			{[]string{"-n", cp1, "containers", "-k"}, []string{"kube-system/kube-apiserver-" + names[cp1] + ":kube-apiserver", images.APIServer(images.Kubernetes).String()}},
+			{[]string{"-n", w, "service", "kubelet"}, []string{"Running"}},
+		} {
+			out := dc.ok(c.args...)
+			for _, want := range c.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("talosctl %s lacks %q:\n%s", strings.Join(c.args, " "), want, out)
+				}
+			}
+		}
+
+		kc := filepath.Join(dc.dir, "kubeconfig-cp1")
+		dc.ok("-n", cp1, "kubeconfig", kc)
+
+		if st, err := os.Stat(kc); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("talosctl kubeconfig wrote %v, %v", st, err)
+		}
+	})
+
+	t.Run("static pods carry Talos's annotations", func(t *testing.T) {
+		out := dc.ok("-n", cp1, "get", "staticpods", "-o", "yaml")
+		for _, want := range []string{"talos.dev/config-version:", "talos.dev/secrets-version:", "talos.dev/config-file-version:"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("get staticpods -o yaml lacks %s", want)
+			}
+		}
+	})
+
+	t.Run("deployment through a service and DNS from another node", func(t *testing.T) {
+		dc.kube("create", "deployment", "echo", "--image="+images.EchoImage().String(), "--replicas=2", "--port=8080")
+		dc.kube("expose", "deployment", "echo", "--port=80", "--target-port=8080")
+		dc.kube("rollout", "status", "deployment/echo", "--timeout=5m")
+
+		ip := strings.TrimSpace(dc.kube("get", "service", "echo", "-o", "jsonpath={.spec.clusterIP}"))
+
+		// Control planes are tainted: the replicas are on the worker, the
+		// client on a control plane, so every request crosses nodes.
+		for i, url := range []string{"http://" + ip + "/", "http://echo.default.svc.cluster.local/"} {
+			pod := fmt.Sprintf("client-%d", i)
+			manifest := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q},"spec":{"nodeName":%q,"restartPolicy":"Never",
+"tolerations":[{"operator":"Exists"}],"containers":[{"name":"c","image":%q,"command":["/echo","get","--timeout","120s",%q]}]}}`,
+				pod, names[cp2], images.EchoImage().String(), url)
+
+			f := filepath.Join(dc.dir, pod+".json")
+			if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			dc.kube("apply", "-f", f)
+			dc.kube("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/"+pod, "--timeout=3m")
+
+			got := strings.TrimSpace(dc.kube("logs", pod))
+			if !strings.HasPrefix(got, "echo-") {
+				t.Errorf("%s answered %q, want an echo pod's name", url, got)
+			}
+		}
+
+		hosts := dc.kube("get", "pods", "-l", "app=echo", "-o", "jsonpath={.items[*].spec.nodeName}")
+		if strings.Contains(hosts, names[cp2]) {
+			t.Errorf("an echo replica runs on the client's node %s: %s", names[cp2], hosts)
+		}
+	})
+
+	t.Run("denied extraArg refused at apply", func(t *testing.T) {
+		out := dc.fails("-n", cp1, "patch", "mc", "--immediate", "-p", `[{"op":"add","path":"/cluster/apiServer/extraArgs","value":{"etcd-servers":"http://example.com:2379"}}]`)
+		if !strings.Contains(out, "cluster.apiServer.extraArgs") || !strings.Contains(out, "etcd-servers") {
+			t.Errorf("no clear refusal:\n%s", out)
+		}
+	})
+
+	t.Run("extraArgs change restarts the apiserver with the flag", func(t *testing.T) {
+		before := annotation(t, dc.ok("-n", cp1, "get", "staticpods", "kube-apiserver", "-o", "yaml"), "talos.dev/config-version")
+
+		dc.ok("-n", cp1, "patch", "mc", "--immediate", "-p", `[{"op":"add","path":"/cluster/apiServer/extraArgs","value":{"event-ttl":"2h0m0s"}}]`)
+
+		after := annotation(t, dc.ok("-n", cp1, "get", "staticpods", "kube-apiserver", "-o", "yaml"), "talos.dev/config-version")
+		if after == before {
+			t.Errorf("config-version stayed %s", before)
+		}
+
+		waitFor(t, 5*time.Minute, "the apiserver's mirror pod has --event-ttl", func() error {
+			out, err := dc.kubectl("-n", "kube-system", "get", "pod", "kube-apiserver-"+names[cp1], "-o", "jsonpath={.spec.containers[0].command} {.status.containerStatuses[0].ready}")
+			if err != nil || !strings.Contains(out, "--event-ttl=2h0m0s") || !strings.HasSuffix(out, "true") {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+
+			return nil
+		})
+	})
+
+	t.Run("a killed apiserver comes back", func(t *testing.T) {
+		restarts := func() int {
+			out, _ := dc.kubectl("-n", "kube-system", "get", "pod", "kube-apiserver-"+names[cp2], "-o", "jsonpath={.status.containerStatuses[0].restartCount}")
+			n, _ := strconv.Atoi(strings.TrimSpace(out))
+
+			return n
+		}
+
+		before := restarts()
+		killInNode(t, dc, dc.name+"-controlplane-2", "kube-apiserver")
+
+		waitFor(t, 5*time.Minute, "the apiserver restarted and ready", func() error {
+			out, err := dc.kubectl("-n", "kube-system", "get", "pod", "kube-apiserver-"+names[cp2], "-o", "jsonpath={.status.containerStatuses[0].ready}")
+			if n := restarts(); err != nil || n <= before || out != "true" {
+				return fmt.Errorf("restarts %d (was %d), ready %q, %v", n, before, out, err)
+			}
+
+			return nil
+		})
+	})
+
+	t.Run("a bad apiserver image is reported, and fixing it recovers", func(t *testing.T) {
+		bad := "registry.k8s.io/kube-apiserver:v0.0.0-missing"
+		good := images.APIServer(images.Kubernetes).String()
+
+		dc.ok("-n", cp3, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/cluster/apiServer/image","value":"`+bad+`"}]`)
+
+		waitFor(t, 3*time.Minute, "StaticPodStatus says why", func() error {
+			out, _ := dc.talosctl("-n", cp3, "get", "staticpodstatus", "-o", "yaml")
+			if !strings.Contains(out, "ImagePull") && !strings.Contains(out, "ErrImage") {
+				return fmt.Errorf("no image pull error:\n%s", out)
+			}
+
+			return nil
+		})
+
+		out := dc.fails("-n", cp3, "health", "--control-plane-nodes", cp1+","+cp2+","+cp3, "--worker-nodes", w, "--wait-timeout", "20s")
+		if !strings.Contains(out, "kube-apiserver") {
+			t.Errorf("health does not name the apiserver:\n%s", out)
+		}
+
+		dc.ok("-n", cp3, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/cluster/apiServer/image","value":"`+good+`"}]`)
+		dc.ok("-n", cp1, "health", "--control-plane-nodes", cp1+","+cp2+","+cp3, "--worker-nodes", w, "--wait-timeout", "5m")
+	})
+
+	t.Run("a rebooted control plane comes back Ready", func(t *testing.T) {
+		victim := dc.name + "-controlplane-2"
+		ctx := context.Background()
+
+		if _, err := dc.docker.ContainerRestart(ctx, victim, client.ContainerRestartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+
+		dc.ok("-n", cp1, "health", "--control-plane-nodes", cp1+","+cp2+","+cp3, "--worker-nodes", w, "--wait-timeout", "8m")
+
+		out := dc.kube("get", "node", names[cp2], "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if out != "True" {
+			t.Errorf("%s Ready = %q", names[cp2], out)
+		}
+	})
+
+	t.Run("a reset control plane leaves etcd and its node can be deleted", func(t *testing.T) {
+		dc.ok("-n", cp3, "reset", "--graceful", "--reboot=false")
+
+		waitFor(t, 3*time.Minute, "etcd members without "+cp3, func() error {
+			out, err := dc.talosctl("-n", cp1, "etcd", "members")
+			if err != 0 || strings.Contains(out, cp3) {
+				return fmt.Errorf("members:\n%s", out)
+			}
+
+			return nil
+		})
+
+		dc.kube("delete", "node", names[cp3])
+
+		if out := dc.kube("get", "nodes", "-o", "name"); strings.Contains(out, names[cp3]) {
+			t.Errorf("node %s still listed:\n%s", names[cp3], out)
+		}
+	})
+
+	dc.ok("cluster", "destroy", "--name", dc.name)
+}
+
+// annotation reads one annotation's value from talosctl's YAML output.
+func annotation(t *testing.T, yaml, key string) string {
+	t.Helper()
+
+	for _, line := range strings.Split(yaml, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == key {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+
+	t.Fatalf("no %s in:\n%s", key, yaml)
+
+	return ""
+}
+
+// killInNode SIGKILLs the process named comm inside the node container:
+// found on this machine's /proc as a descendant of the container's init,
+// so that the same program in another node is never touched.
+func killInNode(t *testing.T, dc *dockerCluster, container, comm string) {
+	t.Helper()
+
+	ins, err := dc.docker.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	init := ins.Container.State.Pid
+
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+
+		if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(c)) != comm {
+			continue
+		}
+
+		for p := pid; p > 1; p = parentPID(p) {
+			if p == init {
+				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+
+				return
+			}
+		}
+	}
+
+	t.Fatalf("no %s under %s (pid %d)", comm, container, init)
+}
+
+func parentPID(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+
+	// The command may hold spaces and parentheses: fields follow the last ')'.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+
+	if len(f) < 2 {
+		return 0
+	}
+
+	ppid, _ := strconv.Atoi(f[1])
+
+	return ppid
+}
