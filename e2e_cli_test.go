@@ -442,7 +442,8 @@ func TestE2ECLI(t *testing.T) {
 waiting for apid to be ready: OK
 waiting for all nodes to finish boot sequence: OK
 waiting for all services to be up: OK
-` {
+skipping Kubernetes checks: no node runs the kubelet
+` && !strings.HasSuffix(out, "skipping Kubernetes checks: no control plane node known\n") {
 			t.Errorf("health:\n%s", out)
 		}
 	})
