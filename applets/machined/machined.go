@@ -163,6 +163,14 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 	// A node without runc (a node image built before make images) runs
 	// no containers, so no kubelet; it says so rather than failing health.
 	noKubelet := cfg.noKubelet || !p.OwnRoot
+
+	if c, err := platform.ReadCmdline(); err == nil && p.IsMetal() {
+		if v, ok := c.Get(platform.ParamKubelet); ok && v == "0" {
+			fmt.Fprintf(env.Stdout, "[talos] %s=0: the kubelet will not run\n", platform.ParamKubelet)
+
+			noKubelet = true
+		}
+	}
 	if !noKubelet && machine.FindRunc() == "" {
 		fmt.Fprintf(env.Stdout, "[talos] no container runtime (runc): the kubelet will not run\n")
 

@@ -21,6 +21,9 @@ const (
 	// ParamInstallDisk is the install disk (e.g. /dev/vdb) when the
 	// config's machine.install.disk does not name one.
 	ParamInstallDisk = "talosbox.install.disk"
+	// ParamKubelet=0 runs no kubelet on a metal node: one with no way to
+	// get the kubelet's image (no registry and no image cache).
+	ParamKubelet = "talosbox.kubelet"
 )
 
 // What PID 1 does after a fatal error.

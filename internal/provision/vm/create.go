@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/boot/qemu"
+	"github.com/talosbox/talosbox/internal/platform"
 )
 
 // MinDiskMiB fits Talos's partition layout (internal/disk) with room for
@@ -283,6 +284,10 @@ func (st *State) startNode(n *Node, extra []string, mask string) error {
 	cmdline := append([]string{
 		fmt.Sprintf("ip=%s::%s:%s:%s:eth0:off", n.IP, st.Gateway, mask, n.Name),
 		"talosbox.install.disk=/dev/vda",
+		// QEMU nodes have no image cache yet (Docker nodes get make images'
+		// as their registry mirror) and no registry is reachable, so they
+		// run no kubelet rather than retrying a pull forever.
+		platform.ParamKubelet + "=0",
 	}, extra...)
 
 	n.PID, err = qemu.StartDetached(qemu.Config{
