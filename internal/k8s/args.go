@@ -93,5 +93,4 @@ var (
 	)
 	schedulerPolicies = policies(nil, configs.DeniedExtraArgs["cluster.scheduler.extraArgs"])
 	kubeletPolicies   = policies(nil, configs.DeniedExtraArgs["machine.kubelet.extraArgs"])
-	proxyPolicies     = policies(nil, configs.DeniedExtraArgs["cluster.proxy.extraArgs"])
 )
