@@ -296,6 +296,33 @@ func TestDockerKubernetes(t *testing.T) {
 		}
 	})
 
+	t.Run("a missing kubelet image is reported, and fixing it recovers", func(t *testing.T) {
+		bad := "ghcr.io/siderolabs/kubelet:v0.0.0-missing"
+		good := images.Kubelet(images.Kubernetes).String()
+
+		dc.ok("-n", w, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/machine/kubelet/image","value":"`+bad+`"}]`)
+
+		waitFor(t, 3*time.Minute, "service kubelet names the missing image", func() error {
+			out, _ := dc.talosctl("-n", w, "service", "kubelet")
+			if !strings.Contains(out, bad) || !strings.Contains(out, "not found") {
+				return fmt.Errorf("service kubelet:\n%s", out)
+			}
+
+			return nil
+		})
+
+		dc.ok("-n", w, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/machine/kubelet/image","value":"`+good+`"}]`)
+
+		waitFor(t, 3*time.Minute, "the kubelet healthy again", func() error {
+			out, _ := dc.talosctl("-n", w, "service", "kubelet")
+			if !regexpLine(out, `^HEALTH\s+OK$`) || !regexpLine(out, `^STATE\s+Running$`) {
+				return fmt.Errorf("service kubelet:\n%s", out)
+			}
+
+			return nil
+		})
+	})
+
 	t.Run("a reset control plane leaves etcd and its node can be deleted", func(t *testing.T) {
 		dc.ok("-n", cp3, "reset", "--graceful", "--reboot=false")
 
