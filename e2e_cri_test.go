@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -39,9 +40,10 @@ type criClient struct {
 	is runtimeapi.ImageServiceClient
 }
 
-// nodeVolumePath is where a path of the node's state volume
-// (/var/lib/talosbox/...) is on this machine.
-func nodeVolumePath(t *testing.T, api *client.Client, container, rel string) string {
+// nodeRootPath is path inside a running node container, seen from this
+// machine through the node's PID 1 (/proc/PID/root): the node's runtime
+// lives at Talos's paths on its own root, partly on tmpfs, as on Talos.
+func nodeRootPath(t *testing.T, api *client.Client, container, path string) string {
 	t.Helper()
 
 	ins, err := api.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
@@ -49,15 +51,7 @@ func nodeVolumePath(t *testing.T, api *client.Client, container, rel string) str
 		t.Fatal(err)
 	}
 
-	for _, m := range ins.Container.Mounts {
-		if m.Destination == "/var/lib/talosbox" {
-			return filepath.Join(m.Source, rel)
-		}
-	}
-
-	t.Fatalf("%s has no state volume", container)
-
-	return ""
+	return fmt.Sprintf("/proc/%d/root%s", ins.Container.State.Pid, path)
 }
 
 func dialCRI(t *testing.T, sock string) *criClient {
@@ -197,14 +191,14 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 		t.Fatalf("read /system/state/config.yaml:\n%.500s", out)
 	}
 
-	hostsToml := nodeVolumePath(t, dc.docker, ctrName, "ephemeral/system/etc/cri/conf.d/hosts/registry.k8s.io/hosts.toml")
+	hostsToml := nodeRootPath(t, dc.docker, ctrName, "/system/etc/cri/conf.d/hosts/registry.k8s.io/hosts.toml")
 
 	data, err := os.ReadFile(hostsToml)
 	if err != nil || !strings.Contains(string(data), "[host.'"+mirror+"']") {
 		t.Fatalf("hosts.toml does not name the mirror %s (%v):\n%s", mirror, err, data)
 	}
 
-	cri := dialCRI(t, nodeVolumePath(t, dc.docker, ctrName, "ephemeral/run/containerd/containerd.sock"))
+	cri := dialCRI(t, nodeRootPath(t, dc.docker, ctrName, "/run/containerd/containerd.sock"))
 	ctx := t.Context()
 
 	ref := images.APIServer(images.Kubernetes).String()
@@ -216,7 +210,7 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 
 	t.Logf("pulled %s through the mirror in %s", ref, time.Since(start).Round(time.Millisecond))
 
-	logDir := "/var/lib/talosbox/ephemeral/var/log/pods"
+	logDir := "/var/log/pods"
 	_, _ = cri.runOnce(t, ctx, "e2e-version", logDir, ref, "/usr/local/bin/kube-apiserver", "--version")
 
 	section(t, "containers -k and logs -k", func() {

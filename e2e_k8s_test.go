@@ -271,10 +271,15 @@ func TestDockerKubernetes(t *testing.T) {
 			return nil
 		})
 
-		out := dc.fails("-n", cp3, "health", "--control-plane-nodes", cp1+","+cp2+","+cp3, "--worker-nodes", w, "--wait-timeout", "20s")
-		if !strings.Contains(out, "kube-apiserver") {
-			t.Errorf("health does not name the apiserver:\n%s", out)
-		}
+		// The mirror pod follows the kubelet's status a moment later.
+		waitFor(t, 3*time.Minute, "health fails, naming the apiserver", func() error {
+			out, code := dc.talosctl("-n", cp3, "health", "--control-plane-nodes", cp1+","+cp2+","+cp3, "--worker-nodes", w, "--wait-timeout", "10s")
+			if code == 0 || !strings.Contains(out, "kube-apiserver") {
+				return fmt.Errorf("exit %d:\n%s", code, out)
+			}
+
+			return nil
+		})
 
 		dc.ok("-n", cp3, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/cluster/apiServer/image","value":"`+good+`"}]`)
 		dc.ok("-n", cp1, "health", "--control-plane-nodes", cp1+","+cp2+","+cp3, "--worker-nodes", w, "--wait-timeout", "5m")

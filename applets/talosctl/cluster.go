@@ -553,7 +553,7 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 		Binary:  bin,
 		Applets: []string{"/sbin/init", "talosctl", "/bin/containerd", "/bin/containerd-shim-runc-v2"},
 		Files:   files,
-		Env:     []string{"TALOSBOX_PLATFORM=container"},
+		Env:     []string{"TALOSBOX_PLATFORM=container", "TALOSBOX_OWN_ROOT=1"},
 	}, io.Discard)
 	if err != nil {
 		return "", err

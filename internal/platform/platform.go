@@ -21,6 +21,12 @@ const (
 // EnvVar forces the platform when --platform is not given.
 const EnvVar = "TALOSBOX_PLATFORM"
 
+// EnvOwnRoot=1 says a container node owns its root filesystem: the node
+// image cluster create builds sets it. Engine markers (/.dockerenv) do
+// not tell, since a test harness may itself run in a container and start
+// PID-1 nodes in namespaces over its own filesystem.
+const EnvOwnRoot = "TALOSBOX_OWN_ROOT"
+
 // DefaultMetalStateDir is where STATE is mounted on metal, as on Talos.
 // Before the node is installed it is a directory of the /system tmpfs,
 // and what it holds moves to the disk with the install.
@@ -39,8 +45,8 @@ type Platform struct {
 	// found: "/" on both platforms.
 	Root string
 	// OwnRoot says the node owns its root filesystem: metal, or PID 1 of a
-	// container (a Docker node: PID 1 where the engine left its marker; a
-	// PID 1 in namespaces over the host's filesystem is not one). Kubernetes runs only there, since the
+	// container whose image says so (EnvOwnRoot: a Docker node); a PID 1
+	// in namespaces over the host's filesystem is not one. Kubernetes runs only there, since the
 	// kubelet, the CRI and runc must agree on absolute paths; a machined
 	// sharing a host's filesystem (tests) keeps everything under its
 	// state directory instead.
@@ -110,7 +116,7 @@ func Detect(opts Options) (Platform, error) {
 		}
 
 		return Platform{Name: Container, StateDir: filepath.Join(abs, "state"), EphemeralDir: filepath.Join(abs, "ephemeral"), Root: "/",
-			OwnRoot: opts.PID == 1 && inContainer(opts)}, nil
+			OwnRoot: opts.PID == 1 && opts.Getenv(EnvOwnRoot) == "1"}, nil
 	}
 
 	return Platform{}, fmt.Errorf("unknown platform %q: use metal or container", name)
