@@ -159,7 +159,7 @@ func TestE2ECLI(t *testing.T) {
 			t.Errorf("get foo: %q", errOut)
 		}
 
-		if errOut := fail(t, "get", "ms"); errOut != "error on node 10.5.0.2: resource type \"ms\" is ambiguous: it could be MachineStages.runtime.talosbox.dev, MachineStatuses.runtime.talosbox.dev\n" {
+		if errOut := fail(t, "get", "ms"); errOut != "error on node 10.5.0.2: resource type \"ms\" is ambiguous: it could be MachineStages.runtime.talosbox.dev, MachineStatuses.runtime.talosbox.dev, ManifestStatuses.kubernetes.talos.dev\n" {
 			t.Errorf("get ms: %q", errOut)
 		}
 
