@@ -164,13 +164,6 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 	// no containers, so no kubelet; it says so rather than failing health.
 	noKubelet := cfg.noKubelet || !p.OwnRoot
 
-	if c, err := platform.ReadCmdline(); err == nil && p.IsMetal() {
-		if v, ok := c.Get(platform.ParamKubelet); ok && v == "0" {
-			fmt.Fprintf(env.Stdout, "[talos] %s=0: the kubelet will not run\n", platform.ParamKubelet)
-
-			noKubelet = true
-		}
-	}
 	if !noKubelet && machine.FindRunc() == "" {
 		fmt.Fprintf(env.Stdout, "[talos] no container runtime (runc): the kubelet will not run\n")
 
@@ -179,6 +172,19 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 
 	kube := k8s.New(k8s.Options{
 		NoKubelet: noKubelet,
+		KubeletOff: func() bool {
+			c, err := platform.ReadCmdline()
+			if err != nil || !p.IsMetal() {
+				return false
+			}
+
+			if v, ok := c.Get(platform.ParamKubelet); ok && v == "0" {
+				fmt.Fprintf(env.Stdout, "[talos] %s=0: the kubelet will not run\n", platform.ParamKubelet)
+				return true
+			}
+
+			return false
+		},
 		EtcdClient: func(context.Context) (*clientv3.Client, error) {
 			srv, err := plane.Server()
 			if err != nil {

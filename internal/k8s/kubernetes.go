@@ -18,6 +18,10 @@ type Options struct {
 	// NoKubelet runs the controllers but not the kubelet (nodes that share
 	// the host's filesystem, as some tests run them).
 	NoKubelet bool
+	// KubeletOff, when set, is asked as the services start (a metal
+	// node's kernel command line is readable only once /proc is
+	// mounted): true loads no kubelet.
+	KubeletOff func() bool
 	// EtcdClient is the local etcd member's client, for the manifest
 	// apply lock.
 	EtcdClient func(ctx context.Context) (*clientv3.Client, error)
@@ -75,6 +79,10 @@ func (k *Kubernetes) Controllers(n *machine.Node) []bus.Controller {
 // node with a cluster to join.
 func (k *Kubernetes) Services(n *machine.Node, cfg *configs.Config) []supervisor.Service {
 	if k.opts.NoKubelet || cfg == nil || cfg.Cluster == nil || k.kubelet == nil {
+		return nil
+	}
+
+	if k.opts.KubeletOff != nil && k.opts.KubeletOff() {
 		return nil
 	}
 
