@@ -25,6 +25,21 @@ func activeConfig(ctx context.Context, r bus.Reader) (*configs.Config, error) {
 	return mc.TypedSpec().Config, nil
 }
 
+// nextConfig waits for the controller's next event and reads the active
+// config then (nil before one is applied); done says the controller is
+// stopping. Every controller here reconciles from the config this way.
+func nextConfig(ctx context.Context, r bus.ControllerRuntime) (cfg *configs.Config, done bool, err error) {
+	select {
+	case <-ctx.Done():
+		return nil, true, nil
+	case <-r.EventCh():
+	}
+
+	cfg, err = activeConfig(ctx, r)
+
+	return cfg, false, err
+}
+
 // ControlPlaneController turns the config of a control-plane node into
 // the three components' configs (Talos's ControlPlane*Controller): what
 // the static pods are built from, and what `get apiserverconfig` shows.
@@ -44,14 +59,8 @@ func (ControlPlaneController) Outputs() []bus.Output {
 // Run implements bus.Controller.
 func (c ControlPlaneController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.EventCh():
-		}
-
-		cfg, err := activeConfig(ctx, r)
-		if err != nil {
+		cfg, done, err := nextConfig(ctx, r)
+		if done || err != nil {
 			return err
 		}
 

@@ -36,14 +36,8 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 	root := kl.k.root()
 
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.EventCh():
-		}
-
-		cfg, err := activeConfig(ctx, r)
-		if err != nil {
+		cfg, done, err := nextConfig(ctx, r)
+		if done || err != nil {
 			return err
 		}
 

@@ -34,14 +34,8 @@ func (*KubeletSpecController) Outputs() []bus.Output { return []bus.Output{{Type
 // Run implements bus.Controller.
 func (c *KubeletSpecController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.EventCh():
-		}
-
-		cfg, err := activeConfig(ctx, r)
-		if err != nil {
+		cfg, done, err := nextConfig(ctx, r)
+		if done || err != nil {
 			return err
 		}
 

@@ -29,14 +29,8 @@ func (NodeIPController) Outputs() []bus.Output {
 // Run implements bus.Controller.
 func (c NodeIPController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.EventCh():
-		}
-
-		cfg, err := activeConfig(ctx, r)
-		if err != nil {
+		cfg, done, err := nextConfig(ctx, r)
+		if done || err != nil {
 			return err
 		}
 

@@ -27,14 +27,8 @@ func (NodenameController) Outputs() []bus.Output { return []bus.Output{{Type: No
 // Run implements bus.Controller.
 func (c NodenameController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.EventCh():
-		}
-
-		cfg, err := activeConfig(ctx, r)
-		if err != nil {
+		cfg, done, err := nextConfig(ctx, r)
+		if done || err != nil {
 			return err
 		}
 

@@ -31,14 +31,8 @@ func (*RenderConfigsController) Outputs() []bus.Output { return []bus.Output{{Ty
 // Run implements bus.Controller.
 func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.EventCh():
-		}
-
-		cfg, err := activeConfig(ctx, r)
-		if err != nil {
+		cfg, done, err := nextConfig(ctx, r)
+		if done || err != nil {
 			return err
 		}
 
