@@ -71,7 +71,8 @@ qemu-cluster-down: install-links
 install-links: build
 	./$(OUT) --install $(BIN_DIR)
 
-run: install-links images
+# deps first: a fresh machine lacks what make images builds with (libseccomp-dev for runc).
+run: deps install-links images
 	@scripts/run.sh $(BIN_DIR)
 
 run-down: install-links
