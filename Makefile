@@ -87,9 +87,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-# The race detector needs cgo; the binary itself never does.
+# The race detector needs cgo; the binary itself never does. The root
+# package's cluster tests run one after another for longer than go test's
+# default 10m timeout.
 unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 60m ./...
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -78,7 +78,7 @@ func TestE2ECLI(t *testing.T) {
 
 		// -o yaml: one document per resource, node first, then metadata, spec.
 		out := run(t, "get", "machinestatus", "machine", "-o", "yaml")
-		if !strings.HasPrefix(out, "node: 10.5.0.2\nmetadata:\n    namespace: runtime\n    type: MachineStatuses.runtime.talosbox.dev\n    id: machine\n    version: ") {
+		if !strings.HasPrefix(out, "node: 10.5.0.2\nmetadata:\n    namespace: runtime\n    type: MachineStatuses.runtime.talos.dev\n    id: machine\n    version: ") {
 			t.Errorf("yaml layout:\n%s", out)
 		}
 
@@ -92,7 +92,7 @@ func TestE2ECLI(t *testing.T) {
 		}
 
 		jdocs := jsonDocs(t, run(t, "get", "services", "-o", "json"))
-		if len(jdocs) != 6 || jdocs[1].Metadata.ID != "containerd" || jdocs[1].Metadata.Type != "Services.v1alpha1.talosbox.dev" || dig(jdocs[1].Spec, "healthy") != true || jdocs[1].Node != a.addr {
+		if len(jdocs) != 6 || jdocs[1].Metadata.ID != "containerd" || jdocs[1].Metadata.Type != "Services.v1alpha1.talos.dev" || dig(jdocs[1].Spec, "healthy") != true || jdocs[1].Node != a.addr {
 			t.Errorf("json: %+v", jdocs)
 		}
 
@@ -117,7 +117,7 @@ func TestE2ECLI(t *testing.T) {
 
 		// Resource definitions and namespaces.
 		tb = parseTable(t, run(t, "get", "rd"), "NODE", "NAMESPACE", "TYPE", "ID", "VERSION")
-		for _, id := range []string{"machineconfigs.config.talosbox.dev", "machinestatuses.runtime.talosbox.dev", "services.v1alpha1.talosbox.dev"} {
+		for _, id := range []string{"machineconfigs.config.talos.dev", "machinestatuses.runtime.talos.dev", "services.v1alpha1.talos.dev"} {
 			if r := tb.one(t, "ID", id); r["NAMESPACE"] != "meta" || r["TYPE"] != "ResourceDefinition" {
 				t.Errorf("rd row %v", r)
 			}
@@ -132,7 +132,7 @@ func TestE2ECLI(t *testing.T) {
 			} `yaml:"spec"`
 		}
 
-		if err := yaml.Unmarshal([]byte(run(t, "get", "rd", "mc", "-o", "yaml")), &rd); err != nil || rd.Spec.Type != "MachineConfigs.config.talosbox.dev" ||
+		if err := yaml.Unmarshal([]byte(run(t, "get", "rd", "mc", "-o", "yaml")), &rd); err != nil || rd.Spec.Type != "MachineConfigs.config.talos.dev" ||
 			rd.Spec.DefaultNamespace != "config" || rd.Spec.Sensitivity != "sensitive" || !slices.Contains(rd.Spec.Aliases, "mc") {
 			t.Errorf("get rd mc -o yaml: %+v, %v", rd, err)
 		}
@@ -159,7 +159,7 @@ func TestE2ECLI(t *testing.T) {
 			t.Errorf("get foo: %q", errOut)
 		}
 
-		if errOut := fail(t, "get", "ms"); errOut != "error on node 10.5.0.2: resource type \"ms\" is ambiguous: it could be MachineStages.runtime.talosbox.dev, MachineStatuses.runtime.talosbox.dev, ManifestStatuses.kubernetes.talos.dev\n" {
+		if errOut := fail(t, "get", "ms"); errOut != "error on node 10.5.0.2: resource type \"ms\" is ambiguous: it could be MachineStages.runtime.talos.dev, MachineStatuses.runtime.talos.dev, ManifestStatuses.kubernetes.talos.dev\n" {
 			t.Errorf("get ms: %q", errOut)
 		}
 
@@ -542,7 +542,7 @@ sed -i -E 's/hostname: x(\}|$)/hostname: node-edited\1/' "$1"
 			t.Fatalf("edit: exit %d, %q", code, errOut)
 		}
 
-		if text, err := os.ReadFile(seen); err != nil || !strings.HasPrefix(string(text), "# Editing MachineConfigs.config.talosbox.dev/v1alpha1 at \"10.5.0.2\" node\n") {
+		if text, err := os.ReadFile(seen); err != nil || !strings.HasPrefix(string(text), "# Editing MachineConfigs.config.talos.dev/v1alpha1 at \"10.5.0.2\" node\n") {
 			t.Errorf("editor saw:\n%s (%v)", text, err)
 		}
 

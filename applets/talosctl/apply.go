@@ -200,7 +200,7 @@ maintenance mode, which has no config and so no certificates yet.`,
 
 func isMachineConfigType(s string) bool {
 	switch strings.ToLower(s) {
-	case "mc", "machineconfig", "machineconfigs", "machineconfigs.config.talosbox.dev", "machineconfigs.config.talos.dev":
+	case "mc", "machineconfig", "machineconfigs", "machineconfigs.config.talos.dev":
 		return true
 	}
 

@@ -182,7 +182,7 @@ result back with the chosen apply mode. A patch is inline YAML/JSON or @file;
 
 // editHeader opens the file the editor shows, as kubectl and talosctl do.
 func editHeader(node string) string {
-	return fmt.Sprintf(`# Editing MachineConfigs.config.talosbox.dev/%s at %q node
+	return fmt.Sprintf(`# Editing MachineConfigs.config.talos.dev/%s at %q node
 # Please edit the object below. Lines beginning with a '#' will be ignored,
 # and an empty file will abort the edit. If an error occurs while saving this file will be
 # reopened with the relevant failures.

@@ -25,8 +25,8 @@ import (
 // call rather than stored as resources on the node, so talosctl presents
 // them under the names Talos uses.
 const (
-	definitionType = "ResourceDefinitions.meta.talosbox.dev"
-	namespaceType  = "Namespaces.meta.talosbox.dev"
+	definitionType = "ResourceDefinitions.meta.talos.dev"
+	namespaceType  = "Namespaces.meta.talos.dev"
 	metaNamespace  = "meta"
 )
 

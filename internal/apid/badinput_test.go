@@ -111,7 +111,7 @@ func TestUnknownResourceType(t *testing.T) {
 	wantCode(t, err, codes.NotFound, `resource type "foo" not found`)
 
 	_, err = rc.Get(ctx, &resource.GetRequest{Type: "servics", Id: "x"})
-	wantCode(t, err, codes.NotFound, `did you mean "Services.v1alpha1.talosbox.dev"`)
+	wantCode(t, err, codes.NotFound, `did you mean "Services.v1alpha1.talos.dev"`)
 
 	ls, err := rc.List(ctx, &resource.ListRequest{Type: "machinestatu"})
 	if err == nil {
@@ -119,7 +119,7 @@ func TestUnknownResourceType(t *testing.T) {
 	}
 
 	// The closest name comes first.
-	wantCode(t, err, codes.NotFound, `did you mean "MachineStatuses.runtime.talosbox.dev" or "MachineStages.runtime.talosbox.dev"?`)
+	wantCode(t, err, codes.NotFound, `did you mean "MachineStatuses.runtime.talos.dev" or "MachineStages.runtime.talos.dev"?`)
 
 	_, err = rc.Get(ctx, &resource.GetRequest{Type: "svc", Id: "nope"})
 	wantCode(t, err, codes.NotFound, "nope")

@@ -382,7 +382,7 @@ func TestResourceListWatchDefinitions(t *testing.T) {
 	}
 
 	first, err := ls.Recv()
-	if err != nil || first.GetDefinition().GetType() != "Services.v1alpha1.talosbox.dev" || !bytes.Contains(first.GetResource().GetSpecYaml(), []byte("state:")) {
+	if err != nil || first.GetDefinition().GetType() != "Services.v1alpha1.talos.dev" || !bytes.Contains(first.GetResource().GetSpecYaml(), []byte("state:")) {
 		t.Fatalf("list %v %v", first, err)
 	}
 

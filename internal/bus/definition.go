@@ -21,7 +21,7 @@ type PrintColumn struct {
 
 // Definition describes a resource type.
 type Definition struct {
-	// Type is "CamelCasePlural.suffix", e.g. "Addresses.net.talosbox.dev".
+	// Type is "CamelCasePlural.suffix", e.g. "Addresses.net.talos.dev".
 	Type             string
 	DefaultNamespace string
 	// Aliases are extra names users may type; the lowercase type, its
@@ -75,7 +75,7 @@ func singular(p string) string {
 }
 
 // Registry holds resource definitions and resolves what users type
-// ("addresses", "address", "Addresses.net.talosbox.dev") to a type.
+// ("addresses", "address", "Addresses.net.talos.dev") to a type.
 type Registry struct {
 	mu   sync.RWMutex
 	defs map[string]Definition

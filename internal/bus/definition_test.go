@@ -12,10 +12,10 @@ func testRegistry(t *testing.T) *bus.Registry {
 
 	r := bus.NewRegistry()
 	for _, d := range []bus.Definition{
-		{Type: "MachineStatuses.runtime.talosbox.dev", DefaultNamespace: "runtime"},
-		{Type: "MountStatuses.runtime.talosbox.dev", DefaultNamespace: "runtime", Aliases: []string{"mounts"}},
-		{Type: "MachineConfigs.config.talosbox.dev", DefaultNamespace: "config", Aliases: []string{"machineconfig"}, Sensitive: true},
-		{Type: "AddressStatuses.net.talosbox.dev", DefaultNamespace: "network", Aliases: []string{"address", "addresses"},
+		{Type: "MachineStatuses.runtime.talos.dev", DefaultNamespace: "runtime"},
+		{Type: "MountStatuses.runtime.talos.dev", DefaultNamespace: "runtime", Aliases: []string{"mounts"}},
+		{Type: "MachineConfigs.config.talos.dev", DefaultNamespace: "config", Aliases: []string{"machineconfig"}, Sensitive: true},
+		{Type: "AddressStatuses.net.talos.dev", DefaultNamespace: "network", Aliases: []string{"address", "addresses"},
 			PrintColumns: []bus.PrintColumn{{Name: "ADDRESS", JSONPath: "{.address}"}}},
 	} {
 		if err := r.Register(d); err != nil {
@@ -32,24 +32,24 @@ func TestRegistryLookup(t *testing.T) {
 	tests := []struct {
 		name, want, err string
 	}{
-		{"MachineStatuses.runtime.talosbox.dev", "MachineStatuses.runtime.talosbox.dev", ""},
-		{"machinestatuses", "MachineStatuses.runtime.talosbox.dev", ""},
-		{"machinestatus", "MachineStatuses.runtime.talosbox.dev", ""},
-		{"MOUNTS", "MountStatuses.runtime.talosbox.dev", ""},
-		{"address", "AddressStatuses.net.talosbox.dev", ""},
-		{"addressstatus", "AddressStatuses.net.talosbox.dev", ""},
-		{"as", "AddressStatuses.net.talosbox.dev", ""},
-		{"mc", "MachineConfigs.config.talosbox.dev", ""},
-		{"ms", "", `resource type "ms" is ambiguous: it could be MachineStatuses.runtime.talosbox.dev, MountStatuses.runtime.talosbox.dev`},
-		{"mss", "", `resource type "mss" is ambiguous: it could be MachineStatuses.runtime.talosbox.dev, MountStatuses.runtime.talosbox.dev`},
+		{"MachineStatuses.runtime.talos.dev", "MachineStatuses.runtime.talos.dev", ""},
+		{"machinestatuses", "MachineStatuses.runtime.talos.dev", ""},
+		{"machinestatus", "MachineStatuses.runtime.talos.dev", ""},
+		{"MOUNTS", "MountStatuses.runtime.talos.dev", ""},
+		{"address", "AddressStatuses.net.talos.dev", ""},
+		{"addressstatus", "AddressStatuses.net.talos.dev", ""},
+		{"as", "AddressStatuses.net.talos.dev", ""},
+		{"mc", "MachineConfigs.config.talos.dev", ""},
+		{"ms", "", `resource type "ms" is ambiguous: it could be MachineStatuses.runtime.talos.dev, MountStatuses.runtime.talos.dev`},
+		{"mss", "", `resource type "mss" is ambiguous: it could be MachineStatuses.runtime.talos.dev, MountStatuses.runtime.talos.dev`},
 		{"nothing", "", `resource type "nothing" not found`},
-		{"machinestatu", "", `resource type "machinestatu" not found; did you mean "MachineStatuses.runtime.talosbox.dev"?`},
-		{"mount", "", `resource type "mount" not found; did you mean "MountStatuses.runtime.talosbox.dev"?`},
+		{"machinestatu", "", `resource type "machinestatu" not found; did you mean "MachineStatuses.runtime.talos.dev"?`},
+		{"mount", "", `resource type "mount" not found; did you mean "MountStatuses.runtime.talos.dev"?`},
 		// Initials one letter off name another type: "bs" is not "as".
 		{"bs", "", `resource type "bs" not found`},
-		{"adresses", "", `resource type "adresses" not found; did you mean "AddressStatuses.net.talosbox.dev"?`},
+		{"adresses", "", `resource type "adresses" not found; did you mean "AddressStatuses.net.talos.dev"?`},
 		// The closest comes first.
-		{"machinestatse", "", `resource type "machinestatse" not found; did you mean "MachineStatuses.runtime.talosbox.dev"?`},
+		{"machinestatse", "", `resource type "machinestatse" not found; did you mean "MachineStatuses.runtime.talos.dev"?`},
 	}
 
 	for _, tt := range tests {
@@ -67,11 +67,11 @@ func TestRegistryLookup(t *testing.T) {
 		t.Errorf("ambiguous error %v is not ErrAmbiguousType", err)
 	}
 
-	if d, _ := r.Get("MachineConfigs.config.talosbox.dev"); !d.Sensitive || d.DefaultNamespace != "config" {
+	if d, _ := r.Get("MachineConfigs.config.talos.dev"); !d.Sensitive || d.DefaultNamespace != "config" {
 		t.Errorf("definition lost fields: %+v", d)
 	}
 
-	if all := r.All(); len(all) != 4 || all[0].Type != "AddressStatuses.net.talosbox.dev" {
+	if all := r.All(); len(all) != 4 || all[0].Type != "AddressStatuses.net.talos.dev" {
 		t.Errorf("All() = %v", all)
 	}
 }
@@ -81,15 +81,15 @@ func TestRegistryRejects(t *testing.T) {
 		def  bus.Definition
 		want string
 	}{
-		{bus.Definition{Type: "addresses.net.talosbox.dev", DefaultNamespace: "n"},
-			`register "addresses.net.talosbox.dev": type must look like CamelCasePlural.domain.suffix`},
-		{bus.Definition{Type: "Link.net.talosbox.dev", DefaultNamespace: "n"},
-			`register "Link.net.talosbox.dev": type must look like CamelCasePlural.domain.suffix`},
-		{bus.Definition{Type: "Links.net.talosbox.dev"}, `register "Links.net.talosbox.dev": default namespace is required`},
-		{bus.Definition{Type: "MachineStatuses.runtime.talosbox.dev", DefaultNamespace: "runtime"},
-			`register "MachineStatuses.runtime.talosbox.dev": already registered`},
-		{bus.Definition{Type: "Mounts.block.talosbox.dev", DefaultNamespace: "block", Aliases: []string{"mounts"}},
-			`register "Mounts.block.talosbox.dev": alias "mounts" already names MountStatuses.runtime.talosbox.dev`},
+		{bus.Definition{Type: "addresses.net.talos.dev", DefaultNamespace: "n"},
+			`register "addresses.net.talos.dev": type must look like CamelCasePlural.domain.suffix`},
+		{bus.Definition{Type: "Link.net.talos.dev", DefaultNamespace: "n"},
+			`register "Link.net.talos.dev": type must look like CamelCasePlural.domain.suffix`},
+		{bus.Definition{Type: "Links.net.talos.dev"}, `register "Links.net.talos.dev": default namespace is required`},
+		{bus.Definition{Type: "MachineStatuses.runtime.talos.dev", DefaultNamespace: "runtime"},
+			`register "MachineStatuses.runtime.talos.dev": already registered`},
+		{bus.Definition{Type: "Mounts.block.talos.dev", DefaultNamespace: "block", Aliases: []string{"mounts"}},
+			`register "Mounts.block.talos.dev": alias "mounts" already names MountStatuses.runtime.talos.dev`},
 	}
 
 	for _, tt := range tests {

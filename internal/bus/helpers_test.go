@@ -17,7 +17,7 @@ type res = bus.Typed[spec]
 
 const (
 	ns  = "test"
-	typ = "Things.test.talosbox.dev"
+	typ = "Things.test.talos.dev"
 )
 
 var kind = bus.Kind{Namespace: ns, Type: typ}

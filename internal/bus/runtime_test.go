@@ -10,7 +10,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
-const doubleType = "Doubles.test.talosbox.dev"
+const doubleType = "Doubles.test.talos.dev"
 
 var doubleKind = bus.Kind{Namespace: ns, Type: doubleType}
 
@@ -263,18 +263,18 @@ func (tr *trespasser) Inputs() []bus.Input {
 }
 
 func (tr *trespasser) Outputs() []bus.Output {
-	return []bus.Output{{Type: "Others.test.talosbox.dev", Kind: bus.OutputShared}}
+	return []bus.Output{{Type: "Others.test.talos.dev", Kind: bus.OutputShared}}
 }
 
 func (tr *trespasser) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	<-r.EventCh()
 
-	other := bus.Kind{Namespace: ns, Type: "Secrets.test.talosbox.dev"}
+	other := bus.Kind{Namespace: ns, Type: "Secrets.test.talos.dev"}
 	_, readErr := r.List(ctx, other)
 	tr.errs <- readErr
 	tr.errs <- r.Create(ctx, newRes("x", 1))                                            // an input, not an output
 	tr.errs <- r.AddFinalizer(ctx, ptr("a"), "mine")                                    // weak input
-	tr.errs <- r.Update(ctx, bus.NewTyped(ns, "Others.test.talosbox.dev", "y", spec{})) // owned by the test
+	tr.errs <- r.Update(ctx, bus.NewTyped(ns, "Others.test.talos.dev", "y", spec{})) // owned by the test
 
 	<-ctx.Done()
 
@@ -289,7 +289,7 @@ func TestControllerWritesAreLimitedToOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	other := bus.NewTyped(ns, "Others.test.talosbox.dev", "y", spec{})
+	other := bus.NewTyped(ns, "Others.test.talos.dev", "y", spec{})
 	if err := s.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
@@ -301,10 +301,10 @@ func TestControllerWritesAreLimitedToOutputs(t *testing.T) {
 		err error
 		msg string
 	}{
-		{bus.ErrNotDeclared, `list Secrets.test.talosbox.dev(test): not declared by the controller: controller "test.Trespasser" does not declare it as an input or output`},
-		{bus.ErrNotDeclared, `create test/Things.test.talosbox.dev/x: not declared by the controller: controller "test.Trespasser" does not declare Things.test.talosbox.dev as an output`},
-		{bus.ErrNotDeclared, `add finalizer test/Things.test.talosbox.dev/a: not declared by the controller: controller "test.Trespasser" may only put finalizers on its strong inputs`},
-		{bus.ErrOwnerConflict, `update test/Others.test.talosbox.dev/y: owner conflict: owned by "", not "test.Trespasser"`},
+		{bus.ErrNotDeclared, `list Secrets.test.talos.dev(test): not declared by the controller: controller "test.Trespasser" does not declare it as an input or output`},
+		{bus.ErrNotDeclared, `create test/Things.test.talos.dev/x: not declared by the controller: controller "test.Trespasser" does not declare Things.test.talos.dev as an output`},
+		{bus.ErrNotDeclared, `add finalizer test/Things.test.talos.dev/a: not declared by the controller: controller "test.Trespasser" may only put finalizers on its strong inputs`},
+		{bus.ErrOwnerConflict, `update test/Others.test.talos.dev/y: owner conflict: owned by "", not "test.Trespasser"`},
 	}
 
 	for i, w := range want {
@@ -341,11 +341,11 @@ func TestRegisterRefusesClashingOutputs(t *testing.T) {
 		want        string
 	}{
 		{"exclusive then exclusive", named{"a", excl}, named{"b", excl},
-			`register controller "b": output Doubles.test.talosbox.dev is already written by "a"; an exclusive output has one writer`},
+			`register controller "b": output Doubles.test.talos.dev is already written by "a"; an exclusive output has one writer`},
 		{"shared then exclusive", named{"a", shared}, named{"b", excl},
-			`register controller "b": output Doubles.test.talosbox.dev is already written by "a"; an exclusive output has one writer`},
+			`register controller "b": output Doubles.test.talos.dev is already written by "a"; an exclusive output has one writer`},
 		{"exclusive then shared", named{"a", excl}, named{"b", shared},
-			`register controller "b": output Doubles.test.talosbox.dev is already written by "a"; an exclusive output has one writer`},
+			`register controller "b": output Doubles.test.talos.dev is already written by "a"; an exclusive output has one writer`},
 		{"same name", named{"a", nil}, named{"a", nil}, `register controller "a": already registered`},
 		{"shared twice", named{"a", shared}, named{"b", shared}, ""},
 	}

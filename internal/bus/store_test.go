@@ -71,38 +71,38 @@ func TestWriteErrors(t *testing.T) {
 		msg  string
 	}{
 		{"create twice", func(s *bus.Store) error { return s.Create(ctx, newRes("a", 1)) }, bus.ErrAlreadyExists,
-			"create test/Things.test.talosbox.dev/a: already exists"},
+			"create test/Things.test.talos.dev/a: already exists"},
 		{"create without id", func(s *bus.Store) error { return s.Create(ctx, bus.NewTyped(ns, typ, "", spec{})) }, bus.ErrInvalid,
-			"create test/Things.test.talosbox.dev/: invalid request: namespace, type and id must all be set"},
+			"create test/Things.test.talos.dev/: invalid request: namespace, type and id must all be set"},
 		{"update missing", func(s *bus.Store) error { return s.Update(ctx, newRes("zz", 1)) }, bus.ErrNotFound,
-			"update test/Things.test.talosbox.dev/zz: not found"},
+			"update test/Things.test.talos.dev/zz: not found"},
 		{"update stale version", func(s *bus.Store) error {
 			r := newRes("a", 5)
 			r.Metadata().Version = 0
 			return s.Update(ctx, r, bus.WithOwner("owner-1"))
-		}, bus.ErrVersionConflict, "update test/Things.test.talosbox.dev/a: version conflict: expected version 0, current version 1"},
+		}, bus.ErrVersionConflict, "update test/Things.test.talos.dev/a: version conflict: expected version 0, current version 1"},
 		{"update as another owner", func(s *bus.Store) error {
 			r := newRes("a", 5)
 			r.Metadata().Version = 1
 			return s.Update(ctx, r, bus.WithOwner("intruder"))
-		}, bus.ErrOwnerConflict, `update test/Things.test.talosbox.dev/a: owner conflict: owned by "owner-1", not "intruder"`},
+		}, bus.ErrOwnerConflict, `update test/Things.test.talos.dev/a: owner conflict: owned by "owner-1", not "intruder"`},
 		{"update without owner", func(s *bus.Store) error {
 			r := newRes("a", 5)
 			r.Metadata().Version = 1
 			return s.Update(ctx, r)
-		}, bus.ErrOwnerConflict, `update test/Things.test.talosbox.dev/a: owner conflict: owned by "owner-1", not ""`},
+		}, bus.ErrOwnerConflict, `update test/Things.test.talos.dev/a: owner conflict: owned by "owner-1", not ""`},
 		{"destroy as another owner", func(s *bus.Store) error { return s.Destroy(ctx, ptr("a")) }, bus.ErrOwnerConflict,
-			`destroy test/Things.test.talosbox.dev/a: owner conflict: owned by "owner-1", not ""`},
+			`destroy test/Things.test.talos.dev/a: owner conflict: owned by "owner-1", not ""`},
 		{"teardown as another owner", func(s *bus.Store) error { _, err := s.Teardown(ctx, ptr("a"), bus.WithOwner("x")); return err },
-			bus.ErrOwnerConflict, `teardown test/Things.test.talosbox.dev/a: owner conflict: owned by "owner-1", not "x"`},
+			bus.ErrOwnerConflict, `teardown test/Things.test.talos.dev/a: owner conflict: owned by "owner-1", not "x"`},
 		{"modify as another owner", func(s *bus.Store) error {
 			_, err := s.Modify(ctx, newRes("a", 0), func(bus.Resource) error { return nil }, bus.WithOwner("x"))
 			return err
-		}, bus.ErrOwnerConflict, `modify test/Things.test.talosbox.dev/a: owner conflict: owned by "owner-1", not "x"`},
+		}, bus.ErrOwnerConflict, `modify test/Things.test.talos.dev/a: owner conflict: owned by "owner-1", not "x"`},
 		{"destroy missing", func(s *bus.Store) error { return s.Destroy(ctx, ptr("nope")) }, bus.ErrNotFound,
-			"destroy test/Things.test.talosbox.dev/nope: not found"},
+			"destroy test/Things.test.talos.dev/nope: not found"},
 		{"finalizer on missing", func(s *bus.Store) error { return s.AddFinalizer(ctx, ptr("nope"), "f") }, bus.ErrNotFound,
-			"add finalizer test/Things.test.talosbox.dev/nope: not found"},
+			"add finalizer test/Things.test.talos.dev/nope: not found"},
 	}
 
 	for _, tt := range tests {
@@ -278,7 +278,7 @@ func TestFinalizersBlockDestroyAndTeardownFlow(t *testing.T) {
 	}
 
 	err := s.Destroy(ctx, ptr("a"), owner)
-	if !errors.Is(err, bus.ErrPendingFinalizers) || err.Error() != "destroy test/Things.test.talosbox.dev/a: finalizers pending: [consumer-1 consumer-2]" {
+	if !errors.Is(err, bus.ErrPendingFinalizers) || err.Error() != "destroy test/Things.test.talos.dev/a: finalizers pending: [consumer-1 consumer-2]" {
 		t.Fatalf("destroy with finalizers: %v", err)
 	}
 

@@ -14,8 +14,8 @@ import (
 // The etcd resources, as Talos names them.
 const (
 	EtcdNamespace  = "etcd"
-	EtcdMemberType = "EtcdMembers.etcd.talosbox.dev"
-	EtcdSpecType   = "EtcdSpecs.etcd.talosbox.dev"
+	EtcdMemberType = "EtcdMembers.etcd.talos.dev"
+	EtcdSpecType   = "EtcdSpecs.etcd.talos.dev"
 
 	// EtcdMemberID and EtcdSpecID name the singletons.
 	EtcdMemberID = "local"

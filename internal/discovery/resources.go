@@ -19,8 +19,8 @@ import (
 // Namespace and resource types, as Talos names them.
 const (
 	Namespace     = "cluster"
-	AffiliateType = "Affiliates.cluster.talosbox.dev"
-	MemberType    = "Members.cluster.talosbox.dev"
+	AffiliateType = "Affiliates.cluster.talos.dev"
+	MemberType    = "Members.cluster.talos.dev"
 )
 
 // Definitions of the types above, for `talosctl get`.

@@ -170,6 +170,7 @@ func New(opts Options) (*Node, error) {
 	}}
 
 	defs := append(append([]bus.Definition{}, Definitions...), supervisor.Definition, timed.Definition)
+	defs = append(defs, identityDefinitions...)
 	defs = append(defs, network.Definitions...)
 	defs = append(defs, opts.Definitions...)
 	for _, d := range defs {

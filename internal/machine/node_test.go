@@ -288,6 +288,18 @@ func TestMaintenanceModeThenApply(t *testing.T) {
 		t.Fatal("active config is not the applied one")
 	}
 
+	// What Talos users query about the node itself: its role and identity.
+	waitFor(t, n, bus.Pointer{Namespace: machine.NamespaceConfig, Type: machine.MachineTypeType, ID: machine.MachineTypeID}, "machine type",
+		func(r *machine.MachineType) bool { return r.TypedSpec().MachineType == "worker" })
+
+	id, err := n.Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor(t, n, bus.Pointer{Namespace: "cluster", Type: machine.IdentityType, ID: machine.IdentityID}, "node identity",
+		func(r *machine.Identity) bool { return r.TypedSpec().NodeID == id })
+
 	// The event stream saw the refusal, the tasks and the services.
 	types := n.eventTypes()
 	for _, want := range []string{"machine.ConfigLoadErrorEvent", "machine.TaskEvent", "machine.SequenceEvent", "machine.ServiceStateEvent"} {

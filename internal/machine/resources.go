@@ -18,10 +18,10 @@ const (
 	NamespaceConfig  = "config"
 	NamespaceRuntime = "runtime"
 
-	MachineConfigType   = "MachineConfigs.config.talosbox.dev"
-	MachineStageType    = "MachineStages.runtime.talosbox.dev"
-	MachineStatusType   = "MachineStatuses.runtime.talosbox.dev"
-	ConfigLoadErrorType = "ConfigLoadErrors.runtime.talosbox.dev"
+	MachineConfigType   = "MachineConfigs.config.talos.dev"
+	MachineStageType    = "MachineStages.runtime.talos.dev"
+	MachineStatusType   = "MachineStatuses.runtime.talos.dev"
+	ConfigLoadErrorType = "ConfigLoadErrors.runtime.talos.dev"
 
 	// ActiveConfigID is the MachineConfig in effect.
 	ActiveConfigID = "v1alpha1"

@@ -116,8 +116,10 @@ func (n *Node) machinedService() supervisor.Service {
 		ID: "machined",
 		Runner: supervisor.GoroutineRunner(func(ctx context.Context, _ io.Writer) error {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
-			if err := rt.Register(&MachineStatusController{}); err != nil {
-				return err
+			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity}} {
+				if err := rt.Register(c); err != nil {
+					return err
+				}
 			}
 
 			if !n.opts.NoContainerd {

@@ -18,7 +18,7 @@ import (
 // still agree.
 const (
 	MachineConfigNamespace = "config"
-	MachineConfigType      = "MachineConfigs.config.talosbox.dev"
+	MachineConfigType      = "MachineConfigs.config.talos.dev"
 	MachineConfigID        = "v1alpha1"
 )
 

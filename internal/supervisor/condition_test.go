@@ -41,7 +41,7 @@ func TestResourceConditionPredicate(t *testing.T) {
 		return ok
 	}, "")
 
-	if got, want := cond.String(), "resource test/Things.test.talosbox.dev/x to exist"; got != want {
+	if got, want := cond.String(), "resource test/Things.test.talos.dev/x to exist"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 

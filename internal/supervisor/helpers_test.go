@@ -254,7 +254,7 @@ func blocker() supervisor.Runner {
 // Resources the tests' conditions wait for.
 const (
 	testNS   = "test"
-	testType = "Things.test.talosbox.dev"
+	testType = "Things.test.talos.dev"
 )
 
 type thing struct {

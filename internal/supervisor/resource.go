@@ -12,7 +12,7 @@ import (
 // Services.v1alpha1.talos.dev does, so `talosctl get services` and
 // controllers can follow them.
 const (
-	ServiceType = "Services.v1alpha1.talosbox.dev"
+	ServiceType = "Services.v1alpha1.talos.dev"
 	Namespace   = "runtime"
 	// Owner is the bus owner of Services resources.
 	Owner = "supervisor"

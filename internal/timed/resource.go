@@ -5,7 +5,7 @@ import "github.com/talosbox/talosbox/internal/bus"
 // The TimeStatus resource other services wait on ("time synced" is a
 // dependency of etcd and the kubelet in Talos).
 const (
-	TimeStatusType = "TimeStatuses.v1alpha1.talosbox.dev"
+	TimeStatusType = "TimeStatuses.v1alpha1.talos.dev"
 	Namespace      = "runtime"
 	StatusID       = "node"
 	// Owner is the bus owner timed writes as.
