@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -213,6 +214,23 @@ func TestDockerCluster(t *testing.T) {
 			if !strings.Contains(out, "NODE:        "+dc.ip(i)) {
 				t.Fatalf("no version from %s:\n%s", dc.ip(i), out)
 			}
+		}
+	})
+
+	// One hostname everywhere: the container's, as Talos's container
+	// platform gives it, in the hostname resource, members and etcd.
+	t.Run("one hostname", func(t *testing.T) {
+		want := dc.name + "-controlplane-1"
+		if out := dc.ok("-n", dc.ip(0), "get", "hostname"); !regexpLine(out, `\s`+regexp.QuoteMeta(want)+`\s*$`) {
+			t.Fatalf("get hostname does not say %s:\n%s", want, out)
+		}
+
+		if out := dc.ok("-n", dc.ip(3), "get", "members"); !strings.Contains(out, want) || !strings.Contains(out, dc.name+"-worker-1") || strings.Contains(out, "talos-") {
+			t.Fatalf("members do not use the container hostnames:\n%s", out)
+		}
+
+		if out := dc.ok("-n", dc.ip(0), "etcd", "members"); !strings.Contains(out, want) {
+			t.Fatalf("etcd members do not use the container hostname:\n%s", out)
 		}
 	})
 

@@ -272,8 +272,8 @@ func (tr *trespasser) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	other := bus.Kind{Namespace: ns, Type: "Secrets.test.talos.dev"}
 	_, readErr := r.List(ctx, other)
 	tr.errs <- readErr
-	tr.errs <- r.Create(ctx, newRes("x", 1))                                            // an input, not an output
-	tr.errs <- r.AddFinalizer(ctx, ptr("a"), "mine")                                    // weak input
+	tr.errs <- r.Create(ctx, newRes("x", 1))                                         // an input, not an output
+	tr.errs <- r.AddFinalizer(ctx, ptr("a"), "mine")                                 // weak input
 	tr.errs <- r.Update(ctx, bus.NewTyped(ns, "Others.test.talos.dev", "y", spec{})) // owned by the test
 
 	<-ctx.Done()

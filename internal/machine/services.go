@@ -189,6 +189,16 @@ func (n *Node) networkOptions() (network.Options, error) {
 
 	opts.Hostname, opts.EtcDir = network.FileHostname{Path: filepath.Join(etc, "hostname")}, etc
 
+	// A Docker node's container hostname is its name in members, etcd
+	// and Kubernetes (Talos's container platform): it must win over
+	// talos-xxx-yyy. Only a node that owns its root has a hostname of
+	// its own; a test node shares this machine's.
+	if n.opts.Platform.OwnRoot {
+		if h, err := os.Hostname(); err == nil {
+			opts.PlatformHostname = h
+		}
+	}
+
 	return opts, nil
 }
 

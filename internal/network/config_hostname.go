@@ -6,7 +6,8 @@ import (
 )
 
 // NewHostnameConfigController builds the HostnameSpec: talos-xxx-yyy from
-// the node ID (default), ip= or talos.hostname= (cmdline), and
+// the node ID (default), ip= or talos.hostname= (cmdline), the
+// platform's (a container's hostname), and
 // machine.network.hostname (configuration). A DHCP operator adds its own
 // at the operator layer, between the last two.
 func NewHostnameConfigController(opts *Options) *configController[HostnameSpecSpec] {
@@ -18,6 +19,10 @@ func buildHostname(src *source, out *layeredSet[HostnameSpecSpec], _ issues) {
 
 	if h := src.cmdline.Hostname; h != "" {
 		out.add(HostnameID, splitFQDN(h, LayerCmdline))
+	}
+
+	if h := src.platformHostname; h != "" {
+		out.add(HostnameID, splitFQDN(h, LayerPlatform))
 	}
 
 	if src.net != nil && src.net.Hostname != "" {

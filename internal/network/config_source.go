@@ -56,12 +56,14 @@ type source struct {
 	cmdErr  error
 	links   []*LinkStatus
 	nodeID  string
+	// platformHostname: Options.PlatformHostname.
+	platformHostname string
 	// defaultDHCP: Options.DefaultDHCP (metal).
 	defaultDHCP bool
 }
 
 func readSource(ctx context.Context, r bus.ControllerRuntime, opts *Options) (*source, error) {
-	src := &source{nodeID: opts.NodeID, defaultDHCP: opts.DefaultDHCP}
+	src := &source{nodeID: opts.NodeID, platformHostname: opts.PlatformHostname, defaultDHCP: opts.DefaultDHCP}
 	src.cmdline, src.cmdErr = ParseCmdline(opts.KernelCmdline)
 
 	res, err := r.Get(ctx, bus.Pointer{Namespace: MachineConfigNamespace, Type: MachineConfigType, ID: MachineConfigID})

@@ -168,6 +168,26 @@ func TestCmdlineLayer(t *testing.T) {
 	checkFileEventually(t, nd, network.ResolvFile, "nameserver 10.9.9.53\n")
 }
 
+// A container's hostname beats talos-xxx-yyy and loses to the config.
+func TestPlatformHostnameLayer(t *testing.T) {
+	ns := newNS(t)
+	ns.veth("eth0", "peer0")
+
+	nd := startNode(t, ns, func(o *network.Options) { o.PlatformHostname = "demo-controlplane-1" })
+
+	hostname := func(want string) func([]bus.Resource) bool {
+		return func(items []bus.Resource) bool {
+			return len(items) == 1 && items[0].(*network.HostnameStatus).TypedSpec().Hostname == want
+		}
+	}
+
+	nd.waitFor(network.HostnameStatusType, "the platform's hostname", hostname("demo-controlplane-1"))
+	checkFile(t, nd.host, "demo-controlplane-1\n")
+
+	nd.setConfig(&configs.NetworkConfig{Hostname: "from-config"})
+	nd.waitFor(network.HostnameStatusType, "the config's hostname", hostname("from-config"))
+}
+
 func checkFileEventually(t *testing.T, nd *node, id, want string) {
 	t.Helper()
 

@@ -18,6 +18,10 @@ type Options struct {
 	KernelCmdline string
 	// NodeID seeds the default hostname talos-xxx-yyy.
 	NodeID string
+	// PlatformHostname is the hostname the platform gives the node (a
+	// Docker node's container hostname); it beats the default and loses
+	// to the cmdline and the config, as on Talos's container platform.
+	PlatformHostname string
 	// Hostname applies the hostname: KernelHostname on metal,
 	// FileHostname in container mode; nil only records it.
 	Hostname HostnameSetter
