@@ -234,6 +234,20 @@ func TestDockerCluster(t *testing.T) {
 		}
 	})
 
+	// health without node flags finds every node from the members and
+	// runs etcd's checks too.
+	t.Run("health discovers the cluster", func(t *testing.T) {
+		out := dc.ok("-n", dc.ip(0), "health", "--wait-timeout", "2m")
+		for _, want := range []string{
+			fmt.Sprintf(`discovered nodes: ["%s" "%s" "%s" "%s"]`, dc.ip(0), dc.ip(1), dc.ip(2), dc.ip(3)),
+			"waiting for etcd to be healthy: OK", "waiting for etcd members to be control plane nodes: OK", "waiting for all services to be up: OK",
+		} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("health lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("show", func(t *testing.T) {
 		out := dc.ok("cluster", "show", "--name", dc.name)
 		for _, want := range []string{

@@ -138,24 +138,35 @@ func newHealthCommand(g *GlobalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check cluster health",
-		Long: `Waits until every node's API answers, every node has finished booting and
-every service is up, printing each check as it is met. Checks run from the
-client; etcd and Kubernetes checks join as those components land.`,
+		Long: `Waits until etcd is healthy on the control planes, every node's API
+answers, every node has finished booting and every service is up, then
+runs Kubernetes' checks, printing each check as it is met. Checks run from
+the client.
+
+Without --control-plane-nodes/--worker-nodes/--init-node the nodes are
+discovered: from the cluster members the -n nodes know, or else from
+etcd's member list. A check that cannot run says why it is skipped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withSession(false, func(s *session) error {
+				out := cmd.OutOrStdout()
+
 				cps := slices.DeleteFunc(slices.Concat([]string{initNode}, controlPlanes), func(n string) bool { return n == "" })
 				if extra := slices.Concat(cps, workers); len(extra) > 0 {
-					s.nodes = extra
+					s.nodes, s.controlPlanes = extra, cps
+					fmt.Fprintf(out, "discovered nodes: [%s]\n", quoteJoin(s.nodes))
+				} else {
+					ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+					err := discoverNodes(ctx, out, s)
+
+					cancel()
+
+					if err != nil {
+						return err
+					}
 				}
 
-				s.controlPlanes = cps
-
-				if len(s.nodes) > 0 {
-					fmt.Fprintf(cmd.OutOrStdout(), "discovered nodes: [%s]\n", quoteJoin(s.nodes))
-				}
-
-				return runHealthChecks(cmd.Context(), cmd.OutOrStdout(), s, timeout)
+				return runHealthChecks(cmd.Context(), out, s, timeout)
 			})
 		},
 	}
@@ -182,9 +193,13 @@ func runHealthChecks(ctx context.Context, out io.Writer, s *session, timeout tim
 		s.controlPlanes = cps
 	}
 
+	if len(s.controlPlanes) == 0 {
+		fmt.Fprintln(out, "skipping etcd checks: no control plane node runs etcd")
+	}
+
 	for _, hc := range healthChecks {
 		if hc.etcd && len(s.controlPlanes) == 0 {
-			continue // no node runs etcd
+			continue
 		}
 
 		if err := waitCheck(ctx, out, s, hc); err != nil {
