@@ -67,12 +67,12 @@ func TestE2ECLI(t *testing.T) {
 			t.Errorf("VERSION %q", row["VERSION"])
 		}
 
-		tb = parseTable(t, run(t, "get", "services"), "NODE", "NAMESPACE", "TYPE", "ID", "VERSION", "STATE", "RUNNING", "HEALTHY")
+		tb = parseTable(t, run(t, "get", "services"), "NODE", "NAMESPACE", "TYPE", "ID", "VERSION", "RUNNING", "HEALTHY", "HEALTH UNKNOWN")
 		if ids := tb.column("ID"); !slices.Equal(ids, []string{"apid", "containerd", "cri", "machined", "timed", "trustd"}) {
 			t.Errorf("service IDs %v", ids)
 		}
 
-		if r := tb.one(t, "ID", "containerd"); r["TYPE"] != "Service" || r["STATE"] != "Running" || r["RUNNING"] != "true" || r["HEALTHY"] != "true" {
+		if r := tb.one(t, "ID", "containerd"); r["TYPE"] != "Service" || r["RUNNING"] != "true" || r["HEALTHY"] != "true" || r["HEALTH UNKNOWN"] != "false" {
 			t.Errorf("containerd row %v", r)
 		}
 
@@ -145,7 +145,7 @@ func TestE2ECLI(t *testing.T) {
 		// Label selectors reach the node: no resource of a node carries
 		// labels yet, so a selector matches nothing, and a malformed one
 		// is the node's error.
-		if out := run(t, "get", "services", "-l", "tier=control-plane"); out != "NODE   NAMESPACE   TYPE   ID   VERSION   STATE   RUNNING   HEALTHY\n" {
+		if out := run(t, "get", "services", "-l", "tier=control-plane"); out != "NODE   NAMESPACE   TYPE   ID   VERSION   RUNNING   HEALTHY   HEALTH UNKNOWN\n" {
 			t.Errorf("get -l: %q", out)
 		}
 
@@ -171,7 +171,7 @@ func TestE2ECLI(t *testing.T) {
 	t.Run("services", func(t *testing.T) {
 		tb := parseTable(t, run(t, "services"), "NODE", "SERVICE", "STATE", "HEALTH", "LAST CHANGE", "LAST EVENT")
 
-		want := map[string][2]string{"apid": {"Running", "?"}, "containerd": {"Running", "OK"}, "cri": {"Running", "OK"}, "machined": {"Running", "?"}, "timed": {"Skipped", "?"}, "trustd": {"Running", "?"}}
+		want := map[string][2]string{"apid": {"Running", "OK"}, "containerd": {"Running", "OK"}, "cri": {"Running", "OK"}, "machined": {"Running", "?"}, "timed": {"Skipped", "?"}, "trustd": {"Running", "OK"}}
 		if len(tb.rows) != len(want) {
 			t.Fatalf("services: %v", tb.rows)
 		}
@@ -241,7 +241,7 @@ func TestE2ECLI(t *testing.T) {
 		// with the event column.
 		watch.out.wait(t, "timed", 10*time.Second)
 
-		initial := parseTable(t, strings.Join(strings.Split(watch.out.String(), "\n")[:5], "\n")+"\n", "NODE", "*", "NAMESPACE", "TYPE", "ID", "VERSION", "STATE", "RUNNING", "HEALTHY")
+		initial := parseTable(t, strings.Join(strings.Split(watch.out.String(), "\n")[:5], "\n")+"\n", "NODE", "*", "NAMESPACE", "TYPE", "ID", "VERSION", "RUNNING", "HEALTHY", "HEALTH UNKNOWN")
 		if len(initial.rows) != 4 || initial.one(t, "ID", "containerd")["*"] != "+" {
 			t.Fatalf("get -w initial rows: %v", initial.rows)
 		}

@@ -63,6 +63,9 @@ type Options struct {
 	StopGrace time.Duration
 	// MaxConnections bounds concurrent client connections (512).
 	MaxConnections int
+	// Listening, when set, follows whether Run's listener is served: the
+	// apid service's health.
+	Listening *supervisor.Listening
 }
 
 // Server is one apid. Serve runs it on a listener.
@@ -131,6 +134,11 @@ func Run(ctx context.Context, opts Options, log io.Writer) error {
 	lis, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("apid: %w", err)
+	}
+
+	if opts.Listening != nil {
+		opts.Listening.Serving(true)
+		defer opts.Listening.Serving(false)
 	}
 
 	return s.Serve(ctx, lis)
@@ -210,10 +218,12 @@ func (s *Server) waitState(ctx context.Context, cond func(serving bool, id *iden
 // maintenance mode is served. listen is "" for ":50000".
 func EarlyServices(ring *events.Ring, listen string, plane *controlplane.Plane) func(*machine.Node) []supervisor.Service {
 	return func(n *machine.Node) []supervisor.Service {
-		opts := Options{Node: n, Events: ring, Listen: listen, Plane: plane}
+		listening := &supervisor.Listening{}
+		opts := Options{Node: n, Events: ring, Listen: listen, Plane: plane, Listening: listening}
 
 		return []supervisor.Service{{
-			ID: "apid",
+			ID:     "apid",
+			Health: listening.Check(),
 			Runner: supervisor.GoroutineRunner(func(ctx context.Context, w io.Writer) error {
 				return Run(ctx, opts, w)
 			}),

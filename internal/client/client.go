@@ -131,7 +131,7 @@ func New(opts Options) (*Client, error) {
 
 	conn, err := grpc.NewClient(scheme+":///api",
 		grpc.WithResolvers(res),
-		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)),
+		grpc.WithTransportCredentials(certVerdict{credentials.NewTLS(tlsConfig)}),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "tcp", addr)
 		}),
@@ -222,9 +222,14 @@ func tlsConfig(opts Options) (*tls.Config, error) {
 		return nil, fmt.Errorf("client credentials: %w", err)
 	}
 
+	// The certificate is sent even when the node names other CAs: its
+	// refusal then says "unknown certificate authority", which tells a
+	// talosconfig of another cluster, not "certificate required".
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		RootCAs:      pool,
-		Certificates: []tls.Certificate{pair},
+		MinVersion: tls.VersionTLS13,
+		RootCAs:    pool,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &pair, nil
+		},
 	}, nil
 }

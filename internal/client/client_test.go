@@ -49,6 +49,36 @@ func TestRealNodes(t *testing.T) {
 	n1 := startNode(t, "127.0.0.1", "node-1", true)
 	n2 := startNode(t, "127.0.0.2", "node-2", true)
 
+	// Another cluster's client certificate: the node's refusal is told as
+	// such every time, never as gRPC's "write: broken pipe".
+	t.Run("a foreign client certificate", func(t *testing.T) {
+		ca, _ := adminCredentials(t)
+
+		other, err := pki.NewCA(pki.CAOptions{Organization: "talos", CommonName: "other"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		foreign, err := pki.NewClientCertificate(other, pki.ClientOptions{Roles: []string{"os:admin"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for range 20 {
+			c, err := client.New(client.Options{Endpoints: []string{n1.addr}, CA: ca, Crt: foreign.Crt, Key: foreign.Key, DialTimeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			_, err = c.Machine.Version(context.Background(), &emptypb.Empty{})
+			c.Close()
+
+			if msg := client.Message(err); !strings.Contains(msg, "the node refused this client's certificate (tls: unknown certificate authority)") {
+				t.Fatalf("a foreign certificate: %s", msg)
+			}
+		}
+	})
+
 	t.Run("failover to a working endpoint", func(t *testing.T) {
 		c := newClient(t, refusedAddr(t), n1.addr)
 

@@ -16,8 +16,11 @@ import (
 // trustdService serves certificates to workers that present machine.token,
 // signed by the OS CA this control-plane node holds.
 func (p *Plane) trustdService(cfg *configs.Config) supervisor.Service {
+	listening := &supervisor.Listening{}
+
 	return supervisor.Service{
-		ID: "trustd",
+		ID:     "trustd",
+		Health: listening.Check(),
 		Runner: supervisor.GoroutineRunner(func(ctx context.Context, log io.Writer) error {
 			ca := &pki.CertAndKey{Crt: cfg.Machine.CA.Crt, Key: cfg.Machine.CA.Key}
 
@@ -46,6 +49,9 @@ func (p *Plane) trustdService(cfg *configs.Config) supervisor.Service {
 			}
 
 			fmt.Fprintf(log, "trustd serving on %s\n", lis.Addr())
+
+			listening.Serving(true)
+			defer listening.Serving(false)
 
 			return srv.Serve(ctx, lis)
 		}),

@@ -23,10 +23,11 @@ var Definition = bus.Definition{
 	Type:             ServiceType,
 	DefaultNamespace: Namespace,
 	Aliases:          []string{"svc"},
+	// Talos's columns; the state is in the spec and in `services`.
 	PrintColumns: []bus.PrintColumn{
-		{Name: "STATE", JSONPath: "{.state}"},
 		{Name: "RUNNING", JSONPath: "{.running}"},
 		{Name: "HEALTHY", JSONPath: "{.healthy}"},
+		{Name: "HEALTH UNKNOWN", JSONPath: "{.unknown}"},
 	},
 }
 

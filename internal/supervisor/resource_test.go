@@ -32,7 +32,7 @@ func TestDefinition(t *testing.T) {
 		cols = append(cols, c.Name)
 	}
 
-	equalLines(t, "columns", cols, []string{"STATE", "RUNNING", "HEALTHY"})
+	equalLines(t, "columns", cols, []string{"RUNNING", "HEALTHY", "HEALTH UNKNOWN"})
 }
 
 func TestServiceSpecDeepCopy(t *testing.T) {
@@ -200,5 +200,22 @@ func TestLogsFollow(t *testing.T) {
 		}
 	case <-time.After(waitTimeout):
 		t.Fatal("Close did not end the follow")
+	}
+}
+
+// A listening service is unhealthy until it serves and after it stops.
+func TestListening(t *testing.T) {
+	var l supervisor.Listening
+
+	check := l.Check().Func
+	for _, tc := range []struct {
+		serving bool
+		healthy bool
+	}{{false, false}, {true, true}, {false, false}} {
+		l.Serving(tc.serving)
+
+		if err := check(t.Context()); (err == nil) != tc.healthy {
+			t.Fatalf("serving %v: check says %v", tc.serving, err)
+		}
 	}
 }
