@@ -22,7 +22,9 @@ import (
 	"github.com/talosbox/talosbox/internal/applet"
 	"github.com/talosbox/talosbox/internal/applet/applettest"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/talosconfig"
+	"github.com/talosbox/talosbox/internal/trustd"
 )
 
 func TestMain(m *testing.M) { applettest.Main(m, apidapplet.Applet) }
@@ -31,7 +33,9 @@ func TestMain(m *testing.M) { applettest.Main(m, apidapplet.Applet) }
 // a talosconfig with an os:admin certificate, for one cluster.
 type cluster struct {
 	config      string // controlplane.yaml
+	worker      string // worker.yaml
 	talosconfig string
+	gen         *generate.Output
 }
 
 func genConfig(t *testing.T, dir string) cluster {
@@ -57,8 +61,13 @@ func genConfig(t *testing.T, dir string) cluster {
 		t.Fatal(err)
 	}
 
-	c := cluster{config: filepath.Join(dir, "controlplane.yaml"), talosconfig: filepath.Join(dir, "talosconfig")}
-	for path, data := range map[string][]byte{c.config: cp, c.talosconfig: tc} {
+	worker, err := out.Worker.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := cluster{config: filepath.Join(dir, "controlplane.yaml"), worker: filepath.Join(dir, "worker.yaml"), talosconfig: filepath.Join(dir, "talosconfig"), gen: out}
+	for path, data := range map[string][]byte{c.config: cp, c.worker: worker, c.talosconfig: tc} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -199,6 +208,53 @@ func handshakeWithoutCert(addr string) error {
 	_, err = conn.Read(make([]byte, 1))
 
 	return err
+}
+
+// A worker config has no CA key: apid alone gets its server certificate
+// from the trustd --trustd names (here the library, serving the control
+// plane's CA and token), then serves the cluster's clients.
+func TestWorkerCertificateFromTrustd(t *testing.T) {
+	dir := t.TempDir()
+	c := genConfig(t, dir)
+	m := c.gen.ControlPlane.Machine
+	ca := &pki.CertAndKey{Crt: m.CA.Crt, Key: m.CA.Key}
+
+	srv, err := trustd.NewServer(trustd.Options{
+		CA: ca, Token: m.Token,
+		ServerCert: trustd.ServerCertificate(ca, pki.ServerOptions{CommonName: "cp", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+
+	go func() { served <- srv.Serve(ctx, lis) }()
+
+	t.Cleanup(func() {
+		cancel()
+
+		if err := <-served; err != nil {
+			t.Errorf("trustd: %v", err)
+		}
+	})
+
+	addr, p := startAPID(t, "mutual TLS", "--state-dir", filepath.Join(dir, "state"), "--config", c.worker, "--trustd", lis.Addr().String())
+
+	v, err := dial(t, c.talosconfig, addr).Machine.Version(ctxT(t), &emptypb.Empty{})
+	if err != nil || v.GetMessages()[0].GetMaintenance() {
+		t.Fatalf("version from the worker: %v %v", v, err)
+	}
+
+	if code := p.Stop(30 * time.Second); code != 0 {
+		t.Fatalf("apid exited %d after SIGTERM", code)
+	}
 }
 
 // Without a config apid serves maintenance mode, as a new node does.
