@@ -72,8 +72,8 @@ func TestDispatchThroughSymlinks(t *testing.T) {
 	}{
 		{[]string{"talosctl", "version", "--client"}, 0, "Client:\n\tTag:         v9.8.7-test\n\tSHA:         abc123\n\tBuilt:       2026-01-02T03:04:05Z\n"},
 		{[]string{"init", "--version"}, 0, "machined v9.8.7-test"},
-		{[]string{"apid", "--help"}, 0, "Status: not built yet in this talosbox (planned in issue 5)."},
-		{[]string{"apid"}, 1, "apid: not built yet in this talosbox"},
+		{[]string{"apid", "--help"}, 0, "Usage: apid --state-dir DIR"},
+		{[]string{"apid"}, 2, "apid: --state-dir DIR is required"},
 		{[]string{"etcd", "--version"}, 0, "etcd v9.8.7-test"},
 	}
 

@@ -25,18 +25,20 @@ import (
 // Applet is networkd's entry in the multicall table.
 var Applet = applet.Applet{
 	Name:    "networkd",
-	Summary: "network: links, addresses, routes, hostname, resolvers over netlink",
+	Summary: "network: links, addresses, routes, DHCP, hostname, resolvers over netlink",
 	Main:    Main,
 }
 
 const usage = `Usage: networkd --config machine.yaml [--once] [--etc-dir DIR] [--hostname-file FILE]
 
 Apply machine.network of a machine config to the current network namespace
-over netlink (links, MTU, addresses, routes, hostname, resolvers) and keep it
-reconciled until SIGTERM or SIGINT; SIGHUP rereads the config. networkd only
-removes what it created: routes carry rtm_protocol 116, links it creates the
-alias "talosbox". With --once it applies the config, reports, and exits 1 if
-anything could not be applied.
+over netlink (links, MTU, addresses, routes, DHCPv4 leases, hostname,
+resolvers) and keep it reconciled until SIGTERM or SIGINT; SIGHUP rereads
+the config. networkd only removes what it created: routes carry
+rtm_protocol 116, links it creates the alias "talosbox". With --once it
+applies the config (waiting, up to --timeout, for the lease of every
+dhcp: true interface), reports, and exits 1 if anything could not be
+applied.
 
 resolv.conf and hosts are written only into --etc-dir, and the hostname only
 into --hostname-file (or the kernel's, with --set-hostname): networkd never
@@ -131,7 +133,9 @@ func run(ctx context.Context, o options, env applet.Env) int {
 
 	rt := bus.NewRuntime(store, bus.RuntimeOptions{Logger: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))})
 
-	opts := network.Options{NetNSPath: o.netns, KernelCmdline: o.cmdline, NodeID: o.nodeID, EtcDir: o.etcDir}
+	// The same DHCPv4 operator factory machined wires in: alone or in a
+	// node, dhcp: true on an interface takes a lease on it.
+	opts := network.Options{NetNSPath: o.netns, KernelCmdline: o.cmdline, NodeID: o.nodeID, EtcDir: o.etcDir, Operators: network.DHCP4Operators}
 
 	switch {
 	case o.setHostname:

@@ -31,7 +31,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// newNS makes a namespace whose eth0 is one end of a veth pair; the other
+// end, peer0, is up in the same namespace.
 func newNS(t testing.TB) string {
+	t.Helper()
+
+	name := addNS(t)
+	ipOut(t, name, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0")
+	ipOut(t, name, "link", "set", "peer0", "up")
+
+	return name
+}
+
+// addNS makes an empty namespace (lo up), deleted at cleanup.
+func addNS(t testing.TB) string {
 	t.Helper()
 
 	if os.Geteuid() != 0 {
@@ -42,20 +55,13 @@ func newNS(t testing.TB) string {
 	rand.Read(b) //nolint:errcheck // never fails
 
 	name := "tbnd-" + hex.EncodeToString(b)
-	for _, args := range [][]string{
-		{"netns", "add", name},
-		{"-n", name, "link", "set", "lo", "up"},
-		{"-n", name, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0"},
-		{"-n", name, "link", "set", "peer0", "up"},
-	} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-
-		if args[0] == "netns" {
-			t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() }) //nolint:errcheck // best effort
-		}
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
 	}
+
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() }) //nolint:errcheck // best effort
+
+	ipOut(t, name, "link", "set", "lo", "up")
 
 	return name
 }

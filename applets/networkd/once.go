@@ -19,7 +19,7 @@ const quiet = 200 * time.Millisecond
 var watched = []string{
 	network.LinkSpecType, network.AddressSpecType, network.RouteSpecType, network.HostnameSpecType,
 	network.LinkStatusType, network.AddressStatusType, network.RouteStatusType, network.HostnameStatusType,
-	network.EtcFileStatusType, network.ApplyIssueType, network.NetworkStatusType,
+	network.EtcFileStatusType, network.ApplyIssueType, network.NetworkStatusType, network.OperatorSpecType,
 }
 
 // once waits until the network settled (or the timeout passed), prints
@@ -127,6 +127,17 @@ func converged(store *bus.Store, etc bool) bool {
 		}
 	}
 
+	// A DHCP operator has done its part once an address of its lease is
+	// merged (the loop above checked it is in effect), or once it has an
+	// issue saying why not; until then --once waits, up to --timeout.
+	ops, _ := bus.ListAs[*network.OperatorSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.OperatorSpecType}) //nolint:errcheck
+	for _, op := range ops {
+		spec := op.TypedSpec()
+		if spec.Operator == network.OperatorDHCP4 && !leased(addrs, spec.LinkName) && !issue("operator/"+op.Metadata().ID) {
+			return false
+		}
+	}
+
 	routes, _ := bus.ListAs[*network.RouteSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.RouteSpecType}) //nolint:errcheck
 	for _, r := range routes {
 		if id := r.Metadata().ID; !has(network.RouteStatusType, id) && !issue("route/"+id) {
@@ -135,4 +146,15 @@ func converged(store *bus.Store, etc bool) bool {
 	}
 
 	return true
+}
+
+// leased reports whether an operator (DHCP) put an address on link.
+func leased(addrs []*network.AddressSpec, link string) bool {
+	for _, a := range addrs {
+		if spec := a.TypedSpec(); spec.LinkName == link && spec.Layer == network.LayerOperator {
+			return true
+		}
+	}
+
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/talosbox/talosbox/internal/version"
 )
@@ -48,4 +49,24 @@ func (f *Flags) Parse(args []string) (code int, done bool) {
 	}
 
 	return 0, false
+}
+
+// List is a flag holding a list: comma-separated, and the flag may be
+// given again to add more (--x a,b --x c is [a b c]), as etcd's URL flags
+// and Talos's SAN flags take them.
+type List []string
+
+// String joins the list back with commas.
+func (l *List) String() string { return strings.Join(*l, ",") }
+
+// Set adds the comma-separated values of one occurrence; empty ones are
+// dropped, so "a,,b" and a trailing comma are harmless.
+func (l *List) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+
+	return nil
 }

@@ -41,3 +41,28 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestList(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--x", "a"}, "a"},
+		{[]string{"--x", "a,b", "--x", "c"}, "a,b,c"},
+		{[]string{"--x", " a , ,b,"}, "a,b"},
+	} {
+		var l applet.List
+
+		fs := applet.NewFlags("demo", "", applet.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
+		fs.Var(&l, "x", "a list")
+
+		if code, done := fs.Parse(tt.args); done || code != 0 {
+			t.Fatalf("%v: parse %d %v", tt.args, code, done)
+		}
+
+		if got := l.String(); got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}

@@ -228,6 +228,43 @@ func ReadCertAndKey(base string) (*CertAndKey, error) {
 	return pair, nil
 }
 
+// ReadCA reads a certificate authority from a certificate file and a key
+// file (the --ca-cert and --ca-key of an applet run alone). It checks that
+// the key belongs to the certificate and that the certificate is a CA, so
+// a wrong file is reported when the applet starts, not when it first
+// issues a certificate.
+func ReadCA(crtPath, keyPath string) (*CertAndKey, error) {
+	crt, err := os.ReadFile(crtPath)
+	if err != nil {
+		return nil, fmt.Errorf("read CA certificate: %w", err)
+	}
+
+	key, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("read CA key: %w", err)
+	}
+
+	if len(key) == 0 {
+		return nil, fmt.Errorf("CA key %s is empty", keyPath)
+	}
+
+	ca := &CertAndKey{Crt: crt, Key: key}
+	if err := ca.Validate(); err != nil {
+		return nil, fmt.Errorf("CA %s with key %s: %w", crtPath, keyPath, err)
+	}
+
+	c, err := ca.Certificate()
+	if err != nil {
+		return nil, fmt.Errorf("CA %s: %w", crtPath, err)
+	}
+
+	if !c.IsCA {
+		return nil, fmt.Errorf("%s is not a certificate authority (%q)", crtPath, c.Subject.String())
+	}
+
+	return ca, nil
+}
+
 type namedData struct {
 	path string
 	data []byte

@@ -215,3 +215,58 @@ func TestGenCARSA(t *testing.T) {
 		t.Error("RSA key not in PKCS#1 PEM")
 	}
 }
+
+func TestReadCA(t *testing.T) {
+	dir := t.TempDir()
+
+	ca, err := NewCA(CAOptions{Organization: "talos", KeyType: ECDSAP256})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := NewCA(CAOptions{Organization: "other", KeyType: ECDSAP256})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	leaf, err := NewServerCertificate(ca, ServerOptions{DNSNames: []string{"node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		return p
+	}
+
+	caCrt, caKey := write("ca.crt", ca.Crt), write("ca.key", ca.Key)
+
+	for _, tt := range []struct {
+		name, crt, key, want string
+	}{
+		{"matching pair", caCrt, caKey, ""},
+		{"missing certificate", filepath.Join(dir, "nope.crt"), caKey, "read CA certificate: open " + filepath.Join(dir, "nope.crt")},
+		{"missing key", caCrt, filepath.Join(dir, "nope.key"), "read CA key: open"},
+		{"empty key", caCrt, write("empty.key", nil), "empty.key is empty"},
+		{"key of another CA", caCrt, write("other.key", other.Key), ErrKeyMismatch.Error()},
+		{"not a CA", write("leaf.crt", leaf.Crt), write("leaf.key", leaf.Key), "leaf.crt is not a certificate authority"},
+		{"not PEM", write("junk.crt", []byte("junk")), caKey, "junk.crt"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadCA(tt.crt, tt.key)
+
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("ReadCA: %v", err)
+			case tt.want == "" && string(got.Key) != string(ca.Key):
+				t.Fatal("ReadCA returned another key")
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("ReadCA error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
