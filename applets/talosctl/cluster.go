@@ -19,6 +19,7 @@ import (
 	"github.com/talosbox/talosbox/initramfs"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/provision"
+	"github.com/talosbox/talosbox/internal/provision/vm"
 	"github.com/talosbox/talosbox/internal/version"
 )
 
@@ -71,7 +72,7 @@ type clusterCreateFlags struct {
 	patchesCP         []string
 	patchesWorker     []string
 	registryMirrors   []string
-	cacheDir          string // the image cache the nodes serve (docker)
+	cacheDir          string // the image cache the nodes pull from (make images' OCI layout)
 	kubernetesVersion string
 	skipBootstrap     bool
 	wait              bool
@@ -259,7 +260,7 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 	// Configs first: a bad patch must fail before anything exists.
 	fmt.Fprintln(out, "generating PKI and tokens")
 
-	gen, err := f.generate(nodes)
+	gen, err := f.generate(cidr, nodes)
 	if err != nil {
 		return err
 	}
@@ -449,7 +450,7 @@ type generated struct {
 
 // generate makes the secrets and one config per node type, with the
 // patches, and hands each node its config.
-func (f *clusterCreateFlags) generate(nodes []nodePlan) (*generated, error) {
+func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*generated, error) {
 	opts := generate.Options{
 		ClusterName:       f.name,
 		InstallDisk:       f.installDisk(),
@@ -459,14 +460,18 @@ func (f *clusterCreateFlags) generate(nodes []nodePlan) (*generated, error) {
 		RegistryMirrors:   map[string]string{},
 	}
 
-	// Nodes pull what make images built from the copy they serve
-	// themselves, unless told otherwise: no registry is ever contacted.
-	if f.provisioner == "docker" {
-		f.cacheDir = f.imageCache()
-		if f.cacheDir != "" {
-			for _, host := range images.Registries() {
-				opts.RegistryMirrors[host] = images.CacheMirror
-			}
+	// Nodes pull what make images built, unless told otherwise: Docker
+	// nodes from the copy they serve themselves, QEMU nodes from the host,
+	// which serves it on the segment. No registry is ever contacted.
+	f.cacheDir = f.imageCache()
+	if f.cacheDir != "" {
+		mirror := images.CacheMirror
+		if f.provisioner == "qemu" {
+			mirror = vm.CacheMirror(cidr)
+		}
+
+		for _, host := range images.Registries() {
+			opts.RegistryMirrors[host] = mirror
 		}
 	}
 

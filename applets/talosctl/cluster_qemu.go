@@ -120,6 +120,19 @@ func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.
 		}
 	}
 
+	// The host serves make images' output on the segment; the configs
+	// name it as every registry's mirror (generate).
+	if f.cacheDir != "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return vm.Request{}, fmt.Errorf("serve the image cache: %w", err)
+		}
+
+		req.ServeCache = []string{exe, "talosctl", "image", "cache-serve", "--image-cache-path", f.cacheDir}
+	} else {
+		fmt.Fprintln(os.Stderr, "warning: no image cache (make images): the nodes will run no kubelet")
+	}
+
 	for _, n := range nodes {
 		nr := vm.NodeRequest{Name: n.name, Type: n.typ, IP: n.ip, CPUs: cpCPUs, MemoryMiB: f.memory, DiskMiB: f.diskMiB}
 		if n.typ == provision.TypeWorker {

@@ -41,6 +41,12 @@ type Request struct {
 	Cmdline []string
 	// Nodes are started in this order.
 	Nodes []NodeRequest
+	// ServeCache, when set, is the command line of an image cache server
+	// (talosctl image cache-serve of make images' output, without
+	// --address): it is started detached on CacheMirror(CIDR) before the
+	// nodes and stopped by Destroy. Without it the nodes have nothing to
+	// pull Kubernetes from and run no kubelet.
+	ServeCache []string
 }
 
 // NodeRequest describes one virtual machine.
@@ -232,6 +238,22 @@ func (st *State) create(ctx context.Context, req Request, progress func(string))
 
 	progress(fmt.Sprintf("segment %s up: host %s on %s", st.CIDR, st.Gateway, st.Tap))
 
+	kubelet := []string{platform.ParamKubelet + "=0"}
+
+	if len(req.ServeCache) > 0 {
+		if err := st.startCache(req.ServeCache); err != nil {
+			return err
+		}
+
+		if err := st.save(); err != nil {
+			return err
+		}
+
+		progress(fmt.Sprintf("serving the image cache on %s (pid %d)", CacheMirror(st.CIDR), st.CachePID))
+
+		kubelet = nil
+	}
+
 	mask := net.IP(net.CIDRMask(st.CIDR.Bits(), 32)).String()
 
 	for _, nr := range req.Nodes {
@@ -243,7 +265,7 @@ func (st *State) create(ctx context.Context, req Request, progress func(string))
 		st.Nodes = append(st.Nodes, n)
 		np := &st.Nodes[len(st.Nodes)-1]
 
-		if err := st.startNode(np, req.Cmdline, mask); err != nil {
+		if err := st.startNode(np, append(kubelet, req.Cmdline...), mask); err != nil {
 			return err
 		}
 
@@ -284,10 +306,6 @@ func (st *State) startNode(n *Node, extra []string, mask string) error {
 	cmdline := append([]string{
 		fmt.Sprintf("ip=%s::%s:%s:%s:eth0:off", n.IP, st.Gateway, mask, n.Name),
 		"talosbox.install.disk=/dev/vda",
-		// QEMU nodes have no image cache yet (Docker nodes get make images'
-		// as their registry mirror) and no registry is reachable, so they
-		// run no kubelet rather than retrying a pull forever.
-		platform.ParamKubelet + "=0",
 	}, extra...)
 
 	n.PID, err = qemu.StartDetached(qemu.Config{
@@ -390,6 +408,12 @@ func Destroy(o Options, name string, progress func(string)) error {
 		errs = append(errs, err)
 	} else {
 		progress("stopped the segment's switch")
+	}
+
+	if err := st.stopCache(); err != nil {
+		errs = append(errs, err)
+	} else if st.CachePID != 0 {
+		progress("stopped the image cache (pid " + strconv.Itoa(st.CachePID) + ")")
 	}
 
 	if len(errs) > 0 {

@@ -63,6 +63,10 @@ type State struct {
 	Kernel  string     `json:"kernel"`
 	Initrd  string     `json:"initrd"`
 	Nodes   []Node     `json:"nodes"`
+	// CachePID is the host's image cache server for the nodes (0: none),
+	// CacheComm its process name, checked before it is stopped.
+	CachePID  int    `json:"cachePid,omitempty"`
+	CacheComm string `json:"cacheComm,omitempty"`
 
 	dir string
 }
