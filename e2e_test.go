@@ -438,7 +438,7 @@ func TestAPIRoutingAcrossNodes(t *testing.T) {
 	// A dry run on two nodes: each node's report, prefixed with it.
 	out = c.ok("-e", a.addr, "-n", b.addr+","+cc.addr, "patch", "mc", "--dry-run", "-p", `[{"op":"add","path":"/machine/sysctls","value":{"net.core.somaxconn":"1024"}}]`)
 	for _, nd := range []*node{b, cc} {
-		if !strings.Contains(out, nd.addr+": Dry run summary:\n") || !strings.Contains(out, nd.addr+": +        net.core.somaxconn: \"1024\"\n") {
+		if !strings.Contains(out, nd.addr+": Dry run summary:\n") || !strings.Contains(out, nd.addr+": + machine.sysctls.net.core.somaxconn: \"1024\"\n") {
 			t.Errorf("dry run across nodes lacks %s's diff:\n%s", nd.addr, out)
 		}
 	}

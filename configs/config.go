@@ -31,12 +31,17 @@ type Config struct {
 
 // Encode writes the config as YAML with Talos's 4-space indentation.
 func (c *Config) Encode() ([]byte, error) {
+	return encodeIndented(quotedForEncoding(c))
+}
+
+// encodeIndented writes v (a config or its node tree) as Encode does.
+func encodeIndented(v any) ([]byte, error) {
 	var buf bytes.Buffer
 
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(4)
 
-	if err := enc.Encode(quotedForEncoding(c)); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("error encoding config: %w", err)
 	}
 

@@ -2,292 +2,280 @@ package configs
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
-// diffContext is how many unchanged lines surround each change.
-const diffContext = 3
+// Two configs are compared by meaning, not text: each is decoded and then
+// encoded again, which drops comments, indentation, key order, quoting
+// styles and fields spelled at their zero value, so only what the node
+// would act on differently is left to compare.
 
-// maxEditDistance caps the Myers search; beyond it the configs are too
-// different for a line-by-line diff to help, and memory grows with its square.
-const maxEditDistance = 1000
+// Path is where a value sits in a config: mapping keys, and "[i]" for the
+// i-th item of a list. Keys may contain dots (sysctl names, registry
+// hosts), so code matches paths element by element, not as text.
+type Path []string
 
-// Diff returns a unified diff of the YAML of two configs, for showing what
-// apply-config --dry-run would change. It is empty when both encode the same.
-// A nil config diffs as an empty document.
-func Diff(old, new *Config) (string, error) {
-	encode := func(c *Config) ([]byte, error) {
-		if c == nil {
-			return nil, nil
-		}
-
-		return c.Encode()
-	}
-
-	a, err := encode(old)
-	if err != nil {
-		return "", fmt.Errorf("error encoding old config: %w", err)
-	}
-
-	b, err := encode(new)
-	if err != nil {
-		return "", fmt.Errorf("error encoding new config: %w", err)
-	}
-
-	return DiffYAML(a, b), nil
-}
-
-// DiffYAML returns a unified line diff of two texts ("--- a" / "+++ b"
-// headers, "@@" hunks with a few lines of context), or "" when they are equal.
-func DiffYAML(old, new []byte) string {
-	a, b := splitLines(string(old)), splitLines(string(new))
-
-	edits := diffLines(a, b)
-	if edits == nil {
-		return ""
-	}
-
+// String joins the elements with dots, list indexes attached:
+// "machine.network.interfaces[0].addresses".
+func (p Path) String() string {
 	var sb strings.Builder
 
-	sb.WriteString("--- a\n+++ b\n")
+	for i, e := range p {
+		if i > 0 && !isIndex(e) {
+			sb.WriteByte('.')
+		}
 
-	for _, h := range hunks(edits) {
-		writeHunk(&sb, edits[h.start:h.end])
+		sb.WriteString(e)
 	}
 
 	return sb.String()
 }
 
-// splitLines keeps each line's newline so a missing final newline shows.
-func splitLines(s string) []string {
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
+func isIndex(e string) bool { return strings.HasPrefix(e, "[") && strings.HasSuffix(e, "]") }
 
-	return lines
+// ChangeKind says whether a path was added, removed or changed.
+type ChangeKind byte
+
+// Change kinds, named by the mark Change.String puts in front.
+const (
+	Modified ChangeKind = '~'
+	Added    ChangeKind = '+'
+	Removed  ChangeKind = '-'
+)
+
+// Change is one value that differs between two configs.
+type Change struct {
+	Kind ChangeKind
+	Path Path
+	// Old and New are the values as one line of flow YAML (strings
+	// double-quoted); the side a path is missing from is "".
+	Old, New string
 }
 
-// edit is one line of the edit script: kept (' '), removed ('-') or added
-// ('+'), with its line numbers (1-based) in the old and new text.
-type edit struct {
-	op       byte
-	text     string
-	old, new int
+// String is the change as `talosctl apply-config --dry-run` prints it:
+// `~ machine.network.hostname: "a" -> "b"`, `+ path: value`, `- path: value`.
+func (c Change) String() string {
+	switch c.Kind {
+	case Added:
+		return fmt.Sprintf("+ %s: %s", c.Path, c.New)
+	case Removed:
+		return fmt.Sprintf("- %s: %s", c.Path, c.Old)
+	default:
+		return fmt.Sprintf("~ %s: %s -> %s", c.Path, c.Old, c.New)
+	}
 }
 
-// diffLines returns the edit script from a to b, or nil when they are equal.
-func diffLines(a, b []string) []edit {
-	// Common ends are cheap to peel off and keep the search small.
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
+// Compare lists what differs from old to new, in the order of the config
+// document: a changed value where both have the path, every leaf of a
+// subtree only one of them has, and lists item by item (lists of plain
+// values, such as certSANs, as a whole). A nil config compares as an empty
+// one. No changes means the configs mean the same.
+func Compare(old, new *Config) ([]Change, error) {
+	a, err := canonical(old)
+	if err != nil {
+		return nil, fmt.Errorf("compare configs: old: %w", err)
 	}
 
-	if pre == len(a) && pre == len(b) {
-		return nil
+	b, err := canonical(new)
+	if err != nil {
+		return nil, fmt.Errorf("compare configs: new: %w", err)
 	}
 
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
+	var out []Change
 
-	var out []edit
+	compareNodes(nil, a, b, &out)
 
-	for i := range pre {
-		out = append(out, edit{' ', a[i], i + 1, i + 1})
-	}
-
-	out = append(out, myers(a[pre:len(a)-suf], b[pre:len(b)-suf], pre)...)
-
-	for i := range suf {
-		ai, bi := len(a)-suf+i, len(b)-suf+i
-		out = append(out, edit{' ', a[ai], ai + 1, bi + 1})
-	}
-
-	return out
+	return out, nil
 }
 
-// myers is Myers' O((N+M)D) diff. base offsets the line numbers.
-func myers(a, b []string, base int) []edit {
-	n, m := len(a), len(b)
-	maxD := min(n+m, maxEditDistance)
-	off := maxD + 1
-	v := make([]int, 2*maxD+3)
-
-	var trace [][]int
-
-	found := false
-
-	for d := 0; d <= maxD && !found; d++ {
-		// Only diagonals -d..d matter when backtracking step d; saving just
-		// those keeps memory at O(D²) instead of O(D·(N+M)).
-		trace = append(trace, append([]int(nil), v[off-d-1:off+d+2]...))
-
-		for k := -d; k <= d; k += 2 {
-			var x int
-			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
-				x = v[off+k+1]
-			} else {
-				x = v[off+k-1] + 1
-			}
-
-			y := x - k
-			for x < n && y < m && a[x] == b[y] {
-				x++
-				y++
-			}
-
-			v[off+k] = x
-
-			if x >= n && y >= m {
-				found = true
-
-				break
-			}
-		}
+// Diff is Compare as text, one change per line; "" when the configs mean
+// the same.
+func Diff(old, new *Config) (string, error) {
+	changes, err := Compare(old, new)
+	if err != nil {
+		return "", err
 	}
 
-	if !found {
-		return replaceAll(a, b, base)
+	var sb strings.Builder
+
+	for _, c := range changes {
+		sb.WriteString(c.String())
+		sb.WriteByte('\n')
 	}
 
-	// Walk back through the saved frontiers to recover the path.
-	var rev []edit
-
-	x, y := n, m
-
-	for d := len(trace) - 1; d >= 0; d-- {
-		vd := func(k int) int { return trace[d][k+d+1] }
-		k := x - y
-
-		var prevK int
-		if k == -d || (k != d && vd(k-1) < vd(k+1)) {
-			prevK = k + 1
-		} else {
-			prevK = k - 1
-		}
-
-		prevX := vd(prevK)
-		prevY := prevX - prevK
-
-		for x > prevX && y > prevY {
-			x--
-			y--
-			rev = append(rev, edit{' ', a[x], base + x + 1, base + y + 1})
-		}
-
-		if d == 0 {
-			break
-		}
-
-		if x == prevX {
-			y--
-			rev = append(rev, edit{'+', b[y], base + x, base + y + 1})
-		} else {
-			x--
-			rev = append(rev, edit{'-', a[x], base + x + 1, base + y})
-		}
-	}
-
-	out := make([]edit, len(rev))
-	for i, e := range rev {
-		out[len(rev)-1-i] = e
-	}
-
-	return out
+	return sb.String(), nil
 }
 
-func replaceAll(a, b []string, base int) []edit {
-	out := make([]edit, 0, len(a)+len(b))
-
-	for i, l := range a {
-		out = append(out, edit{'-', l, base + i + 1, base})
+// canonical is the node tree Encode would print for c: struct fields in
+// declaration order, map keys sorted, zero values left out.
+func canonical(c *Config) (*yaml.Node, error) {
+	if c == nil {
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, nil
 	}
 
-	for i, l := range b {
-		out = append(out, edit{'+', l, base + len(a), base + i + 1})
+	var n yaml.Node
+	if err := n.Encode(quotedForEncoding(c)); err != nil {
+		return nil, err
 	}
 
-	return out
+	return &n, nil
 }
 
-type span struct{ start, end int }
-
-// hunks groups changes that are close enough to share context.
-func hunks(edits []edit) []span {
-	var out []span
-
-	for i := 0; i < len(edits); i++ {
-		if edits[i].op == ' ' {
-			continue
+func compareNodes(path Path, a, b *yaml.Node, out *[]Change) {
+	switch {
+	case a == nil && b == nil:
+	case a == nil:
+		leaves(path, b, Added, out)
+	case b == nil:
+		leaves(path, a, Removed, out)
+	case a.Kind == yaml.MappingNode && b.Kind == yaml.MappingNode:
+		compareMappings(path, a, b, out)
+	case a.Kind == yaml.SequenceNode && b.Kind == yaml.SequenceNode && (hasCollections(a) || hasCollections(b)):
+		for i := range max(len(a.Content), len(b.Content)) {
+			compareNodes(with(path, "["+strconv.Itoa(i)+"]"), item(a, i), item(b, i), out)
 		}
-
-		start := max(i-diffContext, 0)
-		end := i
-
-		// Extend while the next change is within two contexts' reach.
-		for j := i; j < len(edits); j++ {
-			if edits[j].op != ' ' {
-				end = j
-			} else if j-end > 2*diffContext {
-				break
-			}
-		}
-
-		end = min(end+diffContext+1, len(edits))
-
-		if n := len(out); n > 0 && start <= out[n-1].end {
-			out[n-1].end = end
-		} else {
-			out = append(out, span{start, end})
-		}
-
-		i = end - 1
+	case !sameNode(a, b):
+		*out = append(*out, Change{Kind: Modified, Path: path, Old: flow(a), New: flow(b)})
 	}
-
-	return out
 }
 
-func writeHunk(sb *strings.Builder, h []edit) {
-	var oldStart, newStart, oldLen, newLen int
+// compareMappings walks the keys of both in document order. Both trees
+// come from the same encoder, so the keys they share are in the same
+// order, and each key only old has is reported where it stood.
+func compareMappings(path Path, a, b *yaml.Node, out *[]Change) {
+	inB := map[string]bool{}
+	for i := 0; i+1 < len(b.Content); i += 2 {
+		inB[b.Content[i].Value] = true
+	}
 
-	for _, e := range h {
-		if e.op != '+' {
-			if oldLen == 0 {
-				oldStart = e.old
+	aVals := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(a.Content); i += 2 {
+		aVals[a.Content[i].Value] = a.Content[i+1]
+	}
+
+	ai := 0
+	removedUpTo := func(stop string) {
+		for ; ai+1 < len(a.Content); ai += 2 {
+			k := a.Content[ai].Value
+			if k == stop {
+				ai += 2
+				return
 			}
 
-			oldLen++
-		}
-
-		if e.op != '-' {
-			if newLen == 0 {
-				newStart = e.new
+			if !inB[k] {
+				leaves(with(path, k), a.Content[ai+1], Removed, out)
 			}
-
-			newLen++
 		}
 	}
 
-	// Unified diff convention: an empty side starts at the line before.
-	if oldLen == 0 {
-		oldStart = h[0].old
+	for i := 0; i+1 < len(b.Content); i += 2 {
+		k := b.Content[i].Value
+
+		if _, ok := aVals[k]; ok {
+			removedUpTo(k)
+		}
+
+		compareNodes(with(path, k), aVals[k], b.Content[i+1], out)
 	}
 
-	if newLen == 0 {
-		newStart = h[0].new
+	removedUpTo("")
+}
+
+// leaves reports every leaf under n as added or removed: a new mapping
+// shows as the values it sets, which is what the node acts on.
+func leaves(path Path, n *yaml.Node, kind ChangeKind, out *[]Change) {
+	if n.Kind == yaml.MappingNode && len(n.Content) > 0 {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			leaves(with(path, n.Content[i].Value), n.Content[i+1], kind, out)
+		}
+
+		return
 	}
 
-	fmt.Fprintf(sb, "@@ -%d,%d +%d,%d @@\n", oldStart, oldLen, newStart, newLen)
+	c := Change{Kind: kind, Path: path}
+	if kind == Added {
+		c.New = flow(n)
+	} else {
+		c.Old = flow(n)
+	}
 
-	for _, e := range h {
-		sb.WriteByte(e.op)
-		sb.WriteString(e.text)
+	*out = append(*out, c)
+}
 
-		if !strings.HasSuffix(e.text, "\n") {
-			sb.WriteString("\n\\ No newline at end of file\n")
+// with returns path and e in a new slice: changes keep their paths, so
+// appends must never share a backing array.
+func with(path Path, e string) Path {
+	return append(path[:len(path):len(path)], e)
+}
+
+func item(n *yaml.Node, i int) *yaml.Node {
+	if i < len(n.Content) {
+		return n.Content[i]
+	}
+
+	return nil
+}
+
+func hasCollections(seq *yaml.Node) bool {
+	for _, c := range seq.Content {
+		if c.Kind == yaml.MappingNode || c.Kind == yaml.SequenceNode {
+			return true
 		}
 	}
+
+	return false
+}
+
+// sameNode compares values, not spellings: the tag and text of scalars,
+// and the items of collections in order.
+func sameNode(a, b *yaml.Node) bool {
+	if a.Kind != b.Kind || a.ShortTag() != b.ShortTag() || a.Value != b.Value || len(a.Content) != len(b.Content) {
+		return false
+	}
+
+	for i := range a.Content {
+		if !sameNode(a.Content[i], b.Content[i]) {
+			return false
+		}
+	}
+
+	return true
+}
+
+// flow prints a value on one line: strings double-quoted so "" and " "
+// show, collections in flow style.
+func flow(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		if n.ShortTag() == "!!str" {
+			return strconv.Quote(n.Value)
+		}
+
+		return n.Value
+	}
+
+	out, err := yaml.Marshal(flowStyle(n))
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+
+	// yaml.v3 does not wrap lines, so a flow collection is one line.
+	return strings.TrimSuffix(string(out), "\n")
+}
+
+// flowStyle copies n with every collection in flow style.
+func flowStyle(n *yaml.Node) *yaml.Node {
+	cp := *n
+	if cp.Kind == yaml.MappingNode || cp.Kind == yaml.SequenceNode {
+		cp.Style |= yaml.FlowStyle
+	}
+
+	cp.Content = make([]*yaml.Node, len(n.Content))
+	for i, c := range n.Content {
+		cp.Content[i] = flowStyle(c)
+	}
+
+	return &cp
 }

@@ -1,231 +1,225 @@
 package configs_test
 
 import (
-	"fmt"
-	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
 )
 
-func TestDiffYAMLGolden(t *testing.T) {
+// diffBase is the config the Compare cases start from.
+const diffBase = `version: v1alpha1
+persist: true
+machine:
+    type: worker
+    certSANs: [a.example]
+    network:
+        hostname: a
+        interfaces:
+            - interface: eth0
+              mtu: 1500
+    env:
+        A: "1"
+    sysctls:
+        net.ipv4.ip_forward: "1"
+    kubelet:
+        extraConfig:
+            maxPods: 110
+cluster:
+    clusterName: demo
+`
+
+func TestCompare(t *testing.T) {
 	t.Parallel()
 
-	lines := func(n int, edit func(i int) string) string {
-		var sb strings.Builder
-		for i := 1; i <= n; i++ {
-			sb.WriteString(edit(i) + "\n")
-		}
-
-		return sb.String()
-	}
-	plain := func(i int) string { return "l" + strconv.Itoa(i) }
-
 	tests := []struct {
-		name, old, new, want string
+		name string
+		old  string // "" is a nil config
+		new  string
+		want []string // Change.String of each, in order
 	}{
-		{name: "equal", old: "a\nb\n", new: "a\nb\n", want: ""},
-		{name: "both empty", old: "", new: "", want: ""},
+		{name: "identical", old: diffBase, new: diffBase},
 		{
-			name: "one line changed",
-			old:  lines(10, plain),
-			new: lines(10, func(i int) string {
-				if i == 5 {
-					return "five"
-				}
-
-				return plain(i)
-			}),
-			want: "--- a\n+++ b\n@@ -2,7 +2,7 @@\n l2\n l3\n l4\n-l5\n+five\n l6\n l7\n l8\n",
+			name: "layout, comments, key order and quoting mean nothing",
+			old:  diffBase,
+			new: `# the same config, written by hand
+cluster: {clusterName: "demo"}
+machine:
+  sysctls: {"net.ipv4.ip_forward": '1'}
+  kubelet: {extraConfig: {maxPods: 110}}
+  env: {A: "1"}   # proxy settings go here
+  network:
+    interfaces: [{mtu: 1500, interface: eth0}]
+    hostname: "a"
+  certSANs:
+  - a.example
+  type: worker
+persist: true
+version: v1alpha1
+`,
 		},
 		{
-			name: "distant changes make two hunks",
-			old:  lines(20, plain),
-			new: lines(20, func(i int) string {
-				if i == 1 || i == 20 {
-					return "x"
-				}
-
-				return plain(i)
-			}),
-			want: "--- a\n+++ b\n@@ -1,4 +1,4 @@\n-l1\n+x\n l2\n l3\n l4\n@@ -17,4 +17,4 @@\n l17\n l18\n l19\n-l20\n+x\n",
+			name: "values spelled at their zero value mean nothing",
+			old:  diffBase,
+			new: diffBase + `debug: false
+`,
 		},
 		{
-			name: "near changes share a hunk",
-			old:  lines(12, plain),
-			new: lines(12, func(i int) string {
-				if i == 3 || i == 9 {
-					return "x"
-				}
-
-				return plain(i)
-			}),
-			want: "--- a\n+++ b\n@@ -1,12 +1,12 @@\n l1\n l2\n-l3\n+x\n l4\n l5\n l6\n l7\n l8\n-l9\n+x\n l10\n l11\n l12\n",
+			name: "empty sections mean nothing",
+			old:  diffBase,
+			new:  strings.Replace(diffBase, "    type: worker\n", "    type: worker\n    files: []\n    nodeLabels: {}\n    token: \"\"\n", 1),
 		},
 		{
-			name: "insertion and deletion",
-			old:  "a\nb\nc\n",
-			new:  "a\nc\nd\n",
-			want: "--- a\n+++ b\n@@ -1,3 +1,3 @@\n a\n-b\n c\n+d\n",
+			name: "a changed value",
+			old:  diffBase,
+			new:  strings.Replace(diffBase, "hostname: a", "hostname: b", 1),
+			want: []string{`~ machine.network.hostname: "a" -> "b"`},
 		},
 		{
-			name: "from nothing",
-			old:  "",
-			new:  "a\nb\n",
-			want: "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+a\n+b\n",
+			name: "an added key with dots in it",
+			old:  diffBase,
+			new:  strings.Replace(diffBase, "        net.ipv4.ip_forward: \"1\"\n", "        net.ipv4.ip_forward: \"1\"\n        vm.swappiness: \"10\"\n", 1),
+			want: []string{`+ machine.sysctls.vm.swappiness: "10"`},
 		},
 		{
-			name: "missing final newline",
-			old:  "a\nb\n",
-			new:  "a\nb",
-			want: "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n",
+			name: "a removed section shows its leaves, where it stood",
+			old:  diffBase,
+			new:  strings.Replace(strings.Replace(diffBase, "    env:\n        A: \"1\"\n", "", 1), "hostname: a", "hostname: b", 1),
+			want: []string{`~ machine.network.hostname: "a" -> "b"`, `- machine.env.A: "1"`},
+		},
+		{
+			name: "a list of plain values changes as a whole",
+			old:  diffBase,
+			new:  strings.Replace(diffBase, "[a.example]", "[a.example, b.example]", 1),
+			want: []string{`~ machine.certSANs: [a.example] -> [a.example, b.example]`},
+		},
+		{
+			name: "a list of sections changes item by item",
+			old:  diffBase,
+			new: strings.Replace(diffBase, "              mtu: 1500\n",
+				"              mtu: 9000\n            - interface: eth1\n              dhcp: true\n", 1),
+			want: []string{
+				`~ machine.network.interfaces[0].mtu: 1500 -> 9000`,
+				`+ machine.network.interfaces[1].interface: "eth1"`,
+				`+ machine.network.interfaces[1].dhcp: true`,
+			},
+		},
+		{
+			name: "an added list shows whole, multi-line strings on one line",
+			old:  diffBase,
+			new:  strings.Replace(diffBase, "    type: worker\n", "    type: worker\n    files: [{path: /var/f, content: \"x\\ny\\n\", op: create}]\n", 1),
+			want: []string{`+ machine.files: [{content: "x\ny\n", path: /var/f, op: create}]`},
+		},
+		{
+			name: "free-form values keep their types",
+			old:  diffBase,
+			new:  strings.Replace(diffBase, "maxPods: 110", `maxPods: "110"`, 1),
+			want: []string{`~ machine.kubelet.extraConfig.maxPods: 110 -> "110"`},
+		},
+		{
+			name: "a value that becomes a section",
+			old:  strings.Replace(diffBase, "maxPods: 110", "x: 1", 1),
+			new:  strings.Replace(diffBase, "maxPods: 110", "x: {y: 1}", 1),
+			want: []string{`~ machine.kubelet.extraConfig.x: 1 -> {y: 1}`},
+		},
+		{
+			name: "from nothing, every leaf is added",
+			new:  "version: v1alpha1\nmachine: {type: worker, network: {hostname: a}}\n",
+			want: []string{
+				`+ version: "v1alpha1"`, `+ debug: false`, `+ persist: false`,
+				`+ machine.type: "worker"`, `+ machine.network.hostname: "a"`,
+			},
+		},
+		{
+			name: "persist omitted is persist: false, a real change",
+			old:  diffBase,
+			new:  strings.Replace(diffBase, "persist: true\n", "", 1),
+			want: []string{`~ persist: true -> false`},
 		},
 	}
 
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 
-			if got := configs.DiffYAML([]byte(tc.old), []byte(tc.new)); got != tc.want {
-				t.Fatalf("got:\n%s\nwant:\n%s", got, tc.want)
+			var old *configs.Config
+			if tt.old != "" {
+				old = decode(t, tt.old)
+			}
+
+			changes, err := configs.Compare(old, decode(t, tt.new))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			got := make([]string, len(changes))
+			for i, c := range changes {
+				got[i] = c.String()
+			}
+
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+
+			diff, err := configs.Diff(old, decode(t, tt.new))
+			if want := strings.Join(tt.want, "\n"); err != nil || strings.TrimSuffix(diff, "\n") != want || (want != "" && !strings.HasSuffix(diff, "\n")) {
+				t.Errorf("Diff = %q (%v), want the changes one per line", diff, err)
 			}
 		})
 	}
 }
 
-// applyDiff applies a unified diff made by DiffYAML to old, checking every
-// context and removed line against old on the way.
-func applyDiff(old []string, diff string) ([]string, error) {
-	if diff == "" {
-		return old, nil
-	}
-
-	body, ok := strings.CutPrefix(diff, "--- a\n+++ b\n")
-	if !ok {
-		return nil, fmt.Errorf("missing headers")
-	}
-
-	var out []string
-
-	pos := 0 // next unread line of old, 0-based
-
-	for line := range strings.SplitSeq(strings.TrimSuffix(body, "\n"), "\n") {
-		switch {
-		case strings.HasPrefix(line, "@@"):
-			var os, ol, ns, nl int
-			if _, err := fmt.Sscanf(line, "@@ -%d,%d +%d,%d @@", &os, &ol, &ns, &nl); err != nil {
-				return nil, fmt.Errorf("bad hunk header %q: %w", line, err)
-			}
-
-			start := os - 1
-			if ol == 0 {
-				start = os
-			}
-
-			if start < pos {
-				return nil, fmt.Errorf("hunks overlap at %q", line)
-			}
-
-			out = append(out, old[pos:start]...)
-			pos = start
-		case line[0] == ' ' || line[0] == '-':
-			if pos >= len(old) || old[pos] != line[1:] {
-				return nil, fmt.Errorf("line %d: diff says %q", pos+1, line)
-			}
-
-			if line[0] == ' ' {
-				out = append(out, old[pos])
-			}
-
-			pos++
-		case line[0] == '+':
-			out = append(out, line[1:])
-		default:
-			return nil, fmt.Errorf("unexpected diff line %q", line)
-		}
-	}
-
-	return append(out, old[pos:]...), nil
-}
-
-// TestDiffYAMLApplies checks on random texts that the diff turns old into
-// new, including inputs too different for the line search.
-func TestDiffYAMLApplies(t *testing.T) {
+func TestPathString(t *testing.T) {
 	t.Parallel()
 
-	rng := rand.New(rand.NewPCG(1, 2))
-
-	randomText := func(n, alphabet int) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = "v" + strconv.Itoa(rng.IntN(alphabet))
-		}
-
-		return out
-	}
-
-	for trial := range 300 {
-		n, alphabet := rng.IntN(40), 1+rng.IntN(6)
-		if trial%100 == 0 {
-			n, alphabet = 3000, 1<<30 // forces the whole-replacement fallback
-		}
-
-		a, b := randomText(n, alphabet), randomText(rng.IntN(40)+n/2, alphabet)
-
-		diff := configs.DiffYAML([]byte(joinLines(a)), []byte(joinLines(b)))
-
-		got, err := applyDiff(a, diff)
-		if err != nil {
-			t.Fatalf("trial %d: %v\n%s", trial, err, diff)
-		}
-
-		if joinLines(got) != joinLines(b) {
-			t.Fatalf("trial %d: applying the diff gives\n%q\nwant\n%q\ndiff:\n%s", trial, got, b, diff)
-		}
-
-		if (diff == "") != (joinLines(a) == joinLines(b)) {
-			t.Fatalf("trial %d: diff emptiness does not match equality", trial)
+	for _, tt := range []struct {
+		path configs.Path
+		want string
+	}{
+		{nil, ""},
+		{configs.Path{"machine", "network", "hostname"}, "machine.network.hostname"},
+		{configs.Path{"machine", "network", "interfaces", "[0]", "addresses", "[1]"}, "machine.network.interfaces[0].addresses[1]"},
+		{configs.Path{"machine", "sysctls", "net.ipv4.ip_forward"}, "machine.sysctls.net.ipv4.ip_forward"},
+	} {
+		if got := tt.path.String(); got != tt.want {
+			t.Errorf("%q: %q, want %q", []string(tt.path), got, tt.want)
 		}
 	}
 }
 
-func joinLines(lines []string) string {
-	if len(lines) == 0 {
-		return ""
-	}
-
-	return strings.Join(lines, "\n") + "\n"
-}
-
-func TestDiffConfigs(t *testing.T) {
+// Paths returned by Compare do not share storage: appending to one must
+// not change another.
+func TestCompareChangesOwnTheirPaths(t *testing.T) {
 	t.Parallel()
 
-	old := configWith(t, "worker", "{}")
-	updated := configWith(t, "worker", `machine: {network: {hostname: w1}, time: {servers: [10.0.0.1]}}`)
-
-	if d, err := configs.Diff(old, old); err != nil || d != "" {
-		t.Fatalf("diff of a config with itself = %q, %v", d, err)
-	}
-
-	d, err := configs.Diff(old, updated)
+	changes, err := configs.Compare(nil, decode(t, diffBase))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	for _, want := range []string{"+        hostname: w1\n", "+    time:\n", "+        servers:\n", "+            - 10.0.0.1\n"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("diff lacks %q:\n%s", want, d)
+	before := make([]string, len(changes))
+	for i, c := range changes {
+		before[i] = c.Path.String()
+	}
+
+	for _, c := range changes {
+		_ = append(c.Path, "x")
+	}
+
+	for i, c := range changes {
+		if c.Path.String() != before[i] {
+			t.Fatalf("change %d path became %s, was %s", i, c.Path, before[i])
 		}
 	}
+}
 
-	if strings.Contains(d, "\n-") {
-		t.Errorf("diff removes lines although the change only adds:\n%s", d)
+func decode(t *testing.T, text string) *configs.Config {
+	t.Helper()
+
+	cfg, err := configs.Decode([]byte(text))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
 	}
 
-	d, err = configs.Diff(nil, old)
-	if err != nil || !strings.HasPrefix(d, "--- a\n+++ b\n@@ -0,0 +1,") {
-		t.Fatalf("diff from nil = %q, %v", d, err)
-	}
+	return cfg
 }

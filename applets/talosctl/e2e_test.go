@@ -3,7 +3,9 @@ package talosctl_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/applets/talosctl"
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/apid/apidtest"
 	"github.com/talosbox/talosbox/internal/applet"
 )
@@ -183,12 +186,65 @@ func TestInProcessNodes(t *testing.T) {
 		}
 
 		out, _ = run(t, "patch", "mc", "--dry-run", "-p", `[{"op":"add","path":"/machine/sysctls","value":{"vm.swappiness":"1"}}]`)
-		if strings.Count(out, "vm.swappiness") != 2 {
-			t.Errorf("patch --dry-run:\n%s", out)
+		for _, n := range []*realNode{n1, n2} {
+			if !strings.Contains(out, n.addr+": Config diff:\n"+n.addr+": \n"+n.addr+": + machine.sysctls.vm.swappiness: \"1\"\n") {
+				t.Errorf("patch --dry-run lacks %s's change:\n%s", n.addr, out)
+			}
 		}
 
 		if out, _ = run(t, "health"); !strings.HasSuffix(out, "waiting for all services to be up: OK\nskipping Kubernetes checks: no control plane node known\n") {
 			t.Errorf("health:\n%s", out)
+		}
+	})
+
+	// The machine config as os:reader sees it (talosctl get mc -o yaml):
+	// structure and settings, every secret masked; os:admin sees it all.
+	t.Run("reader sees the config redacted", func(t *testing.T) {
+		on := func(t *testing.T, talosconfig string, args ...string) string {
+			t.Helper()
+
+			out, errOut := newOutput(), newOutput()
+			if code := ctl(context.Background(), out, errOut, append([]string{"--talosconfig", talosconfig, "-e", n1.addr, "-n", n1.addr}, args...)...); code != 0 {
+				t.Fatalf("talosctl %v: exit %d: %s", args, code, errOut)
+			}
+
+			return out.String()
+		}
+
+		adminCfg, readerCfg := filepath.Join(dir, "talosconfig"), filepath.Join(t.TempDir(), "talosconfig")
+		on(t, adminCfg, "config", "new", readerCfg, "--roles", "os:reader")
+
+		reader := on(t, readerCfg, "get", "mc", "-o", "yaml")
+		admin := on(t, adminCfg, "get", "machineconfig", "-o", "yaml")
+
+		for _, want := range []string{"hostname: node-1", `token: "******"`, `secretboxEncryptionSecret: "******"`} {
+			if !strings.Contains(reader, want) {
+				t.Errorf("the reader's config lacks %q:\n%s", want, reader)
+			}
+		}
+
+		text, err := os.ReadFile(filepath.Join(dir, "controlplane.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		cfg, err := configs.Decode(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for name, secret := range map[string]string{
+			"trustd token": cfg.Machine.Token, "bootstrap token": cfg.Cluster.Token, "cluster secret": cfg.Cluster.Secret,
+			"secretbox key": cfg.Cluster.SecretboxEncryptionSecret, "OS CA key": base64.StdEncoding.EncodeToString(cfg.Machine.CA.Key),
+			"etcd CA key": base64.StdEncoding.EncodeToString(cfg.Cluster.Etcd.CA.Key),
+		} {
+			if secret == "" || strings.Contains(reader, secret) {
+				t.Errorf("the reader sees the %s (or the config has none)", name)
+			}
+
+			if !strings.Contains(admin, secret) {
+				t.Errorf("the admin does not see the %s", name)
+			}
 		}
 	})
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/configpatch"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/talosconfig"
@@ -181,7 +182,7 @@ func (f *genConfigFlags) run(progress, stdout io.Writer, name, endpoint string) 
 			return err
 		}
 
-		if err := pki.WriteFileAtomic(targets[t], files[t], 0o600); err != nil {
+		if err := atomicfile.Write(targets[t], files[t], 0o600); err != nil {
 			return err
 		}
 

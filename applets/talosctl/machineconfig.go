@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/configpatch"
-	"github.com/talosbox/talosbox/internal/pki"
 )
 
 func newMachineconfigCommand() *cobra.Command {
@@ -66,7 +66,7 @@ removes an element). The result must still decode strictly.`,
 			}
 
 			// The input may hold secrets, so the output is private too.
-			return pki.WriteFileAtomic(output, out, 0o600)
+			return atomicfile.Write(output, out, 0o600)
 		},
 	}
 

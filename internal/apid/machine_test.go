@@ -297,8 +297,18 @@ func TestApplyConfigurationModes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if d := res.GetMessages()[0].GetModeDetails(); !strings.Contains(d, "Dry run") || !strings.Contains(d, "+") || !strings.Contains(d, "dry.example") {
+	if d := res.GetMessages()[0].GetModeDetails(); !strings.HasPrefix(d, "Dry run summary:\n") || !strings.HasSuffix(d, "\n\nConfig diff:\n\n+ machine.certSANs: [dry.example]\n") {
 		t.Fatalf("dry run: %s", d)
+	}
+
+	// The running config with a comment on top: no changes, no diff.
+	res, err = mc.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{Data: append([]byte("# the same config\n"), cur...), Mode: machine.ApplyConfigurationRequest_REBOOT, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if d := res.GetMessages()[0].GetModeDetails(); d != "Dry run summary:\nNo changes: the node already runs this configuration." || res.GetMessages()[0].GetMode() != machine.ApplyConfigurationRequest_NO_REBOOT {
+		t.Fatalf("dry run of the running config: %v %s", res.GetMessages()[0].GetMode(), d)
 	}
 
 	if !bytes.Equal(shared.node.ActiveConfig(), cur) {

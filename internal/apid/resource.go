@@ -259,7 +259,8 @@ func definitionProto(d bus.Definition) *resource.ResourceDefinition {
 	return out
 }
 
-// toProto renders a resource; sensitive specs only reach admins.
+// toProto renders a resource; sensitive specs only reach admins whole,
+// others get them redacted.
 func toProto(ctx context.Context, def bus.Definition, res bus.Resource) (*resource.Resource, error) {
 	md := res.Metadata()
 
@@ -282,12 +283,24 @@ func toProto(ctx context.Context, def bus.Definition, res bus.Resource) (*resour
 		out.Metadata.Updated = timestamppb.New(md.Updated)
 	}
 
-	if def.Sensitive && !callerFrom(ctx).admin() {
+	var (
+		spec []byte
+		err  error
+	)
+
+	switch r, ok := res.Spec().(redactor); {
+	case !def.Sensitive || callerFrom(ctx).admin():
+		spec, err = specYAML(res.Spec())
+	case ok:
+		// Still marked redacted, so a client never takes the masked
+		// values for real ones (edit and patch refuse it).
+		out.Redacted = true
+		spec, err = r.RedactedYAML()
+	default:
 		out.Redacted = true
 		return out, nil
 	}
 
-	spec, err := specYAML(res.Spec())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode %s %s: %v", md.Type, md.ID, err)
 	}
@@ -295,6 +308,13 @@ func toProto(ctx context.Context, def bus.Definition, res bus.Resource) (*resour
 	out.SpecYaml = spec
 
 	return out, nil
+}
+
+// redactor is a sensitive spec that can show itself with its secrets
+// masked and its structure kept; callers without os:admin get that
+// rather than no spec at all.
+type redactor interface {
+	RedactedYAML() ([]byte, error)
 }
 
 // specYAML encodes a spec. The machine config is shown as applied (its

@@ -269,53 +269,6 @@ func stagesText(st []imachine.Stage) []string {
 	return out
 }
 
-func TestSensitiveResourcesRedacted(t *testing.T) {
-	ctx := testCtx(t)
-	req := &resource.GetRequest{Type: "mc", Id: imachine.ActiveConfigID}
-
-	for _, role := range []Role{RoleReader, RoleOperator} {
-		rc := resourceClient(dial(t, shared.addr, clientCert(t, string(role))))
-
-		got, err := rc.Get(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		if !got.GetResource().GetRedacted() || len(got.GetResource().GetSpecYaml()) != 0 || got.GetResource().GetMetadata().GetVersion() == 0 {
-			t.Fatalf("%s got %v", role, got.GetResource())
-		}
-
-		ls, err := rc.List(ctx, &resource.ListRequest{Type: "machineconfig"})
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		first, err := ls.Recv()
-		if err != nil || !first.GetResource().GetRedacted() || len(first.GetResource().GetSpecYaml()) != 0 {
-			t.Fatalf("%s list: %v %v", role, first, err)
-		}
-
-		ws, err := rc.Watch(ctx, &resource.WatchRequest{Type: "mc"})
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		ev, err := ws.Recv()
-		if err != nil || !ev.GetResource().GetRedacted() || len(ev.GetResource().GetSpecYaml()) != 0 {
-			t.Fatalf("%s watch: %v %v", role, ev, err)
-		}
-	}
-
-	got, err := resourceClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin)))).Get(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if got.GetResource().GetRedacted() || !strings.Contains(string(got.GetResource().GetSpecYaml()), "hostname: node-a") {
-		t.Fatalf("admin got %v", got.GetResource())
-	}
-}
-
 // Every RPC of every service the server registers has a row in the role
 // table, and every row names a registered RPC.
 func TestDescriptorCoverage(t *testing.T) {

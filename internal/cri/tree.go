@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 )
 
 // File is one file of a generated tree.
@@ -121,7 +121,7 @@ func syncFile(root, rel string, f File) (bool, error) {
 	}
 
 	// A symlink or device is replaced by the rename like an old file.
-	return true, pki.WriteFileAtomic(full, f.Data, mode)
+	return true, atomicfile.Write(full, f.Data, mode)
 }
 
 // ensureDir makes root/rel a directory, replacing any non-directory on

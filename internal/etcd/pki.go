@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -124,7 +125,7 @@ func issue(ca *pki.CertAndKey, csrOpts pki.CSROptions, eku []x509.ExtKeyUsage) (
 }
 
 func writePKIFile(dir, name string, data []byte) error {
-	if err := pki.WriteFileAtomic(filepath.Join(dir, name), data, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, name), data, 0o600); err != nil {
 		return fmt.Errorf("etcd certificates: %w", err)
 	}
 

@@ -13,7 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 )
 
 // Blobs lists the digests an image needs: its manifest, config and layers.
@@ -175,7 +175,7 @@ func ensureLayout(dir string) error {
 		return nil
 	}
 
-	return pki.WriteFileAtomic(lf, []byte(`{"imageLayoutVersion":"1.0.0"}`+"\n"), 0o644)
+	return atomicfile.Write(lf, []byte(`{"imageLayoutVersion":"1.0.0"}`+"\n"), 0o644)
 }
 
 // copyBlob puts a verified copy of src at dst unless a verified one is

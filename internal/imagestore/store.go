@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 )
 
 // The annotations that name an image in index.json: the OCI one, and
@@ -208,5 +208,5 @@ func writeIndex(dir string, byRef map[string]v1.Descriptor) error {
 		return err
 	}
 
-	return pki.WriteFileAtomic(filepath.Join(dir, "index.json"), append(data, '\n'), 0o644)
+	return atomicfile.Write(filepath.Join(dir, "index.json"), append(data, '\n'), 0o644)
 }

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/pki"
 )
 
 // RenderConfigsController writes the admission, audit, authorization and
@@ -103,7 +103,7 @@ func WriteFiles(root string, files []File, chown bool) error {
 
 		old, err := os.ReadFile(p)
 		if err != nil || string(old) != string(f.Data) {
-			if err := pki.WriteFileAtomic(p, f.Data, os.FileMode(f.Mode)); err != nil {
+			if err := atomicfile.Write(p, f.Data, os.FileMode(f.Mode)); err != nil {
 				return fmt.Errorf("write %s: %w", f.Path, err)
 			}
 		}

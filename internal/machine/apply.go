@@ -46,8 +46,10 @@ type ApplyOptions struct {
 // ApplyResult says what an apply did.
 type ApplyResult struct {
 	// Mode is the mode that took effect (auto resolves to no-reboot or reboot).
-	Mode     ApplyMode
-	Message  string
+	Mode    ApplyMode
+	Message string
+	// Diff lists what the config changes, one configs.Change a line;
+	// empty when it means the same as the running one.
 	Diff     string
 	Warnings []string
 }
@@ -59,6 +61,12 @@ var ErrRebootRequired = errors.New("changes cannot be applied without a reboot")
 // ApplyConfiguration validates data and applies it in the given mode. In
 // maintenance mode (no config yet) the config is persisted and the boot
 // continues with it, whatever the mode.
+//
+// The config is decoded once; that one parsed config is compared with the
+// running one, persisted and published. The comparison is by meaning (see
+// configs.Compare), so a config that only differs in layout, comments, key
+// order or spelled-out defaults is a no-op in every mode: nothing is
+// written, published or rebooted.
 func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOptions) (ApplyResult, error) {
 	if opts.Mode == "" {
 		opts.Mode = ModeAuto
@@ -73,28 +81,41 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 		return ApplyResult{}, fmt.Errorf("apply config: %w", err)
 	}
 
+	// One apply at a time: each compares with the config the previous one
+	// left running.
+	n.applyMu.Lock()
+	defer n.applyMu.Unlock()
+
 	n.mu.Lock()
-	cur := n.active
+	cur, curData := n.activeCfg, n.active
+	pending := n.tryTimer != nil || n.staged
 	n.mu.Unlock()
 
-	res := ApplyResult{Mode: opts.Mode, Warnings: warnings, Diff: configs.DiffYAML(cur, data)}
-
-	if cur == nil {
-		return n.applyInMaintenance(ctx, cfg, data, opts, res)
-	}
-
-	changed, err := ChangedPaths(cur, data)
+	changes, err := configs.Compare(cur, cfg)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("apply config: %w", err)
 	}
 
-	needReboot := RebootRequired(changed)
+	res := ApplyResult{Mode: opts.Mode, Warnings: warnings, Diff: formatChanges(changes)}
 
-	if res.Mode == ModeAuto {
+	if cur == nil {
+		return n.applyInMaintenance(ctx, loadedConfig{cfg, data}, opts, res)
+	}
+
+	// Nothing differs and nothing waits to be confirmed or booted into:
+	// whatever the mode, there is nothing to do.
+	if len(changes) == 0 && !pending {
+		return unchanged(res, opts.DryRun), nil
+	}
+
+	needReboot := RebootRequired(changes)
+
+	switch {
+	case res.Mode == ModeAuto && len(needReboot) > 0:
+		res.Mode = ModeReboot
+	case res.Mode == ModeAuto, res.Mode == ModeReboot && len(changes) == 0:
+		// A reboot into the config already running changes nothing.
 		res.Mode = ModeNoReboot
-		if len(needReboot) > 0 {
-			res.Mode = ModeReboot
-		}
 	}
 
 	if (res.Mode == ModeNoReboot || res.Mode == ModeTry) && len(needReboot) > 0 {
@@ -107,19 +128,21 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 	}
 
 	if opts.DryRun {
-		res.Message = fmt.Sprintf("Dry run summary:\nApplied configuration in %s mode (dry run, nothing changed); %d field(s) differ.", res.Mode, len(changed))
+		res.Message = fmt.Sprintf("Dry run summary:\nApplied configuration in %s mode (dry run, nothing changed); %d field(s) differ.", res.Mode, len(changes))
 		return res, nil
 	}
 
+	next := loadedConfig{cfg, data}
+
 	switch res.Mode {
 	case ModeNoReboot:
-		if err := n.commit(ctx, cfg, data); err != nil {
+		if err := n.commit(ctx, next, len(changes) > 0); err != nil {
 			return ApplyResult{}, err
 		}
 
 		res.Message = "Applied configuration without a reboot"
 	case ModeReboot:
-		if err := n.persist(cfg, data); err != nil {
+		if err := n.stage(next, len(changes) > 0); err != nil {
 			return ApplyResult{}, err
 		}
 
@@ -132,7 +155,7 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 			}
 		}()
 	case ModeStaged:
-		if err := n.persist(cfg, data); err != nil {
+		if err := n.stage(next, len(changes) > 0); err != nil {
 			return ApplyResult{}, err
 		}
 
@@ -143,7 +166,7 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 			timeout = DefaultTryTimeout
 		}
 
-		if err := n.applyTry(ctx, data, cur, timeout); err != nil {
+		if err := n.applyTry(ctx, next, loadedConfig{cur, curData}, timeout); err != nil {
 			return ApplyResult{}, err
 		}
 
@@ -151,6 +174,39 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 	}
 
 	return res, nil
+}
+
+// unchanged answers an apply of the config already running.
+func unchanged(res ApplyResult, dryRun bool) ApplyResult {
+	if res.Mode == ModeAuto || res.Mode == ModeReboot {
+		res.Mode = ModeNoReboot
+	}
+
+	res.Message = "Applied configuration without a reboot: no changes, the node already runs this configuration"
+	if dryRun {
+		res.Message = "Dry run summary:\nNo changes: the node already runs this configuration."
+	}
+
+	return res
+}
+
+// formatChanges is the dry-run diff: one change per line.
+func formatChanges(changes []configs.Change) string {
+	var sb strings.Builder
+
+	for _, c := range changes {
+		sb.WriteString(c.String())
+		sb.WriteByte('\n')
+	}
+
+	return sb.String()
+}
+
+// loadedConfig is a config with the text it was decoded from: the text is
+// what is persisted and shown, the parsed config what the node acts on.
+type loadedConfig struct {
+	cfg  *configs.Config
+	data []byte
 }
 
 func (n *Node) validate(data []byte) (*configs.Config, []string, error) {
@@ -174,7 +230,7 @@ func (n *Node) inMaintenance() bool {
 	return err == nil && st.TypedSpec().Stage == StageMaintenance
 }
 
-func (n *Node) applyInMaintenance(ctx context.Context, cfg *configs.Config, data []byte, opts ApplyOptions, res ApplyResult) (ApplyResult, error) {
+func (n *Node) applyInMaintenance(ctx context.Context, next loadedConfig, opts ApplyOptions, res ApplyResult) (ApplyResult, error) {
 	if !n.inMaintenance() {
 		return ApplyResult{}, errors.New("apply config: the node is booting; try again once it is running or in maintenance mode")
 	}
@@ -184,12 +240,12 @@ func (n *Node) applyInMaintenance(ctx context.Context, cfg *configs.Config, data
 		return res, nil
 	}
 
-	if err := n.persist(cfg, data); err != nil {
+	if _, err := n.persist(next); err != nil {
 		return ApplyResult{}, err
 	}
 
 	select {
-	case n.offered <- data:
+	case n.offered <- next:
 	case <-ctx.Done():
 		return ApplyResult{}, fmt.Errorf("apply config: %w", ctx.Err())
 	}
@@ -200,32 +256,63 @@ func (n *Node) applyInMaintenance(ctx context.Context, cfg *configs.Config, data
 	return res, nil
 }
 
-// persist writes the config to STATE unless it opts out with persist: false.
-func (n *Node) persist(cfg *configs.Config, data []byte) error {
-	if !cfg.Persist {
-		return nil
+// persist writes the config to STATE unless it opts out with persist:
+// false, and says whether it did.
+func (n *Node) persist(next loadedConfig) (bool, error) {
+	if !next.cfg.Persist {
+		return false, nil
 	}
 
-	return n.state.SaveConfig(data)
+	if err := n.state.SaveConfig(next.data); err != nil {
+		return false, fmt.Errorf("apply config: %w", err)
+	}
+
+	return true, nil
+}
+
+// stage persists a config for the next boot. Staging the running config
+// again undoes an earlier stage.
+func (n *Node) stage(next loadedConfig, differs bool) error {
+	saved, err := n.persist(next)
+	if err != nil || !saved {
+		return err
+	}
+
+	n.mu.Lock()
+	n.staged = differs
+	n.mu.Unlock()
+
+	return nil
 }
 
 // commit persists and activates a config; it also confirms a pending try.
-func (n *Node) commit(ctx context.Context, cfg *configs.Config, data []byte) error {
-	if err := n.persist(cfg, data); err != nil {
+// A config equal to the running one is not published again: controllers
+// would reconcile to where they are.
+func (n *Node) commit(ctx context.Context, next loadedConfig, differs bool) error {
+	saved, err := n.persist(next)
+	if err != nil {
 		return err
 	}
 
 	n.mu.Lock()
 	n.cancelTryLocked()
+
+	if saved {
+		n.staged = false
+	}
 	n.mu.Unlock()
 
-	return n.publish(ctx, data)
+	if !differs {
+		return nil
+	}
+
+	return n.publish(ctx, next)
 }
 
-// try activates data in memory only, and restores prev after timeout
+// applyTry activates next in memory only, and restores prev after timeout
 // unless another apply confirms or replaces it first.
-func (n *Node) applyTry(ctx context.Context, data, prev []byte, timeout time.Duration) error {
-	if err := n.publish(ctx, data); err != nil {
+func (n *Node) applyTry(ctx context.Context, next, prev loadedConfig, timeout time.Duration) error {
+	if err := n.publish(ctx, next); err != nil {
 		return err
 	}
 
@@ -277,26 +364,24 @@ func (n *Node) cancelTryLocked() {
 	}
 }
 
-// publish makes data the active config: the MachineConfig resource gets a
+// publish makes next the active config: the MachineConfig resource gets a
 // new version, and controllers reconcile from it.
-func (n *Node) publish(ctx context.Context, data []byte) error {
-	cfg, err := configs.Decode(data)
-	if err != nil {
-		return err
-	}
-
+func (n *Node) publish(ctx context.Context, next loadedConfig) error {
 	n.mu.Lock()
-	n.active = data
+	n.active, n.activeCfg = next.data, next.cfg
 	n.mu.Unlock()
 
-	_, err = n.store.Modify(ctx, bus.NewTyped(NamespaceConfig, MachineConfigType, ActiveConfigID, MachineConfigSpec{}), func(r bus.Resource) error {
+	_, err := n.store.Modify(ctx, bus.NewTyped(NamespaceConfig, MachineConfigType, ActiveConfigID, MachineConfigSpec{}), func(r bus.Resource) error {
 		spec := r.(*MachineConfig).TypedSpec() //nolint:forcetypeassert // our own type
-		spec.Config, spec.YAML = cfg, string(data)
+		spec.Config, spec.YAML = next.cfg, string(next.data)
 
 		return nil
 	}, bus.WithOwner(owner))
+	if err != nil {
+		return fmt.Errorf("publish config: %w", err)
+	}
 
-	return err
+	return nil
 }
 
 // ActiveConfig returns the config in effect, nil before one is applied.

@@ -18,9 +18,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/images"
-	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -313,5 +313,5 @@ func writeIfChanged(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 
-	return pki.WriteFileAtomic(path, data, mode)
+	return atomicfile.Write(path, data, mode)
 }

@@ -1,13 +1,10 @@
 package machine
 
 import (
-	"fmt"
-	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/talosbox/talosbox/configs"
 )
 
 // livePaths are the config subtrees a running node applies without a
@@ -45,72 +42,21 @@ var livePaths = []string{
 // read by the image pull path only at start.
 var notLive = []string{"machine.registries.config.*.auth"}
 
-// FieldPath is a path of mapping keys. Keys may contain dots (registry
-// hosts, sysctl names), so matching works on elements, not on text.
-type FieldPath []string
+// RebootRequired returns the paths of the changes that cannot be applied
+// live.
+func RebootRequired(changes []configs.Change) []configs.Path {
+	var out []configs.Path
 
-func (p FieldPath) String() string { return strings.Join(p, ".") }
-
-// ChangedPaths lists the paths where two configs differ, at the deepest
-// mapping level where they do (lists compare as a whole), sorted.
-func ChangedPaths(oldYAML, newYAML []byte) ([]FieldPath, error) {
-	var a, b any
-	if err := yaml.Unmarshal(oldYAML, &a); err != nil {
-		return nil, fmt.Errorf("old config: %w", err)
-	}
-
-	if err := yaml.Unmarshal(newYAML, &b); err != nil {
-		return nil, fmt.Errorf("new config: %w", err)
-	}
-
-	var out []FieldPath
-
-	diffPaths(nil, a, b, &out)
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-
-	return out, nil
-}
-
-func diffPaths(prefix FieldPath, a, b any, out *[]FieldPath) {
-	am, aok := a.(map[string]any)
-	bm, bok := b.(map[string]any)
-
-	if !aok || !bok {
-		if !reflect.DeepEqual(a, b) {
-			*out = append(*out, slices.Clone(prefix))
-		}
-
-		return
-	}
-
-	keys := map[string]bool{}
-	for k := range am {
-		keys[k] = true
-	}
-
-	for k := range bm {
-		keys[k] = true
-	}
-
-	for k := range keys {
-		diffPaths(append(prefix, k), am[k], bm[k], out)
-	}
-}
-
-// RebootRequired returns the changed paths that cannot be applied live.
-func RebootRequired(changed []FieldPath) []FieldPath {
-	var out []FieldPath
-
-	for _, p := range changed {
-		if !isLive(p) {
-			out = append(out, p)
+	for _, c := range changes {
+		if !isLive(c.Path) {
+			out = append(out, c.Path)
 		}
 	}
 
 	return out
 }
 
-func isLive(path FieldPath) bool {
+func isLive(path configs.Path) bool {
 	for _, nl := range notLive {
 		if matchPrefix(nl, path) {
 			return false
@@ -121,8 +67,9 @@ func isLive(path FieldPath) bool {
 }
 
 // matchPrefix reports whether path is pattern or below it; "*" matches one
-// path element.
-func matchPrefix(pattern string, ep FieldPath) bool {
+// path element (a key or a list index). Keys may contain dots, so the
+// path is matched element by element.
+func matchPrefix(pattern string, ep configs.Path) bool {
 	pp := strings.Split(pattern, ".")
 	if len(ep) < len(pp) {
 		return false

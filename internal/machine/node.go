@@ -109,7 +109,7 @@ type Node struct {
 	seq      *sequencer.Runner
 
 	// configs offered in maintenance mode reach the waiting boot here.
-	offered chan []byte
+	offered chan loadedConfig
 	// requests carry reboot, shutdown and reset from the API to Run.
 	requests chan request
 
@@ -124,9 +124,16 @@ type Node struct {
 	criMu       sync.Mutex
 	criPrepared bool
 
-	mu       sync.Mutex
-	sup      *supervisor.Supervisor
-	active   []byte      // the config in effect, as applied
+	// applyMu makes applies one at a time.
+	applyMu sync.Mutex
+
+	mu        sync.Mutex
+	sup       *supervisor.Supervisor
+	active    []byte          // the config in effect, as applied
+	activeCfg *configs.Config // active, decoded
+	// staged: STATE holds a config other than the active one, for the
+	// next boot (a staged or reboot apply).
+	staged   bool
 	booted   bool        // a boot of this process got as far as a config
 	tryTimer *time.Timer // pending revert of a "try" apply
 	sysDisk  string      // metal: the disk holding STATE ("vda"), "" before an install
@@ -150,7 +157,7 @@ func New(opts Options) (*Node, error) {
 		state:    State{Dir: opts.Platform.StateDir},
 		log:      logring.New(1 << 20),
 		ctrlLog:  logring.New(1 << 20),
-		offered:  make(chan []byte),
+		offered:  make(chan loadedConfig),
 		requests: make(chan request),
 		sysRoot:  sysRoot,
 	}
@@ -278,18 +285,13 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) boot(ctx context.Context) error {
 	n.setStage(ctx, StageBooting)
 
-	var cfgYAML []byte
+	var loaded loadedConfig
 
-	if err := n.seq.Run(ctx, n.initializeSequence(&cfgYAML)); err != nil {
+	if err := n.seq.Run(ctx, n.initializeSequence(&loaded)); err != nil {
 		return err
 	}
 
-	cfg, err := configs.Decode(cfgYAML)
-	if err != nil {
-		return fmt.Errorf("decode config: %w", err)
-	}
-
-	if err := n.seq.Run(ctx, n.bootSequence(cfg, cfgYAML)); err != nil {
+	if err := n.seq.Run(ctx, n.bootSequence(loaded)); err != nil {
 		return err
 	}
 

@@ -333,7 +333,7 @@ func TestApplyModes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if !strings.Contains(res.Diff, "\n-    network: {hostname: start}\n+    network: {hostname: dry}\n") {
+	if res.Diff != "~ machine.network.hostname: \"start\" -> \"dry\"\n" {
 		t.Fatalf("dry-run diff:\n%s", res.Diff)
 	}
 
@@ -345,7 +345,7 @@ func TestApplyModes(t *testing.T) {
 	before, _ := os.ReadFile(statePath)
 
 	_, err = n.ApplyConfiguration(ctx, workerConfig(t, `machine: {env: {HTTP_PROXY: "http://p:3128"}, files: [{path: /var/x, content: y, op: create}]}`), machine.ApplyOptions{Mode: machine.ModeNoReboot})
-	if !errors.Is(err, machine.ErrRebootRequired) || !strings.HasSuffix(err.Error(), "changes cannot be applied without a reboot: machine.env, machine.files") {
+	if !errors.Is(err, machine.ErrRebootRequired) || !strings.HasSuffix(err.Error(), "changes cannot be applied without a reboot: machine.files, machine.env.HTTP_PROXY") {
 		t.Fatalf("no-reboot refusal: %v", err)
 	}
 

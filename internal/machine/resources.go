@@ -57,6 +57,14 @@ type MachineConfigSpec struct {
 // config is immutable once published, so the pointer is shared.
 func (s MachineConfigSpec) DeepCopy() MachineConfigSpec { return s }
 
+// RedactedYAML is the config as a client without os:admin sees it: every
+// key, token and credential replaced by configs.Redacted, everything else
+// kept. It is encoded from the parsed config, not the applied text, whose
+// comments could hold anything.
+func (s MachineConfigSpec) RedactedYAML() ([]byte, error) {
+	return s.Config.EncodeRedacted()
+}
+
 // MachineConfig is the resource type of the active config.
 type MachineConfig = bus.Typed[MachineConfigSpec]
 

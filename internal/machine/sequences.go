@@ -26,8 +26,8 @@ func task(name string, fn sequencer.TaskFunc) sequencer.Task {
 }
 
 // initializeSequence prepares the machine and finds the config, storing
-// its text in *cfg.
-func (n *Node) initializeSequence(cfg *[]byte) *sequencer.Sequence {
+// it in *cfg.
+func (n *Node) initializeSequence(cfg *loadedConfig) *sequencer.Sequence {
 	metal := n.opts.Platform.IsMetal()
 	seq := &sequencer.Sequence{Name: "initialize"}
 
@@ -58,8 +58,8 @@ func (n *Node) initializeSequence(cfg *[]byte) *sequencer.Sequence {
 	// hostname from it.
 	seq.Append("earlyServices", task("startMachined", n.startEarlyServices))
 	seq.Append("config", task("loadConfig", func(ctx context.Context, w io.Writer) error {
-		data, err := n.acquire(ctx, w)
-		*cfg = data
+		loaded, err := n.acquire(ctx, w)
+		*cfg = loaded
 
 		return err
 	}))
@@ -100,7 +100,7 @@ func (n *Node) applyCmdline(_ context.Context, w io.Writer) error {
 // persisted on STATE, then talos.config= (metal) or $USERDATA (container),
 // then maintenance mode, where it waits for an apply. A config that does not decode or validate is
 // recorded as a ConfigLoadError and the node waits in maintenance.
-func (n *Node) acquire(ctx context.Context, w io.Writer) ([]byte, error) {
+func (n *Node) acquire(ctx context.Context, w io.Writer) (loadedConfig, error) {
 	var (
 		data   []byte
 		source string
@@ -138,10 +138,11 @@ func (n *Node) acquire(ctx context.Context, w io.Writer) ([]byte, error) {
 	}
 
 	if err == nil && data != nil {
-		if err = n.check(data); err == nil {
+		var cfg *configs.Config
+		if cfg, err = n.check(data); err == nil {
 			fmt.Fprintf(w, "[talos] loaded config from %s\n", source)
 
-			return data, nil
+			return loadedConfig{cfg, data}, nil
 		}
 	}
 
@@ -154,11 +155,11 @@ func (n *Node) acquire(ctx context.Context, w io.Writer) ([]byte, error) {
 	fmt.Fprintln(w, "[talos] entering maintenance mode: waiting for a config (talosctl apply-config --insecure)")
 
 	select {
-	case data := <-n.offered:
+	case offered := <-n.offered:
 		n.setStage(ctx, StageBooting)
-		return data, nil
+		return offered, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return loadedConfig{}, ctx.Err()
 	}
 }
 
@@ -172,17 +173,21 @@ func (n *Node) mode() configs.Mode {
 }
 
 // check decodes and validates a config for this platform.
-func (n *Node) check(data []byte) error {
+func (n *Node) check(data []byte) (*configs.Config, error) {
 	cfg, err := configs.Decode(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	if _, err = cfg.Validate(n.mode()); err != nil {
-		return err
+		return nil, err
 	}
 
-	return n.checkInstallable(cfg)
+	if err := n.checkInstallable(cfg); err != nil {
+		return nil, err
+	}
+
+	return cfg, nil
 }
 
 func (n *Node) recordLoadError(ctx context.Context, source string, err error) {
@@ -197,8 +202,9 @@ func (n *Node) recordLoadError(ctx context.Context, source string, err error) {
 	n.emit(Event{Type: "machine.ConfigLoadErrorEvent", Message: err.Error(), Fields: map[string]string{"source": source}})
 }
 
-// bootSequence sets the machine up from cfg and starts the services.
-func (n *Node) bootSequence(cfg *configs.Config, data []byte) *sequencer.Sequence {
+// bootSequence sets the machine up from the config and starts the services.
+func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
+	cfg, data := loaded.cfg, loaded.data
 	metal := n.opts.Platform.IsMetal()
 	seq := &sequencer.Sequence{Name: "boot"}
 
@@ -227,9 +233,10 @@ func (n *Node) bootSequence(cfg *configs.Config, data []byte) *sequencer.Sequenc
 
 		n.mu.Lock()
 		n.booted = true
+		n.staged = false // what STATE held is what now runs
 		n.mu.Unlock()
 
-		return n.publish(ctx, data)
+		return n.publish(ctx, loaded)
 	}))
 	seq.Append("env", task("setUserEnvVars", func(context.Context, io.Writer) error {
 		return setEnv(cfg)
@@ -371,7 +378,7 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 
 		if slices.Contains(labels, "STATE") {
 			n.mu.Lock()
-			n.active = nil
+			n.active, n.activeCfg, n.staged = nil, nil, false
 			n.opts.ConfigPath, n.opts.PlatformConfig = "", nil // the next boot starts from scratch
 			n.mu.Unlock()
 		}

@@ -13,7 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 )
 
 // Files on STATE, named as on Talos.
@@ -51,7 +51,7 @@ func (s State) SaveConfig(data []byte) error {
 		return fmt.Errorf("persist config: %w", err)
 	}
 
-	if err := pki.WriteFileAtomic(s.ConfigPath(), data, 0o600); err != nil {
+	if err := atomicfile.Write(s.ConfigPath(), data, 0o600); err != nil {
 		return fmt.Errorf("persist config: %w", err)
 	}
 
@@ -98,7 +98,7 @@ func (s State) Identity() (string, error) {
 		return "", fmt.Errorf("node identity: %w", err)
 	}
 
-	if err := pki.WriteFileAtomic(path, out, 0o600); err != nil {
+	if err := atomicfile.Write(path, out, 0o600); err != nil {
 		return "", fmt.Errorf("node identity: %w", err)
 	}
 
@@ -130,7 +130,7 @@ func Wipe(dir string) error {
 // power loss interrupted; the rename never happened, so they hold nothing
 // that was ever in effect.
 func (s State) RemoveStaleTemps() error {
-	matches, err := filepath.Glob(filepath.Join(s.Dir, ".*.tmp-*"))
+	matches, err := filepath.Glob(filepath.Join(s.Dir, atomicfile.TempPattern("*")))
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/disk"
-	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/platform"
 )
 
@@ -350,7 +350,7 @@ func copyDir(dst, src string) error {
 				return err
 			}
 
-			return pki.WriteFileAtomic(to, data, info.Mode().Perm())
+			return atomicfile.Write(to, data, info.Mode().Perm())
 		}
 
 		return nil // sockets and links are recreated by their owners

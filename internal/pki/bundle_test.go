@@ -329,39 +329,6 @@ func TestSaveLoadBundle(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomicFailureKeepsOld(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "f")
-
-	if err := WriteFileAtomic(path, []byte("old"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	// A directory where the file should go makes rename fail after the temp
-	// file is fully written.
-	blocked := filepath.Join(dir, "blocked")
-	if err := os.Mkdir(blocked, 0o700); err != nil {
-		t.Fatal(err)
-	}
-
-	if err := os.WriteFile(filepath.Join(blocked, "x"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	if err := WriteFileAtomic(blocked, []byte("new"), 0o600); err == nil {
-		t.Fatal("write over a non-empty directory succeeded")
-	}
-
-	if data, _ := os.ReadFile(path); string(data) != "old" {
-		t.Errorf("old file content = %q", data)
-	}
-
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 2 {
-		t.Errorf("temp file left behind: %d entries", len(entries))
-	}
-}
-
 func BenchmarkNewBundle(b *testing.B) {
 	for b.Loop() {
 		if _, err := NewBundle(BundleOptions{}); err != nil {

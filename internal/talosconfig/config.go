@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -165,7 +166,7 @@ func (c *Config) Save(path string) error {
 		return fmt.Errorf("save talosconfig: %w", err)
 	}
 
-	if err := pki.WriteFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("save talosconfig: %w", err)
 	}
 

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/talosbox/talosbox/internal/atomicfile"
 )
 
 // DefaultDir is where Talos keeps the control-plane secrets.
@@ -195,9 +197,8 @@ func ensureDir(dir string, uid int, chown bool) error {
 }
 
 // writeIfChanged leaves an identical file untouched apart from mode and
-// owner, and otherwise replaces it atomically. pki.WriteFileAtomic is not
-// used because ownership must be set before the rename: a component
-// reading the file in between would get EACCES on a root-owned 0400 file.
+// owner, and otherwise replaces it atomically, owned by the component
+// already when it appears under its name.
 func writeIfChanged(path string, data []byte, uid int, chown bool) error {
 	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
 		old, err := os.ReadFile(path)
@@ -208,7 +209,12 @@ func writeIfChanged(path string, data []byte, uid int, chown bool) error {
 		return err
 	}
 
-	return writeAtomic(path, data, uid, chown)
+	var opts []atomicfile.Option
+	if chown {
+		opts = append(opts, atomicfile.WithOwner(uid, uid))
+	}
+
+	return atomicfile.Write(path, data, fileMode, opts...)
 }
 
 func fixMeta(path string, st fs.FileInfo, uid int, chown bool) error {
@@ -220,52 +226,6 @@ func fixMeta(path string, st fs.FileInfo, uid int, chown bool) error {
 
 	if chown {
 		return os.Chown(path, uid, uid)
-	}
-
-	return nil
-}
-
-func writeAtomic(path string, data []byte, uid int, chown bool) (err error) {
-	dir := filepath.Dir(path)
-
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-
-	steps := []func() error{
-		func() error { return tmp.Chmod(fileMode) },
-		func() error { _, err := tmp.Write(data); return err },
-		func() error { return tmp.Sync() },
-		func() error {
-			if chown {
-				return tmp.Chown(uid, uid)
-			}
-
-			return nil
-		},
-		tmp.Close,
-		func() error { return os.Rename(tmp.Name(), path) },
-	}
-
-	for _, step := range steps {
-		if err = step(); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-
-	// Persist the rename; some filesystems cannot sync a directory, which
-	// only weakens durability, so that error is ignored.
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 
 	return nil

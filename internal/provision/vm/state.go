@@ -29,7 +29,7 @@ import (
 	"path/filepath"
 
 	"github.com/talosbox/talosbox/boot/qemu"
-	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/atomicfile"
 )
 
 // Provisioner is the name state.json records and `cluster show` prints.
@@ -110,7 +110,7 @@ func (s *State) save() error {
 		return err
 	}
 
-	return pki.WriteFileAtomic(filepath.Join(s.dir, "state.json"), append(data, '\n'), 0o644)
+	return atomicfile.Write(filepath.Join(s.dir, "state.json"), append(data, '\n'), 0o644)
 }
 
 // Load reads a cluster's state.

@@ -1,0 +1,101 @@
+package configs
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Redacted stands in for each secret in EncodeRedacted's output, as Talos
+// prints a redacted config.
+const Redacted = "******"
+
+// secretPaths hold key material and credentials: Talos's list (trustd
+// token, OS/Kubernetes/aggregator/etcd CA keys, service account key,
+// cluster secret, bootstrap token, aescbc and secretbox keys) and the
+// other credentials a config can carry. "*" matches any one element, a
+// map key or a list index.
+var secretPaths = []string{
+	"machine.token",
+	"machine.ca.key",
+	"machine.registries.config.*.auth.password",
+	"machine.registries.config.*.auth.auth",
+	"machine.registries.config.*.auth.identityToken",
+	"machine.registries.config.*.tls.clientIdentity.key",
+	"machine.systemDiskEncryption.*.keys.*.static.passphrase",
+	"machine.network.interfaces.*.wireguard.privateKey",
+	"machine.network.interfaces.*.vip.*.apiToken",
+	"machine.network.interfaces.*.vlans.*.vip.*.apiToken",
+	"cluster.secret",
+	"cluster.token",
+	"cluster.aescbcEncryptionSecret",
+	"cluster.secretboxEncryptionSecret",
+	"cluster.ca.key",
+	"cluster.aggregatorCA.key",
+	"cluster.serviceAccount.key",
+	"cluster.etcd.ca.key",
+}
+
+var secretPatterns = sync.OnceValue(func() [][]string {
+	out := make([][]string, len(secretPaths))
+	for i, p := range secretPaths {
+		out[i] = strings.Split(p, ".")
+	}
+
+	return out
+})
+
+// EncodeRedacted is Encode with every secret replaced by Redacted, for
+// clients that may read the config but not its secrets (os:reader). The
+// structure stays: a reader sees which secrets are set, and everything
+// else as it is. Secrets left empty stay empty.
+func (c *Config) EncodeRedacted() ([]byte, error) {
+	n, err := canonical(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode redacted config: %w", err)
+	}
+
+	redact(n, nil)
+
+	return encodeIndented(n)
+}
+
+// redact walks n, which sits at path, replacing the secrets under it.
+func redact(n *yaml.Node, path []string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			redact(n.Content[i+1], append(path, n.Content[i].Value))
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			redact(c, append(path, "*"))
+		}
+	case yaml.ScalarNode:
+		if n.Value != "" && isSecret(path) {
+			n.Value, n.Tag, n.Style = Redacted, "!!str", yaml.DoubleQuotedStyle
+		}
+	}
+}
+
+func isSecret(path []string) bool {
+	for _, p := range secretPatterns() {
+		if len(p) == len(path) && matchElements(p, path) {
+			return true
+		}
+	}
+
+	return false
+}
+
+func matchElements(pattern, path []string) bool {
+	for i, e := range pattern {
+		if e != "*" && e != path[i] {
+			return false
+		}
+	}
+
+	return true
+}
