@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/etcd"
 	"github.com/talosbox/talosbox/internal/pki"
 )
@@ -57,7 +58,7 @@ func loadCA(o options, mode etcd.Mode, out io.Writer) (*pki.CertAndKey, error) {
 		name string
 		data []byte
 	}{{CAKeyFile, ca.Key}, {etcd.CACertFile, ca.Crt}} {
-		if err := pki.WriteFileAtomic(filepath.Join(o.pkiDir, f.name), f.data, 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(o.pkiDir, f.name), f.data, 0o600); err != nil {
 			return nil, fmt.Errorf("new etcd CA: %w", err)
 		}
 	}
