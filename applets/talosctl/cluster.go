@@ -73,6 +73,7 @@ type clusterCreateFlags struct {
 	patchesWorker     []string
 	registryMirrors   []string
 	cacheDir          string // the image cache the nodes pull from (make images' OCI layout)
+	imageCacheOn      bool
 	kubernetesVersion string
 	skipBootstrap     bool
 	wait              bool
@@ -138,6 +139,7 @@ while nodes are being made removes what it has made so far.`,
 	fl.StringArrayVar(&f.patches, "config-patch", nil, "patch generated machineconfigs (applied to all node types), use @file to read a patch from file")
 	fl.StringArrayVar(&f.patchesCP, "config-patch-control-plane", nil, "patch generated machineconfigs (applied to 'controlplane' type)")
 	fl.StringArrayVar(&f.patchesWorker, "config-patch-worker", nil, "patch generated machineconfigs (applied to 'worker' type)")
+	fl.BoolVar(&f.imageCacheOn, "image-cache", true, "serve make images' images to the nodes as every registry's mirror (qemu: from the host on the segment); without it QEMU nodes run no kubelet")
 	fl.StringSliceVar(&f.registryMirrors, "registry-mirror", nil, "list of registry mirrors to use in format: <registry host>=<mirror URL>")
 	fl.StringVar(&f.kubernetesVersion, "kubernetes-version", "", "desired kubernetes version to run (recorded in the machine configs)")
 	fl.BoolVar(&f.skipBootstrap, "skip-bootstrap", false, "skip bootstrapping etcd on the first control plane node")
@@ -463,7 +465,10 @@ func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*gen
 	// Nodes pull what make images built, unless told otherwise: Docker
 	// nodes from the copy they serve themselves, QEMU nodes from the host,
 	// which serves it on the segment. No registry is ever contacted.
-	f.cacheDir = f.imageCache()
+	if f.imageCacheOn {
+		f.cacheDir = f.imageCache()
+	}
+
 	if f.cacheDir != "" {
 		mirror := images.CacheMirror
 		if f.provisioner == "qemu" {

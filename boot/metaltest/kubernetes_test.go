@@ -1,0 +1,99 @@
+package metaltest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/boot/qemu"
+	kimages "github.com/talosbox/talosbox/internal/images"
+)
+
+// kubectl runs the project-built kubectl (make images' _out/bin) against
+// the kubeconfig cluster create merged into the cluster's HOME.
+func (c *vmCluster) kubectl(root string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(root, "_out", "bin", "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "HOME="+c.home, "KUBECONFIG="+filepath.Join(c.home, ".kube", "config"))
+
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+
+	return string(out), err
+}
+
+// TestQEMUKubernetes: one metal control plane under QEMU pulls Kubernetes
+// from the image cache the host serves on the segment, runs the kubelet
+// and its static-pod control plane, and becomes a Ready node that runs
+// the project's echo Deployment, reached through its Service.
+func TestQEMUKubernetes(t *testing.T) {
+	c := newVMCluster(t)
+	k, _ := kernel()
+
+	root, err := qemu.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := os.Stat(filepath.Join(root, "_out", "bin", "kubectl")); err != nil {
+		t.Fatalf("no kubectl: %v (run make images)", err)
+	}
+
+	// One node: the control plane takes pods (the echo Deployment).
+	untaint := `cluster: {allowSchedulingOnControlPlanes: true}`
+
+	create := append([]string{"cluster", "create", "qemu"}, c.stateArgs()...)
+	create = append(create, "--subnet", c.cidr.String(), "--controlplanes", "1", "--workers", "0",
+		"--cpus", "2", "--memory", "3072",
+		"--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--images-dir", filepath.Join(root, "_out", "images"),
+		"--config-patch", untaint, "--wait-timeout", "25m")
+
+	start := time.Now()
+	out := c.ok(30*time.Minute, create...)
+	t.Logf("cluster create qemu, 1 control plane, to Kubernetes healthy: %s", time.Since(start).Round(time.Second))
+
+	for _, want := range []string{"serving the image cache on http://" + c.cidr.Addr().Next().String() + ":", "waiting for all k8s nodes to report ready: OK", "is healthy"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("create output lacks %q:\n%s", want, out)
+		}
+	}
+
+	nodes, err := c.kubectl(root, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+	if err != nil || strings.TrimSpace(nodes) != c.name+"-controlplane-1 v"+kimages.Kubernetes+" True" {
+		t.Fatalf("nodes: %v\n%s", err, nodes)
+	}
+
+	must := func(args ...string) string {
+		t.Helper()
+
+		out, err := c.kubectl(root, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		return out
+	}
+
+	must("create", "deployment", "echo", "--image="+kimages.EchoImage().String(), "--replicas=2", "--port=8080")
+	must("expose", "deployment", "echo", "--port=80", "--target-port=8080")
+	must("rollout", "status", "deployment/echo", "--timeout=10m")
+
+	ip := strings.TrimSpace(must("get", "service", "echo", "-o", "jsonpath={.spec.clusterIP}"))
+
+	// A pod reaches the replicas through the Service's ClusterIP
+	// (kube-proxy's rules on the metal kernel) and by name (CoreDNS).
+	for i, url := range []string{"http://" + ip + "/", "http://echo.default.svc.cluster.local/"} {
+		pod := fmt.Sprintf("client-%d", i)
+		must("run", pod, "--restart=Never", "--image="+kimages.EchoImage().String(), "--command", "--", "/echo", "get", "--timeout", "180s", url)
+		must("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/"+pod, "--timeout=5m")
+
+		if got := strings.TrimSpace(must("logs", pod)); !strings.HasPrefix(got, "echo-") {
+			t.Errorf("%s answered %q, want an echo pod's name", url, got)
+		}
+	}
+}
