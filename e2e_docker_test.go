@@ -237,6 +237,14 @@ func TestDockerCluster(t *testing.T) {
 	// health without node flags finds every node from the members and
 	// runs etcd's checks too.
 	t.Run("health discovers the cluster", func(t *testing.T) {
+		waitFor(t, time.Minute, "the first node's members to list every node", func() error {
+			if out := dc.ok("-n", dc.ip(0), "get", "members"); strings.Count(out, dc.name+"-") != 4 {
+				return fmt.Errorf("members:\n%s", out)
+			}
+
+			return nil
+		})
+
 		out := dc.ok("-n", dc.ip(0), "health", "--wait-timeout", "2m")
 		for _, want := range []string{
 			fmt.Sprintf(`discovered nodes: ["%s" "%s" "%s" "%s"]`, dc.ip(0), dc.ip(1), dc.ip(2), dc.ip(3)),

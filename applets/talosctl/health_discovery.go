@@ -59,22 +59,31 @@ func discoverMembers(ctx context.Context, s *session) (controlPlanes, workers []
 // list; it prints what it found, as Talos does.
 func discoverNodes(ctx context.Context, out io.Writer, s *session) error {
 	cps, workers := discoverMembers(ctx, s)
-	if len(cps)+len(workers) > 0 {
-		for _, n := range slices.Concat(cps, workers) {
-			if !slices.Contains(s.nodes, n) {
-				s.nodes = append(s.nodes, n)
-			}
-		}
 
-		s.controlPlanes = runningEtcd(ctx, s.on(cps))
-	} else {
-		cps, err := discoverControlPlanes(ctx, s)
-		if err != nil {
-			return err
-		}
-
-		s.controlPlanes = cps
+	if len(cps) > 0 {
+		cps = runningEtcd(ctx, s.on(cps))
 	}
+
+	// etcd's member list names every control plane, also those whose
+	// member record has not reached the asked node yet.
+	etcdCPs, err := discoverControlPlanes(ctx, s)
+	if err != nil {
+		return err
+	}
+
+	for _, n := range etcdCPs {
+		if !slices.Contains(cps, n) {
+			cps = append(cps, n)
+		}
+	}
+
+	for _, n := range slices.Concat(cps, workers) {
+		if !slices.Contains(s.nodes, n) {
+			s.nodes = append(s.nodes, n)
+		}
+	}
+
+	s.controlPlanes = cps
 
 	if len(s.nodes) > 0 {
 		fmt.Fprintf(out, "discovered nodes: [%s]\n", quoteJoin(s.nodes))
