@@ -101,6 +101,7 @@ func (kl *kubelet) Run(ctx context.Context, log io.Writer) error {
 		HostNetwork:       true,
 		HostPID:           true,
 		RootfsPropagation: "shared",
+		NoPivotRoot:       rt.NoPivotRoot,
 	})
 
 	return runner.Run(ctx, log)

@@ -197,9 +197,7 @@ func (n *Node) renderCRI(cfg *configs.Config) error {
 		CNIBinDirs:          rt.CNIBinDirs(),
 		CNIConfDir:          rt.CNIConfDir,
 		SandboxImage:        images.PauseImage().String(),
-		// A metal node runs from its initramfs, out of which pivot_root
-		// cannot move.
-		NoPivotRoot: n.opts.Platform.IsMetal(),
+		NoPivotRoot:         rt.NoPivotRoot,
 	})
 
 	for name, data := range map[string][]byte{"00-base.part": base, "01-registries.part": regPart} {

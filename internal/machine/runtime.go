@@ -47,6 +47,10 @@ type Runtime struct {
 	CNIConfDir string
 	// PodLogDir is where the CRI writes container logs.
 	PodLogDir string
+	// NoPivotRoot: containers enter their root with MS_MOVE and chroot.
+	// A metal node runs from its initramfs, out of which pivot_root(2)
+	// cannot move.
+	NoPivotRoot bool
 }
 
 // ShippedCNIBinDir is where the initramfs and the node image put the CNI
@@ -87,6 +91,7 @@ func NewRuntime(p platform.Platform) Runtime {
 		CNIBinDir:    at("opt/cni/bin"),
 		CNIConfDir:   at("etc/cni/net.d"),
 		PodLogDir:    at("var/log/pods"),
+		NoPivotRoot:  p.IsMetal(),
 	}
 }
 

@@ -67,6 +67,9 @@ type Options struct {
 	// Mounts are added to the spec's default mounts, replacing those with
 	// the same destination.
 	Mounts []specs.Mount
+	// NoPivotRoot makes runc chroot into the task's root instead of
+	// pivot_root(2), which an initramfs root refuses.
+	NoPivotRoot bool
 	// CgroupsPath is the task's cgroup, e.g. "/podruntime/kubelet".
 	CgroupsPath string
 	// OOMScoreAdj is the task's OOM score adjustment; zero leaves the
@@ -189,7 +192,12 @@ func (r *runner) Run(ctx context.Context, log io.Writer) (err error) {
 
 	// On bg, as is the container: an RPC cut short by a stop may still
 	// have done its work, and this run would not know what to clean up.
-	task, err = cnt.NewTask(bg, cio.NewCreator(cio.WithStreams(nil, lw, lw), cio.WithFIFODir(r.o.FIFODir)))
+	var taskOpts []client.NewTaskOpts
+	if r.o.NoPivotRoot {
+		taskOpts = append(taskOpts, client.WithNoPivotRoot)
+	}
+
+	task, err = cnt.NewTask(bg, cio.NewCreator(cio.WithStreams(nil, lw, lw), cio.WithFIFODir(r.o.FIFODir)), taskOpts...)
 	if err != nil {
 		return fmt.Errorf("creating task %s: %w", cnt.ID(), err)
 	}
