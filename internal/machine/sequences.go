@@ -15,7 +15,6 @@ import (
 	"github.com/talosbox/talosbox/internal/kmod"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/sequencer"
-	"github.com/talosbox/talosbox/internal/sysctl"
 	"github.com/talosbox/talosbox/internal/userfiles"
 
 	"golang.org/x/sys/unix"
@@ -260,12 +259,13 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 		return userfiles.Write(cfg.Machine.Files, userfiles.Options{Root: root})
 	}))
 	seq.AppendWhen(metal, "kernel",
-		task("setSysctls", func(context.Context, io.Writer) error {
-			if cfg.Machine == nil {
-				return nil
+		task("setSysctls", func(_ context.Context, w io.Writer) error {
+			var user map[string]string
+			if cfg.Machine != nil {
+				user = cfg.Machine.Sysctls
 			}
 
-			return sysctl.Apply(cfg.Machine.Sysctls, "/proc/sys")
+			return applyKernelDefaults(user, "/proc/sys", w)
 		}),
 		task("loadKernelModules", func(context.Context, io.Writer) error {
 			if cfg.Machine == nil || cfg.Machine.Kernel == nil {
