@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -51,7 +53,29 @@ func discoverMembers(ctx context.Context, s *session) (controlPlanes, workers []
 		}
 	}
 
+	// In address order, so the discovered list reads the same every time.
+	slices.SortFunc(controlPlanes, compareAddrs)
+	slices.SortFunc(workers, compareAddrs)
+
 	return controlPlanes, workers
+}
+
+// compareAddrs orders IP addresses numerically, anything else after them
+// by text.
+func compareAddrs(a, b string) int {
+	pa, errA := netip.ParseAddr(a)
+	pb, errB := netip.ParseAddr(b)
+
+	switch {
+	case errA == nil && errB == nil:
+		return pa.Compare(pb)
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	default:
+		return strings.Compare(a, b)
+	}
 }
 
 // discoverNodes fills the session's nodes and control planes when no
