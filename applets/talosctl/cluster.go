@@ -19,7 +19,6 @@ import (
 	"github.com/talosbox/talosbox/initramfs"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/provision"
-	"github.com/talosbox/talosbox/internal/provision/vm"
 	"github.com/talosbox/talosbox/internal/version"
 )
 
@@ -75,9 +74,16 @@ type clusterCreateFlags struct {
 	cacheDir          string // the image cache the nodes pull from (make images' OCI layout)
 	imageCacheOn      bool
 	kubernetesVersion string
+	talosVersion      string
+	wireguardCIDR     string
 	skipBootstrap     bool
 	wait              bool
 	waitTimeout       time.Duration
+
+	// What plan makes of --talos-version and --wireguard-cidr; wireguard
+	// is the zero Prefix without a mesh.
+	contract  generate.Contract
+	wireguard netip.Prefix
 
 	// The qemu provisioner's.
 	stateDir, kernelDir, vmlinuz, initrd string
@@ -106,11 +112,19 @@ node partitions its disk and keeps the config there. Needs root (the tap).
 
 Either way a context named after the cluster is merged into the talosconfig,
 etcd is bootstrapped and the health checks run. Interrupting it (Ctrl-C)
-while nodes are being made removes what it has made so far.`,
+while nodes are being made removes what it has made so far.
+
+--wireguard-cidr adds a WireGuard mesh, as Talos's provisioners make it: every
+node gets its own key pair and a wg0 with the next address from the CIDR;
+control planes listen on port 51111 at their node address and are every
+node's peers, and have the workers as peers without an endpoint; every peer
+has a 5s keepalive. --talos-version writes the configs of an older Talos
+(see 'gen config --help'); the nodes still run this program, which reads them.`,
 		Example: `  talosctl cluster create
   talosctl cluster create --controlplanes 3 --workers 1 --name lab
   talosctl cluster create --config-patch @patch.yaml --registry-mirror docker.io=http://10.5.0.1:5000
-  talosctl cluster create qemu --controlplanes 3 --workers 0 --memory 1024`,
+  talosctl cluster create qemu --controlplanes 3 --workers 0 --memory 1024
+  talosctl cluster create --wireguard-cidr 10.1.0.0/24`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: []string{"docker", "qemu"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -142,6 +156,8 @@ while nodes are being made removes what it has made so far.`,
 	fl.BoolVar(&f.imageCacheOn, "image-cache", true, "serve make images' images to the nodes as every registry's mirror (qemu: from the host on the segment); without it QEMU nodes run no kubelet")
 	fl.StringSliceVar(&f.registryMirrors, "registry-mirror", nil, "list of registry mirrors to use in format: <registry host>=<mirror URL>")
 	fl.StringVar(&f.kubernetesVersion, "kubernetes-version", "", "desired kubernetes version to run (recorded in the machine configs)")
+	fl.StringVar(&f.talosVersion, "talos-version", "", talosVersionUsage)
+	fl.StringVar(&f.wireguardCIDR, "wireguard-cidr", "", "the CIDR of a WireGuard mesh between the nodes: each gets interface wg0 with the next address from it, in node order from the second host address (10.1.0.2, 10.1.0.3, ... for 10.1.0.0/24), control planes listen on port 51111, every node peers with them and they with the workers (Docker nodes need WireGuard in this machine's kernel)")
 	fl.BoolVar(&f.skipBootstrap, "skip-bootstrap", false, "skip bootstrapping etcd on the first control plane node")
 	fl.BoolVar(&f.wait, "wait", true, "wait for the cluster to be ready before returning")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 20*time.Minute, "timeout to wait for the cluster to be ready")
@@ -211,6 +227,16 @@ func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
 
 		nodes = append(nodes, nodePlan{name: fmt.Sprintf("%s-%s-%d", f.name, typ, n), typ: typ, ip: ip})
 		ip = ip.Next()
+	}
+
+	if f.contract, err = parseTalosVersion(f.talosVersion); err != nil {
+		return netip.Prefix{}, nil, err
+	}
+
+	if f.wireguardCIDR != "" {
+		if f.wireguard, err = checkWireguardCIDR(f.wireguardCIDR, cidr, len(nodes)); err != nil {
+			return netip.Prefix{}, nil, err
+		}
 	}
 
 	return cidr, nodes, nil
@@ -285,6 +311,10 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 	}
 
 	st.done("image")
+
+	if f.wireguard.IsValid() {
+		warnNoWireGuard(out)
+	}
 
 	privileged, err := d.PrivilegedAllowed(ctx, image)
 	if err != nil {
@@ -443,90 +473,6 @@ func (f *clusterCreateFlags) resources() (map[string]nodeResources, error) {
 	}
 
 	return map[string]nodeResources{provision.TypeControlPlane: cp, provision.TypeWorker: w}, nil
-}
-
-// generated is what the cluster's nodes and client are made from.
-type generated struct {
-	talosconfig []byte
-}
-
-// generate makes the secrets and one config per node type, with the
-// patches, and hands each node its config.
-func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*generated, error) {
-	opts := generate.Options{
-		ClusterName:       f.name,
-		InstallDisk:       f.installDisk(),
-		Endpoint:          "https://" + nodes[0].ip.String() + ":6443",
-		KubernetesVersion: f.kubernetesVersion,
-		AdditionalSANs:    []string{"127.0.0.1"},
-		RegistryMirrors:   map[string]string{},
-	}
-
-	// Nodes pull what make images built, unless told otherwise: Docker
-	// nodes from the copy they serve themselves, QEMU nodes from the host,
-	// which serves it on the segment. No registry is ever contacted.
-	if f.imageCacheOn {
-		f.cacheDir = f.imageCache()
-	}
-
-	if f.cacheDir != "" {
-		mirror := images.CacheMirror
-		if f.provisioner == "qemu" {
-			mirror = vm.CacheMirror(cidr)
-		}
-
-		for _, host := range images.Registries() {
-			opts.RegistryMirrors[host] = mirror
-		}
-	}
-
-	for _, m := range f.registryMirrors {
-		host, url, err := generate.ParseRegistryMirror(m)
-		if err != nil {
-			return nil, err
-		}
-
-		opts.RegistryMirrors[host] = url
-	}
-
-	out, err := generate.Generate(opts)
-	if err != nil {
-		return nil, err
-	}
-
-	cp, err := patchConfig(out.ControlPlane, f.patches, f.patchesCP)
-	if err != nil {
-		return nil, fmt.Errorf("controlplane: %w", err)
-	}
-
-	w, err := patchConfig(out.Worker, f.patches, f.patchesWorker)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
-
-	for i := range nodes {
-		nodes[i].config = w
-		if nodes[i].typ == provision.TypeControlPlane {
-			nodes[i].config = cp
-		}
-	}
-
-	tc, err := newTalosconfig(f.name, out.Secrets)
-	if err != nil {
-		return nil, err
-	}
-
-	return &generated{talosconfig: tc}, nil
-}
-
-// installDisk is the disk the configs name: a QEMU node's only disk is
-// its first virtio disk; a container has none (generate's default).
-func (f *clusterCreateFlags) installDisk() string {
-	if f.provisioner == "qemu" {
-		return "/dev/vda"
-	}
-
-	return ""
 }
 
 // ensureImage returns the image to run: --image as given (it must exist,

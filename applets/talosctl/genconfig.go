@@ -38,6 +38,7 @@ type genConfigFlags struct {
 	patchesCP         []string
 	patchesWorker     []string
 	kubernetesVersion string
+	talosVersion      string
 	installDisk       string
 	installImage      string
 	additionalSANs    []string
@@ -59,10 +60,18 @@ https://10.0.0.1:6443; a bare host gets https:// and port 6443. Secrets come
 from --with-secrets (a bundle made by 'gen secrets'), or are generated.
 Patches (--config-patch, and the -control-plane and -worker variants) are
 applied to the generated configs, which are then validated. Files are
-written 0600; existing files are refused unless --force.`,
+written 0600; existing files are refused unless --force.
+
+--talos-version writes the contract of an older Talos (v1.0 or later) for
+nodes that run it: fields that version does not know are left out, since
+Talos refuses configs with unknown fields, and so are defaults it predates
+(hostDNS before v1.7, KubePrism before v1.6, ...). Patches are applied as
+given, whatever the version. Before v1.3 Kubernetes secrets are encrypted
+with an AES-CBC secret, which a bundle from --with-secrets must hold.`,
 		Example: `  talosctl gen config mycluster https://10.0.0.1:6443
   talosctl gen config mycluster 10.0.0.1 --with-secrets secrets.yaml -o _out
-  talosctl gen config mycluster https://cp.example.com:6443 --config-patch @patch.yaml -t controlplane -o -`,
+  talosctl gen config mycluster https://cp.example.com:6443 --config-patch @patch.yaml -t controlplane -o -
+  talosctl gen config mycluster https://10.0.0.1:6443 --talos-version v1.6`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.run(cmd.ErrOrStderr(), cmd.OutOrStdout(), args[0], args[1]); err != nil {
@@ -82,6 +91,7 @@ written 0600; existing files are refused unless --force.`,
 	fl.StringArrayVar(&f.patchesCP, "config-patch-control-plane", nil, "patch generated machineconfigs (applied to 'controlplane' type)")
 	fl.StringArrayVar(&f.patchesWorker, "config-patch-worker", nil, "patch generated machineconfigs (applied to 'worker' type)")
 	fl.StringVar(&f.kubernetesVersion, "kubernetes-version", generate.DefaultKubernetesVersion, "desired kubernetes version to run")
+	fl.StringVar(&f.talosVersion, "talos-version", "", talosVersionUsage)
 	fl.StringVar(&f.installDisk, "install-disk", generate.DefaultInstallDisk, "the disk to install to")
 	fl.StringVar(&f.installImage, "install-image", generate.DefaultInstallImage, "the image used to perform an installation")
 	fl.StringSliceVar(&f.additionalSANs, "additional-sans", nil, "additional Subject-Alt-Names for the APIServer certificate")
@@ -117,7 +127,13 @@ func (f *genConfigFlags) run(progress, stdout io.Writer, name, endpoint string) 
 		}
 	}
 
+	contract, err := parseTalosVersion(f.talosVersion)
+	if err != nil {
+		return err
+	}
+
 	opts := generate.Options{
+		Contract:          contract,
 		ClusterName:       name,
 		Endpoint:          endpoint,
 		KubernetesVersion: f.kubernetesVersion,
@@ -192,6 +208,25 @@ func (f *genConfigFlags) run(progress, stdout io.Writer, name, endpoint string) 
 	return nil
 }
 
+// talosVersionUsage describes --talos-version for gen config and cluster create.
+var talosVersionUsage = fmt.Sprintf("the Talos version to generate configs for, %s to %s (e.g. v1.7): leaves out the fields it does not read and the defaults it predates (default: the current contract, %s)",
+	generate.Oldest, generate.Current, generate.Current)
+
+// parseTalosVersion turns --talos-version into a config contract; "" is
+// the current one.
+func parseTalosVersion(v string) (generate.Contract, error) {
+	if v == "" {
+		return generate.Current, nil
+	}
+
+	c, err := generate.ParseContract(v)
+	if err != nil {
+		return generate.Contract{}, fmt.Errorf("--talos-version %s: %w", v, err)
+	}
+
+	return c, nil
+}
+
 func checkOutputTypes(in []string) ([]string, error) {
 	valid := []string{outControlPlane, outWorker, outTalosconfig}
 
@@ -259,7 +294,14 @@ func patchConfig(cfg *configs.Config, patchSets ...[]string) ([]byte, error) {
 		return nil, err
 	}
 
-	if doc, err = configpatch.Apply(doc, patches...); err != nil {
+	return applyPatches(doc, patches)
+}
+
+// applyPatches patches a config document and checks the result as
+// patchConfig does.
+func applyPatches(doc []byte, patches []configpatch.Patch) ([]byte, error) {
+	doc, err := configpatch.Apply(doc, patches...)
+	if err != nil {
 		return nil, err
 	}
 

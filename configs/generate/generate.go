@@ -4,6 +4,8 @@
 package generate
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -54,6 +56,9 @@ type Options struct {
 	Secrets *pki.Bundle
 	// Now is the clock for a new bundle's certificates; time.Now when nil.
 	Now func() time.Time
+	// Contract is the Talos version to write for (ParseContract); the
+	// zero value is Current.
+	Contract Contract
 }
 
 // Output is the result of Generate.
@@ -82,6 +87,10 @@ func Generate(opts Options) (*Output, error) {
 		}
 	}
 
+	if err := oldEncryptionSecret(opts, bundle); err != nil {
+		return nil, err
+	}
+
 	out := &Output{
 		ControlPlane: build(opts, bundle, configs.MachineTypeControlPlane),
 		Worker:       build(opts, bundle, configs.MachineTypeWorker),
@@ -97,6 +106,30 @@ func Generate(opts Options) (*Output, error) {
 	return out, nil
 }
 
+// oldEncryptionSecret gives a new bundle the AES-CBC secret Talos before
+// v1.3 encrypts Kubernetes secrets with (it does not read the secretbox
+// one), as Talos makes bundles for such versions. A bundle given with
+// --with-secrets is the cluster's: a secret made up here would differ on
+// every run, so one that lacks it is refused.
+func oldEncryptionSecret(opts Options, b *pki.Bundle) error {
+	if opts.Contract.secretbox() || b.Secrets.AESCBCEncryptionSecret != "" {
+		return nil
+	}
+
+	if opts.Secrets != nil {
+		return fmt.Errorf("talos version %s: the secrets bundle has no aescbcencryptionsecret, which Talos before v1.3 encrypts with: leave out the bundle to make a new one", opts.Contract)
+	}
+
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("error generating secrets: %w", err)
+	}
+
+	b.Secrets.AESCBCEncryptionSecret = base64.StdEncoding.EncodeToString(key)
+
+	return nil
+}
+
 // withDefaults fills zero options and rejects the ones that cannot work.
 func withDefaults(opts Options) (Options, error) {
 	if strings.TrimSpace(opts.ClusterName) == "" {
@@ -109,6 +142,14 @@ func withDefaults(opts Options) (Options, error) {
 	}
 
 	opts.Endpoint = endpoint
+
+	if opts.Contract == (Contract{}) {
+		opts.Contract = Current
+	}
+
+	if err := opts.Contract.check(); err != nil {
+		return opts, fmt.Errorf("talos version %s: %w", opts.Contract, err)
+	}
 
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = DefaultKubernetesVersion
@@ -143,7 +184,8 @@ func setDefault(s *string, def string) {
 
 // build makes the config of one machine type. The two types share all but
 // the secrets: control-plane nodes get every CA key, workers only the CA
-// certificates they need to trust the cluster.
+// certificates they need to trust the cluster. What depends on the Talos
+// version is left to the contract (withContract).
 func build(opts Options, b *pki.Bundle, machineType string) *configs.Config {
 	cp := machineType == configs.MachineTypeControlPlane
 	version := "v" + opts.KubernetesVersion
@@ -154,9 +196,7 @@ func build(opts Options, b *pki.Bundle, machineType string) *configs.Config {
 		CA:       caPair(b.Certs.OS, cp),
 		CertSANs: slices.Clone(opts.AdditionalSANs),
 		Kubelet: &configs.KubeletConfig{
-			Image:                               images.Kubelet(version).String(),
-			DefaultRuntimeSeccompProfileEnabled: true,
-			DisableManifestsDirectory:           true,
+			Image: images.Kubelet(version).String(),
 		},
 		Network: &configs.NetworkConfig{},
 		Install: &configs.InstallConfig{
@@ -164,14 +204,7 @@ func build(opts Options, b *pki.Bundle, machineType string) *configs.Config {
 			Image: opts.InstallImage,
 		},
 		Registries: registries(opts.RegistryMirrors),
-		Features: &configs.FeaturesConfig{
-			RBAC:                 ptr(true),
-			StableHostname:       ptr(true),
-			APIDCheckExtKeyUsage: ptr(true),
-			DiskQuotaSupport:     ptr(true),
-			KubePrism:            &configs.KubePrism{Enabled: ptr(true), Port: DefaultKubePrismPort},
-			HostDNS:              &configs.HostDNS{Enabled: ptr(true), ForwardKubeDNSToHost: ptr(true)},
-		},
+		Features:   &configs.FeaturesConfig{RBAC: ptr(true)},
 	}
 
 	cluster := &configs.ClusterConfig{
@@ -187,29 +220,91 @@ func build(opts Options, b *pki.Bundle, machineType string) *configs.Config {
 		Token: b.Secrets.BootstrapToken,
 		CA:    caPair(b.Certs.K8s, cp),
 		Discovery: &configs.DiscoveryConfig{
-			Enabled: true,
-			Registries: &configs.DiscoveryRegistries{
-				// Talos turned the Kubernetes registry off by default: it
-				// leaks member addresses into node annotations.
-				Kubernetes: &configs.DisabledToggle{Disabled: true},
-				Service:    &configs.DiscoveryServiceRegistry{},
-			},
+			Enabled:    true,
+			Registries: &configs.DiscoveryRegistries{Service: &configs.DiscoveryServiceRegistry{}},
 		},
 	}
 
 	if cp {
-		// Keeps external load balancers from sending traffic to control
-		// plane nodes, as Talos does.
-		machine.NodeLabels = map[string]string{"node.kubernetes.io/exclude-from-external-load-balancers": ""}
-
 		addControlPlane(cluster, opts, b, version)
 	}
 
-	return &configs.Config{
+	cfg := &configs.Config{
 		Version: configs.Version,
 		Persist: true,
 		Machine: machine,
 		Cluster: cluster,
+	}
+
+	withContract(cfg, opts.Contract)
+
+	return cfg
+}
+
+// withContract adds what the contract's Talos version generates by
+// default, and takes out what it would not read.
+func withContract(cfg *configs.Config, c Contract) {
+	m, cl := cfg.Machine, cfg.Cluster
+	cp := m.Type == configs.MachineTypeControlPlane
+
+	if c.kubeletSeccompDefault() {
+		m.Kubelet.DefaultRuntimeSeccompProfileEnabled = true
+	}
+
+	if c.kubeletManifestsOff() {
+		m.Kubelet.DisableManifestsDirectory = true
+	}
+
+	f := m.Features
+	if c.stableHostname() {
+		f.StableHostname = ptr(true)
+	}
+
+	if c.apidExtKeyUsage() {
+		f.APIDCheckExtKeyUsage = ptr(true)
+	}
+
+	if c.diskQuota() {
+		f.DiskQuotaSupport = ptr(true)
+	}
+
+	if c.kubePrism() {
+		f.KubePrism = &configs.KubePrism{Enabled: ptr(true), Port: DefaultKubePrismPort}
+	}
+
+	if c.hostDNS() {
+		f.HostDNS = &configs.HostDNS{Enabled: ptr(true)}
+		if c.forwardKubeDNSToHost() {
+			f.HostDNS.ForwardKubeDNSToHost = ptr(true)
+		}
+	}
+
+	if c.kubernetesDiscoveryOff() {
+		// Talos turned the Kubernetes registry off by default: it leaks
+		// member addresses into node annotations.
+		cl.Discovery.Registries.Kubernetes = &configs.DisabledToggle{Disabled: true}
+	}
+
+	if !cp {
+		return
+	}
+
+	if c.excludeFromLoadBalancers() {
+		// Keeps external load balancers from sending traffic to control
+		// plane nodes, as Talos does.
+		m.NodeLabels = map[string]string{"node.kubernetes.io/exclude-from-external-load-balancers": ""}
+	}
+
+	if !c.secretbox() {
+		cl.SecretboxEncryptionSecret = "" // the bundle's AES-CBC secret stays (oldEncryptionSecret)
+	}
+
+	if !c.podSecurityAdmission() {
+		cl.APIServer.AdmissionControl = nil
+	}
+
+	if !c.auditPolicy() {
+		cl.APIServer.AuditPolicy = nil
 	}
 }
 

@@ -1,0 +1,120 @@
+package talosctl
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/provision"
+	"github.com/talosbox/talosbox/internal/provision/vm"
+)
+
+// generated is what the cluster's nodes and client are made from.
+type generated struct {
+	talosconfig []byte
+}
+
+// generate makes the secrets and one config per node type, with the
+// patches, and hands each node its config: the type's, plus the node's
+// own wg0 with --wireguard-cidr.
+func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*generated, error) {
+	opts := generate.Options{
+		Contract:          f.contract,
+		ClusterName:       f.name,
+		InstallDisk:       f.installDisk(),
+		Endpoint:          "https://" + nodes[0].ip.String() + ":6443",
+		KubernetesVersion: f.kubernetesVersion,
+		AdditionalSANs:    []string{"127.0.0.1"},
+		RegistryMirrors:   map[string]string{},
+	}
+
+	// Nodes pull what make images built, unless told otherwise: Docker
+	// nodes from the copy they serve themselves, QEMU nodes from the host,
+	// which serves it on the segment. No registry is ever contacted.
+	if f.imageCacheOn {
+		f.cacheDir = f.imageCache()
+	}
+
+	if f.cacheDir != "" {
+		mirror := images.CacheMirror
+		if f.provisioner == "qemu" {
+			mirror = vm.CacheMirror(cidr)
+		}
+
+		for _, host := range images.Registries() {
+			opts.RegistryMirrors[host] = mirror
+		}
+	}
+
+	for _, m := range f.registryMirrors {
+		host, url, err := generate.ParseRegistryMirror(m)
+		if err != nil {
+			return nil, err
+		}
+
+		opts.RegistryMirrors[host] = url
+	}
+
+	out, err := generate.Generate(opts)
+	if err != nil {
+		return nil, err
+	}
+
+	cp, err := patchConfig(out.ControlPlane, f.patches, f.patchesCP)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: %w", err)
+	}
+
+	w, err := patchConfig(out.Worker, f.patches, f.patchesWorker)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+
+	for i := range nodes {
+		nodes[i].config = w
+		if nodes[i].typ == provision.TypeControlPlane {
+			nodes[i].config = cp
+		}
+	}
+
+	if f.wireguard.IsValid() {
+		if err := withWireGuard(f.wireguard, nodes); err != nil {
+			return nil, err
+		}
+	}
+
+	tc, err := newTalosconfig(f.name, out.Secrets)
+	if err != nil {
+		return nil, err
+	}
+
+	return &generated{talosconfig: tc}, nil
+}
+
+// withWireGuard gives every node its own config: its type's with its wg0
+// merged in, after the user's patches as Talos applies it.
+func withWireGuard(cidr netip.Prefix, nodes []nodePlan) error {
+	devs, err := wireguardDevices(cidr, nodes)
+	if err != nil {
+		return err
+	}
+
+	for i := range nodes {
+		if nodes[i].config, err = withDevice(nodes[i].config, devs[i]); err != nil {
+			return fmt.Errorf("%s: --wireguard-cidr: %w", nodes[i].name, err)
+		}
+	}
+
+	return nil
+}
+
+// installDisk is the disk the configs name: a QEMU node's only disk is
+// its first virtio disk; a container has none (generate's default).
+func (f *clusterCreateFlags) installDisk() string {
+	if f.provisioner == "qemu" {
+		return "/dev/vda"
+	}
+
+	return ""
+}
