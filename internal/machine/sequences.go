@@ -282,8 +282,8 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	}))
 	// The kubelet's mounts propagate to and from its container (pods'
 	// volumes, the CRI's mounts), which needs a shared root, as Talos
-	// makes it; a Docker node starts with a private one.
-	seq.AppendWhen(!metal && n.opts.Platform.OwnRoot, "sharedRoot", task("makeRootShared", func(context.Context, io.Writer) error {
+	// makes it; a Docker node and the initramfs start with a private one.
+	seq.AppendWhen(n.opts.Platform.OwnRoot, "sharedRoot", task("makeRootShared", func(context.Context, io.Writer) error {
 		return platform.MakeRootShared()
 	}))
 	seq.Append("startEverything", task("startAllServices", func(ctx context.Context, w io.Writer) error {
