@@ -282,9 +282,13 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	}))
 	// The kubelet's mounts propagate to and from its container (pods'
 	// volumes, the CRI's mounts), which needs a shared root, as Talos
-	// makes it; a Docker node and the initramfs start with a private one.
-	seq.AppendWhen(n.opts.Platform.OwnRoot, "sharedRoot", task("makeRootShared", func(context.Context, io.Writer) error {
+	// makes it; a Docker node starts with a private one. On metal only
+	// the kubelet's directory is made shared (MakeSharedMount says why).
+	seq.AppendWhen(!metal && n.opts.Platform.OwnRoot, "sharedRoot", task("makeRootShared", func(context.Context, io.Writer) error {
 		return platform.MakeRootShared()
+	}))
+	seq.AppendWhen(metal, "sharedRoot", task("makeKubeletShared", func(context.Context, io.Writer) error {
+		return platform.MakeSharedMount("/var/lib/kubelet")
 	}))
 	seq.Append("startEverything", task("startAllServices", func(ctx context.Context, w io.Writer) error {
 		return n.startServices(ctx, cfg, w)
