@@ -12,3 +12,8 @@ go test -run '^$' -bench 'Update|WatchLatency|GRPCUnix' -benchtime "$benchtime" 
 echo
 echo "== client start-up"
 scripts/bench-startup.sh
+
+echo
+echo "== discovery: a node's change reaching another node's Members (watch, and polling for comparison), and a worker through trustd"
+go test -run '^$' -bench 'PublishToMembers/(watch|poll/interval=1s)' -benchtime 10x ./internal/discovery
+go test -run '^$' -bench 'WatchAffiliates' -benchtime "$benchtime" ./internal/trustd

@@ -204,7 +204,7 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 		Services: func(n *machine.Node, c *configs.Config) []supervisor.Service {
 			return append(plane.Services(n, c), kube.Services(n, c)...)
 		},
-		LeaveCluster: plane.Leave,
+		LeaveCluster: plane.LeaveCluster,
 		Operators:    plane.Operators,
 		Controllers: func(n *machine.Node) []bus.Controller {
 			return append(plane.Controllers(n), kube.Controllers(n)...)

@@ -1,12 +1,16 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
@@ -18,7 +22,21 @@ import (
 
 // Controllers is machine.Options.Controllers: discovery, on every node.
 func (p *Plane) Controllers(n *machine.Node) []bus.Controller {
-	return []bus.Controller{&discovery.Controller{Registry: p.discoveryRegistry, NodeID: n.Identity, Interval: p.opts.DiscoveryInterval, OnList: p.setKnown}}
+	return []bus.Controller{&discovery.Controller{
+		Registry: p.discoveryRegistry, RegistryChanged: p.registryChanged,
+		NodeID: n.Identity, Interval: p.opts.DiscoveryInterval, OnList: p.setKnown,
+	}}
+}
+
+// registryChanged is closed when discoveryRegistry may answer differently:
+// the etcd member started or stopped (a control plane switches registries
+// and should not wait a tick to publish to its own etcd), or the node
+// withdrew from discovery or came back.
+func (p *Plane) registryChanged() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	return p.changed
 }
 
 // setKnown keeps the control-plane nodes discovery found.
@@ -77,8 +95,16 @@ func hostPorts(hosts []string, port int) []string {
 }
 
 // discoveryRegistry is where this node publishes: its own etcd member when
-// it runs one, else trustd on the control plane.
+// it runs one, else trustd on the control plane; none once it has left.
 func (p *Plane) discoveryRegistry(cfg *configs.Config) discovery.Registry {
+	p.mu.Lock()
+	withdrawn := p.withdrawn
+	p.mu.Unlock()
+
+	if withdrawn {
+		return nil
+	}
+
 	if srv, err := p.server(); err == nil && isControlPlane(cfg) {
 		return discovery.EtcdRegistry{Client: srv.Client(), TTL: p.opts.DiscoveryTTL}
 	}
@@ -92,22 +118,103 @@ func (p *Plane) discoveryRegistry(cfg *configs.Config) discovery.Registry {
 		pems = append(pems, a.Crt)
 	}
 
+	return p.trustdRegistry(p.TrustdEndpoints(cfg), cfg.Machine.Token, pems)
+}
+
+// trustdRegistry is the registry through trustd for these endpoints and
+// credentials: the same one for as long as they stay, since the discovery
+// controller keeps one watch per registry, and a new registry each refresh
+// would re-dial the watch every time.
+func (p *Plane) trustdRegistry(endpoints []string, token string, pems [][]byte) discovery.Registry {
+	key := strings.Join(endpoints, ",") + "\x00" + token + "\x00" + string(bytes.Join(pems, nil))
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	if p.trustdReg != nil && p.trustdRegKey == key {
+		return p.trustdReg
+	}
+
 	trust, err := pki.CertPool(pems...)
 	if err != nil {
 		return nil
 	}
 
-	return &trustd.Registry{Endpoints: p.TrustdEndpoints(cfg), Token: cfg.Machine.Token, Trust: trust}
+	p.trustdReg, p.trustdRegKey = &trustd.Registry{Endpoints: endpoints, Token: token, Trust: trust}, key
+
+	return p.trustdReg
+}
+
+// LeaveCluster is a graceful reset's leave: this node stops publishing and
+// deletes its discovery record, so every node drops it from Members now
+// rather than when its lease runs out, then leaves etcd (Leave).
+func (p *Plane) LeaveCluster(ctx context.Context, w io.Writer) error {
+	p.withdraw(ctx, w)
+
+	if err := p.Leave(ctx, w); err != nil {
+		// The reset stops here and the node stays: it publishes again.
+		p.setWithdrawn(false)
+		return err
+	}
+
+	return nil
+}
+
+func (p *Plane) setWithdrawn(v bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	p.withdrawn = v
+	p.registryChangedLocked()
+}
+
+// withdraw takes the node out of discovery for good. A publish already in
+// flight may put the record back; it then expires with its lease, as it
+// did before there was a withdrawal. Failing here does not stop the
+// reset, for the same reason.
+func (p *Plane) withdraw(ctx context.Context, w io.Writer) {
+	p.mu.Lock()
+	cfg, n := p.cfg, p.node
+	p.mu.Unlock()
+
+	if cfg == nil || n == nil {
+		return
+	}
+
+	reg := p.discoveryRegistry(cfg)
+	p.setWithdrawn(true)
+
+	rm, ok := reg.(discovery.Remover)
+	if !ok {
+		return
+	}
+
+	id, err := n.Identity()
+	if err == nil {
+		err = rm.Remove(ctx, id)
+	}
+
+	if err != nil {
+		fmt.Fprintf(w, "[talos] discovery: this node's record stays until it expires: %v\n", err)
+		return
+	}
+
+	fmt.Fprintln(w, "[talos] removed this node from discovery")
 }
 
 // servedRegistry is the registry trustd serves to workers: this node's
 // etcd member, whenever it runs.
 type servedRegistry struct{ p *Plane }
 
-func (r servedRegistry) registry() (discovery.Registry, error) {
+var (
+	_ discovery.Watcher = servedRegistry{}
+	_ discovery.Remover = servedRegistry{}
+)
+
+func (r servedRegistry) registry() (discovery.EtcdRegistry, error) {
 	srv, err := r.p.server()
 	if err != nil {
-		return nil, err
+		return discovery.EtcdRegistry{}, fmt.Errorf("discovery registry: %w", err)
 	}
 
 	return discovery.EtcdRegistry{Client: srv.Client(), TTL: r.p.opts.DiscoveryTTL}, nil
@@ -129,4 +236,24 @@ func (r servedRegistry) List(ctx context.Context) ([]discovery.AffiliateSpec, er
 	}
 
 	return reg.List(ctx)
+}
+
+func (r servedRegistry) Remove(ctx context.Context, nodeID string) error {
+	reg, err := r.registry()
+	if err != nil {
+		return err
+	}
+
+	return reg.Remove(ctx, nodeID)
+}
+
+// Watch watches the member running now; when it stops the watch breaks,
+// and the next one watches its successor.
+func (r servedRegistry) Watch(ctx context.Context, changed func([]discovery.AffiliateSpec)) error {
+	reg, err := r.registry()
+	if err != nil {
+		return err
+	}
+
+	return reg.Watch(ctx, changed)
 }

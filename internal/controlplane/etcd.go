@@ -267,6 +267,11 @@ func (p *Plane) setServer(srv *etcd.Server) {
 	defer p.mu.Unlock()
 
 	p.srv = srv
+	p.registryChangedLocked()
+}
+
+// registryChangedLocked wakes whoever waits on p.changed; p.mu is held.
+func (p *Plane) registryChangedLocked() {
 	close(p.changed)
 	p.changed = make(chan struct{})
 }

@@ -54,10 +54,16 @@ type Plane struct {
 	bootstrap chan bootstrapRequest
 	// left is the member that is leaving or has left the cluster.
 	left *etcd.Server
-	// changed is closed and replaced whenever srv changes.
+	// changed is closed and replaced whenever srv or withdrawn changes.
 	changed chan struct{}
 	// knownCPs are the control-plane nodes discovery last listed.
 	knownCPs []netip.Addr
+	// trustdReg is the discovery registry through trustd, kept while
+	// trustdRegKey (its endpoints and credentials) stays the same.
+	trustdReg    *trustd.Registry
+	trustdRegKey string
+	// withdrawn is set once the node left discovery (graceful reset).
+	withdrawn bool
 }
 
 // New makes a Plane for node.
@@ -82,6 +88,12 @@ func New(opts Options) *Plane {
 func (p *Plane) Services(n *machine.Node, cfg *configs.Config) []supervisor.Service {
 	p.mu.Lock()
 	p.node, p.cfg = n, cfg
+	// A config loaded after a reset (in-process in container mode) is a
+	// node joining again: it publishes.
+	if p.withdrawn {
+		p.withdrawn = false
+		p.registryChangedLocked()
+	}
 	p.mu.Unlock()
 
 	if !isControlPlane(cfg) {

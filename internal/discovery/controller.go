@@ -23,9 +23,18 @@ const (
 // Controller publishes this node's affiliate record and turns the
 // registry's list into Affiliates and Members. The local record is always
 // there, so a node cut off from the registry still lists itself.
+//
+// A registry that is also a Watcher is watched: a change anywhere in the
+// cluster reaches Members as soon as the registry tells of it. The
+// periodic publish stays, since it refreshes this node's lease, and its
+// list stands in for the watch while the watch is down.
 type Controller struct {
 	// Registry is the registry for the active config (nil: none yet).
 	Registry func(cfg *configs.Config) Registry
+	// RegistryChanged, when set, is a channel closed when Registry may
+	// answer differently although no input changed (the control plane's
+	// etcd member started or stopped), so the switch waits for no tick.
+	RegistryChanged func() <-chan struct{}
 	// NodeID is the node's identity (machine.Node.Identity).
 	NodeID func() (string, error)
 	// Interval is DefaultInterval when zero.
@@ -35,9 +44,16 @@ type Controller struct {
 	// etcd join endpoints.
 	OnList func([]AffiliateSpec)
 
-	// last is the registry's last successful answer, kept through a
-	// failed refresh so a control-plane restart does not empty the list.
+	// last is the registry's last known list, kept through a failed
+	// refresh so a control-plane restart does not empty the list.
 	last []AffiliateSpec
+	// reg is the registry of the last refresh; a new one is published to
+	// at once.
+	reg Registry
+	// watch follows reg when it is a Watcher (nil otherwise).
+	watch *follower
+	// changed is signalled by the watch when it has a new list.
+	changed chan struct{}
 }
 
 func (c *Controller) Name() string { return "cluster.DiscoveryController" }
@@ -62,8 +78,21 @@ func (c *Controller) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 
+	// A restarted Run starts from scratch: the watch of the last run
+	// ended with it.
+	c.reg, c.watch, c.changed = nil, nil, make(chan struct{}, 1)
+	defer func() { c.watch.stop() }()
+
+	publish := true
+
 	for {
-		if err := c.reconcile(ctx, r); err != nil {
+		// Taken before the refresh, so a change during it is not missed.
+		var regChanged <-chan struct{}
+		if c.RegistryChanged != nil {
+			regChanged = c.RegistryChanged()
+		}
+
+		if err := c.reconcile(ctx, r, publish); err != nil {
 			return err
 		}
 
@@ -71,12 +100,23 @@ func (c *Controller) Run(ctx context.Context, r bus.ControllerRuntime) error {
 		case <-ctx.Done():
 			return nil
 		case <-r.EventCh():
+			// The config or the addresses changed: the record with them.
+			publish = true
 		case <-tick.C:
+			publish = true
+		case <-regChanged:
+			publish = true
+		case <-c.changed:
+			// Someone else's record changed: ours did not, and publishing
+			// would only wake every node's watch again.
+			publish = false
 		}
 	}
 }
 
-func (c *Controller) reconcile(ctx context.Context, r bus.ControllerRuntime) error {
+// reconcile refreshes the outputs, publishing this node's record first
+// when publish is set.
+func (c *Controller) reconcile(ctx context.Context, r bus.ControllerRuntime, publish bool) error {
 	cfg, err := c.config(ctx, r)
 	if err != nil {
 		return err
@@ -84,6 +124,7 @@ func (c *Controller) reconcile(ctx context.Context, r bus.ControllerRuntime) err
 
 	if cfg == nil || cfg.Machine == nil {
 		// Maintenance mode: no cluster to belong to.
+		c.setRegistry(ctx, nil, r)
 		return c.sync(ctx, r, nil)
 	}
 
@@ -92,20 +133,41 @@ func (c *Controller) reconcile(ctx context.Context, r bus.ControllerRuntime) err
 		return err
 	}
 
-	all := []AffiliateSpec{self}
+	reg := c.Registry(cfg)
+	if c.setRegistry(ctx, reg, r) {
+		publish = true
+	}
 
-	if reg := c.Registry(cfg); reg != nil {
+	watched, live := c.watch.latest()
+
+	// Our record went missing (its lease ran out while the registry was
+	// away, or someone deleted it): put it back now, not a tick later.
+	// Only missing: a record that differs may be a clone with our node ID,
+	// and answering each other's records would never end.
+	if live && !slices.ContainsFunc(watched, func(a AffiliateSpec) bool { return a.NodeID == self.NodeID }) {
+		publish = true
+	}
+
+	if reg != nil && publish {
 		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
-		list, err := publishAndList(callCtx, reg, self)
+		list, err := publishAndList(callCtx, reg, self, !live)
 
 		cancel()
 
-		if err != nil {
+		switch {
+		case err != nil:
 			r.Logger().Debug("discovery registry unavailable", "error", err)
-		} else {
+		case !live:
 			c.last = list
 		}
 	}
+
+	// While it is up, the watch knows better than a list read before it.
+	if list, live := c.watch.latest(); live {
+		c.last = list
+	}
+
+	all := []AffiliateSpec{self}
 
 	for _, a := range c.last {
 		if a.NodeID != self.NodeID {
@@ -120,12 +182,48 @@ func (c *Controller) reconcile(ctx context.Context, r bus.ControllerRuntime) err
 	return c.sync(ctx, r, all)
 }
 
-func publishAndList(ctx context.Context, reg Registry, self AffiliateSpec) ([]AffiliateSpec, error) {
-	if err := reg.Publish(ctx, self); err != nil {
-		return nil, err
+// setRegistry makes reg the registry, restarting the watch when it is a
+// new one, and says whether it is.
+func (c *Controller) setRegistry(ctx context.Context, reg Registry, r bus.ControllerRuntime) bool {
+	if sameRegistry(reg, c.reg) {
+		return false
 	}
 
-	return reg.List(ctx)
+	c.watch.stop()
+	c.reg, c.watch = reg, nil
+
+	if w, ok := reg.(Watcher); ok {
+		c.watch = follow(ctx, reg, w, c.notify, r.Logger())
+	}
+
+	return true
+}
+
+// notify wakes Run for the watch's new list; a wake-up already pending
+// will read it.
+func (c *Controller) notify() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// publishAndList publishes self, then lists unless the watch does.
+func publishAndList(ctx context.Context, reg Registry, self AffiliateSpec, list bool) ([]AffiliateSpec, error) {
+	if err := reg.Publish(ctx, self); err != nil {
+		return nil, fmt.Errorf("discovery: publish: %w", err)
+	}
+
+	if !list {
+		return nil, nil
+	}
+
+	out, err := reg.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: list: %w", err)
+	}
+
+	return out, nil
 }
 
 func (c *Controller) config(ctx context.Context, r bus.ControllerRuntime) (*configs.Config, error) {

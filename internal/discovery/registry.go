@@ -18,6 +18,24 @@ type Registry interface {
 	List(ctx context.Context) ([]AffiliateSpec, error)
 }
 
+// Watcher is a Registry that tells of changes as they happen, so nodes
+// converge in the time a change takes to travel rather than in a polling
+// interval.
+type Watcher interface {
+	// Watch calls changed with every live record once it watches, then
+	// again after every change, until ctx ends (nil) or the watch breaks
+	// (an error). changed runs on Watch's goroutine, owns the slice, and
+	// must not block.
+	Watch(ctx context.Context, changed func([]AffiliateSpec)) error
+}
+
+// Remover is a Registry that can delete a record before its lease runs
+// out: a node leaving for good (a graceful reset) disappears from every
+// node's Members at once.
+type Remover interface {
+	Remove(ctx context.Context, nodeID string) error
+}
+
 // KeyPrefix is where records live in etcd.
 const KeyPrefix = "talos:v1:discovery:affiliates:"
 
@@ -30,6 +48,11 @@ type EtcdRegistry struct {
 	// TTL is the record lease, DefaultTTL when zero.
 	TTL time.Duration
 }
+
+var (
+	_ Watcher = EtcdRegistry{}
+	_ Remover = EtcdRegistry{}
+)
 
 // Publish writes a under a fresh lease; the previous lease of the key
 // expires with nothing attached.
@@ -71,13 +94,33 @@ func (r EtcdRegistry) List(ctx context.Context) ([]AffiliateSpec, error) {
 	out := make([]AffiliateSpec, 0, len(resp.Kvs))
 
 	for _, kv := range resp.Kvs {
-		var a AffiliateSpec
-		if json.Unmarshal(kv.Value, &a) != nil || a.Validate() != nil {
-			continue
+		if a, ok := decodeRecord(kv.Value); ok {
+			out = append(out, a)
 		}
-
-		out = append(out, a)
 	}
 
 	return out, nil
+}
+
+// Remove deletes nodeID's record; the other nodes' watches drop it at once.
+func (r EtcdRegistry) Remove(ctx context.Context, nodeID string) error {
+	if err := ValidateNodeID(nodeID); err != nil {
+		return fmt.Errorf("discovery: remove: %w", err)
+	}
+
+	if _, err := r.Client.Delete(ctx, KeyPrefix+nodeID); err != nil {
+		return fmt.Errorf("discovery: remove %s: %w", nodeID, err)
+	}
+
+	return nil
+}
+
+// decodeRecord is a stored record, if it decodes and validates.
+func decodeRecord(data []byte) (AffiliateSpec, bool) {
+	var a AffiliateSpec
+	if json.Unmarshal(data, &a) != nil || a.Validate() != nil {
+		return AffiliateSpec{}, false
+	}
+
+	return a, true
 }

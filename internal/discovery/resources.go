@@ -49,6 +49,12 @@ func (s AffiliateSpec) DeepCopy() AffiliateSpec {
 	return s
 }
 
+// Equal says whether two records are the same, addresses in order.
+func (s AffiliateSpec) Equal(o AffiliateSpec) bool {
+	return s.NodeID == o.NodeID && s.Hostname == o.Hostname && s.Nodename == o.Nodename && s.MachineType == o.MachineType &&
+		s.OperatingSystem == o.OperatingSystem && slices.Equal(s.Addresses, o.Addresses)
+}
+
 // Affiliate is an Affiliates resource.
 type Affiliate = bus.Typed[AffiliateSpec]
 
@@ -82,11 +88,22 @@ var (
 	machineTypes  = []string{"controlplane", "init", "worker"}
 )
 
+// ValidateNodeID checks a node ID, which names a record's key.
+func ValidateNodeID(id string) error {
+	if !nodeIDPattern.MatchString(id) {
+		return fmt.Errorf("affiliate: invalid node ID %q", id)
+	}
+
+	return nil
+}
+
 // Validate checks a record before it is stored or shown.
 func (s AffiliateSpec) Validate() error {
+	if err := ValidateNodeID(s.NodeID); err != nil {
+		return err
+	}
+
 	switch {
-	case !nodeIDPattern.MatchString(s.NodeID):
-		return fmt.Errorf("affiliate: invalid node ID %q", s.NodeID)
 	case !namePattern.MatchString(s.Hostname):
 		return fmt.Errorf("affiliate %s: invalid hostname %q", s.NodeID, s.Hostname)
 	case s.Nodename != "" && !namePattern.MatchString(s.Nodename):

@@ -2,12 +2,11 @@ package trustd
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -21,6 +20,10 @@ func (svc *service) Affiliates(ctx context.Context, req *security.AffiliatesRequ
 	reg := svc.s.registry
 	if reg == nil {
 		return nil, status.Error(codes.Unimplemented, "trustd: no discovery registry on this node")
+	}
+
+	if req.GetLeave() {
+		return svc.leave(ctx, req.GetSelf().GetNodeId())
 	}
 
 	self, err := affiliateFromProto(req.GetSelf())
@@ -37,12 +40,89 @@ func (svc *service) Affiliates(ctx context.Context, req *security.AffiliatesRequ
 		return nil, status.Errorf(codes.Unavailable, "trustd: discovery registry: %v", err)
 	}
 
+	return affiliatesResponse(list), nil
+}
+
+// leave deletes nodeID's record. Whoever holds the token may publish any
+// record already, so deleting one grants nothing more.
+func (svc *service) leave(ctx context.Context, nodeID string) (*security.AffiliatesResponse, error) {
+	rm, ok := svc.s.registry.(discovery.Remover)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "trustd: this node's discovery registry cannot delete records")
+	}
+
+	if err := discovery.ValidateNodeID(nodeID); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+
+	if err := rm.Remove(ctx, nodeID); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "trustd: discovery registry: %v", err)
+	}
+
+	return &security.AffiliatesResponse{}, nil
+}
+
+// WatchAffiliates sends the registry's list once the shared watch has it,
+// then again after every change, until the worker hangs up or the watch
+// breaks (Unavailable: the worker polls and comes back).
+func (svc *service) WatchAffiliates(_ *security.WatchAffiliatesRequest, stream grpc.ServerStreamingServer[security.AffiliatesResponse]) error {
+	feed := svc.s.feed
+	if feed == nil {
+		return status.Error(codes.Unimplemented, "trustd: no discovery watch on this node")
+	}
+
+	select {
+	case svc.s.watchSlots <- struct{}{}:
+		defer func() { <-svc.s.watchSlots }()
+	default:
+		return status.Errorf(codes.ResourceExhausted, "trustd: %d workers watch already: poll instead", MaxWatchers)
+	}
+
+	rd := feed.Subscribe()
+	defer rd.Close()
+
+	ctx := stream.Context()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-svc.stopping:
+			return status.Error(codes.Unavailable, "trustd: stopping")
+		case _, ok := <-rd.C():
+			if !ok {
+				return status.Errorf(codes.Unavailable, "trustd: discovery watch: %v", rd.Err())
+			}
+
+			list, _ := rd.List()
+			if err := stream.Send(affiliatesResponse(list)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func affiliatesResponse(list []discovery.AffiliateSpec) *security.AffiliatesResponse {
 	resp := &security.AffiliatesResponse{Affiliates: make([]*security.Affiliate, 0, len(list))}
 	for _, a := range list {
 		resp.Affiliates = append(resp.Affiliates, affiliateToProto(a))
 	}
 
-	return resp, nil
+	return resp
+}
+
+// affiliatesFromProto keeps the records that validate: one bad record
+// must not hide the rest.
+func affiliatesFromProto(resp *security.AffiliatesResponse) []discovery.AffiliateSpec {
+	out := make([]discovery.AffiliateSpec, 0, len(resp.GetAffiliates()))
+
+	for _, p := range resp.GetAffiliates() {
+		if a, err := affiliateFromProto(p); err == nil {
+			out = append(out, a)
+		}
+	}
+
+	return out
 }
 
 func affiliateFromProto(p *security.Affiliate) (discovery.AffiliateSpec, error) {
@@ -78,72 +158,4 @@ func affiliateToProto(a discovery.AffiliateSpec) *security.Affiliate {
 	}
 
 	return p
-}
-
-// Registry is a discovery registry reached through trustd on the control
-// plane, for nodes that cannot reach etcd themselves.
-type Registry struct {
-	// Endpoints are control-plane nodes, as in SignRequest; each call tries
-	// them in order until one answers.
-	Endpoints []string
-	Token     string
-	// Trust verifies trustd's certificate (required: the token is sent).
-	Trust *x509.CertPool
-
-	last []discovery.AffiliateSpec
-}
-
-// Publish sends the record and keeps the cluster's answer for List.
-func (r *Registry) Publish(ctx context.Context, a discovery.AffiliateSpec) error {
-	endpoints, err := endpointAddrs(r.Endpoints)
-	if err != nil {
-		return err
-	}
-
-	if r.Token == "" || r.Trust == nil {
-		return errors.New("trustd: discovery needs the machine token and the cluster's CAs")
-	}
-
-	var errs []string
-
-	for _, ep := range endpoints {
-		list, err := r.affiliatesOnce(ctx, ep, a)
-		if err == nil {
-			r.last = list
-			return nil
-		}
-
-		errs = append(errs, ep+": "+err.Error())
-	}
-
-	return fmt.Errorf("trustd: discovery: %s", strings.Join(errs, "; "))
-}
-
-// List returns what the last Publish got back.
-func (r *Registry) List(context.Context) ([]discovery.AffiliateSpec, error) { return r.last, nil }
-
-func (r *Registry) affiliatesOnce(ctx context.Context, endpoint string, self discovery.AffiliateSpec) ([]discovery.AffiliateSpec, error) {
-	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
-	defer cancel()
-
-	conn, err := dial(endpoint, r.Token, r.Trust)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-
-	resp, err := security.NewSecurityServiceClient(conn).Affiliates(ctx, &security.AffiliatesRequest{Self: affiliateToProto(self)})
-	if err != nil {
-		return nil, err
-	}
-
-	out := make([]discovery.AffiliateSpec, 0, len(resp.GetAffiliates()))
-
-	for _, p := range resp.GetAffiliates() {
-		if a, err := affiliateFromProto(p); err == nil {
-			out = append(out, a)
-		}
-	}
-
-	return out, nil
 }

@@ -28,6 +28,8 @@ type service struct {
 	security.UnimplementedSecurityServiceServer
 
 	s *Server
+	// stopping is closed when the server stops (nil: never).
+	stopping <-chan struct{}
 }
 
 // Certificate signs the caller's CSR as a server certificate. Whatever the

@@ -169,18 +169,18 @@ func signOnce(ctx context.Context, endpoint string, req *SignRequest) ([]byte, [
 
 // dial connects to trustd at endpoint, verifying it against trust and
 // sending token with every call.
-func dial(endpoint, token string, trust *x509.CertPool) (*grpc.ClientConn, error) {
+func dial(endpoint, token string, trust *x509.CertPool, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	// ServerName is left empty: grpc sets it to the endpoint's host, so
 	// the certificate is checked against the name or IP we dialled.
 	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, RootCAs: trust})
 
 	// passthrough: the address is dialled as given (host names resolved
 	// by the dialer), with no resolver goroutines for one call.
-	conn, err := grpc.NewClient("passthrough:///"+endpoint,
+	conn, err := grpc.NewClient("passthrough:///"+endpoint, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithPerRPCCredentials(tokenCredentials(token)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponseSize)),
-	)
+	}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}

@@ -57,6 +57,8 @@ type testServer struct {
 	addr string
 	log  *syncBuffer
 	srv  *Server
+	// stop ends Serve and waits for it (the test's end does too).
+	stop func()
 }
 
 // startServer serves trustd with the test OS CA on lis (a fresh
@@ -69,6 +71,14 @@ func startServer(tb testing.TB, lis net.Listener) *testServer {
 
 // startServerWith is startServer serving discovery from registry.
 func startServerWith(tb testing.TB, lis net.Listener, registry discovery.Registry) *testServer {
+	tb.Helper()
+
+	return startServerTuned(tb, lis, registry, nil)
+}
+
+// startServerTuned is startServerWith with tune applied to the server
+// before it serves.
+func startServerTuned(tb testing.TB, lis net.Listener, registry discovery.Registry, tune func(*Server)) *testServer {
 	tb.Helper()
 
 	ca, _, accepted := cas(tb)
@@ -86,6 +96,10 @@ func startServerWith(tb testing.TB, lis net.Listener, registry discovery.Registr
 		tb.Fatal(err)
 	}
 
+	if tune != nil {
+		tune(srv)
+	}
+
 	if lis == nil {
 		if lis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			tb.Fatal(err)
@@ -97,15 +111,16 @@ func startServerWith(tb testing.TB, lis net.Listener, registry discovery.Registr
 
 	go func() { done <- srv.Serve(ctx, lis) }()
 
-	tb.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 
 		if err := <-done; err != nil {
 			tb.Errorf("Serve: %v", err)
 		}
 	})
+	tb.Cleanup(stop)
 
-	return &testServer{addr: lis.Addr().String(), log: logBuf, srv: srv}
+	return &testServer{addr: lis.Addr().String(), log: logBuf, srv: srv, stop: stop}
 }
 
 // closedAddr is a 127.0.0.1 address nothing listens on (connection refused).

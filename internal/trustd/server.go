@@ -50,6 +50,15 @@ const (
 	MaxConnections = 256
 	// RPCTimeout bounds one call on the server side.
 	RPCTimeout = 10 * time.Second
+	// MaxWatchers caps WatchAffiliates streams, each of which holds a
+	// connection for as long as its worker runs: half the connections
+	// stay free for certificates. Workers past the cap poll instead.
+	MaxWatchers = MaxConnections / 2
+	// keepaliveTime is how long a connection may be silent before a ping
+	// checks its peer: a watching worker that lost power frees its slot
+	// in keepaliveTime+keepaliveTimeout, not when TCP gives up.
+	keepaliveTime    = 30 * time.Second
+	keepaliveTimeout = 10 * time.Second
 
 	maxHeaderListSize = 16 << 10
 	stopGrace         = 5 * time.Second
@@ -75,7 +84,8 @@ type Options struct {
 	// Log receives one line per issued certificate; discarded when nil.
 	Log io.Writer
 	// Registry serves discovery to workers (Affiliates); nil answers
-	// Unimplemented.
+	// Unimplemented. WatchAffiliates needs a discovery.Watcher, and
+	// Affiliates with leave a discovery.Remover.
 	Registry discovery.Registry
 }
 
@@ -89,6 +99,11 @@ type Server struct {
 	ttl        time.Duration
 	log        *log.Logger // serializes lines from concurrent calls
 	registry   discovery.Registry
+	// feed is the one watch of registry all WatchAffiliates streams share
+	// (nil when registry cannot watch).
+	feed *discovery.Feed
+	// watchSlots holds a token per open WatchAffiliates stream.
+	watchSlots chan struct{}
 }
 
 // NewServer checks opts and returns a server. The CA is checked here so a
@@ -138,6 +153,11 @@ func NewServer(opts Options) (*Server, error) {
 		w = io.Discard
 	}
 
+	var feed *discovery.Feed
+	if watcher, ok := opts.Registry.(discovery.Watcher); ok {
+		feed = discovery.NewFeed(watcher)
+	}
+
 	return &Server{
 		ca:         opts.CA,
 		caPEM:      caPEM,
@@ -146,6 +166,8 @@ func NewServer(opts Options) (*Server, error) {
 		ttl:        ttl,
 		log:        log.New(w, "[talos] trustd: ", 0),
 		registry:   opts.Registry,
+		feed:       feed,
+		watchSlots: make(chan struct{}, MaxWatchers),
 	}, nil
 }
 
@@ -178,7 +200,7 @@ func acceptedPEM(issuing []byte, accepted [][]byte) ([]byte, error) {
 // Serve serves on lis until ctx ends, then lets calls in flight finish
 // (briefly) and returns nil. lis is closed when Serve returns.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	gs := s.newGRPCServer()
+	gs := s.newGRPCServer(ctx.Done())
 	ll := newLimitListener(lis, MaxConnections)
 
 	served := make(chan error, 1)
@@ -198,7 +220,10 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}
 }
 
-func (s *Server) newGRPCServer() *grpc.Server {
+// newGRPCServer is a server whose watch streams end once stopping is
+// closed: a graceful stop waits for every call, and a stream would hold
+// it for the whole grace period.
+func (s *Server) newGRPCServer(stopping <-chan struct{}) *grpc.Server {
 	gs := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(s.tlsConfig())),
 		grpc.MaxRecvMsgSize(MaxRequestSize),
@@ -206,9 +231,13 @@ func (s *Server) newGRPCServer() *grpc.Server {
 		grpc.MaxHeaderListSize(maxHeaderListSize),
 		grpc.ConnectionTimeout(RPCTimeout), // TLS handshake included
 		// A worker calls once and goes: idle connections only hold slots.
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: time.Minute}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: time.Minute, Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		// Watching workers ping as often as we do, to find a dead control
+		// plane; the default policy (5 min) would cut them off for it.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2}),
 		grpc.ChainUnaryInterceptor(s.unary),
-		// No streaming method today; one added later is authenticated too.
+		// Streams (WatchAffiliates) are authenticated as calls are, but
+		// not bounded: they last as long as the worker watches.
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			if err := s.authenticate(ss.Context()); err != nil {
 				return err
@@ -218,7 +247,7 @@ func (s *Server) newGRPCServer() *grpc.Server {
 		}),
 	)
 
-	security.RegisterSecurityServiceServer(gs, &service{s: s})
+	security.RegisterSecurityServiceServer(gs, &service{s: s, stopping: stopping})
 
 	return gs
 }

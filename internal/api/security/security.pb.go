@@ -214,7 +214,11 @@ func (x *Affiliate) GetAddresses() []string {
 type AffiliatesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// self is the caller's record, stored under a lease on the control plane.
-	Self          *Affiliate `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
+	Self *Affiliate `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
+	// leave deletes the record of self.node_id instead (a graceful reset), so
+	// the other nodes drop it now rather than when its lease expires; only
+	// the node ID of self is read, and the response lists nothing.
+	Leave         bool `protobuf:"varint,2,opt,name=leave,proto3" json:"leave,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -256,6 +260,49 @@ func (x *AffiliatesRequest) GetSelf() *Affiliate {
 	return nil
 }
 
+func (x *AffiliatesRequest) GetLeave() bool {
+	if x != nil {
+		return x.Leave
+	}
+	return false
+}
+
+type WatchAffiliatesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchAffiliatesRequest) Reset() {
+	*x = WatchAffiliatesRequest{}
+	mi := &file_security_security_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchAffiliatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchAffiliatesRequest) ProtoMessage() {}
+
+func (x *WatchAffiliatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_security_security_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchAffiliatesRequest.ProtoReflect.Descriptor instead.
+func (*WatchAffiliatesRequest) Descriptor() ([]byte, []int) {
+	return file_security_security_proto_rawDescGZIP(), []int{4}
+}
+
 type AffiliatesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Affiliates    []*Affiliate           `protobuf:"bytes,1,rep,name=affiliates,proto3" json:"affiliates,omitempty"`
@@ -265,7 +312,7 @@ type AffiliatesResponse struct {
 
 func (x *AffiliatesResponse) Reset() {
 	*x = AffiliatesResponse{}
-	mi := &file_security_security_proto_msgTypes[4]
+	mi := &file_security_security_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +324,7 @@ func (x *AffiliatesResponse) String() string {
 func (*AffiliatesResponse) ProtoMessage() {}
 
 func (x *AffiliatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_security_security_proto_msgTypes[4]
+	mi := &file_security_security_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +337,7 @@ func (x *AffiliatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AffiliatesResponse.ProtoReflect.Descriptor instead.
 func (*AffiliatesResponse) Descriptor() ([]byte, []int) {
-	return file_security_security_proto_rawDescGZIP(), []int{4}
+	return file_security_security_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AffiliatesResponse) GetAffiliates() []*Affiliate {
@@ -316,17 +363,20 @@ const file_security_security_proto_rawDesc = "" +
 	"\bnodename\x18\x03 \x01(\tR\bnodename\x12!\n" +
 	"\fmachine_type\x18\x04 \x01(\tR\vmachineType\x12)\n" +
 	"\x10operating_system\x18\x05 \x01(\tR\x0foperatingSystem\x12\x1c\n" +
-	"\taddresses\x18\x06 \x03(\tR\taddresses\"?\n" +
+	"\taddresses\x18\x06 \x03(\tR\taddresses\"U\n" +
 	"\x11AffiliatesRequest\x12*\n" +
-	"\x04self\x18\x01 \x01(\v2\x16.securityapi.AffiliateR\x04self\"L\n" +
+	"\x04self\x18\x01 \x01(\v2\x16.securityapi.AffiliateR\x04self\x12\x14\n" +
+	"\x05leave\x18\x02 \x01(\bR\x05leave\"\x18\n" +
+	"\x16WatchAffiliatesRequest\"L\n" +
 	"\x12AffiliatesResponse\x126\n" +
 	"\n" +
 	"affiliates\x18\x01 \x03(\v2\x16.securityapi.AffiliateR\n" +
-	"affiliates2\xb2\x01\n" +
+	"affiliates2\x8d\x02\n" +
 	"\x0fSecurityService\x12P\n" +
 	"\vCertificate\x12\x1f.securityapi.CertificateRequest\x1a .securityapi.CertificateResponse\x12M\n" +
 	"\n" +
-	"Affiliates\x12\x1e.securityapi.AffiliatesRequest\x1a\x1f.securityapi.AffiliatesResponseB=Z;github.com/talosbox/talosbox/internal/api/security;securityb\x06proto3"
+	"Affiliates\x12\x1e.securityapi.AffiliatesRequest\x1a\x1f.securityapi.AffiliatesResponse\x12Y\n" +
+	"\x0fWatchAffiliates\x12#.securityapi.WatchAffiliatesRequest\x1a\x1f.securityapi.AffiliatesResponse0\x01B=Z;github.com/talosbox/talosbox/internal/api/security;securityb\x06proto3"
 
 var (
 	file_security_security_proto_rawDescOnce sync.Once
@@ -340,23 +390,26 @@ func file_security_security_proto_rawDescGZIP() []byte {
 	return file_security_security_proto_rawDescData
 }
 
-var file_security_security_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_security_security_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_security_security_proto_goTypes = []any{
-	(*CertificateRequest)(nil),  // 0: securityapi.CertificateRequest
-	(*CertificateResponse)(nil), // 1: securityapi.CertificateResponse
-	(*Affiliate)(nil),           // 2: securityapi.Affiliate
-	(*AffiliatesRequest)(nil),   // 3: securityapi.AffiliatesRequest
-	(*AffiliatesResponse)(nil),  // 4: securityapi.AffiliatesResponse
+	(*CertificateRequest)(nil),     // 0: securityapi.CertificateRequest
+	(*CertificateResponse)(nil),    // 1: securityapi.CertificateResponse
+	(*Affiliate)(nil),              // 2: securityapi.Affiliate
+	(*AffiliatesRequest)(nil),      // 3: securityapi.AffiliatesRequest
+	(*WatchAffiliatesRequest)(nil), // 4: securityapi.WatchAffiliatesRequest
+	(*AffiliatesResponse)(nil),     // 5: securityapi.AffiliatesResponse
 }
 var file_security_security_proto_depIdxs = []int32{
 	2, // 0: securityapi.AffiliatesRequest.self:type_name -> securityapi.Affiliate
 	2, // 1: securityapi.AffiliatesResponse.affiliates:type_name -> securityapi.Affiliate
 	0, // 2: securityapi.SecurityService.Certificate:input_type -> securityapi.CertificateRequest
 	3, // 3: securityapi.SecurityService.Affiliates:input_type -> securityapi.AffiliatesRequest
-	1, // 4: securityapi.SecurityService.Certificate:output_type -> securityapi.CertificateResponse
-	4, // 5: securityapi.SecurityService.Affiliates:output_type -> securityapi.AffiliatesResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
+	4, // 4: securityapi.SecurityService.WatchAffiliates:input_type -> securityapi.WatchAffiliatesRequest
+	1, // 5: securityapi.SecurityService.Certificate:output_type -> securityapi.CertificateResponse
+	5, // 6: securityapi.SecurityService.Affiliates:output_type -> securityapi.AffiliatesResponse
+	5, // 7: securityapi.SecurityService.WatchAffiliates:output_type -> securityapi.AffiliatesResponse
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
 	2, // [2:2] is the sub-list for extension extendee
 	0, // [0:2] is the sub-list for field type_name
@@ -373,7 +426,7 @@ func file_security_security_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_security_security_proto_rawDesc), len(file_security_security_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,8 +24,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SecurityService_Certificate_FullMethodName = "/securityapi.SecurityService/Certificate"
-	SecurityService_Affiliates_FullMethodName  = "/securityapi.SecurityService/Affiliates"
+	SecurityService_Certificate_FullMethodName     = "/securityapi.SecurityService/Certificate"
+	SecurityService_Affiliates_FullMethodName      = "/securityapi.SecurityService/Affiliates"
+	SecurityService_WatchAffiliates_FullMethodName = "/securityapi.SecurityService/WatchAffiliates"
 )
 
 // SecurityServiceClient is the client API for SecurityService service.
@@ -37,6 +38,11 @@ type SecurityServiceClient interface {
 	// client certificate: the caller publishes its own record and gets the
 	// cluster's back. Same token as Certificate.
 	Affiliates(ctx context.Context, in *AffiliatesRequest, opts ...grpc.CallOption) (*AffiliatesResponse, error)
+	// WatchAffiliates streams the cluster's records: the whole list once the
+	// control plane watches its registry, then the whole list again after
+	// every change, so a worker sees a node join or leave at once instead of
+	// at its next Affiliates call. Same token as Certificate.
+	WatchAffiliates(ctx context.Context, in *WatchAffiliatesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[AffiliatesResponse], error)
 }
 
 type securityServiceClient struct {
@@ -67,6 +73,25 @@ func (c *securityServiceClient) Affiliates(ctx context.Context, in *AffiliatesRe
 	return out, nil
 }
 
+func (c *securityServiceClient) WatchAffiliates(ctx context.Context, in *WatchAffiliatesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[AffiliatesResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SecurityService_ServiceDesc.Streams[0], SecurityService_WatchAffiliates_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchAffiliatesRequest, AffiliatesResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SecurityService_WatchAffiliatesClient = grpc.ServerStreamingClient[AffiliatesResponse]
+
 // SecurityServiceServer is the server API for SecurityService service.
 // All implementations must embed UnimplementedSecurityServiceServer
 // for forward compatibility.
@@ -76,6 +101,11 @@ type SecurityServiceServer interface {
 	// client certificate: the caller publishes its own record and gets the
 	// cluster's back. Same token as Certificate.
 	Affiliates(context.Context, *AffiliatesRequest) (*AffiliatesResponse, error)
+	// WatchAffiliates streams the cluster's records: the whole list once the
+	// control plane watches its registry, then the whole list again after
+	// every change, so a worker sees a node join or leave at once instead of
+	// at its next Affiliates call. Same token as Certificate.
+	WatchAffiliates(*WatchAffiliatesRequest, grpc.ServerStreamingServer[AffiliatesResponse]) error
 	mustEmbedUnimplementedSecurityServiceServer()
 }
 
@@ -91,6 +121,9 @@ func (UnimplementedSecurityServiceServer) Certificate(context.Context, *Certific
 }
 func (UnimplementedSecurityServiceServer) Affiliates(context.Context, *AffiliatesRequest) (*AffiliatesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Affiliates not implemented")
+}
+func (UnimplementedSecurityServiceServer) WatchAffiliates(*WatchAffiliatesRequest, grpc.ServerStreamingServer[AffiliatesResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchAffiliates not implemented")
 }
 func (UnimplementedSecurityServiceServer) mustEmbedUnimplementedSecurityServiceServer() {}
 func (UnimplementedSecurityServiceServer) testEmbeddedByValue()                         {}
@@ -149,6 +182,17 @@ func _SecurityService_Affiliates_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SecurityService_WatchAffiliates_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchAffiliatesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SecurityServiceServer).WatchAffiliates(m, &grpc.GenericServerStream[WatchAffiliatesRequest, AffiliatesResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SecurityService_WatchAffiliatesServer = grpc.ServerStreamingServer[AffiliatesResponse]
+
 // SecurityService_ServiceDesc is the grpc.ServiceDesc for SecurityService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -165,6 +209,12 @@ var SecurityService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _SecurityService_Affiliates_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchAffiliates",
+			Handler:       _SecurityService_WatchAffiliates_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "security/security.proto",
 }
