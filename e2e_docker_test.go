@@ -238,7 +238,7 @@ func TestDockerCluster(t *testing.T) {
 	// runs etcd's checks too.
 	t.Run("health discovers the cluster", func(t *testing.T) {
 		waitFor(t, time.Minute, "the first node's members to list every node", func() error {
-			if out := dc.ok("-n", dc.ip(0), "get", "members"); strings.Count(out, dc.name+"-") != 4 {
+			if out := dc.ok("-n", dc.ip(0), "get", "members"); strings.Count(out, "   Member   ") != 4 {
 				return fmt.Errorf("members:\n%s", out)
 			}
 
