@@ -32,6 +32,10 @@ var KubernetesModules = []string{
 	"bridge", "br_netfilter", "veth", "vxlan",
 	"nf_tables", "nft_chain_nat", "nft_compat", "nft_ct", "nft_masq", "nft_nat", "nft_reject_inet", "nft_fib_inet", "nft_limit",
 	"ip_tables", "iptable_nat", "iptable_filter", "iptable_mangle", "ip6_tables", "ip6table_nat", "ip6table_filter", "ip6table_mangle",
+	// nftables expressions are modules the kernel would load on demand
+	// through modprobe, which the initramfs has not: kube-proxy's
+	// nftables mode needs numgen (endpoint choice), reject and fib.
+	"nft_numgen", "nft_reject_ipv4", "nft_reject_ipv6", "nft_fib_ipv4", "nft_fib_ipv6", "nft_objref", "nft_hash", "nft_redir", "nft_log",
 	"nf_nat", "nf_conntrack", "nf_conntrack_netlink", "nf_reject_ipv4", "ipt_REJECT", "ip6t_REJECT",
 	"xt_conntrack", "xt_MASQUERADE", "xt_comment", "xt_mark", "xt_connmark", "xt_multiport", "xt_addrtype", "xt_nat",
 	"xt_tcpudp", "xt_statistic", "xt_physdev", "xt_set", "ip_set", "xt_limit", "xt_CT", "xt_NFLOG", "nfnetlink_log",

@@ -31,7 +31,16 @@ func (c *vmCluster) kubectl(root string, args ...string) (string, error) {
 // from the image cache the host serves on the segment, runs the kubelet
 // and its static-pod control plane, and becomes a Ready node that runs
 // the project's echo Deployment, reached through its Service.
+//
+// Not yet in make test: under TCG (no KVM on this machine) the node took
+// about 14 minutes to Ready while go test ran the Docker clusters beside
+// it, and pod networking on metal is still being finished (issue 17).
+// TALOSBOX_QEMU_K8S=1 runs it.
 func TestQEMUKubernetes(t *testing.T) {
+	if os.Getenv("TALOSBOX_QEMU_K8S") != "1" {
+		t.Skip("Kubernetes on a QEMU node is not finished (issue 17): TALOSBOX_QEMU_K8S=1 runs it")
+	}
+
 	c := newVMCluster(t)
 	k, _ := kernel()
 
