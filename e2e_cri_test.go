@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/talosbox/talosbox/boot/qemu"
 	"github.com/talosbox/talosbox/internal/images"
 )
 
@@ -82,12 +83,21 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 	oci := imageBuild(t)
 	rtDir := runtimeBuild(t)
 
+	// A Kubernetes node: as heavy as a group of QEMU guests (see
+	// TestDockerKubernetes).
+	release, err := qemu.Exclusive()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(release)
+
 	cs := startCacheServe(t, bin, oci, "0.0.0.0:0")
 	dc := newDockerCluster(t, bin)
 	mirror := "http://" + mirrorAddr(dc, cs)
 
 	created := dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(), "--workers", "0",
-		"--images-dir", rtDir, "--registry-mirror", "registry.k8s.io="+mirror, "--registry-mirror", "ghcr.io="+mirror, "--wait-timeout", "3m")
+		"--images-dir", rtDir, "--registry-mirror", "registry.k8s.io="+mirror, "--registry-mirror", "ghcr.io="+mirror, "--wait-timeout", "10m")
 
 	node := dc.ip(0)
 	ctrName := dc.name + "-controlplane-1"
