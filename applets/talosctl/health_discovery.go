@@ -82,6 +82,7 @@ func compareAddrs(a, b string) int {
 // node flag names them: from the members first, then from etcd's member
 // list; it prints what it found, as Talos does.
 func discoverNodes(ctx context.Context, out io.Writer, s *session) error {
+	asked := slices.Clone(s.nodes)
 	cps, workers := discoverMembers(ctx, s)
 
 	if len(cps) > 0 {
@@ -101,6 +102,11 @@ func discoverNodes(ctx context.Context, out io.Writer, s *session) error {
 		}
 	}
 
+	// The asked nodes first, then control planes and workers, each in
+	// address order.
+	slices.SortFunc(cps, compareAddrs)
+
+	s.nodes = asked
 	for _, n := range slices.Concat(cps, workers) {
 		if !slices.Contains(s.nodes, n) {
 			s.nodes = append(s.nodes, n)

@@ -173,22 +173,26 @@ func TestControlPlaneGraph(t *testing.T) {
 		return strings.Contains(strings.Join(ks.TypedSpec().Args, " "), "--hostname-override=cp-1 ")
 	})
 
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The server follows the StaticPods as its controller sees them: all
+	// three are served a moment after they exist.
+	var body []byte
 
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	g.wait("the static pod server to serve three pods", func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
 
-	var list struct {
-		Kind  string           `yaml:"kind"`
-		Items []map[string]any `yaml:"items"`
-	}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
 
-	if err := yaml.Unmarshal(body, &list); err != nil || list.Kind != "PodList" || len(list.Items) != 3 {
-		t.Fatalf("static pod server: %v %s", err, body)
-	}
+		var list struct {
+			Kind  string           `yaml:"kind"`
+			Items []map[string]any `yaml:"items"`
+		}
+
+		return yaml.Unmarshal(body, &list) == nil && list.Kind == "PodList" && len(list.Items) == 3
+	})
 
 	// An extra arg bumps the apiserver's config version only.
 	next := *cp

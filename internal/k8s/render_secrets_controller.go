@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
 	"github.com/talosbox/talosbox/internal/network"
@@ -94,6 +96,8 @@ func (c *RenderSecretsController) Run(ctx context.Context, r bus.ControllerRunti
 			continue // the network has not named the node yet
 		}
 
+		addrs = withoutClusterNetworks(cfg, addrs)
+
 		in, err := secrets.FromConfig(cfg, host, fqdn, addrs)
 		if err != nil {
 			r.Logger().Error("kubernetes secrets", "error", err)
@@ -167,4 +171,27 @@ func nodeIdentity(ctx context.Context, r bus.Reader) (host, fqdn string, addrs [
 	spec := hs.TypedSpec()
 
 	return spec.Hostname, spec.FQDN(), addrs, spec.Hostname != "", nil
+}
+
+// withoutClusterNetworks drops the addresses in the pod and service
+// networks (Talos's "no-k8s" node address filter): the CNI's own addresses
+// (flannel.1, cni0) appear once pods run, and must not reissue the
+// apiserver's certificate, which restarts it, under a cluster in use.
+func withoutClusterNetworks(cfg *configs.Config, addrs []netip.Addr) []netip.Addr {
+	cl, err := ClusterFrom(cfg)
+	if err != nil {
+		return addrs
+	}
+
+	var nets []netip.Prefix
+
+	for _, s := range slices.Concat(cl.PodSubnets, cl.ServiceSubnets) {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			nets = append(nets, p)
+		}
+	}
+
+	return slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool {
+		return slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(a) })
+	})
 }

@@ -282,13 +282,12 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	}))
 	// The kubelet's mounts propagate to and from its container (pods'
 	// volumes, the CRI's mounts), which needs a shared root, as Talos
-	// makes it; a Docker node starts with a private one. On metal only
-	// the kubelet's directory is made shared (MakeSharedMount says why).
+	// makes it; a Docker node starts with a private one. (Metal is not
+	// done yet: a shared initramfs root lets runc's MS_MOVE entry unmount
+	// the host's /proc, and a shared /var/lib/kubelet bind must be
+	// unmounted before EPHEMERAL: issue 17.)
 	seq.AppendWhen(!metal && n.opts.Platform.OwnRoot, "sharedRoot", task("makeRootShared", func(context.Context, io.Writer) error {
 		return platform.MakeRootShared()
-	}))
-	seq.AppendWhen(metal, "sharedRoot", task("makeKubeletShared", func(context.Context, io.Writer) error {
-		return platform.MakeSharedMount("/var/lib/kubelet")
 	}))
 	seq.Append("startEverything", task("startAllServices", func(ctx context.Context, w io.Writer) error {
 		return n.startServices(ctx, cfg, w)
