@@ -17,6 +17,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/applet"
 	"github.com/talosbox/talosbox/internal/etcd"
+	"github.com/talosbox/talosbox/internal/network"
 )
 
 // Applet is etcd's entry in the multicall table.
@@ -164,7 +165,7 @@ func (o *options) resolve() (etcd.Options, etcd.Mode, error) {
 // ips are --addresses, or this host's.
 func (o *options) ips() ([]netip.Addr, error) {
 	if len(o.addresses) == 0 {
-		if host := applet.HostAddrs(); len(host) > 0 {
+		if host := network.HostAddrs(); len(host) > 0 {
 			return host, nil
 		}
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/trustd"
 )
@@ -210,7 +211,7 @@ func serverNames(hostname string, extra []string) pki.ServerOptions {
 		opts.DNSNames = append(opts.DNSNames, hostname)
 	}
 
-	for _, a := range applet.HostAddrs() {
+	for _, a := range network.HostAddrs() {
 		opts.IPs = append(opts.IPs, a.AsSlice())
 	}
 

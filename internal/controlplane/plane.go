@@ -15,6 +15,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/etcd"
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/trustd"
 )
@@ -123,28 +124,7 @@ func hostname(cfg *configs.Config) string { return machine.Hostname(cfg) }
 
 // nodeAddrs are the node's global unicast addresses, as the kernel has
 // them now.
-func nodeAddrs() []netip.Addr {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-
-	var out []netip.Addr
-
-	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-
-		ip, ok := netip.AddrFromSlice(n.IP)
-		if ok && ip.Unmap().IsGlobalUnicast() {
-			out = append(out, ip.Unmap())
-		}
-	}
-
-	return out
-}
+func nodeAddrs() []netip.Addr { return network.HostAddrs() }
 
 // nodeNames are the SANs of this node's server certificates: its
 // addresses, loopback, its hostname and machine.certSANs.

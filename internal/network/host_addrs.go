@@ -1,4 +1,4 @@
-package applet
+package network
 
 import (
 	"net"
@@ -6,9 +6,9 @@ import (
 )
 
 // HostAddrs are the global unicast addresses of this host's interfaces,
-// in the kernel's order. An applet run alone has no node resources to ask
-// for its addresses, so this is its default for certificate SANs and
-// advertised addresses, as machined's own addresses are inside a node.
+// as the kernel has them now, in its order: a control plane's etcd and
+// certificates use them, and so do applets run alone, which have no
+// NodeAddresses to ask.
 func HostAddrs() []netip.Addr {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
