@@ -223,6 +223,9 @@ func TestQEMUCluster(t *testing.T) {
 		// Four Kubernetes nodes do not fit two emulated CPUs: this test is
 		// about the OS; TestQEMUKubernetes runs the kubelet.
 		"--image-cache=false",
+		// Every node gets wg0 and a peer for each node it can meet; the
+		// guest kernel has WireGuard (the host's and Docker nodes' do not).
+		"--wireguard-cidr", wireguardCIDR(c.cidr),
 		"--config-patch-control-plane", patch, "--wait-timeout", "6m")
 
 	start := time.Now()
@@ -276,6 +279,42 @@ func TestQEMUCluster(t *testing.T) {
 			t.Errorf("etcd members lack the peer URL of %s:\n%s", c.ip(i), etcd)
 		}
 	}
+
+	// WireGuard carries traffic: control plane 1's apid reaches the
+	// worker's apid at its wg0 address, which only wg0 routes (a peer's
+	// allowed IPs are its /32 in the WireGuard CIDR).
+	wgAddr := regexp.MustCompile(`wg0/(\d+\.\d+\.\d+\.\d+)/\d+`)
+
+	var workerWG string
+
+	c.until("the worker's wg0 address", time.Minute, func() error {
+		addrs, err := c.talosctl(commandTimeout, "-n", c.ip(3), "get", "addresses")
+		if err != nil {
+			return err
+		}
+
+		m := wgAddr.FindStringSubmatch(addrs)
+		if m == nil {
+			return fmt.Errorf("no wg0 address on the worker:\n%s", addrs)
+		}
+
+		workerWG = m[1]
+
+		return nil
+	})
+
+	c.until("the worker's apid through WireGuard", 2*time.Minute, func() error {
+		v, err := c.talosctl(commandTimeout, "-e", c.ip(0), "-n", workerWG, "get", "hostname")
+		if err != nil {
+			return err
+		}
+
+		if !strings.Contains(v, c.name+"-worker-1") {
+			return fmt.Errorf("the node at %s is not the worker:\n%s", workerWG, v)
+		}
+
+		return nil
+	})
 
 	// The host reaches the shared IP: an owner answered ARP on the segment.
 	conn, err := net.DialTimeout("tcp", net.JoinHostPort(vip, "50000"), 10*time.Second)
@@ -371,6 +410,15 @@ func (c *vmCluster) reboot(i int) {
 	if bytes.Contains(second, []byte("maintenance mode")) {
 		t.Errorf("control plane %d entered maintenance mode after its reboot: its config was not read from disk", i+1)
 	}
+}
+
+// wireguardCIDR is a /24 beside the segment's (10.x.7.0/24 gives
+// 10.x.9.0/24), so that two test clusters never share one.
+func wireguardCIDR(segment netip.Prefix) string {
+	a := segment.Addr().As4()
+	a[2] = 9
+
+	return netip.PrefixFrom(netip.AddrFrom4(a), 24).String()
 }
 
 // TestQEMUClusterBadInput: refusals before anything is made.

@@ -105,4 +105,41 @@ func TestQEMUKubernetes(t *testing.T) {
 			t.Errorf("%s answered %q, want an echo pod's name", url, got)
 		}
 	}
+
+	// talosctl reboot with pods running: machined stops the pods' shims,
+	// unmounts the kubelet's shared bind and the pods' volumes, and only
+	// then EPHEMERAL; the node comes back Ready with its workloads.
+	console := filepath.Join(c.state, c.name, c.name+"-controlplane-1", "console.log")
+	before, err := os.ReadFile(console)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start = time.Now()
+	c.reboot(0)
+	t.Logf("talosctl reboot to healthy: %s", time.Since(start).Round(time.Second))
+
+	after, err := os.ReadFile(console)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	down := string(after[len(before):])
+	if !strings.Contains(down, "[talos] unmounted /var\n") {
+		t.Errorf("EPHEMERAL was not unmounted cleanly on the way down:\n%s", down)
+	}
+
+	c.until("the node Ready after its reboot", 10*time.Minute, func() error {
+		out, err := c.kubectl(root, "get", "nodes", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}`)
+		if err != nil {
+			return err
+		}
+
+		if strings.TrimSpace(out) != "True" {
+			return fmt.Errorf("node Ready=%q", out)
+		}
+
+		return nil
+	})
+	must("rollout", "status", "deployment/echo", "--timeout=10m")
 }

@@ -1,7 +1,6 @@
 package apid
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/disk"
 )
 
 // procRoot is where /proc is read from.
@@ -39,26 +39,19 @@ func (m *machineServer) Mounts(ctx context.Context, _ *emptypb.Empty) (*machine.
 		return nil, err
 	}
 
-	var stats []*machine.MountStat
+	mounts, err := disk.ReadMountInfo(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
 
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
+	stats := make([]*machine.MountStat, 0, len(mounts))
+
+	for _, mt := range mounts {
 		if ctx.Err() != nil {
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 
-		// "id parent maj:min root mountpoint options [optional...] - fstype source superoptions"
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-
-		f, p := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 5 || len(p) < 2 {
-			continue
-		}
-
-		ms := &machine.MountStat{Filesystem: unescapeMount(p[1]), MountedOn: unescapeMount(f[4])}
+		ms := &machine.MountStat{Filesystem: mt.Source, MountedOn: mt.MountPoint}
 
 		var st unix.Statfs_t
 		if unix.Statfs(ms.MountedOn, &st) == nil {
@@ -70,30 +63,6 @@ func (m *machineServer) Mounts(ctx context.Context, _ *emptypb.Empty) (*machine.
 	}
 
 	return &machine.MountsResponse{Messages: []*machine.Mounts{{Stats: stats}}}, nil
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-
-	var b strings.Builder
-
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-
-				continue
-			}
-		}
-
-		b.WriteByte(s[i])
-	}
-
-	return b.String()
 }
 
 // Memory is /proc/meminfo, in kB as the kernel reports it.

@@ -282,12 +282,13 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	}))
 	// The kubelet's mounts propagate to and from its container (pods'
 	// volumes, the CRI's mounts), which needs a shared root, as Talos
-	// makes it; a Docker node starts with a private one. (Metal is not
-	// done yet: a shared initramfs root lets runc's MS_MOVE entry unmount
-	// the host's /proc, and a shared /var/lib/kubelet bind must be
-	// unmounted before EPHEMERAL: issue 17.)
+	// makes it; a Docker node starts with a private one. On metal only
+	// the kubelet's directory is made shared (MakeSharedMount says why).
 	seq.AppendWhen(!metal && n.opts.Platform.OwnRoot, "sharedRoot", task("makeRootShared", func(context.Context, io.Writer) error {
 		return platform.MakeRootShared()
+	}))
+	seq.AppendWhen(metal && !n.opts.NoContainerd, "sharedRoot", task("makeKubeletShared", func(context.Context, io.Writer) error {
+		return platform.MakeSharedMount("/var/lib/kubelet")
 	}))
 	seq.Append("startEverything", task("startAllServices", func(ctx context.Context, w io.Writer) error {
 		return n.startServices(ctx, cfg, w)
@@ -319,6 +320,7 @@ func setEnv(cfg *configs.Config) error {
 func (n *Node) stopSequence(name string) *sequencer.Sequence {
 	seq := &sequencer.Sequence{Name: name}
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
+	seq.AppendWhen(n.opts.Platform.IsMetal(), "releaseRuntime", task("stopAllPods", n.releaseRuntime))
 	seq.AppendWhen(n.opts.Platform.IsMetal(), "unmountSystem", task("unmountSystemVolumes", n.unmountSystem))
 
 	return seq
@@ -352,6 +354,7 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 		return n.opts.LeaveCluster(ctx, w)
 	}))
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
+	seq.AppendWhen(metal, "releaseRuntime", task("stopAllPods", n.releaseRuntime))
 	seq.Append("wipe", task("wipeSystemLabels", func(_ context.Context, w io.Writer) error {
 		labels := opts.SystemLabelsToWipe
 		if len(labels) == 0 {

@@ -264,7 +264,7 @@ func (n *Node) unmountSystem(_ context.Context, w io.Writer) error {
 	n.mu.Unlock()
 
 	for i := len(mounts) - 1; i >= 0; i-- {
-		if err := disk.Unmount(mounts[i]); err != nil {
+		if err := disk.UnmountTree(mounts[i]); err != nil {
 			fmt.Fprintf(w, "[talos] %v\n", err)
 			continue
 		}
@@ -294,7 +294,7 @@ func (n *Node) wipeVolume(label, dir string, w io.Writer) error {
 		return fmt.Errorf("wipe %s: no such partition on %s", label, sysDisk)
 	}
 
-	if err := disk.Unmount(dir); err != nil {
+	if err := disk.UnmountTree(dir); err != nil {
 		return fmt.Errorf("wipe %s: %w", label, err)
 	}
 

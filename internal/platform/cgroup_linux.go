@@ -180,3 +180,26 @@ func MakeRootShared() error {
 
 	return nil
 }
+
+// MakeSharedMount makes dir a shared mount of its own (a bind mount onto
+// itself, then mount --make-rshared): what a metal node does for the
+// kubelet's /var/lib/kubelet, so the pods' volumes the kubelet mounts in
+// its container reach containerd's. The root stays private: runc enters
+// containers there with MS_MOVE (no pivot_root out of an initramfs), and
+// the unmounts it does on the way would reach a shared root. The bind
+// pins the volume under it; disk.UnmountTree takes it down first.
+func MakeSharedMount(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", dir, err)
+	}
+
+	if err := unix.Mount("", dir, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("make %s shared: %w", dir, err)
+	}
+
+	return nil
+}

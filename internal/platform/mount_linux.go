@@ -1,14 +1,14 @@
 package platform
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/talosbox/talosbox/internal/disk"
 )
 
 // mountPoint is one pseudo filesystem PID 1 mounts on metal.
@@ -60,7 +60,7 @@ func MountPseudo(log io.Writer) error {
 
 // isMounted reports whether target is a mount point, from mountinfo.
 func isMounted(target string) (bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := disk.Mounts()
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -68,18 +68,14 @@ func isMounted(target string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
 
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// Field 5 is the mount point.
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && fields[4] == target {
+	for _, m := range mounts {
+		if m.MountPoint == target {
 			return true, nil
 		}
 	}
 
-	return false, sc.Err()
+	return false, nil
 }
 
 // UnmountAll syncs and unmounts what MountPseudo mounted, in reverse,
