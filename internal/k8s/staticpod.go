@@ -107,9 +107,17 @@ func StaticPodFor(id string, spec ComponentConfigSpec, v podVersions) (map[strin
 	}
 
 	if probe != nil {
+		// Talos gives the startup probe 12 tries of 5 s with the default
+		// 1 s timeout. An emulated node (QEMU under TCG, no KVM) that is
+		// also pulling images needs longer than a minute to bring the
+		// controller-manager up and can take over a second to finish a TLS
+		// handshake, so the kubelet killed it every 60 s, forever. Here
+		// the startup probe gets the liveness probe's 15 s timeout and
+		// two minutes; a started component is probed as Talos probes it.
 		startup := maps.Clone(probe)
 		startup["periodSeconds"] = 5
-		startup["failureThreshold"] = 12
+		startup["failureThreshold"] = 24
+		startup["timeoutSeconds"] = 15
 
 		liveness := maps.Clone(probe)
 		liveness["timeoutSeconds"] = 15

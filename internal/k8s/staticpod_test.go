@@ -191,3 +191,63 @@ func TestConfigFiles(t *testing.T) {
 		t.Errorf("versions: %s then %s", v1, v2)
 	}
 }
+
+// TestStaticPodProbes: the apiserver has no probes (as in Talos); the
+// controller-manager and the scheduler are probed on their secure ports,
+// and their startup probe allows a slow (emulated) node two minutes with
+// the liveness probe's timeout.
+func TestStaticPodProbes(t *testing.T) {
+	cp, _ := generated(t)
+
+	specs, err := ComponentConfigs(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		id   string
+		port int
+		path string
+	}{
+		{APIServerID, 0, ""},
+		{ControllerManagerID, 10257, "/healthz"},
+		{SchedulerID, 10259, "/livez"},
+	} {
+		pod, err := StaticPodFor(tc.id, specs[tc.id], podVersions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		c := pod["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+
+		if tc.port == 0 {
+			if c["startupProbe"] != nil || c["livenessProbe"] != nil {
+				t.Errorf("%s has probes: %v %v", tc.id, c["startupProbe"], c["livenessProbe"])
+			}
+
+			continue
+		}
+
+		startup, _ := c["startupProbe"].(map[string]any)
+		liveness, _ := c["livenessProbe"].(map[string]any)
+
+		if startup == nil || liveness == nil {
+			t.Fatalf("%s: startup %v, liveness %v", tc.id, startup, liveness)
+		}
+
+		for name, p := range map[string]map[string]any{"startup": startup, "liveness": liveness} {
+			get := p["httpGet"].(map[string]any)
+			if get["port"] != tc.port || get["path"] != tc.path || get["scheme"] != "HTTPS" {
+				t.Errorf("%s %s probe: %v", tc.id, name, get)
+			}
+
+			if p["timeoutSeconds"] != 15 {
+				t.Errorf("%s %s probe timeout: %v, want 15", tc.id, name, p["timeoutSeconds"])
+			}
+		}
+
+		if budget := startup["periodSeconds"].(int) * startup["failureThreshold"].(int); budget != 120 {
+			t.Errorf("%s startup budget %d s, want 120", tc.id, budget)
+		}
+	}
+}
