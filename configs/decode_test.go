@@ -280,3 +280,45 @@ func TestDecodeAliasExpansionIsBounded(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestManifestsPrune checks talosbox's cluster.manifestsPrune: off unless
+// set, kept by the round trip, and a misspelling is still an unknown field.
+func TestManifestsPrune(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		name, doc string
+		want      bool
+	}{
+		{"absent", "cluster:\n  clusterName: c\n", false},
+		{"on", "cluster:\n  manifestsPrune: true\n", true},
+		{"off", "cluster:\n  manifestsPrune: false\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+
+			cfg, err := configs.Decode([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			check(t, cfg.Cluster.ManifestsPrune == tc.want, cfg.Cluster)
+
+			out := roundTrip(t, cfg)
+			if got := strings.Contains(string(out), "manifestsPrune: true"); got != tc.want {
+				t.Errorf("encoded manifestsPrune %v, want %v:\n%s", got, tc.want, out)
+			}
+		})
+	}
+
+	t.Run("misspelt", func(t *testing.T) {
+		t.Parallel()
+
+		_, err := configs.Decode([]byte("cluster:\n  clusterName: c\n  manifestPrune: true\n"))
+
+		var de *configs.DecodeError
+		if !errors.As(err, &de) || de.Line != 3 || !strings.Contains(de.Msg, "manifestPrune") {
+			t.Fatalf("want an unknown-field error at line 3, got %v", err)
+		}
+	})
+}

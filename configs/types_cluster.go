@@ -33,6 +33,16 @@ type ClusterConfig struct {
 	AdminKubeconfig           *AdminKubeconfig       `yaml:"adminKubeconfig,omitempty"`
 	// AllowSchedulingOnControlPlanes removes the control-plane taint.
 	AllowSchedulingOnControlPlanes bool `yaml:"allowSchedulingOnControlPlanes,omitempty"`
+	// ManifestsPrune (talosbox, not in Talos) deletes the objects that
+	// talosbox applied from the bootstrap manifests, extraManifests or
+	// inlineManifests and that no manifest holds any more (a removed
+	// inline manifest, a disabled proxy or coreDNS). Only objects
+	// carrying talosbox's label talos.dev/managed-by=talosbox are
+	// deleted, never Namespaces or CRDs. Off by default, as Talos never
+	// deletes: such objects are then kept and listed as kept by
+	// `talosctl get manifeststatus`. Edits to the manifests roll out
+	// (server-side apply) whatever this says.
+	ManifestsPrune bool `yaml:"manifestsPrune,omitempty"`
 }
 
 // ControlPlaneConfig says where the Kubernetes API is reached.

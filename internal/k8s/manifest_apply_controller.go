@@ -2,6 +2,8 @@ package k8s
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,16 +26,22 @@ import (
 // bootstrap manifests one at a time, as Talos names it.
 const ManifestApplyMutex = "talos:v1:manifestApplyMutex"
 
-// ManifestApplyController creates the objects of every Manifest that the
-// API server lacks, once etcd is healthy (Talos's
-// ManifestApplyController): GET, and CREATE what is missing; it never
-// updates or deletes, so an object edited in the cluster stays as it is.
-// It retries until everything is applied, and again on any change.
+// ManifestApplyController applies the objects of every Manifest once etcd
+// is healthy (Talos's ManifestApplyController, which only creates what is
+// missing): server-side apply, so edits to the manifests roll out, and,
+// with cluster.manifestsPrune, talosbox's objects that no manifest holds
+// any more are deleted (see package manifests). It retries until
+// everything is applied, and runs again when the manifests or the prune
+// setting change. ManifestStatus says what the runs for the current
+// manifests did.
 type ManifestApplyController struct {
 	// EtcdClient is the local member's client (nil: no lock, tests).
 	EtcdClient func(ctx context.Context) (*clientv3.Client, error)
 	// RetryInterval paces retries while the API server comes up (5 s).
 	RetryInterval time.Duration
+	// RESTConfig makes the client config for the API server from the
+	// machine config (AdminRESTConfig; tests give their own server).
+	RESTConfig func(*configs.Config) (*rest.Config, error)
 }
 
 // Name implements bus.Controller.
@@ -60,13 +68,20 @@ func (c *ManifestApplyController) Run(ctx context.Context, r bus.ControllerRunti
 		every = 5 * time.Second
 	}
 
+	restConfig := c.RESTConfig
+	if restConfig == nil {
+		restConfig = AdminRESTConfig
+	}
+
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 
 	var (
 		restCfg *rest.Config
 		cfgKey  string
-		done    string // the manifests' versions last applied in full
+		done    string // the key of the manifests last applied in full
+		runKey  string // the key the result is for
+		result  manifests.Result
 	)
 
 	for {
@@ -96,19 +111,28 @@ func (c *ManifestApplyController) Run(ctx context.Context, r bus.ControllerRunti
 			return err
 		}
 
-		slices.SortFunc(list, func(a, b *Manifest) int { return strings.Compare(a.Metadata().ID, b.Metadata().ID) })
+		// No manifests, or some of an update not written yet: applying
+		// now could prune what the rest still holds. The ManifestController
+		// writes the rest, which wakes this controller again.
+		if !completeSet(list) {
+			continue
+		}
+
+		prune := cfg.Cluster != nil && cfg.Cluster.ManifestsPrune
 
 		var key strings.Builder
 		for _, m := range list {
 			fmt.Fprintf(&key, "%s@%d ", m.Metadata().ID, m.Metadata().Version)
 		}
 
+		fmt.Fprintf(&key, "prune=%v", prune)
+
 		if key.String() == done {
 			continue
 		}
 
 		if k := fmt.Sprint(cfg.Cluster.CA, cfg.Cluster.ControlPlane); restCfg == nil || k != cfgKey {
-			if restCfg, err = AdminRESTConfig(cfg); err != nil {
+			if restCfg, err = restConfig(cfg); err != nil {
 				r.Logger().Error("apply manifests", "error", err)
 				continue
 			}
@@ -116,17 +140,18 @@ func (c *ManifestApplyController) Run(ctx context.Context, r bus.ControllerRunti
 			cfgKey = k
 		}
 
-		applied, err := c.apply(ctx, r, restCfg, list)
+		res, err := c.apply(ctx, r, restCfg, list, prune)
 
-		ids := make([]string, 0, len(list))
-		for _, m := range list {
-			if slices.Contains(applied, m.Metadata().ID) {
-				ids = append(ids, m.Metadata().ID)
-			}
+		// The status covers every run for these manifests: a retry adds
+		// to what the runs before it did.
+		if key.String() != runKey {
+			runKey, result = key.String(), manifests.Result{}
 		}
 
+		result = result.Merge(res)
+
 		if serr := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, ManifestStatusType,
-			map[string]ManifestStatusSpec{ManifestStatusID: {ManifestsApplied: ids}}); serr != nil {
+			map[string]ManifestStatusSpec{ManifestStatusID: statusOf(list, result, prune, err)}); serr != nil {
 			return serr
 		}
 
@@ -143,10 +168,74 @@ func (c *ManifestApplyController) Run(ctx context.Context, r bus.ControllerRunti
 	}
 }
 
-func (c *ManifestApplyController) apply(ctx context.Context, r bus.ControllerRuntime, restCfg *rest.Config, list []*Manifest) ([]string, error) {
-	ms := make([]manifests.Manifest, 0, len(list))
+// completeSet says list is a whole set of manifests as the
+// ManifestController rendered it: not empty, and each manifest's Set the
+// digest of the IDs listed.
+func completeSet(list []*Manifest) bool {
+	if len(list) == 0 {
+		return false
+	}
+
+	slices.SortFunc(list, func(a, b *Manifest) int { return strings.Compare(a.Metadata().ID, b.Metadata().ID) })
+
+	ids := make([]string, len(list))
+	for i, m := range list {
+		ids[i] = m.Metadata().ID
+	}
+
+	set := manifestSet(ids)
+
+	return !slices.ContainsFunc(list, func(m *Manifest) bool { return m.TypedSpec().Set != set })
+}
+
+// manifestSet is the digest of a set of manifest IDs.
+func manifestSet(ids []string) string {
+	ids = slices.Sorted(slices.Values(ids))
+	sum := sha256.Sum256([]byte(strings.Join(ids, "\n")))
+
+	return hex.EncodeToString(sum[:8])
+}
+
+// statusOf is the ManifestStatus of a result: the manifests applied in
+// full, leaving out those that failed to render (their objects are the
+// last rendered ones, not the current).
+func statusOf(list []*Manifest, res manifests.Result, prune bool, err error) ManifestStatusSpec {
+	st := ManifestStatusSpec{
+		ManifestsApplied: []string{},
+		Prune:            prune,
+		ObjectsCreated:   res.Created,
+		ObjectsUpdated:   res.Updated,
+		ObjectsUnchanged: res.Unchanged,
+		ObjectsPruned:    res.Pruned,
+		ObjectsKept:      res.Kept,
+		Counts: ManifestCounts{
+			Created: len(res.Created), Updated: len(res.Updated), Unchanged: len(res.Unchanged),
+			Pruned: len(res.Pruned), Kept: len(res.Kept),
+		},
+	}
 
 	for _, m := range list {
+		if m.TypedSpec().Error == "" && slices.Contains(res.Applied, m.Metadata().ID) {
+			st.ManifestsApplied = append(st.ManifestsApplied, m.Metadata().ID)
+		}
+	}
+
+	if err != nil {
+		st.Error = err.Error()
+	}
+
+	return st
+}
+
+func (c *ManifestApplyController) apply(ctx context.Context, r bus.ControllerRuntime, restCfg *rest.Config, list []*Manifest, prune bool) (manifests.Result, error) {
+	ms := make([]manifests.Manifest, 0, len(list))
+	opts := manifests.ApplyOptions{Prune: prune}
+
+	for _, m := range list {
+		if m.TypedSpec().Error != "" {
+			opts.Hold = append(opts.Hold, m.Metadata().ID)
+		}
+
 		mm := manifests.Manifest{ID: m.Metadata().ID}
 		for _, item := range m.TypedSpec().Items {
 			mm.Objects = append(mm.Objects, &unstructured.Unstructured{Object: item})
@@ -161,26 +250,26 @@ func (c *ManifestApplyController) apply(ctx context.Context, r bus.ControllerRun
 	if c.EtcdClient != nil {
 		cli, err := c.EtcdClient(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("etcd: %w", err)
+			return manifests.Result{}, fmt.Errorf("etcd: %w", err)
 		}
 
 		sess, err := concurrency.NewSession(cli, concurrency.WithContext(ctx))
 		if err != nil {
-			return nil, fmt.Errorf("etcd session: %w", err)
+			return manifests.Result{}, fmt.Errorf("etcd session: %w", err)
 		}
 		defer sess.Close() //nolint:errcheck // releases the lock's lease
 
 		mu := concurrency.NewMutex(sess, ManifestApplyMutex)
 		if err := mu.Lock(ctx); err != nil {
-			return nil, fmt.Errorf("lock %s: %w", ManifestApplyMutex, err)
+			return manifests.Result{}, fmt.Errorf("lock %s: %w", ManifestApplyMutex, err)
 		}
 
 		defer mu.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck // the session's end releases it too
 	}
 
-	logf := func(format string, args ...any) { r.Logger().Info(fmt.Sprintf(format, args...)) }
+	opts.Logf = func(format string, args ...any) { r.Logger().Info(fmt.Sprintf(format, args...)) }
 
-	return manifests.Apply(ctx, restCfg, ms, logf)
+	return manifests.Apply(ctx, restCfg, ms, opts)
 }
 
 // AdminRESTConfig is a client config for the local API server as

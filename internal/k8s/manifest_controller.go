@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
@@ -15,8 +17,11 @@ import (
 // ManifestController renders the bootstrap manifests of a control plane
 // from its config, plus cluster.inlineManifests and the downloaded
 // cluster.extraManifests (Talos's ManifestController and
-// ExtraManifestController in one). A manifest that fails to download is
-// retried; the others are published meanwhile.
+// ExtraManifestController in one). A manifest that fails to download or
+// parse is retried; meanwhile it is published with its error and the
+// objects it last had (none before its first success), so that pruning
+// never takes a download failure for a removed manifest. Every manifest
+// carries the digest of the set's IDs (ManifestSpec.Set).
 type ManifestController struct {
 	// HTTPClient fetches extraManifests (http.DefaultClient).
 	HTTPClient *http.Client
@@ -52,10 +57,14 @@ func (c *ManifestController) Run(ctx context.Context, r bus.ControllerRuntime) e
 		want := map[string]ManifestSpec{}
 
 		if cfg != nil && cfg.IsControlPlane() {
-			ms, err := c.render(ctx, cfg)
+			ms, failed, err := c.render(ctx, cfg)
 			if err != nil {
+				// Nothing rendered: withdrawing every manifest would
+				// read as all removed, so keep what is published.
 				r.Logger().Error("bootstrap manifests", "error", err)
 				retry.Reset(10 * time.Second)
+
+				continue
 			}
 
 			for _, m := range ms {
@@ -65,6 +74,30 @@ func (c *ManifestController) Run(ctx context.Context, r bus.ControllerRuntime) e
 				}
 
 				want[m.ID] = spec
+			}
+
+			for _, id := range slices.Sorted(maps.Keys(failed)) {
+				r.Logger().Error("bootstrap manifests", "error", failed[id])
+				retry.Reset(10 * time.Second)
+
+				spec := ManifestSpec{Error: failed[id].Error()}
+
+				prev, err := bus.GetAs[*Manifest](ctx, r, bus.Pointer{Namespace: NamespaceControlPlane, Type: ManifestType, ID: id})
+
+				switch {
+				case err == nil:
+					spec.Items = prev.TypedSpec().Items
+				case !bus.IsNotFound(err):
+					return err
+				}
+
+				want[id] = spec
+			}
+
+			set := manifestSet(slices.Collect(maps.Keys(want)))
+			for id, spec := range want {
+				spec.Set = set
+				want[id] = spec
 			}
 		}
 
@@ -111,17 +144,19 @@ func ManifestOptions(cfg *configs.Config) (manifests.Options, error) {
 	return o, nil
 }
 
-func (c *ManifestController) render(ctx context.Context, cfg *configs.Config) ([]manifests.Manifest, error) {
+// render renders the manifests of cfg. failed are the manifests that
+// could not be downloaded or parsed, by ID; err says nothing rendered.
+func (c *ManifestController) render(ctx context.Context, cfg *configs.Config) (ms []manifests.Manifest, failed map[string]error, err error) {
 	o, err := ManifestOptions(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
-	ms, err := manifests.Render(o)
-	if err != nil {
-		return nil, err
+	if ms, err = manifests.Render(o); err != nil {
+		return nil, nil, err
 	}
 
+	failed = map[string]error{}
 	cl := cfg.Cluster
 
 	var urls []string
@@ -135,8 +170,6 @@ func (c *ManifestController) render(ctx context.Context, cfg *configs.Config) ([
 		urls = append(urls, "99-"+u)
 	}
 
-	var firstErr error
-
 	for _, id := range urls {
 		url := id[3:]
 
@@ -149,17 +182,13 @@ func (c *ManifestController) render(ctx context.Context, cfg *configs.Config) ([
 			}
 		}
 
-		if firstErr == nil {
-			firstErr = fmt.Errorf("extra manifest %s: %w", url, err)
-		}
+		failed[id] = fmt.Errorf("extra manifest %s: %w", url, err)
 	}
 
 	for _, im := range cl.InlineManifests {
 		m, err := manifests.Inline(im.Name, im.Contents)
 		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
+			failed["99-"+im.Name] = err
 
 			continue
 		}
@@ -167,7 +196,7 @@ func (c *ManifestController) render(ctx context.Context, cfg *configs.Config) ([
 		ms = append(ms, m)
 	}
 
-	return ms, firstErr
+	return ms, failed, nil
 }
 
 func (c *ManifestController) download(ctx context.Context, url string, headers map[string]string) ([]byte, error) {

@@ -77,7 +77,12 @@ var Definitions = []bus.Definition{
 	{Type: ConfigStatusType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"configstatus"},
 		PrintColumns: []bus.PrintColumn{{Name: "READY", JSONPath: "{.ready}"}, {Name: "SECRETS VERSION", JSONPath: "{.version}"}}},
 	{Type: ManifestType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"manifest", "manifests"}},
-	{Type: ManifestStatusType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"manifeststatus"}},
+	{Type: ManifestStatusType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"manifeststatus"},
+		PrintColumns: []bus.PrintColumn{
+			{Name: "PRUNE", JSONPath: "{.prune}"}, {Name: "CREATED", JSONPath: "{.counts.created}"},
+			{Name: "UPDATED", JSONPath: "{.counts.updated}"}, {Name: "UNCHANGED", JSONPath: "{.counts.unchanged}"},
+			{Name: "PRUNED", JSONPath: "{.counts.pruned}"}, {Name: "KEPT", JSONPath: "{.counts.kept}"},
+		}},
 	{Type: BootstrapStatusType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"bootstrapstatus", "bs"},
 		PrintColumns: []bus.PrintColumn{{Name: "SELF HOSTED", JSONPath: "{.selfHosted}"}}},
 }
@@ -190,11 +195,48 @@ type Mount struct {
 // ManifestSpec is one bootstrap manifest: its objects, in order.
 type ManifestSpec struct {
 	Items []map[string]any `yaml:"items" json:"items"`
+	// Set (talosbox) is a digest of the IDs of all the manifests
+	// rendered with this one. The apply controller acts only on a list
+	// of manifests whose IDs match it, never on one caught halfway
+	// through an update, which could look like removed manifests to
+	// prune.
+	Set string `yaml:"set,omitempty" json:"set,omitempty"`
+	// Error (talosbox) says why the manifest could not be rendered this
+	// time (an extraManifests URL that did not download); Items are then
+	// the last ones rendered, if any, and its objects are not pruned.
+	Error string `yaml:"error,omitempty" json:"error,omitempty"`
 }
 
-// ManifestStatusSpec lists the manifests applied.
+// ManifestStatusSpec says what applying the current manifests did: the
+// manifests applied in full (Talos's field) and, a talosbox addition,
+// each object by what happened to it ("Kind namespace/name"), over the
+// runs that applied these manifests and this prune setting (a retry
+// after an error adds to them).
 type ManifestStatusSpec struct {
 	ManifestsApplied []string `yaml:"manifestsApplied" json:"manifestsApplied"`
+	// Prune is cluster.manifestsPrune as applied.
+	Prune            bool     `yaml:"prune" json:"prune"`
+	ObjectsCreated   []string `yaml:"objectsCreated,omitempty" json:"objectsCreated,omitempty"`
+	ObjectsUpdated   []string `yaml:"objectsUpdated,omitempty" json:"objectsUpdated,omitempty"`
+	ObjectsUnchanged []string `yaml:"objectsUnchanged,omitempty" json:"objectsUnchanged,omitempty"`
+	// ObjectsPruned were deleted: talosbox's, and in no manifest.
+	ObjectsPruned []string `yaml:"objectsPruned,omitempty" json:"objectsPruned,omitempty"`
+	// ObjectsKept are talosbox's and in no manifest, but stay: prune is
+	// off, they are Namespaces or CRDs, or the apply had errors.
+	ObjectsKept []string `yaml:"objectsKept,omitempty" json:"objectsKept,omitempty"`
+	// Counts are the lengths of the lists, for `talosctl get`'s columns.
+	Counts ManifestCounts `yaml:"counts" json:"counts"`
+	// Error is the last run's, until a run succeeds.
+	Error string `yaml:"error,omitempty" json:"error,omitempty"`
+}
+
+// ManifestCounts count the objects of a ManifestStatusSpec.
+type ManifestCounts struct {
+	Created   int `yaml:"created" json:"created"`
+	Updated   int `yaml:"updated" json:"updated"`
+	Unchanged int `yaml:"unchanged" json:"unchanged"`
+	Pruned    int `yaml:"pruned" json:"pruned"`
+	Kept      int `yaml:"kept" json:"kept"`
 }
 
 // BootstrapStatusSpec is Talos 0.9's bootkube status.

@@ -141,22 +141,32 @@ func TestApply(t *testing.T) {
 
 	applyStart := time.Now()
 
-	applied, err := Apply(t.Context(), c.cfg, ms, log.logf)
+	res, err := Apply(t.Context(), c.cfg, ms, ApplyOptions{Logf: log.logf})
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 
 	t.Logf("first apply in %s", time.Since(applyStart).Round(time.Millisecond))
 
-	if !reflect.DeepEqual(applied, ids(ms)) {
-		t.Errorf("applied %v, want %v", applied, ids(ms))
+	if !reflect.DeepEqual(res.Applied, ids(ms)) {
+		t.Errorf("applied %v, want %v", res.Applied, ids(ms))
 	}
 
 	before := c.versions(t, ms)
 
 	created := log.take()
-	if len(created) != len(before) {
-		t.Errorf("logged %d creations for %d objects: %q", len(created), len(before), created)
+	if len(created) != len(before) || len(res.Created) != len(before) || len(res.Updated)+len(res.Unchanged) != 0 {
+		t.Errorf("logged %d creations, reported %d (%d updated, %d unchanged), for %d objects: %q",
+			len(created), len(res.Created), len(res.Updated), len(res.Unchanged), len(before), created)
+	}
+
+	if !slices.Contains(res.Created, "Secret kube-system/bootstrap-token-abcdef") || !slices.Contains(res.Created, "ClusterRole flannel") {
+		t.Errorf("created %q", res.Created)
+	}
+
+	if live := c.get(t, object(t, ms, "DaemonSet", "kube-proxy")); live.GetLabels()[LabelManagedBy] != ValueManagedBy ||
+		live.GetAnnotations()[AnnotationManifest] != IDKubeProxy {
+		t.Errorf("kube-proxy is not marked as talosbox's: labels %v, annotations %v", live.GetLabels(), live.GetAnnotations())
 	}
 
 	for _, want := range []string{"created /v1/Secret/bootstrap-token-abcdef", "created apps/v1/DaemonSet/kube-proxy", "created rbac.authorization.k8s.io/v1/ClusterRoleBinding/system-bootstrap-node-bootstrapper"} {
@@ -170,13 +180,17 @@ func TestApply(t *testing.T) {
 	}
 
 	t.Run("second apply changes nothing", func(t *testing.T) {
-		applied, err := Apply(t.Context(), c.cfg, ms, log.logf)
-		if err != nil || !reflect.DeepEqual(applied, ids(ms)) {
-			t.Fatalf("Apply: %v, applied %v", err, applied)
+		res, err := Apply(t.Context(), c.cfg, ms, ApplyOptions{Logf: log.logf})
+		if err != nil || !reflect.DeepEqual(res.Applied, ids(ms)) {
+			t.Fatalf("Apply: %v, applied %v", err, res.Applied)
 		}
 
 		if lines := log.take(); len(lines) != 0 {
-			t.Errorf("second apply created %q", lines)
+			t.Errorf("second apply logged %q", lines)
+		}
+
+		if len(res.Created)+len(res.Updated)+len(res.Pruned)+len(res.Kept) != 0 || len(res.Unchanged) != len(before) {
+			t.Errorf("second apply: %+v", res)
 		}
 
 		if after := c.versions(t, ms); !reflect.DeepEqual(after, before) {
@@ -184,27 +198,46 @@ func TestApply(t *testing.T) {
 		}
 	})
 
-	t.Run("hand edit is kept", func(t *testing.T) {
+	t.Run("hand edits: talos's fields restored, others' kept", func(t *testing.T) {
 		cm := c.get(t, object(t, ms, "ConfigMap", "coredns"))
 		if err := unstructured.SetNestedField(cm.Object, ".:53 { errors }", "data", "Corefile"); err != nil {
 			t.Fatal(err)
 		}
 
-		if _, err := dyn.Resource(gvr(t, c, cm)).Namespace("kube-system").Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		if err := unstructured.SetNestedField(cm.Object, "mine", "data", "extra"); err != nil {
 			t.Fatal(err)
 		}
 
-		if _, err := Apply(t.Context(), c.cfg, ms, log.logf); err != nil {
+		cm.SetLabels(map[string]string{"team": "dns"}) // drops talosbox's label too
+
+		if _, err := dyn.Resource(gvr(t, c, cm)).Namespace("kube-system").Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+
+		res, err := Apply(t.Context(), c.cfg, ms, ApplyOptions{Logf: log.logf})
+		if err != nil {
 			t.Fatal(err)
 		}
 
 		live := c.get(t, cm)
-		if got, _, _ := unstructured.NestedString(live.Object, "data", "Corefile"); got != ".:53 { errors }" {
-			t.Errorf("the edit was overwritten: %q", got)
+		if got, _, _ := unstructured.NestedString(live.Object, "data", "Corefile"); got == ".:53 { errors }" {
+			t.Errorf("the Corefile edit stayed: %q", got)
 		}
 
-		if lines := log.take(); len(lines) != 0 {
-			t.Errorf("apply created %q", lines)
+		if got, _, _ := unstructured.NestedString(live.Object, "data", "extra"); got != "mine" {
+			t.Errorf("the added key went: %v", live.Object["data"])
+		}
+
+		if l := live.GetLabels(); l["team"] != "dns" || l[LabelManagedBy] != ValueManagedBy {
+			t.Errorf("labels %v", l)
+		}
+
+		if want := []string{"ConfigMap kube-system/coredns"}; !reflect.DeepEqual(res.Updated, want) || len(res.Created) != 0 {
+			t.Errorf("updated %q, created %q; want %q updated", res.Updated, res.Created, want)
+		}
+
+		if got, want := log.take(), []string{"updated /v1/ConfigMap/coredns"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("log %q, want %q", got, want)
 		}
 	})
 
@@ -226,9 +259,9 @@ metadata:
 			t.Fatal(err)
 		}
 
-		applied, err := Apply(t.Context(), c.cfg, []Manifest{m}, log.logf)
-		if err != nil || !reflect.DeepEqual(applied, []string{"99-ns"}) {
-			t.Fatalf("Apply: %v, applied %v", err, applied)
+		res, err := Apply(t.Context(), c.cfg, []Manifest{m}, ApplyOptions{Logf: log.logf, Inventory: "test-ns"})
+		if err != nil || !reflect.DeepEqual(res.Applied, []string{"99-ns"}) {
+			t.Fatalf("Apply: %v, applied %v", err, res.Applied)
 		}
 
 		want := []string{"created /v1/Namespace/inline-test", "created /v1/ConfigMap/settings"}
@@ -261,7 +294,7 @@ metadata: {name: good-2}
 `)
 		good := mustParse(t, "99-good", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good-3}\n")
 
-		applied, err := Apply(t.Context(), c.cfg, []Manifest{good, bad}, log.logf)
+		res, err := Apply(t.Context(), c.cfg, []Manifest{good, bad}, ApplyOptions{Logf: log.logf, Inventory: "test-bad"})
 		if err == nil {
 			t.Fatal("Apply of an invalid object succeeded")
 		}
@@ -272,8 +305,8 @@ metadata: {name: good-2}
 			}
 		}
 
-		if !reflect.DeepEqual(applied, []string{"99-good"}) {
-			t.Errorf("applied %v", applied)
+		if !reflect.DeepEqual(res.Applied, []string{"99-good"}) {
+			t.Errorf("applied %v", res.Applied)
 		}
 
 		for _, o := range append(bad.Objects[:1:1], bad.Objects[3], good.Objects[0]) {
@@ -317,7 +350,7 @@ spec:
 		defer tick.Stop()
 
 		for {
-			_, err := Apply(ctx, c.cfg, []Manifest{m}, log.logf)
+			_, err := Apply(ctx, c.cfg, []Manifest{m}, ApplyOptions{Logf: log.logf, Inventory: "test-crd"})
 			if err == nil {
 				break
 			}
@@ -341,11 +374,13 @@ spec:
 		c.versions(t, []Manifest{m})
 	})
 
+	t.Run("sync", func(t *testing.T) { testSync(t, c) })
+
 	t.Run("other errors stop the run", func(t *testing.T) {
 		nobody := srv.ClientConfig(t, "nobody")
 		m := mustParse(t, "99-x", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: forbidden}\n")
 
-		_, err := Apply(t.Context(), nobody, []Manifest{m}, log.logf)
+		_, err := Apply(t.Context(), nobody, []Manifest{m}, ApplyOptions{Logf: log.logf, Inventory: "test-nobody"})
 
 		var status apierrors.APIStatus
 		if err == nil || !errors.As(err, &status) || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "/v1/ConfigMap/default/forbidden") {

@@ -2,10 +2,52 @@
 // plane creates in its cluster (Talos's `Manifest` resources: the kubelet
 // bootstrap token, CSR bindings, flannel, kube-proxy, CoreDNS and the
 // in-cluster kubeconfig), parses user manifests (cluster.inlineManifests,
-// cluster.extraManifests) and applies them with Talos's create-only
-// semantics. Objects are apimachinery unstructured objects decoded from
-// YAML templates, as Talos v1.8 did, so the node binary links no typed
-// Kubernetes API packages.
+// cluster.extraManifests) and keeps the cluster in sync with them. Objects
+// are apimachinery unstructured objects decoded from YAML templates, as
+// Talos v1.8 did, so the node binary links no typed Kubernetes API
+// packages.
+//
+// # Keeping manifests in sync (beyond Talos)
+//
+// Talos only creates the objects that are missing, so edits to the
+// manifests never reach the cluster. Apply instead server-side applies
+// every object, as field manager "talos" with force:
+//
+//   - An edit to a manifest rolls out; a field removed from it is removed
+//     from the object unless another manager owns it too.
+//   - talosbox owns the fields its manifests set, and force takes them
+//     back from whoever changed them since: an edit made in the cluster
+//     to such a field (kubectl edit of the CoreDNS Corefile, say) is
+//     undone at the next apply, which is at every boot and every change
+//     of the manifests. Fields only others set (a label added with
+//     kubectl label, an extra ConfigMap key, replicas set by an
+//     autoscaler when the manifest sets none) stay.
+//   - Objects created by Talos's create-only path, or by an older
+//     talosbox, are taken over the same way at their first apply.
+//   - A Secret's stringData is applied as data, so that a key removed
+//     from stringData goes (kubernetes/kubernetes#108008).
+//
+// Every object applied carries the label talos.dev/managed-by=talosbox
+// and the annotation talos.dev/manifest=<manifest ID>, and is recorded in
+// the inventory, the ConfigMap kube-system/talosbox-manifests (see
+// inventory.go for why a ConfigMap). After each run, objects in the
+// inventory that no manifest holds any more (a removed inline or extra
+// manifest, a proxy or CoreDNS disabled, a renamed object) are:
+//
+//   - forgotten, when they no longer exist or no longer carry the label
+//     (removing the label is how a user takes an object over);
+//   - deleted ("pruned") with ApplyOptions.Prune (cluster.manifestsPrune),
+//     but never Namespaces or CRDs, whose deletion takes down what others
+//     put in them, and never after a run with errors or for a manifest
+//     that failed to render (ApplyOptions.Hold): either may be a manifest
+//     that is still wanted;
+//   - otherwise kept and reported kept, as Talos keeps everything.
+//
+// Objects that talosbox did not apply are never in the inventory, so
+// never pruned. The control planes share the inventory under the apply
+// mutex; with pruning on they must agree on the manifests (they do when
+// their cluster sections match), or each prunes what only the others
+// hold.
 package manifests
 
 import (
