@@ -248,7 +248,7 @@ func newFuzzSeed(f *testing.F) []byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if _, err := AddKeyByVolumeKey(img, vk, []byte("q"), 4, fastArgon); err != nil {
+	if _, err := AddKeyByVolumeKey(img, vk, []byte("q"), 4, PBKDF{Type: KDFArgon2i, Iterations: 4, Memory: 64, Parallel: 1}); err != nil {
 		f.Fatal(err)
 	}
 	if err := SetToken(img, 4, []byte(`{"type":"sideroKMS","keyslots":["4"],"UserData":{"sealedData":"AA=="}}`)); err != nil {

@@ -100,7 +100,20 @@ func parseMetadata(js []byte, hdrSize uint64) (*metadata, error) {
 	return md, nil
 }
 
-func (md *metadata) marshal() ([]byte, error) { return json.Marshal(md) }
+func (md *metadata) marshal() ([]byte, error) { return marshalPlain(md) }
+
+// marshalPlain is json.Marshal without HTML escaping, which cryptsetup
+// does not do either, so that tokens holding '<', '>' or '&' are stored
+// as given.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
 
 // validate checks the structure cryptsetup insists on, so that what we
 // accept cryptsetup accepts too, and bounds every size we later act on.
@@ -359,7 +372,7 @@ func decodeWithExtras(b []byte, v any) (extras, error) {
 }
 
 func encodeWithExtras(v any, x extras) ([]byte, error) {
-	b, err := json.Marshal(v)
+	b, err := marshalPlain(v)
 	if err != nil || len(x) == 0 {
 		return b, err
 	}
@@ -372,11 +385,5 @@ func encodeWithExtras(v any, x extras) ([]byte, error) {
 			all[k] = raw
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(all); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return marshalPlain(all)
 }

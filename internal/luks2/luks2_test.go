@@ -206,6 +206,15 @@ func TestTokens(t *testing.T) {
 			t.Errorf("token %s was accepted", bad)
 		}
 	}
+	if err := SetToken(f, 9, []byte(`{"type":"a<&>b","keyslots":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if js, _ := mustRead(t, f).JSON(); !strings.Contains(string(js), `"a<&>b"`) {
+		t.Fatalf("token text was escaped: %s", js)
+	}
+	if err := RemoveToken(f, 9); err != nil {
+		t.Fatal(err)
+	}
 	if err := SetToken(f, 32, []byte(kms)); err == nil {
 		t.Error("token 32 was accepted")
 	}

@@ -105,10 +105,10 @@ func unassignToken(raw json.RawMessage, id int) (json.RawMessage, error) {
 	if !hasRef(refs, id) {
 		return raw, nil
 	}
-	b, err := json.Marshal(unassign(refs, id))
+	b, err := marshalPlain(unassign(refs, id))
 	if err != nil {
 		return nil, err
 	}
 	obj["keyslots"] = b
-	return json.Marshal(obj)
+	return marshalPlain(obj)
 }
