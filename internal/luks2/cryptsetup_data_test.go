@@ -99,20 +99,35 @@ func TestRepairMatchesCryptsetup(t *testing.T) {
 		name   string
 		offset int64
 		copyAt int64 // the copy that gets rewritten
+		theirs bool  // cryptsetup formats (its JSON text, not ours)
 	}{
-		{"primary-json", 4096 + 100, 0},
-		{"primary-label", offLabel, 0},
-		{"secondary-json", DefaultMetadataSize + 4096 + 100, DefaultMetadataSize},
-		{"secondary-seqid", DefaultMetadataSize + offSeqID + 7, DefaultMetadataSize},
+		{"primary-json", 4096 + 100, 0, false},
+		{"primary-label", offLabel, 0, false},
+		{"secondary-json", DefaultMetadataSize + 4096 + 100, DefaultMetadataSize, false},
+		{"secondary-seqid", DefaultMetadataSize + offSeqID + 7, DefaultMetadataSize, false},
+		{"cryptsetup-primary-json", 4096 + 100, 0, true},
+		{"cryptsetup-secondary-csum", DefaultMetadataSize + offCsum + 3, DefaultMetadataSize, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f, vk := formatted(t, "p", FormatOptions{Label: "STATE"})
-			if _, err := AddKey(f, []byte("p"), []byte("q"), 1, fastArgon); err != nil {
-				t.Fatal(err)
-			}
-			if err := SetToken(f, 1, []byte(talosKMSToken)); err != nil {
-				t.Fatal(err)
+			var f *os.File
+			var vk []byte
+			if tc.theirs {
+				f = newImage(t, 20<<20)
+				csOK(t, "p", "luksFormat", "--type", "luks2", "-q", "--key-file=-", "--label", "STATE",
+					"--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", f.Name())
+				vk = csVolumeKey(t, f.Name(), "p")
+				csOK(t, "", "luksAddKey", "-q", "--key-file", writeTemp(t, "p"), "--key-slot", "1",
+					"--pbkdf", "argon2id", "--pbkdf-memory", "32768", "--pbkdf-force-iterations", "4", f.Name(), writeTemp(t, "q"))
+				csOK(t, talosKMSToken, "token", "import", "--token-id", "1", "--json-file=-", f.Name())
+			} else {
+				f, vk = formatted(t, "p", FormatOptions{Label: "STATE"})
+				if _, err := AddKey(f, []byte("p"), []byte("q"), 1, fastArgon); err != nil {
+					t.Fatal(err)
+				}
+				if err := SetToken(f, 1, []byte(talosKMSToken)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			b := readAt(t, f, tc.offset, 1)
 			writeAt(t, f, tc.offset, []byte{b[0] ^ 0x20})
