@@ -20,7 +20,9 @@ cd "$(dirname "$0")/.."
 #               kube-proxy, flannel and kubelet images
 #   gcc, libc6-dev    flanneld's UDP backend is C, linked statically as upstream builds it
 #   libseccomp-dev    runc's seccomp support, linked statically (libseccomp.a)
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev)
+#   cryptsetup-bin    the judge of internal/luks2's LUKS2 headers (luksDump, test-passphrase,
+#               add/kill slots, tokens, repair, offline reencrypt on image files)
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin)
 
 missing=()
 for p in "${packages[@]}"; do
