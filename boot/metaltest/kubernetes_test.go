@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,17 +31,12 @@ func (c *vmCluster) kubectl(root string, args ...string) (string, error) {
 // TestQEMUKubernetes: one metal control plane under QEMU pulls Kubernetes
 // from the image cache the host serves on the segment, runs the kubelet
 // and its static-pod control plane, and becomes a Ready node that runs
-// the project's echo Deployment, reached through its Service.
-//
-// Not yet in make test: under TCG (no KVM on this machine) the node took
-// about 14 minutes to Ready while go test ran the Docker clusters beside
-// it, and pod networking on metal is still being finished (issue 17).
-// TALOSBOX_QEMU_K8S=1 runs it.
+// the project's echo Deployment, reached through its Service by address
+// and by name; then `talosctl reboot` with all of it running brings the
+// node back Ready with its workloads. Under TCG (no KVM here) it takes
+// about 12 minutes, and it holds the guest lock (qemu.Exclusive), so the
+// Docker Kubernetes tests wait for it rather than starve it.
 func TestQEMUKubernetes(t *testing.T) {
-	if os.Getenv("TALOSBOX_QEMU_K8S") != "1" {
-		t.Skip("Kubernetes on a QEMU node is not finished (issue 17): TALOSBOX_QEMU_K8S=1 runs it")
-	}
-
 	c := newVMCluster(t)
 	k, _ := kernel()
 
@@ -106,6 +102,11 @@ func TestQEMUKubernetes(t *testing.T) {
 		}
 	}
 
+	// What the whole node uses with the control plane, CoreDNS, flannel,
+	// kube-proxy and the Deployment running (issue 17 targets < 1 GiB):
+	// the kernel's view, so shared pages count once.
+	t.Logf("node memory (MiB) with everything running:\n%s", c.ok(commandTimeout, "-n", c.ip(0), "memory"))
+
 	// talosctl reboot with pods running: machined stops the pods' shims,
 	// unmounts the kubelet's shared bind and the pods' volumes, and only
 	// then EPHEMERAL; the node comes back Ready with its workloads.
@@ -124,8 +125,9 @@ func TestQEMUKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The serial console ends its lines with CRLF.
 	down := string(after[len(before):])
-	if !strings.Contains(down, "[talos] unmounted /var\n") {
+	if !regexp.MustCompile(`(?m)^\[talos\] unmounted /var\r?$`).MatchString(down) {
 		t.Errorf("EPHEMERAL was not unmounted cleanly on the way down:\n%s", down)
 	}
 
