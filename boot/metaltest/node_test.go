@@ -80,6 +80,8 @@ type nodeOptions struct {
 	// containers: the initramfs carries the container runtime (runc, the
 	// CNI plugins) and the Kubernetes kernel modules, as a node's does.
 	containers bool
+	// image is a prebuilt initramfs to boot instead of one made from init.
+	image string
 	// memoryMiB is the guest's memory (qemu's 512 MiB when zero).
 	memoryMiB int
 	// forwards are more guest TCP ports forwarded from 127.0.0.1 (host
@@ -116,9 +118,11 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 		mkImage = containersImage
 	}
 
-	img, err := mkImage(init)
-	if err != nil {
-		t.Fatal(err)
+	img := opts.image
+	if img == "" {
+		if img, err = mkImage(init); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	port, err := freePort()
