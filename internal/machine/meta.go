@@ -84,14 +84,7 @@ func (n *Node) loadMeta(ctx context.Context, w io.Writer) error {
 			return err
 		}
 
-		// The disk holding STATE has the META the node uses; before an
-		// install, any disk's.
-		sysDisk := ""
-		if st, ok := disk.FindPartition(devs, "", disk.LabelState); ok {
-			sysDisk = st.Disk
-		}
-
-		dev, ok := disk.FindPartition(devs, sysDisk, disk.LabelMeta)
+		dev, ok := findMeta(devs)
 		if !ok {
 			n.meta.mu.Lock()
 			n.meta.missing = "it is not installed yet (the install writes META)"
@@ -123,6 +116,18 @@ func (n *Node) loadMeta(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "[talos] META on %s: %d key(s)\n", path, len(m.List()))
 
 	return n.publishMeta(ctx, m)
+}
+
+// findMeta picks the META partition the node uses: the one on the disk
+// holding STATE (as mountState picks STATE: the first by name), else the
+// first found.
+func findMeta(devs []disk.BlockDevice) (disk.BlockDevice, bool) {
+	sysDisk := ""
+	if st, ok := disk.FindPartition(devs, "", disk.LabelState); ok {
+		sysDisk = st.Disk
+	}
+
+	return disk.FindPartition(devs, sysDisk, disk.LabelMeta)
 }
 
 // hasMeta says whether META was found.
