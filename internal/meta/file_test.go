@@ -187,3 +187,38 @@ func TestFlushWithoutTarget(t *testing.T) {
 		t.Fatalf("open of a missing file: %v", err)
 	}
 }
+
+// Concurrent edits, each through its own open file as separate processes
+// would, lose none of each other's changes.
+func TestConcurrentEdits(t *testing.T) {
+	path := writeImage(t, make([]byte, partLen))
+
+	const writers = 16
+
+	errs := make(chan error, writers)
+
+	for i := range writers {
+		go func() {
+			_, _, err := meta.Edit(path, func(m *meta.Meta) error {
+				_, err := m.SetTag(uint8(0x20+i), []byte{byte(i)})
+				return err
+			})
+			errs <- err
+		}()
+	}
+
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	m, err := meta.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got := m.List(); len(got) != writers {
+		t.Fatalf("%d of %d tags survived: %v", len(got), writers, got)
+	}
+}
