@@ -115,6 +115,7 @@ then ~/.talos/config.`,
 		newEtcdCommand(g),
 		newKubeconfigCommand(g),
 		newImageCommand(g),
+		newMetaCommand(g),
 	)
 
 	return root

@@ -112,7 +112,7 @@ func (m *machineServer) GenerateClientConfiguration(_ context.Context, req *mach
 		case Role(r) == RoleImpersonator:
 			return nil, status.Errorf(codes.InvalidArgument, "generate client configuration: role %q is reserved for apid", r)
 		case !slices.Contains(knownRoles, Role(r)):
-			return nil, status.Errorf(codes.InvalidArgument, "generate client configuration: unknown role %q (known: %s)", r, formatRoles(knownRoles[:4]))
+			return nil, status.Errorf(codes.InvalidArgument, "generate client configuration: unknown role %q (known: %s)", r, formatRoles(deleteRole(knownRoles, RoleImpersonator)))
 		}
 	}
 

@@ -17,13 +17,16 @@ const (
 	RoleOperator   Role = "os:operator"
 	RoleReader     Role = "os:reader"
 	RoleEtcdBackup Role = "os:etcd:backup"
+	// RoleMetaWriter may write and delete META keys and nothing else (the
+	// Talos dashboard's role).
+	RoleMetaWriter Role = "os:meta:writer"
 	// RoleImpersonator is apid's own, for forwarding calls to other nodes:
 	// a peer holding it is authorized with the roles it forwards.
 	RoleImpersonator Role = "os:impersonator"
 )
 
 // knownRoles are the roles a certificate may carry; others are ignored.
-var knownRoles = []Role{RoleAdmin, RoleOperator, RoleReader, RoleEtcdBackup, RoleImpersonator}
+var knownRoles = []Role{RoleAdmin, RoleOperator, RoleReader, RoleEtcdBackup, RoleMetaWriter, RoleImpersonator}
 
 // Sets of roles the table is written with.
 var (
@@ -84,6 +87,10 @@ var methodRoles = map[string][]Role{
 	machine.MachineService_Bootstrap_FullMethodName:                   admins,
 	machine.MachineService_Reset_FullMethodName:                       admins,
 	machine.MachineService_GenerateClientConfiguration_FullMethodName: admins,
+	// META holds the STATE encryption config and the upgrade fallback:
+	// admins, and the role made for it, as on Talos.
+	machine.MachineService_MetaWrite_FullMethodName:  {RoleAdmin, RoleMetaWriter},
+	machine.MachineService_MetaDelete_FullMethodName: {RoleAdmin, RoleMetaWriter},
 
 	// Sensitive resources are redacted inside the handlers for non-admins.
 	resource.ResourceService_Get_FullMethodName:         readers,

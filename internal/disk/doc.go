@@ -8,9 +8,10 @@
 // costs about 670 ms to load under emulation), nothing in the initramfs
 // can run mkfs (there is only the static talosbox binary), and go-diskfs
 // has no xfs writer. e2fsck accepts what it makes and the kernel mounts it
-// read-write with a journal. EFI, BIOS, BOOT and META are laid out at
-// Talos's sizes for the boot loader, upgrade and META work to come, and
-// are left unformatted (their first and last MiB zeroed) until then.
+// read-write with a journal. META gets an empty Talos META (internal/meta)
+// as Talos's installer writes it. EFI, BIOS and BOOT are laid out at
+// Talos's sizes for the boot loader and upgrade work to come, and are left
+// unformatted (their first and last MiB zeroed) until then.
 //
 // The package works on any io.ReaderAt/WriterAt region, so the layout and
 // the filesystems are tested on a plain image file; only the sysfs scan,

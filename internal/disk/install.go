@@ -40,9 +40,9 @@ func ChooseDisk(devs []BlockDevice, want string) (BlockDevice, error) {
 }
 
 // Install lays layout out on the disk at path: the partitions that have a
-// filesystem are formatted, the others get their first and last MiB
-// zeroed so that no signature from the disk's past survives, then the new
-// GPT is written. Everything goes through the disk itself before the
+// filesystem are formatted, META gets an empty Talos META, the others get
+// their first and last MiB zeroed so that no signature from the disk's
+// past survives, then the new GPT is written. Everything goes through the disk itself before the
 // kernel re-reads the table, so the partitions' devices start with
 // nothing stale in their caches. path may be an image file (tests): the
 // re-read is then skipped.
@@ -66,9 +66,15 @@ func Install(path string, layout []PartitionSpec, log io.Writer) ([]Extent, erro
 	for _, e := range plan {
 		r := Region{File: f, Offset: e.Offset(), Size: e.Bytes()}
 
-		switch e.FS {
-		case FSExt4:
+		content := e.FS
+
+		switch {
+		case e.FS == FSExt4:
 			err = FormatExt4(r, e.Label)
+		case e.Label == LabelMeta:
+			// Written over in full: nothing of the old contents is left.
+			err = writeMeta(r)
+			content = "empty META"
 		default:
 			err = Wipe(r)
 		}
@@ -77,7 +83,7 @@ func Install(path string, layout []PartitionSpec, log io.Writer) ([]Extent, erro
 			return nil, fmt.Errorf("install to %s: %w", path, err)
 		}
 
-		fmt.Fprintf(log, "[talos] partition %d %s: %s%s\n", e.Index, e.Label, humanize.IBytes(uint64(e.Bytes())), map[bool]string{true: ", " + e.FS}[e.FS != FSNone])
+		fmt.Fprintf(log, "[talos] partition %d %s: %s%s\n", e.Index, e.Label, humanize.IBytes(uint64(e.Bytes())), map[bool]string{true: ", " + content}[content != ""])
 	}
 
 	if err := WriteTable(f, size, plan); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/talosbox/talosbox/internal/disk"
+	"github.com/talosbox/talosbox/internal/meta"
 )
 
 // image makes a sparse image file of size bytes, as `truncate -s` does.
@@ -88,7 +89,7 @@ func TestInstallSystemLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if !strings.Contains(log.String(), "[talos] partition 5 STATE: 100 MiB, ext4") {
+	if !strings.Contains(log.String(), "[talos] partition 5 STATE: 100 MiB, ext4") || !strings.Contains(log.String(), "[talos] partition 4 META: 1.0 MiB, empty META") {
 		t.Errorf("install log:\n%s", log.String())
 	}
 
@@ -138,6 +139,22 @@ func TestInstallSystemLayout(t *testing.T) {
 		if p.Index != i+1 || p.Label != plan[i].Label || p.Type != plan[i].Type {
 			t.Errorf("read back %+v, want %d %s %s", p, i+1, plan[i].Label, plan[i].Type)
 		}
+	}
+
+	// META is written, not only partitioned: both copies sealed, no tags,
+	// nothing of the old filesystem left.
+	metaImg := make([]byte, plan[3].Bytes())
+	if _, err := f.ReadAt(metaImg, plan[3].Offset()); err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := meta.Decode(metaImg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if m.Blank() || len(m.Damaged()) != 0 || len(m.List()) != 0 {
+		t.Errorf("META after install: blank %v, damaged %v, tags %v", m.Blank(), m.Damaged(), m.List())
 	}
 
 	// STATE and EPHEMERAL are clean ext4 with their labels; the rest

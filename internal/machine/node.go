@@ -79,6 +79,10 @@ type Options struct {
 	// Operators builds networkd operators beyond DHCP (the shared VIP);
 	// it returns (nil, nil) for what it does not build.
 	Operators network.OperatorFactory
+	// MetaPath is a META partition (or image file) to use instead of the
+	// one on the system disk, on any platform (tests; Talos's
+	// meta.WithFixedPath).
+	MetaPath string
 }
 
 // Event is one entry of the node's event stream (`talosctl events`).
@@ -138,6 +142,8 @@ type Node struct {
 	tryTimer *time.Timer // pending revert of a "try" apply
 	sysDisk  string      // metal: the disk holding STATE ("vda"), "" before an install
 	mounts   []string    // metal: volumes mounted, in order
+
+	meta metaState
 }
 
 // New prepares a node; Run boots it.
@@ -178,6 +184,7 @@ func New(opts Options) (*Node, error) {
 
 	defs := append(append([]bus.Definition{}, Definitions...), supervisor.Definition, timed.Definition)
 	defs = append(defs, identityDefinitions...)
+	defs = append(defs, metaDefinition)
 	defs = append(defs, network.Definitions...)
 	defs = append(defs, opts.Definitions...)
 	for _, d := range defs {

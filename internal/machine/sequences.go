@@ -39,6 +39,8 @@ func (n *Node) initializeSequence(cfg *loadedConfig) *sequencer.Sequence {
 		return platform.LoadBootModules("", w)
 	}))
 	seq.AppendWhen(metal, "cmdline", task("applyKernelCmdline", n.applyCmdline))
+	// Before STATE, whose encryption config Talos keeps in META.
+	seq.AppendWhen(metal || n.opts.MetaPath != "", "meta", task("loadMeta", n.loadMeta))
 	// Before the identity: it lives on STATE.
 	seq.AppendWhen(metal, "state", task("mountStatePartition", n.mountState))
 	seq.Append("identity", task("loadNodeIdentity", func(_ context.Context, w io.Writer) error {
@@ -211,6 +213,8 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	// boot with a config, and EPHEMERAL (/var) is mounted before anything
 	// writes there.
 	seq.AppendWhen(metal, "install", task("installSystemDisk", n.installSystemDisk(cfg)))
+	// The install wrote META: found only now on a node installed by this boot.
+	seq.AppendWhen(metal && !n.hasMeta(), "meta", task("loadMeta", n.loadMeta))
 	seq.AppendWhen(metal, "ephemeral", task("mountEphemeralPartition", n.mountEphemeral))
 	seq.Append("config", task("saveConfig", func(ctx context.Context, w io.Writer) error {
 		if cfg.Persist {

@@ -5808,6 +5808,278 @@ func (x *ImagePullResponse) GetMessages() []*ImagePull {
 	return nil
 }
 
+type MetaWriteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           uint32                 `protobuf:"varint,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaWriteRequest) Reset() {
+	*x = MetaWriteRequest{}
+	mi := &file_machine_machine_proto_msgTypes[101]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaWriteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaWriteRequest) ProtoMessage() {}
+
+func (x *MetaWriteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[101]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaWriteRequest.ProtoReflect.Descriptor instead.
+func (*MetaWriteRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{101}
+}
+
+func (x *MetaWriteRequest) GetKey() uint32 {
+	if x != nil {
+		return x.Key
+	}
+	return 0
+}
+
+func (x *MetaWriteRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type MetaWrite struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaWrite) Reset() {
+	*x = MetaWrite{}
+	mi := &file_machine_machine_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaWrite) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaWrite) ProtoMessage() {}
+
+func (x *MetaWrite) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaWrite.ProtoReflect.Descriptor instead.
+func (*MetaWrite) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{102}
+}
+
+func (x *MetaWrite) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type MetaWriteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*MetaWrite           `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaWriteResponse) Reset() {
+	*x = MetaWriteResponse{}
+	mi := &file_machine_machine_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaWriteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaWriteResponse) ProtoMessage() {}
+
+func (x *MetaWriteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaWriteResponse.ProtoReflect.Descriptor instead.
+func (*MetaWriteResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *MetaWriteResponse) GetMessages() []*MetaWrite {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type MetaDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           uint32                 `protobuf:"varint,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaDeleteRequest) Reset() {
+	*x = MetaDeleteRequest{}
+	mi := &file_machine_machine_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaDeleteRequest) ProtoMessage() {}
+
+func (x *MetaDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaDeleteRequest.ProtoReflect.Descriptor instead.
+func (*MetaDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{104}
+}
+
+func (x *MetaDeleteRequest) GetKey() uint32 {
+	if x != nil {
+		return x.Key
+	}
+	return 0
+}
+
+type MetaDelete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaDelete) Reset() {
+	*x = MetaDelete{}
+	mi := &file_machine_machine_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaDelete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaDelete) ProtoMessage() {}
+
+func (x *MetaDelete) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaDelete.ProtoReflect.Descriptor instead.
+func (*MetaDelete) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *MetaDelete) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type MetaDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*MetaDelete          `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaDeleteResponse) Reset() {
+	*x = MetaDeleteResponse{}
+	mi := &file_machine_machine_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaDeleteResponse) ProtoMessage() {}
+
+func (x *MetaDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaDeleteResponse.ProtoReflect.Descriptor instead.
+func (*MetaDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *MetaDeleteResponse) GetMessages() []*MetaDelete {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 var File_machine_machine_proto protoreflect.FileDescriptor
 
 const file_machine_machine_proto_rawDesc = "" +
@@ -6208,7 +6480,21 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\tImagePull\x12,\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"C\n" +
 	"\x11ImagePullResponse\x12.\n" +
-	"\bmessages\x18\x01 \x03(\v2\x12.machine.ImagePullR\bmessages2\xbb\x14\n" +
+	"\bmessages\x18\x01 \x03(\v2\x12.machine.ImagePullR\bmessages\":\n" +
+	"\x10MetaWriteRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"9\n" +
+	"\tMetaWrite\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"C\n" +
+	"\x11MetaWriteResponse\x12.\n" +
+	"\bmessages\x18\x01 \x03(\v2\x12.machine.MetaWriteR\bmessages\"%\n" +
+	"\x11MetaDeleteRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\rR\x03key\":\n" +
+	"\n" +
+	"MetaDelete\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"E\n" +
+	"\x12MetaDeleteResponse\x12/\n" +
+	"\bmessages\x18\x01 \x03(\v2\x13.machine.MetaDeleteR\bmessages2\xc6\x15\n" +
 	"\x0eMachineService\x12;\n" +
 	"\aVersion\x12\x16.google.protobuf.Empty\x1a\x18.machine.VersionResponse\x12=\n" +
 	"\bHostname\x12\x16.google.protobuf.Empty\x1a\x19.machine.HostnameResponse\x12C\n" +
@@ -6251,7 +6537,10 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\tImageList\x12\x19.machine.ImageListRequest\x1a\x1a.machine.ImageListResponse0\x01\x12B\n" +
 	"\tImagePull\x12\x19.machine.ImagePullRequest\x1a\x1a.machine.ImagePullResponse\x124\n" +
 	"\n" +
-	"Kubeconfig\x12\x16.google.protobuf.Empty\x1a\f.common.Data0\x01B;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
+	"Kubeconfig\x12\x16.google.protobuf.Empty\x1a\f.common.Data0\x01\x12B\n" +
+	"\tMetaWrite\x12\x19.machine.MetaWriteRequest\x1a\x1a.machine.MetaWriteResponse\x12E\n" +
+	"\n" +
+	"MetaDelete\x12\x1a.machine.MetaDeleteRequest\x1a\x1b.machine.MetaDeleteResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
 
 var (
 	file_machine_machine_proto_rawDescOnce sync.Once
@@ -6266,7 +6555,7 @@ func file_machine_machine_proto_rawDescGZIP() []byte {
 }
 
 var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
+var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 108)
 var file_machine_machine_proto_goTypes = []any{
 	(ApplyConfigurationRequest_Mode)(0),         // 0: machine.ApplyConfigurationRequest.Mode
 	(RebootRequest_Mode)(0),                     // 1: machine.RebootRequest.Mode
@@ -6372,192 +6661,206 @@ var file_machine_machine_proto_goTypes = []any{
 	(*ImagePullRequest)(nil),                    // 101: machine.ImagePullRequest
 	(*ImagePull)(nil),                           // 102: machine.ImagePull
 	(*ImagePullResponse)(nil),                   // 103: machine.ImagePullResponse
-	nil,                                         // 104: machine.Event.FieldsEntry
-	(*common.Metadata)(nil),                     // 105: common.Metadata
-	(*timestamppb.Timestamp)(nil),               // 106: google.protobuf.Timestamp
-	(common.ContainerDriver)(0),                 // 107: common.ContainerDriver
-	(*durationpb.Duration)(nil),                 // 108: google.protobuf.Duration
-	(common.ContainerdNamespace)(0),             // 109: common.ContainerdNamespace
-	(*emptypb.Empty)(nil),                       // 110: google.protobuf.Empty
-	(*common.Data)(nil),                         // 111: common.Data
+	(*MetaWriteRequest)(nil),                    // 104: machine.MetaWriteRequest
+	(*MetaWrite)(nil),                           // 105: machine.MetaWrite
+	(*MetaWriteResponse)(nil),                   // 106: machine.MetaWriteResponse
+	(*MetaDeleteRequest)(nil),                   // 107: machine.MetaDeleteRequest
+	(*MetaDelete)(nil),                          // 108: machine.MetaDelete
+	(*MetaDeleteResponse)(nil),                  // 109: machine.MetaDeleteResponse
+	nil,                                         // 110: machine.Event.FieldsEntry
+	(*common.Metadata)(nil),                     // 111: common.Metadata
+	(*timestamppb.Timestamp)(nil),               // 112: google.protobuf.Timestamp
+	(common.ContainerDriver)(0),                 // 113: common.ContainerDriver
+	(*durationpb.Duration)(nil),                 // 114: google.protobuf.Duration
+	(common.ContainerdNamespace)(0),             // 115: common.ContainerdNamespace
+	(*emptypb.Empty)(nil),                       // 116: google.protobuf.Empty
+	(*common.Data)(nil),                         // 117: common.Data
 }
 var file_machine_machine_proto_depIdxs = []int32{
-	105, // 0: machine.Version.metadata:type_name -> common.Metadata
+	111, // 0: machine.Version.metadata:type_name -> common.Metadata
 	3,   // 1: machine.Version.version:type_name -> machine.VersionInfo
 	4,   // 2: machine.Version.platform:type_name -> machine.PlatformInfo
 	5,   // 3: machine.VersionResponse.messages:type_name -> machine.Version
-	105, // 4: machine.Hostname.metadata:type_name -> common.Metadata
+	111, // 4: machine.Hostname.metadata:type_name -> common.Metadata
 	7,   // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
-	106, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
+	112, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
 	9,   // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
-	106, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
+	112, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
 	10,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
 	11,  // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
-	105, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
+	111, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
 	12,  // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
 	13,  // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
-	105, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
+	111, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
 	16,  // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
-	105, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
+	111, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
 	19,  // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
-	105, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
+	111, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
 	22,  // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
-	107, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
-	105, // 21: machine.Event.metadata:type_name -> common.Metadata
-	106, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
-	104, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
+	113, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
+	111, // 21: machine.Event.metadata:type_name -> common.Metadata
+	112, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
+	110, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
 	0,   // 24: machine.ApplyConfigurationRequest.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	108, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
-	105, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
+	114, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
+	111, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
 	0,   // 27: machine.ApplyConfiguration.mode:type_name -> machine.ApplyConfigurationRequest.Mode
 	29,  // 28: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
-	105, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
+	111, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
 	32,  // 30: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
 	1,   // 31: machine.RebootRequest.mode:type_name -> machine.RebootRequest.Mode
-	105, // 32: machine.Reboot.metadata:type_name -> common.Metadata
+	111, // 32: machine.Reboot.metadata:type_name -> common.Metadata
 	35,  // 33: machine.RebootResponse.messages:type_name -> machine.Reboot
-	105, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
+	111, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
 	38,  // 35: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
 	40,  // 36: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
-	105, // 37: machine.Reset.metadata:type_name -> common.Metadata
+	111, // 37: machine.Reset.metadata:type_name -> common.Metadata
 	42,  // 38: machine.ResetResponse.messages:type_name -> machine.Reset
-	105, // 39: machine.FileInfo.metadata:type_name -> common.Metadata
-	105, // 40: machine.Mounts.metadata:type_name -> common.Metadata
+	111, // 39: machine.FileInfo.metadata:type_name -> common.Metadata
+	111, // 40: machine.Mounts.metadata:type_name -> common.Metadata
 	48,  // 41: machine.Mounts.stats:type_name -> machine.MountStat
 	49,  // 42: machine.MountsResponse.messages:type_name -> machine.Mounts
-	105, // 43: machine.Memory.metadata:type_name -> common.Metadata
+	111, // 43: machine.Memory.metadata:type_name -> common.Metadata
 	51,  // 44: machine.Memory.meminfo:type_name -> machine.MemInfo
 	52,  // 45: machine.MemoryResponse.messages:type_name -> machine.Memory
-	105, // 46: machine.Process.metadata:type_name -> common.Metadata
+	111, // 46: machine.Process.metadata:type_name -> common.Metadata
 	54,  // 47: machine.Process.processes:type_name -> machine.ProcessInfo
 	55,  // 48: machine.ProcessesResponse.messages:type_name -> machine.Process
-	105, // 49: machine.LoadAvg.metadata:type_name -> common.Metadata
+	111, // 49: machine.LoadAvg.metadata:type_name -> common.Metadata
 	57,  // 50: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
-	105, // 51: machine.SystemStat.metadata:type_name -> common.Metadata
+	111, // 51: machine.SystemStat.metadata:type_name -> common.Metadata
 	59,  // 52: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
 	59,  // 53: machine.SystemStat.cpu:type_name -> machine.CPUStat
 	60,  // 54: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
-	108, // 55: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
-	105, // 56: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
+	114, // 55: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
+	111, // 56: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
 	63,  // 57: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
-	105, // 58: machine.EtcdMembers.metadata:type_name -> common.Metadata
+	111, // 58: machine.EtcdMembers.metadata:type_name -> common.Metadata
 	66,  // 59: machine.EtcdMembers.members:type_name -> machine.EtcdMember
 	67,  // 60: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
-	105, // 61: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
+	111, // 61: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
 	70,  // 62: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
-	105, // 63: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
+	111, // 63: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
 	73,  // 64: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
-	105, // 65: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
+	111, // 65: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
 	76,  // 66: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
-	105, // 67: machine.EtcdRecover.metadata:type_name -> common.Metadata
+	111, // 67: machine.EtcdRecover.metadata:type_name -> common.Metadata
 	79,  // 68: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
 	2,   // 69: machine.EtcdMemberAlarm.alarm:type_name -> machine.EtcdMemberAlarm.AlarmType
-	105, // 70: machine.EtcdAlarm.metadata:type_name -> common.Metadata
+	111, // 70: machine.EtcdAlarm.metadata:type_name -> common.Metadata
 	81,  // 71: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
 	82,  // 72: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
-	105, // 73: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
+	111, // 73: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
 	81,  // 74: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
 	84,  // 75: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
-	105, // 76: machine.EtcdDefragment.metadata:type_name -> common.Metadata
+	111, // 76: machine.EtcdDefragment.metadata:type_name -> common.Metadata
 	86,  // 77: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
-	105, // 78: machine.EtcdStatus.metadata:type_name -> common.Metadata
+	111, // 78: machine.EtcdStatus.metadata:type_name -> common.Metadata
 	88,  // 79: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
 	89,  // 80: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
-	107, // 81: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
-	105, // 82: machine.Container.metadata:type_name -> common.Metadata
+	113, // 81: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
+	111, // 82: machine.Container.metadata:type_name -> common.Metadata
 	92,  // 83: machine.Container.containers:type_name -> machine.ContainerInfo
 	93,  // 84: machine.ContainersResponse.messages:type_name -> machine.Container
-	107, // 85: machine.StatsRequest.driver:type_name -> common.ContainerDriver
-	105, // 86: machine.Stats.metadata:type_name -> common.Metadata
+	113, // 85: machine.StatsRequest.driver:type_name -> common.ContainerDriver
+	111, // 86: machine.Stats.metadata:type_name -> common.Metadata
 	96,  // 87: machine.Stats.stats:type_name -> machine.Stat
 	97,  // 88: machine.StatsResponse.messages:type_name -> machine.Stats
-	109, // 89: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
-	105, // 90: machine.ImageListResponse.metadata:type_name -> common.Metadata
-	106, // 91: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
-	109, // 92: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
-	105, // 93: machine.ImagePull.metadata:type_name -> common.Metadata
+	115, // 89: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
+	111, // 90: machine.ImageListResponse.metadata:type_name -> common.Metadata
+	112, // 91: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
+	115, // 92: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
+	111, // 93: machine.ImagePull.metadata:type_name -> common.Metadata
 	102, // 94: machine.ImagePullResponse.messages:type_name -> machine.ImagePull
-	110, // 95: machine.MachineService.Version:input_type -> google.protobuf.Empty
-	110, // 96: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
-	110, // 97: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
-	15,  // 98: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
-	18,  // 99: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
-	21,  // 100: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
-	24,  // 101: machine.MachineService.Logs:input_type -> machine.LogsRequest
-	25,  // 102: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
-	26,  // 103: machine.MachineService.Events:input_type -> machine.EventsRequest
-	28,  // 104: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
-	31,  // 105: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
-	34,  // 106: machine.MachineService.Reboot:input_type -> machine.RebootRequest
-	37,  // 107: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
-	41,  // 108: machine.MachineService.Reset:input_type -> machine.ResetRequest
-	44,  // 109: machine.MachineService.List:input_type -> machine.ListRequest
-	46,  // 110: machine.MachineService.Read:input_type -> machine.ReadRequest
-	47,  // 111: machine.MachineService.Copy:input_type -> machine.CopyRequest
-	110, // 112: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
-	110, // 113: machine.MachineService.Memory:input_type -> google.protobuf.Empty
-	110, // 114: machine.MachineService.Processes:input_type -> google.protobuf.Empty
-	110, // 115: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
-	110, // 116: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
-	62,  // 117: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
-	65,  // 118: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
-	69,  // 119: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
-	72,  // 120: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
-	75,  // 121: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
-	78,  // 122: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
-	111, // 123: machine.MachineService.EtcdRecover:input_type -> common.Data
-	110, // 124: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
-	110, // 125: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
-	110, // 126: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
-	110, // 127: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
-	91,  // 128: machine.MachineService.Containers:input_type -> machine.ContainersRequest
-	95,  // 129: machine.MachineService.Stats:input_type -> machine.StatsRequest
-	99,  // 130: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
-	101, // 131: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
-	110, // 132: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
-	6,   // 133: machine.MachineService.Version:output_type -> machine.VersionResponse
-	8,   // 134: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
-	14,  // 135: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
-	17,  // 136: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
-	20,  // 137: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
-	23,  // 138: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
-	111, // 139: machine.MachineService.Logs:output_type -> common.Data
-	111, // 140: machine.MachineService.Dmesg:output_type -> common.Data
-	27,  // 141: machine.MachineService.Events:output_type -> machine.Event
-	30,  // 142: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
-	33,  // 143: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
-	36,  // 144: machine.MachineService.Reboot:output_type -> machine.RebootResponse
-	39,  // 145: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
-	43,  // 146: machine.MachineService.Reset:output_type -> machine.ResetResponse
-	45,  // 147: machine.MachineService.List:output_type -> machine.FileInfo
-	111, // 148: machine.MachineService.Read:output_type -> common.Data
-	111, // 149: machine.MachineService.Copy:output_type -> common.Data
-	50,  // 150: machine.MachineService.Mounts:output_type -> machine.MountsResponse
-	53,  // 151: machine.MachineService.Memory:output_type -> machine.MemoryResponse
-	56,  // 152: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
-	58,  // 153: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
-	61,  // 154: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
-	64,  // 155: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
-	68,  // 156: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
-	71,  // 157: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
-	74,  // 158: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
-	77,  // 159: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
-	111, // 160: machine.MachineService.EtcdSnapshot:output_type -> common.Data
-	80,  // 161: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
-	83,  // 162: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
-	85,  // 163: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
-	87,  // 164: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
-	90,  // 165: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
-	94,  // 166: machine.MachineService.Containers:output_type -> machine.ContainersResponse
-	98,  // 167: machine.MachineService.Stats:output_type -> machine.StatsResponse
-	100, // 168: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
-	103, // 169: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
-	111, // 170: machine.MachineService.Kubeconfig:output_type -> common.Data
-	133, // [133:171] is the sub-list for method output_type
-	95,  // [95:133] is the sub-list for method input_type
-	95,  // [95:95] is the sub-list for extension type_name
-	95,  // [95:95] is the sub-list for extension extendee
-	0,   // [0:95] is the sub-list for field type_name
+	111, // 95: machine.MetaWrite.metadata:type_name -> common.Metadata
+	105, // 96: machine.MetaWriteResponse.messages:type_name -> machine.MetaWrite
+	111, // 97: machine.MetaDelete.metadata:type_name -> common.Metadata
+	108, // 98: machine.MetaDeleteResponse.messages:type_name -> machine.MetaDelete
+	116, // 99: machine.MachineService.Version:input_type -> google.protobuf.Empty
+	116, // 100: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
+	116, // 101: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
+	15,  // 102: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
+	18,  // 103: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
+	21,  // 104: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
+	24,  // 105: machine.MachineService.Logs:input_type -> machine.LogsRequest
+	25,  // 106: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
+	26,  // 107: machine.MachineService.Events:input_type -> machine.EventsRequest
+	28,  // 108: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
+	31,  // 109: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
+	34,  // 110: machine.MachineService.Reboot:input_type -> machine.RebootRequest
+	37,  // 111: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
+	41,  // 112: machine.MachineService.Reset:input_type -> machine.ResetRequest
+	44,  // 113: machine.MachineService.List:input_type -> machine.ListRequest
+	46,  // 114: machine.MachineService.Read:input_type -> machine.ReadRequest
+	47,  // 115: machine.MachineService.Copy:input_type -> machine.CopyRequest
+	116, // 116: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
+	116, // 117: machine.MachineService.Memory:input_type -> google.protobuf.Empty
+	116, // 118: machine.MachineService.Processes:input_type -> google.protobuf.Empty
+	116, // 119: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
+	116, // 120: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
+	62,  // 121: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
+	65,  // 122: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
+	69,  // 123: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
+	72,  // 124: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
+	75,  // 125: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
+	78,  // 126: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
+	117, // 127: machine.MachineService.EtcdRecover:input_type -> common.Data
+	116, // 128: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
+	116, // 129: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
+	116, // 130: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
+	116, // 131: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
+	91,  // 132: machine.MachineService.Containers:input_type -> machine.ContainersRequest
+	95,  // 133: machine.MachineService.Stats:input_type -> machine.StatsRequest
+	99,  // 134: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
+	101, // 135: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
+	116, // 136: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
+	104, // 137: machine.MachineService.MetaWrite:input_type -> machine.MetaWriteRequest
+	107, // 138: machine.MachineService.MetaDelete:input_type -> machine.MetaDeleteRequest
+	6,   // 139: machine.MachineService.Version:output_type -> machine.VersionResponse
+	8,   // 140: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
+	14,  // 141: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
+	17,  // 142: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
+	20,  // 143: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
+	23,  // 144: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
+	117, // 145: machine.MachineService.Logs:output_type -> common.Data
+	117, // 146: machine.MachineService.Dmesg:output_type -> common.Data
+	27,  // 147: machine.MachineService.Events:output_type -> machine.Event
+	30,  // 148: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
+	33,  // 149: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
+	36,  // 150: machine.MachineService.Reboot:output_type -> machine.RebootResponse
+	39,  // 151: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
+	43,  // 152: machine.MachineService.Reset:output_type -> machine.ResetResponse
+	45,  // 153: machine.MachineService.List:output_type -> machine.FileInfo
+	117, // 154: machine.MachineService.Read:output_type -> common.Data
+	117, // 155: machine.MachineService.Copy:output_type -> common.Data
+	50,  // 156: machine.MachineService.Mounts:output_type -> machine.MountsResponse
+	53,  // 157: machine.MachineService.Memory:output_type -> machine.MemoryResponse
+	56,  // 158: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
+	58,  // 159: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
+	61,  // 160: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
+	64,  // 161: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
+	68,  // 162: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
+	71,  // 163: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
+	74,  // 164: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
+	77,  // 165: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
+	117, // 166: machine.MachineService.EtcdSnapshot:output_type -> common.Data
+	80,  // 167: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
+	83,  // 168: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
+	85,  // 169: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
+	87,  // 170: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
+	90,  // 171: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
+	94,  // 172: machine.MachineService.Containers:output_type -> machine.ContainersResponse
+	98,  // 173: machine.MachineService.Stats:output_type -> machine.StatsResponse
+	100, // 174: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
+	103, // 175: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
+	117, // 176: machine.MachineService.Kubeconfig:output_type -> common.Data
+	106, // 177: machine.MachineService.MetaWrite:output_type -> machine.MetaWriteResponse
+	109, // 178: machine.MachineService.MetaDelete:output_type -> machine.MetaDeleteResponse
+	139, // [139:179] is the sub-list for method output_type
+	99,  // [99:139] is the sub-list for method input_type
+	99,  // [99:99] is the sub-list for extension type_name
+	99,  // [99:99] is the sub-list for extension extendee
+	0,   // [0:99] is the sub-list for field type_name
 }
 
 func init() { file_machine_machine_proto_init() }
@@ -6571,7 +6874,7 @@ func file_machine_machine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_machine_machine_proto_rawDesc), len(file_machine_machine_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   102,
+			NumMessages:   108,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -63,6 +63,8 @@ const (
 	MachineService_ImageList_FullMethodName                   = "/machine.MachineService/ImageList"
 	MachineService_ImagePull_FullMethodName                   = "/machine.MachineService/ImagePull"
 	MachineService_Kubeconfig_FullMethodName                  = "/machine.MachineService/Kubeconfig"
+	MachineService_MetaWrite_FullMethodName                   = "/machine.MachineService/MetaWrite"
+	MachineService_MetaDelete_FullMethodName                  = "/machine.MachineService/MetaDelete"
 )
 
 // MachineServiceClient is the client API for MachineService service.
@@ -107,6 +109,8 @@ type MachineServiceClient interface {
 	ImageList(ctx context.Context, in *ImageListRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ImageListResponse], error)
 	ImagePull(ctx context.Context, in *ImagePullRequest, opts ...grpc.CallOption) (*ImagePullResponse, error)
 	Kubeconfig(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (grpc.ServerStreamingClient[common.Data], error)
+	MetaWrite(ctx context.Context, in *MetaWriteRequest, opts ...grpc.CallOption) (*MetaWriteResponse, error)
+	MetaDelete(ctx context.Context, in *MetaDeleteRequest, opts ...grpc.CallOption) (*MetaDeleteResponse, error)
 }
 
 type machineServiceClient struct {
@@ -581,6 +585,26 @@ func (c *machineServiceClient) Kubeconfig(ctx context.Context, in *emptypb.Empty
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type MachineService_KubeconfigClient = grpc.ServerStreamingClient[common.Data]
 
+func (c *machineServiceClient) MetaWrite(ctx context.Context, in *MetaWriteRequest, opts ...grpc.CallOption) (*MetaWriteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MetaWriteResponse)
+	err := c.cc.Invoke(ctx, MachineService_MetaWrite_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *machineServiceClient) MetaDelete(ctx context.Context, in *MetaDeleteRequest, opts ...grpc.CallOption) (*MetaDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MetaDeleteResponse)
+	err := c.cc.Invoke(ctx, MachineService_MetaDelete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MachineServiceServer is the server API for MachineService service.
 // All implementations must embed UnimplementedMachineServiceServer
 // for forward compatibility.
@@ -623,6 +647,8 @@ type MachineServiceServer interface {
 	ImageList(*ImageListRequest, grpc.ServerStreamingServer[ImageListResponse]) error
 	ImagePull(context.Context, *ImagePullRequest) (*ImagePullResponse, error)
 	Kubeconfig(*emptypb.Empty, grpc.ServerStreamingServer[common.Data]) error
+	MetaWrite(context.Context, *MetaWriteRequest) (*MetaWriteResponse, error)
+	MetaDelete(context.Context, *MetaDeleteRequest) (*MetaDeleteResponse, error)
 	mustEmbedUnimplementedMachineServiceServer()
 }
 
@@ -746,6 +772,12 @@ func (UnimplementedMachineServiceServer) ImagePull(context.Context, *ImagePullRe
 }
 func (UnimplementedMachineServiceServer) Kubeconfig(*emptypb.Empty, grpc.ServerStreamingServer[common.Data]) error {
 	return status.Error(codes.Unimplemented, "method Kubeconfig not implemented")
+}
+func (UnimplementedMachineServiceServer) MetaWrite(context.Context, *MetaWriteRequest) (*MetaWriteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MetaWrite not implemented")
+}
+func (UnimplementedMachineServiceServer) MetaDelete(context.Context, *MetaDeleteRequest) (*MetaDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MetaDelete not implemented")
 }
 func (UnimplementedMachineServiceServer) mustEmbedUnimplementedMachineServiceServer() {}
 func (UnimplementedMachineServiceServer) testEmbeddedByValue()                        {}
@@ -1378,6 +1410,42 @@ func _MachineService_Kubeconfig_Handler(srv interface{}, stream grpc.ServerStrea
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type MachineService_KubeconfigServer = grpc.ServerStreamingServer[common.Data]
 
+func _MachineService_MetaWrite_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MetaWriteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).MetaWrite(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_MetaWrite_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).MetaWrite(ctx, req.(*MetaWriteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MachineService_MetaDelete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MetaDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).MetaDelete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_MetaDelete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).MetaDelete(ctx, req.(*MetaDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MachineService_ServiceDesc is the grpc.ServiceDesc for MachineService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1496,6 +1564,14 @@ var MachineService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ImagePull",
 			Handler:    _MachineService_ImagePull_Handler,
+		},
+		{
+			MethodName: "MetaWrite",
+			Handler:    _MachineService_MetaWrite_Handler,
+		},
+		{
+			MethodName: "MetaDelete",
+			Handler:    _MachineService_MetaDelete_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

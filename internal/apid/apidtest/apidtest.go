@@ -32,6 +32,9 @@ type Options struct {
 	IP string
 	// Name is the node's hostname as apid stamps it.
 	Name string
+	// MetaPath is a META partition image for the node (it has none
+	// otherwise, as a container).
+	MetaPath string
 }
 
 // Node is a running node and its apid.
@@ -67,7 +70,8 @@ func Start(t testing.TB, opts Options) *Node {
 
 	n.Machine, err = machine.New(machine.Options{
 		Platform: p, ConfigPath: opts.ConfigPath, Console: n.Console, NoContainerd: true, StopTimeout: 5 * time.Second,
-		OnEvent: func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
+		MetaPath: opts.MetaPath,
+		OnEvent:  func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,210 @@
+package machine
+
+// META on the node: the partition is found at boot (a copy found bad is
+// repaired there), every tag is mirrored as a MetaKeys resource, and the
+// API's MetaWrite and MetaDelete edit it. Each edit reads, changes and
+// writes the partition under its lock (internal/meta.Edit), so an
+// installer or a second writer never loses a change to a stale copy held
+// here; the resources follow what was written.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/disk"
+	"github.com/talosbox/talosbox/internal/meta"
+)
+
+// MetaKeyType mirrors one META tag, as Talos names it: ID "0x%02x", spec
+// {value}.
+const MetaKeyType = "MetaKeys.runtime.talos.dev"
+
+// ErrNoMeta is returned by the META calls of a node that has no META
+// partition (a container, or a metal node before its install).
+var ErrNoMeta = errors.New("this node has no META partition")
+
+// MetaKeySpec is a tag's value.
+type MetaKeySpec struct {
+	Value string `yaml:"value"`
+	// secret: the value may hold key material, shown to admins only.
+	secret bool
+}
+
+// secretTags hold key material: STATE's encryption config may carry a
+// static passphrase in clear, and the machine token identifies the node to
+// its management service. Talos shows them to readers; the node's design
+// keeps secrets off a reader's path.
+var secretTags = map[uint8]bool{meta.StateEncryptionConfig: true, meta.UniqueMachineToken: true}
+
+// RedactedYAML is the spec as a caller without os:admin sees it.
+func (s MetaKeySpec) RedactedYAML() ([]byte, error) {
+	if s.secret {
+		s.Value = configs.Redacted
+	}
+
+	return yaml.Marshal(s)
+}
+
+// MetaKey is the resource type of one META tag.
+type MetaKey = bus.Typed[MetaKeySpec]
+
+var metaDefinition = bus.Definition{
+	Type: MetaKeyType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"meta"},
+	PrintColumns: []bus.PrintColumn{{Name: "VALUE", JSONPath: "{.value}"}},
+	// Only the secret tags are masked (RedactedYAML); the rest reads as is.
+	Sensitive: true,
+}
+
+// metaState is where the node's META is.
+type metaState struct {
+	// mu orders edits with the resources they publish.
+	mu   sync.Mutex
+	path string // the partition (or image file); "" without one
+	// missing says why path is "" (ErrNoMeta's detail).
+	missing string
+}
+
+// loadMeta finds META, repairs a bad copy and mirrors the tags. A META
+// that cannot be read does not stop the boot (nothing the boot needs is
+// kept there yet): it is reported, and every META call answers the same
+// error until it is fixed.
+func (n *Node) loadMeta(ctx context.Context, w io.Writer) error {
+	path := n.opts.MetaPath
+
+	if path == "" {
+		devs, err := disk.Scan(n.sysRoot)
+		if err != nil {
+			return err
+		}
+
+		dev, ok := findMeta(devs)
+		if !ok {
+			n.meta.mu.Lock()
+			n.meta.missing = "it is not installed yet (the install writes META)"
+			n.meta.mu.Unlock()
+
+			fmt.Fprintf(w, "[talos] no %s partition: not installed yet\n", disk.LabelMeta)
+
+			return nil
+		}
+
+		path = dev.Path
+	}
+
+	n.meta.mu.Lock()
+	defer n.meta.mu.Unlock()
+
+	n.meta.path = path
+
+	m, repaired, err := meta.Edit(path, nil)
+	if err != nil {
+		fmt.Fprintf(w, "[talos] META on %s cannot be used: %v\n", path, err)
+		return nil
+	}
+
+	for _, d := range repaired {
+		fmt.Fprintf(w, "[talos] META on %s: repaired %s\n", path, d)
+	}
+
+	fmt.Fprintf(w, "[talos] META on %s: %d key(s)\n", path, len(m.List()))
+
+	return n.publishMeta(ctx, m)
+}
+
+// findMeta picks the META partition the node uses: the one on the disk
+// holding STATE (as mountState picks STATE: the first by name), else the
+// first found.
+func findMeta(devs []disk.BlockDevice) (disk.BlockDevice, bool) {
+	sysDisk := ""
+	if st, ok := disk.FindPartition(devs, "", disk.LabelState); ok {
+		sysDisk = st.Disk
+	}
+
+	return disk.FindPartition(devs, sysDisk, disk.LabelMeta)
+}
+
+// hasMeta says whether META was found.
+func (n *Node) hasMeta() bool {
+	n.meta.mu.Lock()
+	defer n.meta.mu.Unlock()
+
+	return n.meta.path != ""
+}
+
+// MetaWrite sets tag to value on the node's META and in its MetaKeys.
+func (n *Node) MetaWrite(ctx context.Context, tag uint8, value []byte) error {
+	_, err := n.editMeta(ctx, func(m *meta.Meta) error {
+		_, err := m.SetTag(tag, value)
+		return err
+	})
+
+	return err
+}
+
+// MetaDelete removes tag from the node's META; found is false when no
+// copy held it.
+func (n *Node) MetaDelete(ctx context.Context, tag uint8) (found bool, err error) {
+	_, err = n.editMeta(ctx, func(m *meta.Meta) error {
+		found = m.DeleteTag(tag)
+		return nil
+	})
+
+	return found, err
+}
+
+func (n *Node) editMeta(ctx context.Context, fn func(*meta.Meta) error) (*meta.Meta, error) {
+	n.meta.mu.Lock()
+	defer n.meta.mu.Unlock()
+
+	if n.meta.path == "" {
+		why := n.meta.missing
+		if why == "" {
+			why = "it runs in a container: META is a partition of a metal node's system disk"
+		}
+
+		return nil, fmt.Errorf("%w: %s", ErrNoMeta, why)
+	}
+
+	m, repaired, err := meta.Edit(n.meta.path, fn)
+	if err != nil {
+		return nil, err
+	}
+
+	for _, d := range repaired {
+		n.logf("META on %s: repaired %s", n.meta.path, d)
+	}
+
+	return m, n.publishMeta(ctx, m)
+}
+
+// publishMeta makes the MetaKeys exactly m's tags.
+func (n *Node) publishMeta(ctx context.Context, m *meta.Meta) error {
+	want := map[string]MetaKeySpec{}
+	for tag, v := range m.Values() {
+		want[meta.TagID(tag)] = MetaKeySpec{Value: string(v), secret: secretTags[tag]}
+	}
+
+	return bus.SyncOutputs(ctx, ownedStore{n.store}, owner, NamespaceRuntime, MetaKeyType, want)
+}
+
+// ownedStore is the node's store writing as machined, for SyncOutputs.
+type ownedStore struct{ s *bus.Store }
+
+func (o ownedStore) Modify(ctx context.Context, r bus.Resource, fn func(bus.Resource) error) (bus.Resource, error) {
+	return o.s.Modify(ctx, r, fn, bus.WithOwner(owner))
+}
+
+func (o ownedStore) List(ctx context.Context, k bus.Kind, opts ...bus.ListOption) ([]bus.Resource, error) {
+	return o.s.List(ctx, k, opts...)
+}
+
+func (o ownedStore) Destroy(ctx context.Context, p bus.Pointer) error {
+	return o.s.Destroy(ctx, p, bus.WithOwner(owner))
+}
