@@ -370,7 +370,11 @@ func TestQEMUCluster(t *testing.T) {
 
 // reboot reboots control plane i in place and waits until the cluster is
 // healthy again, with the node's config read from its disk.
-func (c *vmCluster) reboot(i int) {
+func (c *vmCluster) reboot(i int) { c.t.Helper(); c.rebootWithin(i, servicesTimeout) }
+
+// rebootWithin is reboot with health given healthTimeout: a node that
+// runs Kubernetes under TCG needs minutes to bring its control plane back.
+func (c *vmCluster) rebootWithin(i int, healthTimeout time.Duration) {
 	t := c.t
 	t.Helper()
 
@@ -400,7 +404,7 @@ func (c *vmCluster) reboot(i int) {
 		return nil
 	})
 
-	c.ok(servicesTimeout+time.Minute, "health", "--wait-timeout", servicesTimeout.String())
+	c.ok(healthTimeout+time.Minute, "health", "--wait-timeout", healthTimeout.String())
 
 	second := after[bytes.LastIndex(after, []byte(bootMarker)):]
 	if !bytes.Contains(after[len(before):], []byte("[talos] rebooting")) {

@@ -117,7 +117,7 @@ func TestQEMUKubernetes(t *testing.T) {
 	}
 
 	start = time.Now()
-	c.reboot(0)
+	c.rebootWithin(0, 15*time.Minute)
 	t.Logf("talosctl reboot to healthy: %s", time.Since(start).Round(time.Second))
 
 	after, err := os.ReadFile(console)
