@@ -3,8 +3,6 @@ package apid
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,32 +14,14 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 	imachine "github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/meta"
+	"github.com/talosbox/talosbox/internal/meta/metatest"
 )
 
 // metaEnv runs a node whose META is an image file holding tags.
 func metaEnv(t *testing.T, config []byte, tags map[uint8]string) (*env, string) {
 	t.Helper()
 
-	m, err := meta.New(1 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	for tag, v := range tags {
-		if _, err := m.SetTag(tag, []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	img, err := m.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	path := filepath.Join(t.TempDir(), "meta.img")
-	if err := os.WriteFile(path, img, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path, _ := metatest.Image(t, tags)
 
 	e, err := startEnv(t.TempDir(), config, "127.0.0.1:0", func(o *imachine.Options) { o.MetaPath = path })
 	if err != nil {

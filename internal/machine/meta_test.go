@@ -5,42 +5,14 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/meta"
+	"github.com/talosbox/talosbox/internal/meta/metatest"
 )
-
-// metaImage writes a 1 MiB META image holding tags.
-func metaImage(t *testing.T, tags map[uint8]string) (string, []byte) {
-	t.Helper()
-
-	m, err := meta.New(1 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	for tag, v := range tags {
-		if _, err := m.SetTag(tag, []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	img, err := m.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	p := filepath.Join(t.TempDir(), "meta.img")
-	if err := os.WriteFile(p, img, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	return p, img
-}
 
 func metaKeys(t *testing.T, n *testNode) map[string]string {
 	t.Helper()
@@ -63,7 +35,7 @@ func metaKeys(t *testing.T, n *testNode) map[string]string {
 func TestMetaOnTheNode(t *testing.T) {
 	const encryption = `{"provider":"luks2","keys":[{"slot":0,"static":{"passphrase":"s3cret"}}]}`
 
-	path, img := metaImage(t, map[uint8]string{meta.Upgrade: "A", meta.StateEncryptionConfig: encryption})
+	path, img := metatest.Image(t, map[uint8]string{meta.Upgrade: "A", meta.StateEncryptionConfig: encryption})
 
 	// Copy 2 rots.
 	img[meta.CopySize+20] ^= 0xff
@@ -131,7 +103,7 @@ func TestMetaOnTheNode(t *testing.T) {
 
 // The secret tags are masked for readers; the others read as they are.
 func TestMetaKeyRedaction(t *testing.T) {
-	path, _ := metaImage(t, map[uint8]string{meta.StateEncryptionConfig: "s3cret", meta.UniqueMachineToken: "token", meta.UserReserved3: "plain"})
+	path, _ := metatest.Image(t, map[uint8]string{meta.StateEncryptionConfig: "s3cret", meta.UniqueMachineToken: "token", meta.UserReserved3: "plain"})
 
 	n := startNodeWith(t, "", nil, func(o *machine.Options) { o.MetaPath = path })
 	waitStage(t, n, machine.StageMaintenance)
@@ -163,7 +135,7 @@ func TestMetaKeyRedaction(t *testing.T) {
 // Two bad copies do not stop the boot; every META call then says why, and
 // the partition is left as it is.
 func TestMetaCorruptIsAnError(t *testing.T) {
-	path, img := metaImage(t, map[uint8]string{meta.Upgrade: "A"})
+	path, img := metatest.Image(t, map[uint8]string{meta.Upgrade: "A"})
 	img[20] ^= 0xff
 	img[meta.CopySize+20] ^= 0xff
 
