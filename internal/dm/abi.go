@@ -122,15 +122,24 @@ func parseHeader(buf []byte) (header, error) {
 	h.Name = cString(buf[offName : offName+nameLen])
 	h.UUID = cString(buf[offUUID : offUUID+uuidLen])
 
-	if h.DataSize > uint32(len(buf)) || h.DataStart > h.DataSize {
-		return h, fmt.Errorf("dm: reply announces data [%d, %d) outside its %d bytes", h.DataStart, h.DataSize, len(buf))
+	if h.DataSize > uint32(len(buf)) {
+		return h, fmt.Errorf("dm: reply announces %d bytes, more than its %d", h.DataSize, len(buf))
 	}
 
 	return h, nil
 }
 
-// data is the reply's data area, [data_start, data_size).
-func (h *header) data(buf []byte) []byte { return buf[h.DataStart:h.DataSize] }
+// data is the reply's data area, [data_start, data_size). Commands
+// without data (create, remove, resume, dev status) come back with
+// data_size set to offsetof(struct dm_ioctl, data), 305, before the
+// data_start sent (312): no data.
+func (h *header) data(buf []byte) []byte {
+	if h.DataStart >= h.DataSize {
+		return nil
+	}
+
+	return buf[h.DataStart:h.DataSize]
+}
 
 // loadSize is the buffer DM_TABLE_LOAD needs for targets: the header,
 // then per target a spec and its NUL-terminated parameters, padded to 8.

@@ -217,6 +217,28 @@ func TestParseStatusReply(t *testing.T) {
 	}
 }
 
+// TestParseHeaderOnlyReply: for commands without data the kernel
+// answers data_size 305 (offsetof(struct dm_ioctl, data)) with the
+// data_start of 312 it was sent: a valid reply without data.
+func TestParseHeaderOnlyReply(t *testing.T) {
+	buf := newBuffer(ioctlSize, "vol", "", 0)
+	ne.PutUint32(buf[offDataSize:], 305)
+	ne.PutUint64(buf[offDev:], unix.Mkdev(253, 2))
+
+	h, err := parseHeader(buf)
+	if err != nil || h.Name != "vol" || h.Dev != unix.Mkdev(253, 2) || h.data(buf) != nil {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+
+	if ts, err := parseTargets(buf, h); err != nil || len(ts) != 0 {
+		t.Errorf("targets %+v, %v", ts, err)
+	}
+
+	if devs, err := parseNameList(buf, h); err != nil || devs != nil {
+		t.Errorf("devices %+v, %v", devs, err)
+	}
+}
+
 func TestParseBadReplies(t *testing.T) {
 	le := binary.LittleEndian
 
@@ -226,8 +248,8 @@ func TestParseBadReplies(t *testing.T) {
 		want   string
 	}{
 		{"short", func(b []byte) []byte { return b[:100] }, "shorter than struct dm_ioctl"},
-		{"data beyond the buffer", func(b []byte) []byte { le.PutUint32(b[12:], 5000); return b }, "outside its 1024 bytes"},
-		{"start after size", func(b []byte) []byte { le.PutUint32(b[16:], 900); return b }, "outside"},
+		{"data beyond the buffer", func(b []byte) []byte { le.PutUint32(b[12:], 5000); return b }, "announces 5000 bytes, more than its 1024"},
+		{"start after size", func(b []byte) []byte { le.PutUint32(b[16:], 900); return b }, "overruns the 0-byte reply"},
 		{"too many targets", func(b []byte) []byte { le.PutUint32(b[20:], 3); return b }, "overruns"},
 		{"next going back", func(b []byte) []byte { le.PutUint32(b[312+20:], 0); return b }, "does not move past"},
 		{"no NUL", func(b []byte) []byte {

@@ -168,6 +168,12 @@ func (c fakeCtl) ioctl(cmd uint, buf []byte) error {
 		k.devStatus(d, buf)
 	}
 
+	// Commands without data answer with data_size cut to
+	// offsetof(struct dm_ioctl, data), as copy_params does.
+	if cmd != unix.DM_TABLE_LOAD {
+		le.PutUint32(buf[12:], 305)
+	}
+
 	return nil
 }
 
