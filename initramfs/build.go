@@ -16,9 +16,12 @@ import (
 // DefaultModules are the kernel modules a node loads at boot on Debian's
 // cloud kernel, where all of them are =m: virtio devices (the RNG keeps
 // getrandom from blocking for minutes under TCG), dm-crypt for encrypted
-// partitions, overlayfs, xfs, and the link types networkd creates.
+// partitions with the xts and ecb templates its aes-xts-plain64 is built
+// from (the kernel would ask modprobe for them, and a node has none: the
+// table load fails with ENOENT), overlayfs, xfs, and the link types
+// networkd creates.
 func DefaultModules() []string {
-	return append([]string{"virtio_pci", "virtio_net", "virtio_blk", "virtio_rng", "virtio_balloon", "dm_crypt", "overlay", "xfs", "bonding", "8021q", "wireguard"},
+	return append([]string{"virtio_pci", "virtio_net", "virtio_blk", "virtio_rng", "virtio_balloon", "dm_crypt", "xts", "ecb", "overlay", "xfs", "bonding", "8021q", "wireguard"},
 		KubernetesModules...)
 }
 

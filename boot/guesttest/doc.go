@@ -2,7 +2,9 @@
 // test boots two QEMU guests (Debian's cloud kernel, boot/qemu) on private
 // L2 segments and checks that bonds (active-backup, 802.3ad with LACP),
 // VLANs and WireGuard tunnels made by internal/network carry traffic
-// between them; a single guest checks a dummy link.
+// between them; a single guest checks a dummy link. One more guest,
+// without a network, checks internal/dm's dm-crypt mappings of a LUKS2
+// volume made by internal/luks2 on a brd ramdisk.
 //
 // The guests' /init is this package's own test binary, built static
 // (CGO_ENABLED=0 go test -c): its TestMain sees it is PID 1 and acts as a

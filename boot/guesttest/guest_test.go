@@ -50,6 +50,7 @@ const (
 	checkWireGuard = "wireguard"
 	checkDummy     = "dummy"
 	checkLACP      = "lacp"
+	checkDMCrypt   = "dmcrypt"
 )
 
 // guestSpec tells a guest what to do.
@@ -61,7 +62,8 @@ type guestSpec struct {
 	Modules []string `json:"modules"`
 	// ModuleParams are the load parameters of some of Modules.
 	ModuleParams map[string][]string `json:"moduleParams,omitempty"`
-	// Config is the machine config networkd applies.
+	// Config is the machine config networkd applies; without one
+	// networkd does not run (checks that need no network).
 	Config string `json:"config"`
 	// Link is the interface the traffic must cross (bond0, eth0.100, wg0).
 	Link string `json:"link"`
@@ -167,6 +169,10 @@ func startGuest(con io.Writer) (*guest, error) {
 	}
 
 	g.phase("modules-loaded")
+
+	if g.spec.Config == "" {
+		return g, nil
+	}
 
 	ln, err := net.Listen("tcp4", fmt.Sprintf("0.0.0.0:%d", echoPort))
 	if err != nil {
@@ -338,6 +344,8 @@ func (g *guest) run() (string, error) {
 		return g.runDummy(ctx)
 	case checkLACP:
 		return g.runLACP(ctx)
+	case checkDMCrypt:
+		return g.runDMCrypt(ctx)
 	}
 
 	return "", fmt.Errorf("unknown check %q", g.spec.Check)

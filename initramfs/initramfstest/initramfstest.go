@@ -35,6 +35,8 @@ var NodeModules = map[string][]string{
 	"kernel/drivers/virtio/virtio_balloon.ko":            {"virtio", "virtio_ring"},
 	"kernel/drivers/md/dm-mod.ko":                        nil,
 	"kernel/drivers/md/dm-crypt.ko":                      {"dm-mod"},
+	"kernel/crypto/xts.ko":                               nil,
+	"kernel/crypto/ecb.ko":                               nil,
 	"kernel/fs/overlayfs/overlay.ko":                     nil,
 	"kernel/lib/libcrc32c.ko":                            nil,
 	"kernel/fs/xfs/xfs.ko":                               {"libcrc32c"},

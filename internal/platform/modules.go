@@ -30,7 +30,8 @@ var BootModules = []string{
 // every other module its modules.dep lists. The image decides what a node
 // loads: there is no modprobe for the kernel to call on demand, so the
 // link types networkd creates (bonding, 8021q, wireguard) and dm_crypt
-// must be in the kernel before they are used.
+// (with the xts and ecb crypto templates) must be in the kernel before
+// they are used.
 func LoadBootModules(dir string, log io.Writer) error {
 	if dir == "" {
 		var err error
