@@ -100,6 +100,8 @@ fuzz:
 check-generate: generate
 	@git diff --exit-code --stat -- '*.pb.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
+# The tests need the previous Kubernetes minor too (upgrade-k8s starts from it).
+test: export K8S = all
 test: deps lint check-generate images unit fuzz
 
 generate:

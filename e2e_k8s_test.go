@@ -75,6 +75,11 @@ func TestDockerKubernetes(t *testing.T) {
 		t.Fatalf("no kubectl: %v (run make images)", err)
 	}
 
+	// The cluster starts on the previous minor, for upgrade-k8s.
+	if index, _ := os.ReadFile(filepath.Join(imagesDir, "oci", "index.json")); !strings.Contains(string(index), images.APIServer(images.KubernetesPrevious).String()) {
+		t.Fatalf("no %s in %s (run K8S=all make images)", images.APIServer(images.KubernetesPrevious), imagesDir)
+	}
+
 	// Four Kubernetes nodes load two CPUs as a group of QEMU guests does:
 	// the guest lock keeps boot/metaltest's clusters (run in parallel by
 	// go test) from starving them.
@@ -89,8 +94,9 @@ func TestDockerKubernetes(t *testing.T) {
 
 	start := time.Now()
 	out := dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(), "--images-dir", imagesDir,
-		"--controlplanes", "3", "--workers", "1", "--memory", "1280", "--memory-workers", "768", "--wait-timeout", "15m")
-	t.Logf("cluster create 3+1 to healthy: %s", time.Since(start).Round(time.Second))
+		"--controlplanes", "3", "--workers", "1", "--memory", "1280", "--memory-workers", "768", "--wait-timeout", "15m",
+		"--kubernetes-version", images.KubernetesPrevious)
+	t.Logf("cluster create 3+1 (Kubernetes %s) to healthy: %s", images.KubernetesPrevious, time.Since(start).Round(time.Second))
 
 	for _, want := range []string{"waiting for all k8s nodes to report ready: OK", "waiting for coredns to report ready: OK", "merging kubeconfig", "is healthy"} {
 		if !strings.Contains(out, want) {
@@ -119,8 +125,8 @@ func TestDockerKubernetes(t *testing.T) {
 
 			for _, l := range lines {
 				f := strings.Fields(l)
-				if len(f) != 4 || f[2] != "v"+images.Kubernetes || f[3] != "True" {
-					return fmt.Errorf("node line %q: want version v%s and Ready True", l, images.Kubernetes)
+				if len(f) != 4 || f[2] != "v"+images.KubernetesPrevious || f[3] != "True" {
+					return fmt.Errorf("node line %q: want version v%s and Ready True", l, images.KubernetesPrevious)
 				}
 
 				names[f[0]] = f[1]
@@ -143,47 +149,6 @@ func TestDockerKubernetes(t *testing.T) {
 	if len(names) != 4 {
 		t.FailNow()
 	}
-
-	t.Run("seed troubleshooting commands", func(t *testing.T) {
-		for _, c := range []struct {
-			args []string
-			want []string
-		}{
-			{[]string{"-n", cp1, "service", "kubelet"}, []string{"kubelet", "Running", "OK"}},
-			{[]string{"-n", cp1, "logs", "kubelet"}, []string{"kubelet"}},
-			{[]string{"-n", cp1, "get", "staticpods"}, []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}},
-			{[]string{"-n", cp1, "get", "staticpodstatus"}, []string{"kube-system/kube-apiserver-" + names[cp1], "True"}},
-			{[]string{"-n", cp1, "get", "manifests"}, []string{"00-kubelet-bootstrapping-token", "11-core-dns", "05-flannel"}},
-			{[]string{"-n", cp1, "get", "bootstrapstatus"}, []string{"control-plane"}},
-			{[]string{"-n", cp1, "ls", "/etc/kubernetes/manifests"}, []string{cp1}},
-			{[]string{"-n", cp1, "logs", "-k", "kube-system/kube-apiserver-" + names[cp1] + ":kube-apiserver"}, []string{"Version: v" + images.Kubernetes}},
-			{[]string{"-n", cp1, "containers", "-k"}, []string{"kube-system/kube-apiserver-" + names[cp1] + ":kube-apiserver", images.APIServer(images.Kubernetes).String()}},
-			{[]string{"-n", w, "service", "kubelet"}, []string{"Running"}},
-		} {
-			out := dc.ok(c.args...)
-			for _, want := range c.want {
-				if !strings.Contains(out, want) {
-					t.Errorf("talosctl %s lacks %q:\n%s", strings.Join(c.args, " "), want, out)
-				}
-			}
-		}
-
-		kc := filepath.Join(dc.dir, "kubeconfig-cp1")
-		dc.ok("-n", cp1, "kubeconfig", kc)
-
-		if st, err := os.Stat(kc); err != nil || st.Mode().Perm() != 0o600 {
-			t.Errorf("talosctl kubeconfig wrote %v, %v", st, err)
-		}
-	})
-
-	t.Run("static pods carry Talos's annotations", func(t *testing.T) {
-		out := dc.ok("-n", cp1, "get", "staticpods", "-o", "yaml")
-		for _, want := range []string{"talos.dev/config-version:", "talos.dev/secrets-version:", "talos.dev/config-file-version:"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("get staticpods -o yaml lacks %s", want)
-			}
-		}
-	})
 
 	t.Run("deployment through a service and DNS from another node", func(t *testing.T) {
 		dc.kube(t, "create", "deployment", "echo", "--image="+images.EchoImage().String(), "--replicas=2", "--port=8080")
@@ -225,6 +190,51 @@ func TestDockerKubernetes(t *testing.T) {
 		hosts := dc.kube(t, "get", "pods", "-l", "app=echo", "-o", "jsonpath={.items[*].spec.nodeName}")
 		if strings.Contains(hosts, names[cp2]) {
 			t.Errorf("an echo replica runs on the client's node %s: %s", names[cp2], hosts)
+		}
+	})
+
+	// Issue 19: upgrade-k8s to the default version under load, rollback
+	// by config, try mode, convert-k8s. What follows runs on the result.
+	testUpgradeUnderLoad(t, dc, names, []string{cp1, cp2, cp3}, w)
+
+	t.Run("seed troubleshooting commands", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"-n", cp1, "service", "kubelet"}, []string{"kubelet", "Running", "OK"}},
+			{[]string{"-n", cp1, "logs", "kubelet"}, []string{"kubelet"}},
+			{[]string{"-n", cp1, "get", "staticpods"}, []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}},
+			{[]string{"-n", cp1, "get", "staticpodstatus"}, []string{"kube-system/kube-apiserver-" + names[cp1], "True"}},
+			{[]string{"-n", cp1, "get", "manifests"}, []string{"00-kubelet-bootstrapping-token", "11-core-dns", "05-flannel"}},
+			{[]string{"-n", cp1, "get", "bootstrapstatus"}, []string{"control-plane"}},
+			{[]string{"-n", cp1, "ls", "/etc/kubernetes/manifests"}, []string{cp1}},
+			{[]string{"-n", cp1, "logs", "-k", "kube-system/kube-apiserver-" + names[cp1] + ":kube-apiserver"}, []string{"Version: v" + images.Kubernetes}},
+			{[]string{"-n", cp1, "containers", "-k"}, []string{"kube-system/kube-apiserver-" + names[cp1] + ":kube-apiserver", images.APIServer(images.Kubernetes).String()}},
+			{[]string{"-n", w, "service", "kubelet"}, []string{"Running"}},
+		} {
+			out := dc.ok(c.args...)
+			for _, want := range c.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("talosctl %s lacks %q:\n%s", strings.Join(c.args, " "), want, out)
+				}
+			}
+		}
+
+		kc := filepath.Join(dc.dir, "kubeconfig-cp1")
+		dc.ok("-n", cp1, "kubeconfig", kc)
+
+		if st, err := os.Stat(kc); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("talosctl kubeconfig wrote %v, %v", st, err)
+		}
+	})
+
+	t.Run("static pods carry Talos's annotations", func(t *testing.T) {
+		out := dc.ok("-n", cp1, "get", "staticpods", "-o", "yaml")
+		for _, want := range []string{"talos.dev/config-version:", "talos.dev/secrets-version:", "talos.dev/config-file-version:"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("get staticpods -o yaml lacks %s", want)
+			}
 		}
 	})
 

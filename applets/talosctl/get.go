@@ -1,6 +1,7 @@
 package talosctl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,6 +136,10 @@ func fetchResources(ctx context.Context, c *client.Client, typ, id string, opts 
 
 	if slices.Contains(definitionAliases, lower) {
 		return definitionListing(ctx, c, id)
+	}
+
+	if slices.Contains(controlPlaneConfigAliases, lower) {
+		return controlPlaneConfigListing(ctx, c, id, opts)
 	}
 
 	if id != "" {
@@ -359,4 +364,47 @@ func watchResources(cmd *cobra.Command, s *session, w resourceWriter, typ, id st
 	})
 
 	return reportErrors(cmd, results)
+}
+
+// controlPlaneConfigAliases name Talos 0.9's KubernetesControlPlaneConfigs
+// (seed 001's manual upgrade reads `get kcpc kube-apiserver -o yaml`).
+// Today's Talos split it into one type per component; talosbox keeps
+// those, and the old names read them, so the version the seed tells the
+// user to wait for is the pod's talos.dev/config-version.
+var controlPlaneConfigAliases = []string{"kcpc", "kubernetescontrolplaneconfig", "kubernetescontrolplaneconfigs",
+	"kubernetescontrolplaneconfigs.config.talos.dev"}
+
+var controlPlaneConfigTypes = map[string]string{
+	"kube-apiserver":          "APIServerConfigs.kubernetes.talos.dev",
+	"kube-controller-manager": "ControllerManagerConfigs.kubernetes.talos.dev",
+	"kube-scheduler":          "SchedulerConfigs.kubernetes.talos.dev",
+}
+
+func controlPlaneConfigListing(ctx context.Context, c *client.Client, id string, opts getOptions) (listing, error) {
+	if id != "" {
+		typ, ok := controlPlaneConfigTypes[id]
+		if !ok {
+			return listing{}, fmt.Errorf("no control plane config %q: want kube-apiserver, kube-controller-manager or kube-scheduler", id)
+		}
+
+		return fetchResources(ctx, c, typ, id, opts)
+	}
+
+	var all listing
+
+	for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		l, err := fetchResources(ctx, c, controlPlaneConfigTypes[component], "", opts)
+		if err != nil {
+			return listing{}, err
+		}
+
+		all.md = cmp.Or(all.md, l.md)
+		if all.def == nil {
+			all.def = l.def
+		}
+
+		all.items = append(all.items, l.items...)
+	}
+
+	return all, nil
 }

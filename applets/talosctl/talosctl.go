@@ -116,6 +116,8 @@ then ~/.talos/config.`,
 		newKubeconfigCommand(g),
 		newImageCommand(g),
 		newMetaCommand(g),
+		newUpgradeK8sCommand(g),
+		newConvertK8sCommand(g),
 	)
 
 	return root

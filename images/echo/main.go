@@ -2,7 +2,8 @@
 // `echo serve` answers every request with the pod's hostname, and
 // `echo get URL` fetches a URL and prints the body, so one image is both
 // the server and the client of the Kubernetes end-to-end tests (a pod on
-// another node reaching a Service by its ClusterIP and by its DNS name).
+// another node reaching a Service by its ClusterIP and by its DNS name);
+// `echo load URL` keeps requesting it and logs a tally (upgrade-k8s under load).
 // Static, pure Go: its DNS lookups use /etc/resolv.conf, as a pod's should.
 package main
 
@@ -34,10 +35,12 @@ func main() {
 		err = serve(args[1:])
 	case "get":
 		err = get(args[1:])
+	case "load":
+		err = load(args[1:])
 	case "-v", "--version", "version":
 		fmt.Println("echo", version)
 	default:
-		err = fmt.Errorf("unknown command %q: want serve or get", args[0])
+		err = fmt.Errorf("unknown command %q: want serve, get or load", args[0])
 	}
 
 	if err != nil {

@@ -3,13 +3,13 @@
 // Command kubernetes is every Kubernetes component in one binary, as
 // hyperkube was: it dispatches on argv[0] (or its first argument) to the
 // same cobra commands the upstream cmd/* mains run, so the shared packages
-// are compiled and shipped once. internal/imagebuild copies this file into
-// a generated module that requires k8s.io/kubernetes at the pinned version;
-// the build tag keeps it out of talosbox's own module.
+// are compiled and shipped once. internal/imagebuild copies this file, and
+// compat_<minor>.go for the API that differs between minors, into a
+// generated module that requires k8s.io/kubernetes at the pinned version;
+// the build tag keeps them out of talosbox's own module.
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,7 +20,6 @@ import (
 	"github.com/spf13/cobra"
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // kubectl's client auth plugins
 	"k8s.io/component-base/cli"
-	"k8s.io/component-base/logs"
 	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // the version metric
@@ -30,7 +29,6 @@ import (
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
-	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 var components = map[string]func() *cobra.Command{
@@ -38,7 +36,7 @@ var components = map[string]func() *cobra.Command{
 	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
 	"kube-scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
 	"kube-proxy":              proxy.NewProxyCommand,
-	"kubelet":                 func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) },
+	"kubelet":                 newKubeletCommand,
 }
 
 func main() {
@@ -74,7 +72,7 @@ func known(name string) bool {
 // runKubectl is upstream cmd/kubectl's main: the verbosity is read before
 // the command tree is built, so klog is set up while plugins load.
 func runKubectl() {
-	logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) //nolint:errcheck
+	setKubectlVerbosity(os.Args)
 	if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
 		kubectlutil.CheckErr(err)
 	}

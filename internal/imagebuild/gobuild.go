@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,8 +94,10 @@ func (b *builder) build(ctx context.Context, p program) (string, error) {
 
 		k.add(info.Info, info.Time.String(), info.Commit)
 
-		if err := k.addFile(filepath.Join(b.opts.Src, "images", "kubernetes", "main.go")); err != nil {
-			return "", err
+		for _, f := range []string{"main.go", kubeCompatFile(p.version)} {
+			if err := k.addFile(filepath.Join(b.opts.Src, "images", "kubernetes", f)); err != nil {
+				return "", err
+			}
 		}
 	case p.module != "":
 		if info, err = b.download(ctx, p.module, p.version); err != nil {
@@ -279,12 +283,20 @@ func (b *builder) kubeModule(version string, info moduleInfo) (string, error) {
 		return "", err
 	}
 
-	main, err := os.ReadFile(filepath.Join(b.opts.Src, "images", "kubernetes", "main.go"))
-	if err != nil {
-		return "", err
-	}
+	srcs := map[string][]byte{}
 
-	main = bytes.Replace(main, []byte("//go:build ignore\n"), nil, 1)
+	for name, from := range map[string]string{"main.go": "main.go", "compat.go": kubeCompatFile(version)} {
+		data, err := os.ReadFile(filepath.Join(b.opts.Src, "images", "kubernetes", from))
+		if errors.Is(err, fs.ErrNotExist) && name == "compat.go" {
+			return "", fmt.Errorf("no images/kubernetes/%s: Kubernetes %s needs one (the API main.go uses differs between minors)", from, version)
+		}
+
+		if err != nil {
+			return "", err
+		}
+
+		srcs[name] = bytes.Replace(data, []byte("//go:build ignore\n"), nil, 1)
+	}
 
 	dir := filepath.Join(b.opts.Out, "src", "kubernetes-"+version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -297,7 +309,24 @@ func (b *builder) kubeModule(version string, info moduleInfo) (string, error) {
 		return "", err
 	}
 
-	return dir, writeIfChanged(filepath.Join(dir, "main.go"), main)
+	for name, data := range srcs {
+		if err := writeIfChanged(filepath.Join(dir, name), data); err != nil {
+			return "", err
+		}
+	}
+
+	return dir, nil
+}
+
+// kubeCompatFile is the file of images/kubernetes for a version's minor
+// ("v1.33.13" → compat_1.33.go).
+func kubeCompatFile(version string) string {
+	v := strings.TrimPrefix(version, "v")
+	if i := strings.LastIndexByte(v, '.'); i > 0 {
+		v = v[:i]
+	}
+
+	return "compat_" + v + ".go"
 }
 
 // kubeLdflags stamps the release into component-base and client-go, as

@@ -182,9 +182,23 @@ replace k8s.io/api => ./staging/src/k8s.io/api
 		t.Errorf("go %v godebug %v", f.Go, f.Godebug)
 	}
 
-	main, _ := os.ReadFile(filepath.Join(mod, "main.go"))
-	if bytes.Contains(main, []byte("go:build ignore")) || !bytes.Contains(main, []byte("package main")) {
-		t.Error("main.go was not copied without its build tag")
+	for _, name := range []string{"main.go", "compat.go"} {
+		src, _ := os.ReadFile(filepath.Join(mod, name))
+		if bytes.Contains(src, []byte("go:build ignore")) || !bytes.Contains(src, []byte("package main")) {
+			t.Errorf("%s was not copied without its build tag", name)
+		}
+	}
+
+	// Each minor the catalog builds has its compat file; one without is
+	// refused by name.
+	for _, v := range images.KubernetesVersions() {
+		if _, err := b.kubeModule("v"+v, moduleInfo{GoMod: up}); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+
+	if _, err := b.kubeModule("v1.99.0", moduleInfo{GoMod: up}); err == nil || !strings.Contains(err.Error(), "compat_1.99.go") {
+		t.Errorf("a minor without a compat file: %v", err)
 	}
 }
 

@@ -25,7 +25,7 @@ const (
 	Pause = "3.10"
 
 	// Echo is the version of images/echo, the tests' HTTP workload.
-	Echo = "1.0"
+	Echo = "1.1"
 
 	// Containerd is github.com/containerd/containerd/v2, linked into the
 	// talosbox binary (applets/containerd); go.mod requires this version.

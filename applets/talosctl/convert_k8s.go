@@ -1,0 +1,371 @@
+package talosctl
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/client"
+)
+
+// convertOptions are convert-k8s's flags.
+type convertOptions struct {
+	endpoint             string
+	force                bool
+	removeInitializedKey bool
+}
+
+func newConvertK8sCommand(g *GlobalFlags) *cobra.Command {
+	var o convertOptions
+
+	cmd := &cobra.Command{
+		Use:   "convert-k8s",
+		Short: "Convert Kubernetes control plane from self-hosted (bootkube) to Talos-managed (static pods).",
+		Long: `Finds a self-hosted control plane (the kube-apiserver, kube-controller-manager
+and kube-scheduler DaemonSets of a bootkube cluster, in kube-system) and hands
+the control plane over to the static pods talosbox renders from the machine
+configs: it checks the definitions and manifests are there, disables
+pod-checkpointer, and deletes each DaemonSet once its static pods serve.
+
+On a cluster that runs static pods already it says so and changes nothing.
+It asks before each step that cannot be undone; --force answers yes.`,
+		Example: `  talosctl -n 172.20.0.2 convert-k8s
+  talosctl -n 172.20.0.2 convert-k8s --force`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withSession(false, func(s *session) error {
+				if len(s.nodes) != 1 {
+					return errors.New("convert-k8s needs exactly one node (-n): a control plane, through which it finds the others")
+				}
+
+				c := &conversion{s: s, o: o, out: cmd.OutOrStdout(), in: bufio.NewReader(cmd.InOrStdin())}
+
+				return c.run(cmd.Context())
+			})
+		},
+	}
+
+	f := cmd.Flags()
+	f.StringVar(&o.endpoint, "endpoint", "", "the Kubernetes API endpoint to use (default: the one in the admin kubeconfig)")
+	f.BoolVar(&o.force, "force", false, "skip the prompts, answering yes")
+	f.BoolVar(&o.removeInitializedKey, "remove-initialized-key", false, "only release the static pods (the manual flow's step) and exit")
+
+	return cmd
+}
+
+// conversion is one run of convert-k8s.
+type conversion struct {
+	s   *session
+	o   convertOptions
+	out io.Writer
+	in  *bufio.Reader
+
+	kube          *kubeAPI
+	controlPlanes []string
+}
+
+func (c *conversion) log(format string, args ...any) { fmt.Fprintf(c.out, format+"\n", args...) }
+
+func (c *conversion) run(ctx context.Context) error {
+	if c.o.removeInitializedKey {
+		c.releaseStaticPods()
+		return nil
+	}
+
+	c.s.controlPlanes = c.s.nodes
+
+	var err error
+	if c.kube, err = c.s.kube(ctx); err != nil {
+		return err
+	}
+
+	if c.o.endpoint != "" {
+		c.kube = &kubeAPI{server: strings.TrimSuffix(c.o.endpoint, "/"), hc: c.kube.hc}
+	}
+
+	infos, err := c.kube.nodeInfos(ctx)
+	if err != nil {
+		return fmt.Errorf("discover nodes: %w", err)
+	}
+
+	for _, n := range infos {
+		if n.ControlPlane && n.IP != "" {
+			c.controlPlanes = append(c.controlPlanes, n.IP)
+		}
+	}
+
+	c.log("discovered master nodes %s", quoteList(c.controlPlanes))
+
+	selfHosted, err := c.selfHosted(ctx)
+	if err != nil {
+		return err
+	}
+
+	c.log("current self-hosted status: %v", selfHosted)
+
+	if !selfHosted {
+		return nil
+	}
+
+	if err := c.checkDefinitions(ctx); err != nil {
+		return err
+	}
+
+	c.log("")
+	c.log("in order to remove self-hosted control plane, pod-checkpointer component needs to be disabled")
+	c.log("once pod-checkpointer is disabled, the cluster shouldn't be rebooted until the entire conversion process is complete")
+
+	if err := c.confirm("confirm disabling pod-checkpointer to proceed with control plane update"); err != nil {
+		return err
+	}
+
+	if err := c.disableCheckpointer(ctx); err != nil {
+		return err
+	}
+
+	if err := c.confirm("confirm applying static pod definitions and manifests"); err != nil {
+		return err
+	}
+
+	c.releaseStaticPods()
+
+	for _, component := range controlPlaneComponents {
+		if err := c.waitStaticPods(ctx, component); err != nil {
+			return err
+		}
+
+		c.log("deleting daemonset %q", component)
+
+		if err := c.kube.del(ctx, "apis/apps/v1/namespaces/kube-system/daemonsets/"+component); err != nil && !errors.Is(err, errNotFound) {
+			return fmt.Errorf("delete daemonset %q: %w", component, err)
+		}
+
+		if err := c.waitStaticPods(ctx, component); err != nil {
+			return err
+		}
+	}
+
+	c.log("conversion process completed successfully")
+
+	return nil
+}
+
+// selfHosted: bootkube ran the control plane as DaemonSets in kube-system.
+func (c *conversion) selfHosted(ctx context.Context) (bool, error) {
+	for _, component := range controlPlaneComponents {
+		var ds rollout
+
+		err := c.kube.get(ctx, "apis/apps/v1/namespaces/kube-system/daemonsets/"+component, &ds)
+		if err == nil {
+			return true, nil
+		}
+
+		if !errors.Is(err, errNotFound) {
+			return false, fmt.Errorf("daemonset %s: %w", component, err)
+		}
+	}
+
+	return false, nil
+}
+
+// checkDefinitions: talosbox renders the static pods and manifests from
+// the machine config on every control plane; the conversion goes on only
+// when each control plane has them (a config without the cluster's
+// secrets renders none, and would lose the control plane).
+func (c *conversion) checkDefinitions(ctx context.Context) error {
+	c.log("gathering control plane configuration")
+
+	for _, node := range c.controlPlanes {
+		c.log("checking master node %q configuration", node)
+
+		if _, err := onNode(ctx, c.s, node, fetchMachineConfig); err != nil {
+			return fmt.Errorf("%q: %s", node, client.Message(err))
+		}
+	}
+
+	for _, w := range []struct{ what, typ string }{
+		{"static pod definitions", "StaticPods.kubernetes.talos.dev"},
+		{"manifests", "Manifests.kubernetes.talos.dev"},
+	} {
+		c.log("waiting for %s to be generated", w.what)
+
+		for _, node := range c.controlPlanes {
+			err := waitUntil(ctx, 2*time.Minute, func() error {
+				n, err := countResources(ctx, c.s, node, w.typ)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("no %s on %q yet", w.what, node)
+				}
+
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+
+	c.log("Talos generated control plane static pod definitions and bootstrap manifests, please verify them with commands:")
+	c.log("    talosctl -n <master node IP> get StaticPods.kubernetes.talos.dev")
+	c.log("    talosctl -n <master node IP> get Manifests.kubernetes.talos.dev")
+
+	return nil
+}
+
+func countResources(ctx context.Context, s *session, node, typ string) (int, error) {
+	return onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (int, error) {
+		stream, err := c.Resource.List(ctx, &resource.ListRequest{Type: typ})
+		if err != nil {
+			return 0, err
+		}
+
+		n := 0
+
+		for {
+			msg, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+
+			if err != nil {
+				return 0, err
+			}
+
+			if err := client.MetadataError(msg.GetMetadata()); err != nil {
+				return 0, err
+			}
+
+			if msg.GetResource() != nil {
+				n++
+			}
+		}
+	})
+}
+
+// disableCheckpointer removes bootkube's pod-checkpointer and waits until
+// no checkpointed pod is left, as the seed's script does.
+func (c *conversion) disableCheckpointer(ctx context.Context) error {
+	c.log("disabling pod-checkpointer")
+	c.log("deleting daemonset %q", "pod-checkpointer")
+
+	if err := c.kube.del(ctx, "apis/apps/v1/namespaces/kube-system/daemonsets/pod-checkpointer"); err != nil && !errors.Is(err, errNotFound) {
+		return fmt.Errorf("delete daemonset pod-checkpointer: %w", err)
+	}
+
+	c.log("checking for active pod checkpoints")
+
+	last := ""
+
+	return waitUntil(ctx, 10*time.Minute, func() error {
+		pods, err := c.kube.componentPods(ctx, "pod-checkpointer")
+		if err != nil {
+			return err
+		}
+
+		if len(pods) > 0 {
+			names := make([]string, len(pods))
+			for i, p := range pods {
+				names[i] = p.Metadata.Name
+			}
+
+			err := fmt.Errorf("found %d active pod checkpoints: %v", len(pods), names)
+			if err.Error() != last {
+				c.log("retrying error: %v", err)
+				last = err.Error()
+			}
+
+			return err
+		}
+
+		return nil
+	})
+}
+
+// releaseStaticPods is the step that removed Talos 0.9's "initialized"
+// key so that its controllers rendered the static pods. talosbox renders
+// them from the config always; there is no key to remove.
+func (c *conversion) releaseStaticPods() {
+	c.log("removing self-hosted initialized key")
+	c.log(" > talosbox keeps no such key: the static pods are rendered from the machine config already")
+}
+
+// waitStaticPods waits for the component's mirror pods, one per control
+// plane, Ready in the API server.
+func (c *conversion) waitStaticPods(ctx context.Context, component string) error {
+	c.log("waiting for static pods for %q to be present in the API server state", component)
+
+	return waitUntil(ctx, 5*time.Minute, func() error {
+		pods, err := c.kube.componentPods(ctx, component)
+		if err != nil {
+			return err
+		}
+
+		ready := map[string]bool{}
+
+		for _, p := range pods {
+			if p.mirror() && p.ready() {
+				ready[p.Status.HostIP] = true
+			}
+		}
+
+		for _, node := range c.controlPlanes {
+			if !ready[node] {
+				return fmt.Errorf("no ready static pod %s on %q", component, node)
+			}
+		}
+
+		return nil
+	})
+}
+
+// confirm asks a yes/no question; anything but yes stops the conversion.
+func (c *conversion) confirm(question string) error {
+	if c.o.force {
+		return nil
+	}
+
+	fmt.Fprintf(c.out, "%s [yes/no]: ", question)
+
+	answer, err := c.in.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+
+	if strings.TrimSpace(strings.ToLower(answer)) != "yes" {
+		return errors.New("aborted: nothing after this point was changed")
+	}
+
+	return nil
+}
+
+// waitUntil retries check every 2 s until it succeeds or timeout passes.
+func waitUntil(ctx context.Context, timeout time.Duration, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("not within %s: %w", timeout, err)
+			}
+
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}

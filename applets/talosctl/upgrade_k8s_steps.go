@@ -1,0 +1,425 @@
+package talosctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/emptypb"
+	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/client"
+)
+
+// onNode runs call against one node.
+func onNode[T any](ctx context.Context, s *session, node string, call nodeCall[T]) (T, error) {
+	r := fanOut(ctx, s.on([]string{node}), call)[0]
+
+	return r.Value, r.Err
+}
+
+// staticPod is a node's StaticPod resource, as upgrade-k8s reads it.
+type staticPod struct {
+	image, configVersion string
+}
+
+func readStaticPod(ctx context.Context, s *session, node, component string) (staticPod, error) {
+	return onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (staticPod, error) {
+		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: "StaticPods.kubernetes.talos.dev", Id: component})
+		if err != nil {
+			return staticPod{}, err
+		}
+
+		if err := client.MetadataError(resp.GetMetadata()); err != nil {
+			return staticPod{}, err
+		}
+
+		sp, err := parseStaticPod(resp.GetResource().GetSpecYaml())
+		if err != nil {
+			return staticPod{}, fmt.Errorf("static pod %s: %w", component, err)
+		}
+
+		return sp, nil
+	})
+}
+
+// parseStaticPod reads the image and config-version of a StaticPod spec.
+func parseStaticPod(specYAML []byte) (staticPod, error) {
+	type pod struct {
+		Metadata struct {
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"metadata"`
+		Spec struct {
+			Containers []struct {
+				Image string `yaml:"image"`
+			} `yaml:"containers"`
+		} `yaml:"spec"`
+	}
+
+	// The spec is the pod itself, as Talos shows it, or wrapped in pod:.
+	var spec struct {
+		pod `yaml:",inline"`
+		Pod *pod `yaml:"pod"`
+	}
+
+	if err := yaml.Unmarshal(specYAML, &spec); err != nil {
+		return staticPod{}, err
+	}
+
+	p := spec.pod
+	if spec.Pod != nil {
+		p = *spec.Pod
+	}
+
+	if len(p.Spec.Containers) == 0 {
+		return staticPod{}, errors.New("no container")
+	}
+
+	return staticPod{image: p.Spec.Containers[0].Image, configVersion: p.Metadata.Annotations["talos.dev/config-version"]}, nil
+}
+
+// configImage is the image a node's config sets for a component.
+func (u *k8sUpgrade) configImage(ctx context.Context, node, component string) (string, error) {
+	cfg, err := u.config(ctx, node)
+	if err != nil {
+		return "", err
+	}
+
+	c, m := cfg.Cluster, cfg.Machine
+
+	switch component {
+	case "kube-apiserver":
+		if c.APIServer != nil {
+			return c.APIServer.Image, nil
+		}
+	case "kube-controller-manager":
+		if c.ControllerManager != nil {
+			return c.ControllerManager.Image, nil
+		}
+	case "kube-scheduler":
+		if c.Scheduler != nil {
+			return c.Scheduler.Image, nil
+		}
+	case "kube-proxy":
+		if c.Proxy != nil {
+			return c.Proxy.Image, nil
+		}
+	case "kubelet":
+		if m.Kubelet != nil {
+			return m.Kubelet.Image, nil
+		}
+	}
+
+	return "", nil
+}
+
+var componentConfigPath = map[string]string{
+	"kube-apiserver":          "cluster.apiServer.image",
+	"kube-controller-manager": "cluster.controllerManager.image",
+	"kube-scheduler":          "cluster.scheduler.image",
+	"kube-proxy":              "cluster.proxy.image",
+	"kubelet":                 "machine.kubelet.image",
+}
+
+// upgradeStaticPod moves one component on one control plane: patch the
+// config, wait for the node to render the pod with the new image, then
+// for the kubelet to report that pod (its config-version) Ready.
+func (u *k8sUpgrade) upgradeStaticPod(ctx context.Context, component, node string) error {
+	u.log(" > %q: starting update", node)
+
+	current, err := u.configImage(ctx, node, component)
+	if err != nil {
+		return err
+	}
+
+	if _, err := u.patchImage(ctx, node, component, componentConfigPath[component], current); err != nil {
+		return err
+	}
+
+	if u.o.dryRun {
+		return nil
+	}
+
+	var expected string
+
+	// The node renders the pod from the new config (immediately, unless
+	// it is busy): its config-version is what the kubelet must report.
+	err = u.waitFor(ctx, 3*time.Minute, "", func() error {
+		sp, err := readStaticPod(ctx, u.s, node, component)
+		if err != nil {
+			return err
+		}
+
+		if sp.image != u.image(component) {
+			return fmt.Errorf("static pod still has image %s", sp.image)
+		}
+
+		expected = sp.configVersion
+
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	u.log(" > %q: waiting for %s pod update", node, component)
+
+	err = u.waitFor(ctx, 5*time.Minute, fmt.Sprintf(" > %q: %s: ", node, component), func() error {
+		pods, err := u.kube.componentPods(ctx, component)
+		if err != nil {
+			return fmt.Errorf("waiting, %v", err)
+		}
+
+		for _, p := range pods {
+			if !p.mirror() || p.Status.HostIP != node {
+				continue
+			}
+
+			if got := p.Metadata.Annotations["talos.dev/config-version"]; got != expected {
+				return fmt.Errorf("waiting, config version mismatch: got %q, expected %q", got, expected)
+			}
+
+			if !p.ready() {
+				return errors.New("pod is not ready, waiting")
+			}
+
+			return nil
+		}
+
+		return errors.New("waiting, no pod on the node yet")
+	})
+	if err != nil {
+		return err
+	}
+
+	u.log(" < %q: successfully updated", node)
+
+	return nil
+}
+
+// upgradeProxy patches kube-proxy's image in every control plane's
+// config; the manifests sync rolls the DaemonSet out.
+func (u *k8sUpgrade) upgradeProxy(ctx context.Context) error {
+	u.log("updating kube-proxy to version %q", u.o.to)
+
+	for _, node := range u.controlPlanes {
+		u.log(" > %q: starting update", node)
+
+		current, err := u.configImage(ctx, node, "kube-proxy")
+		if err != nil {
+			return err
+		}
+
+		if _, err := u.patchImage(ctx, node, "kube-proxy", componentConfigPath["kube-proxy"], current); err != nil {
+			return fmt.Errorf("updating kube-proxy on %q: %w", node, err)
+		}
+	}
+
+	return nil
+}
+
+// upgradeKubelet moves one node's kubelet and waits for the node to
+// report the new version Ready.
+func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
+	u.log(" > %q: starting update", node)
+
+	if err := u.waitFor(ctx, 3*time.Minute, "", func() error { return kubeletHealthy(ctx, u.s, node) }); err != nil {
+		return err
+	}
+
+	current, err := u.configImage(ctx, node, "kubelet")
+	if err != nil {
+		return err
+	}
+
+	patched, err := u.patchImage(ctx, node, "kubelet", componentConfigPath["kubelet"], current)
+	if err != nil {
+		return err
+	}
+
+	if u.o.dryRun {
+		return nil
+	}
+
+	if patched {
+		u.log(" > %q: waiting for kubelet restart", node)
+
+		if err := u.waitFor(ctx, 3*time.Minute, "", func() error { return kubeletHealthy(ctx, u.s, node) }); err != nil {
+			return err
+		}
+	}
+
+	u.log(" > %q: waiting for node update", node)
+
+	err = u.waitFor(ctx, 5*time.Minute, "", func() error {
+		infos, err := u.kube.nodeInfos(ctx)
+		if err != nil {
+			return err
+		}
+
+		for _, n := range infos {
+			if n.IP != node {
+				continue
+			}
+
+			if n.KubeletVersion != "v"+u.o.to {
+				return fmt.Errorf("node %s reports kubelet %s", n.Name, n.KubeletVersion)
+			}
+
+			if !n.Ready {
+				return fmt.Errorf("node %s is not Ready", n.Name)
+			}
+
+			return nil
+		}
+
+		return errors.New("the node is not in Kubernetes")
+	})
+	if err != nil {
+		return err
+	}
+
+	u.log(" < %q: successfully updated", node)
+
+	return nil
+}
+
+// kubeletHealthy: the node's kubelet service runs and passes its check,
+// and runs the spec its config asks for (not the one before a patch).
+func kubeletHealthy(ctx context.Context, s *session, node string) error {
+	list, err := onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (*machine.ServiceList, error) {
+		resp, err := c.Machine.ServiceList(ctx, &emptypb.Empty{})
+		if err != nil {
+			return nil, err
+		}
+
+		return firstMessage(resp.GetMessages())
+	})
+	if err != nil {
+		return errors.New(client.Message(err))
+	}
+
+	for _, svc := range list.GetServices() {
+		if svc.GetId() == "kubelet" {
+			if svc.GetState() == "Running" && svc.GetHealth().GetHealthy() {
+				return nil
+			}
+
+			return fmt.Errorf("kubelet is %s: %s", svc.GetState(), svc.GetHealth().GetLastMessage())
+		}
+	}
+
+	return errors.New("no kubelet service")
+}
+
+// syncManifests: the nodes apply the bootstrap manifests themselves
+// (server-side, whenever the config changes), so upgrade-k8s reports what
+// the first control plane applied and waits for the rollouts.
+func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
+	u.log("updating manifests")
+
+	if u.o.dryRun {
+		u.log(" > skipped in dry-run")
+		return nil
+	}
+
+	node := u.controlPlanes[0]
+
+	var objects []string
+
+	err := u.waitFor(ctx, 3*time.Minute, "", func() error {
+		st, err := readManifestStatus(ctx, u.s, node)
+		if err != nil {
+			return err
+		}
+
+		if st.Error != "" {
+			return errors.New(st.Error)
+		}
+
+		objects = append(append(append([]string{}, st.ObjectsCreated...), st.ObjectsUpdated...), st.ObjectsUnchanged...)
+
+		// The DaemonSet carries the new image once the node has applied
+		// the manifests rendered from the patched config.
+		var ds rollout
+		if err := u.kube.get(ctx, "apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy", &ds); err != nil {
+			if errors.Is(err, errNotFound) {
+				return nil
+			}
+
+			return err
+		}
+
+		if c := ds.Spec.Template.Spec.Containers; len(c) == 0 || c[0].Image != u.image("kube-proxy") {
+			return errors.New("kube-proxy's DaemonSet does not have the new image yet")
+		}
+
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	for _, o := range objects {
+		u.log(" > processing manifest %s", o)
+	}
+
+	u.log("waiting for all manifests to be applied")
+
+	for _, w := range []struct{ path, name string }{
+		{"apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy", "apps/v1/DaemonSet/kube-system/kube-proxy"},
+		{"apis/apps/v1/namespaces/kube-system/daemonsets/kube-flannel", "apps/v1/DaemonSet/kube-system/kube-flannel"},
+		{"apis/apps/v1/namespaces/kube-system/deployments/coredns", "apps/v1/Deployment/kube-system/coredns"},
+	} {
+		u.log(" > waiting for %s", w.name)
+
+		err := u.waitFor(ctx, 5*time.Minute, "", func() error {
+			var r rollout
+			if err := u.kube.get(ctx, w.path, &r); err != nil {
+				if errors.Is(err, errNotFound) {
+					return nil
+				}
+
+				return err
+			}
+
+			return r.done(strings.Contains(w.path, "/daemonsets/"))
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.name, err)
+		}
+	}
+
+	return nil
+}
+
+// manifestStatus is the part of ManifestStatus upgrade-k8s reports.
+type manifestStatus struct {
+	ObjectsCreated   []string `yaml:"objectsCreated"`
+	ObjectsUpdated   []string `yaml:"objectsUpdated"`
+	ObjectsUnchanged []string `yaml:"objectsUnchanged"`
+	Error            string   `yaml:"error"`
+}
+
+func readManifestStatus(ctx context.Context, s *session, node string) (manifestStatus, error) {
+	return onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (manifestStatus, error) {
+		var st manifestStatus
+
+		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: "ManifestStatuses.kubernetes.talos.dev", Id: "manifests"})
+		if err != nil {
+			return st, err
+		}
+
+		if err := client.MetadataError(resp.GetMetadata()); err != nil {
+			return st, err
+		}
+
+		err = yaml.Unmarshal(resp.GetResource().GetSpecYaml(), &st)
+
+		return st, err
+	})
+}
