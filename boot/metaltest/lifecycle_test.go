@@ -3,6 +3,8 @@ package metaltest
 import (
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -30,7 +32,21 @@ func TestMetalLifecycle(t *testing.T) {
 	n.wait(markMaintenance, bootTimeout)
 	n.maintenanceAnswers(bootTimeout)
 
-	t.Log("apply-config: the node installs to /dev/vda and starts its services")
+	// machine.install.diskSelector: one matching no disk is refused,
+	// naming the disks, and the node stays in maintenance mode; one
+	// matching the virtio disk (by bus and size) is what installs.
+	noDisk := n.patchConfig(cp, "nodisk.yaml", `{"machine":{"install":{"diskSelector":{"type":"nvme"}}}}`)
+	if _, errOut, err := n.talosctl("apply-config", "--insecure", "-f", noDisk); err == nil ||
+		!strings.Contains(errOut, `machine.install.diskSelector {type: "nvme"} matches no disk here (disks: /dev/vda`) {
+		t.Errorf("a selector matching no disk: %v\n%s", err, errOut)
+	}
+
+	n.maintenanceAnswers(bootTimeout)
+
+	cp = n.patchConfig(cp, "selector.yaml", `[{"op":"replace","path":"/machine/install/disk","value":"/dev/sdz"},
+{"op":"add","path":"/machine/install/diskSelector","value":{"busPath":"/pci0000:00/*","size":">= 4GB"}}]`)
+
+	t.Log("apply-config: the selector picks /dev/vda; the node installs there and starts its services")
 	out := n.ok("apply-config", "--insecure", "-f", cp)
 	t.Logf("apply-config: %s", out)
 
@@ -51,6 +67,26 @@ func TestMetalLifecycle(t *testing.T) {
 
 	t.Log("operate: read commands through the forward")
 	n.operate()
+
+	t.Log("block resources: the disk, its partitions, the system disk")
+	if out := n.ok("get", "systemdisk"); !regexp.MustCompile(`system-disk\s+\d+\s+vda`).MatchString(out) {
+		t.Errorf("get systemdisk:\n%s", out)
+	}
+
+	if out := n.ok("get", "disks", "vda"); !strings.Contains(out, "virtio") {
+		t.Errorf("get disks vda:\n%s", out)
+	}
+
+	if out := n.ok("get", "blockdevices"); !regexp.MustCompile(`vda6\s+\d+\s+partition\s+EPHEMERAL`).MatchString(out) {
+		t.Errorf("get blockdevices:\n%s", out)
+	}
+
+	dv := n.ok("get", "discoveredvolumes")
+	for _, want := range []string{`vda\s+\d+\s+disk\s+.*\sgpt`, `vda4\s+\d+\s+partition\s+.*\stalosmeta\s+META`, `vda5\s+\d+\s+partition\s+.*\sext4\s+STATE\s+STATE`} {
+		if !regexp.MustCompile(want).MatchString(dv) {
+			t.Errorf("get discoveredvolumes lacks %s:\n%s", want, dv)
+		}
+	}
 
 	t.Log("reboot: back with the config from STATE, no maintenance mode")
 	n.ok("reboot")
@@ -159,4 +195,17 @@ func (n *node) operate() {
 			n.t.Logf("talosctl memory:\n%s", out)
 		}
 	}
+}
+
+// patchConfig writes a patched copy of a config beside it, with the
+// project's own machineconfig patch.
+func (n *node) patchConfig(base, name, patch string) string {
+	n.t.Helper()
+
+	out := filepath.Join(filepath.Dir(base), name)
+	if b, err := exec.Command(n.bin, "talosctl", "machineconfig", "patch", base, "-p", patch, "-o", out).CombinedOutput(); err != nil {
+		n.t.Fatalf("machineconfig patch: %v\n%s", err, b)
+	}
+
+	return out
 }

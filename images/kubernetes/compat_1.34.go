@@ -20,4 +20,3 @@ func newKubeletCommand() *cobra.Command { return kubelet.NewKubeletCommand(conte
 func setKubectlVerbosity(args []string) {
 	logs.GlogSetter(kubectl.GetLogVerbosity(args)) //nolint:errcheck
 }
-

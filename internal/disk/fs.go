@@ -33,11 +33,32 @@ const (
 // Probe names the filesystem (or LUKS header) at the start of r, or
 // returns "" when it finds none.
 func Probe(r Region) (string, error) {
-	buf := make([]byte, 2048)
+	v, err := ProbeVolume(r)
+
+	return v.Name, err
+}
+
+// More of what ProbeVolume recognises (Talos's discovered volume names).
+const (
+	ProbeGPT       = "gpt"
+	ProbeSquashFS  = "squashfs"
+	ProbeTalosMeta = "talosmeta"
+)
+
+// Volume is what a probe finds at the start of a region: the format's
+// name ("" for none) and, where the format has them, its UUID and label.
+type Volume struct {
+	Name, UUID, Label string
+}
+
+// ProbeVolume reads the signatures at the start of r: LUKS, xfs, ext2-4,
+// vfat, squashfs, a GPT (on a whole disk) and Talos's META.
+func ProbeVolume(r Region) (Volume, error) {
+	buf := make([]byte, 4096)
 
 	n, err := r.File.ReadAt(buf, r.Offset)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("probe %s: %w", r.File.Name(), err)
+		return Volume{}, fmt.Errorf("probe %s: %w", r.File.Name(), err)
 	}
 
 	buf = buf[:n]
@@ -46,19 +67,56 @@ func Probe(r Region) (string, error) {
 		return len(buf) >= off+len(magic) && bytes.Equal(buf[off:off+len(magic)], magic)
 	}
 
-	switch {
-	case at(0, []byte("LUKS\xba\xbe")):
-		return ProbeLUKS, nil
-	case at(0, []byte("XFSB")):
-		return ProbeXFS, nil
-	case len(buf) >= 1082 && binary.LittleEndian.Uint16(buf[1080:1082]) == 0xEF53:
-		// s_magic, 56 bytes into the superblock at 1024.
-		return ProbeExt4, nil
-	case at(510, []byte{0x55, 0xAA}) && (at(54, []byte("FAT")) || at(82, []byte("FAT32"))):
-		return ProbeVFAT, nil
+	// text is a fixed-size, NUL- or space-padded field.
+	text := func(off, size int) string {
+		return string(bytes.TrimRight(bytes.TrimRight(buf[off:off+size], "\x00"), " "))
 	}
 
-	return "", nil
+	switch {
+	case at(0, []byte("LUKS\xba\xbe")):
+		// LUKS2 binary header: label at 24 (48 bytes), uuid at 168 (40).
+		return Volume{Name: ProbeLUKS, Label: text(24, 48), UUID: text(168, 40)}, nil
+	case at(0, []byte("XFSB")):
+		return Volume{Name: ProbeXFS, UUID: uuidString(buf[32:48]), Label: text(108, 12)}, nil
+	case len(buf) >= 1082 && binary.LittleEndian.Uint16(buf[1080:1082]) == 0xEF53:
+		// s_magic, 56 bytes into the superblock at 1024; s_uuid at 0x68,
+		// s_volume_name at 0x78.
+		return Volume{Name: ProbeExt4, UUID: uuidString(buf[1024+0x68 : 1024+0x78]), Label: text(1024+0x78, 16)}, nil
+	case at(510, []byte{0x55, 0xAA}) && at(82, []byte("FAT32")):
+		return Volume{Name: ProbeVFAT, UUID: fatSerial(buf[67:71]), Label: text(71, 11)}, nil
+	case at(510, []byte{0x55, 0xAA}) && at(54, []byte("FAT")):
+		return Volume{Name: ProbeVFAT, UUID: fatSerial(buf[39:43]), Label: text(43, 11)}, nil
+	case at(0, []byte("hsqs")):
+		return Volume{Name: ProbeSquashFS}, nil
+	case at(512, []byte("EFI PART")):
+		// The GPT header in LBA 1; its disk GUID is mixed-endian at 56.
+		return Volume{Name: ProbeGPT, UUID: guidString(buf[512+56 : 512+72])}, nil
+	case len(buf) >= 4 && binary.BigEndian.Uint32(buf) == 0x5a4b3c2d:
+		return Volume{Name: ProbeTalosMeta}, nil
+	}
+
+	return Volume{}, nil
+}
+
+func uuidString(b []byte) string {
+	if bytes.Equal(b, make([]byte, len(b))) {
+		return ""
+	}
+
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// guidString is a GPT GUID: the first three fields little-endian.
+func guidString(b []byte) string {
+	return fmt.Sprintf("%08x-%04x-%04x-%x-%x", binary.LittleEndian.Uint32(b[0:4]), binary.LittleEndian.Uint16(b[4:6]),
+		binary.LittleEndian.Uint16(b[6:8]), b[8:10], b[10:16])
+}
+
+// fatSerial is a FAT volume serial as blkid prints it: "ABCD-1234".
+func fatSerial(b []byte) string {
+	v := binary.LittleEndian.Uint32(b)
+
+	return fmt.Sprintf("%04X-%04X", v>>16, v&0xffff)
 }
 
 // FormatExt4 makes an empty ext4 filesystem labelled label on r, with a

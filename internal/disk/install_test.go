@@ -157,16 +157,21 @@ func TestInstallSystemLayout(t *testing.T) {
 		t.Errorf("META after install: blank %v, damaged %v, tags %v", m.Blank(), m.Damaged(), m.List())
 	}
 
-	// STATE and EPHEMERAL are clean ext4 with their labels; the rest
-	// carry no signature at all.
+	// STATE and EPHEMERAL are clean ext4 with their labels, META is
+	// META; the rest carry no signature at all.
 	for _, e := range plan {
 		got, err := disk.Probe(disk.Region{File: f, Offset: e.Offset(), Size: e.Bytes()})
 		if err != nil {
 			t.Fatal(err)
 		}
 
-		if got != e.FS {
-			t.Errorf("%s holds %q, want %q", e.Label, got, e.FS)
+		want := e.FS
+		if e.Label == disk.LabelMeta {
+			want = disk.ProbeTalosMeta
+		}
+
+		if got != want {
+			t.Errorf("%s holds %q, want %q", e.Label, got, want)
 		}
 
 		if e.FS != disk.FSExt4 {

@@ -27,6 +27,21 @@ type BlockDevice struct {
 	ReadOnly bool
 	// Removable is a disk's removable flag (USB sticks, CD drives).
 	Removable bool
+
+	// What a disk selector matches on (disks only; empty when the kernel
+	// does not say). DeviceName is device/name (MMC cards).
+	DeviceName, Model, Serial, Modalias, UUID, WWID string
+	// BusPath is the disk's place under /sys/devices without the block
+	// part: /pci0000:00/0000:00:05.0/virtio2.
+	BusPath string
+	// Transport is the bus subsystem: virtio, scsi, nvme, mmc, ...
+	Transport  string
+	Rotational bool
+
+	// Major and Minor are the device numbers; SectorSize and IOSize the
+	// queue's logical block and minimum I/O sizes (disks).
+	Major, Minor       int
+	SectorSize, IOSize int64
 }
 
 // IsPartition says whether the device is a partition.
@@ -72,6 +87,8 @@ func readDevice(classDir, name string) (BlockDevice, error) {
 
 	kv := parseUevent(uevent)
 	bd := BlockDevice{Name: name, PartName: kv["PARTNAME"], Path: "/dev/" + name}
+	bd.Major, _ = strconv.Atoi(kv["MAJOR"])
+	bd.Minor, _ = strconv.Atoi(kv["MINOR"])
 
 	if dn := kv["DEVNAME"]; dn != "" {
 		bd.Path = "/dev/" + dn
@@ -104,9 +121,58 @@ func readDevice(classDir, name string) (BlockDevice, error) {
 	if !bd.IsPartition() {
 		rm, _ := readInt(filepath.Join(base, "removable"))
 		bd.Removable = rm == 1
+
+		readIdentity(&bd, classDir, base)
 	}
 
 	return bd, nil
+}
+
+// readIdentity fills what a selector matches on. Each attribute lives in
+// the block directory or in its device's, depending on the driver.
+func readIdentity(bd *BlockDevice, classDir, base string) {
+	attr := func(names ...string) string {
+		for _, n := range names {
+			if b, err := os.ReadFile(filepath.Join(base, n)); err == nil {
+				if v := strings.TrimSpace(string(b)); v != "" {
+					return v
+				}
+			}
+		}
+
+		return ""
+	}
+
+	bd.DeviceName = attr("device/name")
+	bd.Model = attr("device/model")
+	bd.Serial = attr("serial", "device/serial")
+	bd.Modalias = attr("device/modalias")
+	bd.UUID = attr("uuid", "device/uuid")
+	bd.WWID = attr("wwid", "device/wwid")
+
+	rot, _ := readInt(filepath.Join(base, "queue", "rotational"))
+	bd.Rotational = rot == 1
+	bd.SectorSize, _ = readInt(filepath.Join(base, "queue", "logical_block_size"))
+	bd.IOSize, _ = readInt(filepath.Join(base, "queue", "minimum_io_size"))
+
+	if sub, err := filepath.EvalSymlinks(filepath.Join(base, "device", "subsystem")); err == nil {
+		bd.Transport = filepath.Base(sub)
+	}
+
+	// class/block/sda → ../../devices/pci0000:00/.../block/sda.
+	real, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return
+	}
+
+	devices, err := filepath.EvalSymlinks(filepath.Join(filepath.Dir(filepath.Dir(classDir)), "devices"))
+	if err != nil {
+		return
+	}
+
+	if rel, err := filepath.Rel(devices, filepath.Dir(filepath.Dir(real))); err == nil && !strings.HasPrefix(rel, "..") {
+		bd.BusPath = "/" + rel
+	}
 }
 
 func parseUevent(b []byte) map[string]string {

@@ -16,6 +16,10 @@ type fakeDev struct {
 	partN                int
 	sectors              int64
 	ro, removable        bool
+	// bus is the device's path under devices/ (default pci0000:00);
+	// attrs are extra files, relative to the block directory.
+	bus   string
+	attrs map[string]string
 }
 
 // fakeSysfs lays devs out as the kernel does: devices/<bus>/block/<disk>
@@ -32,11 +36,16 @@ func fakeSysfs(t *testing.T, devs ...fakeDev) string {
 	}
 
 	for _, d := range devs {
-		dir := filepath.Join(root, "devices", "pci0000:00", "block", d.name)
+		bus := d.bus
+		if bus == "" {
+			bus = "pci0000:00"
+		}
+
+		dir := filepath.Join(root, "devices", bus, "block", d.name)
 		uevent := fmt.Sprintf("MAJOR=254\nMINOR=0\nDEVNAME=%s\nDEVTYPE=disk\n", d.name)
 
 		if d.disk != "" {
-			dir = filepath.Join(root, "devices", "pci0000:00", "block", d.disk, d.name)
+			dir = filepath.Join(root, "devices", bus, "block", d.disk, d.name)
 			uevent = fmt.Sprintf("MAJOR=254\nMINOR=%d\nDEVNAME=%s\nDEVTYPE=partition\nPARTN=%d\nPARTNAME=%s\n", d.partN, d.name, d.partN, d.partName)
 		}
 
@@ -51,7 +60,15 @@ func fakeSysfs(t *testing.T, devs ...fakeDev) string {
 			t.Fatal(err)
 		}
 
+		for name, content := range d.attrs {
+			files[name] = content
+		}
+
 		for name, content := range files {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}

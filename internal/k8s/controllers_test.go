@@ -194,14 +194,17 @@ func TestControlPlaneGraph(t *testing.T) {
 		return yaml.Unmarshal(body, &list) == nil && list.Kind == "PodList" && len(list.Items) == 3
 	})
 
-	// An extra arg bumps the apiserver's config version only.
+	// An extra arg bumps the apiserver's config version only. The config
+	// is decoded afresh, as every apply makes it: nothing may depend on
+	// the old config's pointers (the secrets once did, and every change
+	// reissued the certificates and restarted the API server).
 	next := *cp
 	cl := *cp.Cluster
 	api2 := *cp.Cluster.APIServer
 	api2.ExtraArgs = map[string]string{"v": "3"}
 	cl.APIServer = &api2
 	next.Cluster = &cl
-	g.setConfig(&next)
+	g.setConfig(reDecode(t, &next))
 
 	g.wait("the apiserver pod with the new flag", func() bool {
 		p := g.staticPods()[APIServerID]
@@ -227,4 +230,22 @@ func TestControlPlaneGraph(t *testing.T) {
 	// etcd going away tears the control plane down.
 	put(g, bus.NewTyped(supervisor.Namespace, supervisor.ServiceType, "etcd", supervisor.ServiceSpec{State: "Failed"}), supervisor.Owner)
 	g.wait("no static pods", func() bool { return len(g.staticPods()) == 0 })
+}
+
+// reDecode is cfg as an apply gives it: encoded and decoded, sharing no
+// pointer with cfg.
+func reDecode(t *testing.T, cfg *configs.Config) *configs.Config {
+	t.Helper()
+
+	b, err := cfg.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := configs.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return out
 }

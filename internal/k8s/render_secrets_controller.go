@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -106,10 +107,13 @@ func (c *RenderSecretsController) Run(ctx context.Context, r bus.ControllerRunti
 
 		in.Now = now
 
-		// Reissue only when what the certificates say changed, or they age.
-		key := fmt.Sprint(cfg.Cluster.CA, cfg.Cluster.AggregatorCA, cfg.Cluster.ServiceAccount, cfg.Cluster.Etcd, host, fqdn, addrs,
-			in.Endpoint, in.CertSANs, in.ServiceSubnets, in.DNSDomain, in.LocalAPIServerPort, in.ClusterName,
-			in.SecretboxEncryptionSecret, in.AESCBCEncryptionSecret)
+		// Reissue only when what the certificates say changed, or they age:
+		// a reissue changes the secrets version and so restarts every
+		// control-plane pod on the node.
+		key, err := certsKey(cfg, host, fqdn, addrs, in)
+		if err != nil {
+			return err
+		}
 
 		if certs == nil || key != lastKey || secrets.NeedsRenewal(certs.APIServer.Crt, now()) {
 			if certs, err = secrets.IssueStaticPodCerts(in); err != nil {
@@ -194,4 +198,25 @@ func withoutClusterNetworks(cfg *configs.Config, addrs []netip.Addr) []netip.Add
 	return slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool {
 		return slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(a) })
 	})
+}
+
+// certsKey is what the certificates are made from, by value. (It was once
+// fmt.Sprint of the config's pointers, whose nested pointers print as
+// addresses: every applied config looked new, and every config change,
+// even a scheduler image, reissued the certificates and restarted the
+// API server.)
+func certsKey(cfg *configs.Config, host, fqdn string, addrs []netip.Addr, in secrets.Inputs) (string, error) {
+	var etcdCA *configs.PEMCertificateAndKey
+	if cfg.Cluster.Etcd != nil {
+		etcdCA = cfg.Cluster.Etcd.CA
+	}
+
+	b, err := json.Marshal([]any{cfg.Cluster.CA, cfg.Cluster.AggregatorCA, cfg.Cluster.ServiceAccount, etcdCA, host, fqdn, addrs,
+		in.Endpoint, in.CertSANs, in.ServiceSubnets, in.DNSDomain, in.LocalAPIServerPort, in.ClusterName,
+		in.SecretboxEncryptionSecret, in.AESCBCEncryptionSecret})
+	if err != nil {
+		return "", fmt.Errorf("kubernetes secrets: %w", err)
+	}
+
+	return string(b), nil
 }

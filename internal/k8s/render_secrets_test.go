@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/k8s/secrets"
 )
 
 // The CNI's addresses (pod network) and service IPs never reach the
@@ -35,5 +36,58 @@ func TestWithoutClusterNetworks(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCertsKey: the certificates are reissued (and every control-plane pod
+// restarted) only when what they are made from changes, never because an
+// apply decoded the same values into new pointers or changed a component's
+// image.
+func TestCertsKey(t *testing.T) {
+	cp, _ := generated(t)
+	addrs := []netip.Addr{netip.MustParseAddr("10.5.0.2")}
+
+	key := func(cfg *configs.Config) string {
+		t.Helper()
+
+		in, err := secrets.FromConfig(cfg, "cp-1", "cp-1", addrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		k, err := certsKey(cfg, "cp-1", "cp-1", addrs, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		return k
+	}
+
+	base := key(cp)
+
+	if k := key(reDecode(t, cp)); k != base {
+		t.Error("the same config decoded again changes the key")
+	}
+
+	sched := reDecode(t, cp)
+	sched.Cluster.Scheduler.Image = "registry.k8s.io/kube-scheduler:v1.33.13"
+
+	if k := key(sched); k != base {
+		t.Error("a scheduler image changes the key")
+	}
+
+	etcd := reDecode(t, cp)
+	other, _ := generated(t)
+	etcd.Cluster.Etcd.CA = other.Cluster.Etcd.CA
+
+	if k := key(etcd); k == base {
+		t.Error("another etcd CA leaves the key")
+	}
+
+	sans := reDecode(t, cp)
+	sans.Cluster.APIServer.CertSANs = append(sans.Cluster.APIServer.CertSANs, "api.example.com")
+
+	if k := key(sans); k == base {
+		t.Error("a new certSAN leaves the key")
 	}
 }

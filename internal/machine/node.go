@@ -185,6 +185,7 @@ func New(opts Options) (*Node, error) {
 	defs := append(append([]bus.Definition{}, Definitions...), supervisor.Definition, timed.Definition)
 	defs = append(defs, identityDefinitions...)
 	defs = append(defs, metaDefinition)
+	defs = append(defs, blockDefinitions...)
 	defs = append(defs, network.Definitions...)
 	defs = append(defs, opts.Definitions...)
 	for _, d := range defs {

@@ -116,7 +116,8 @@ func (n *Node) machinedService() supervisor.Service {
 		ID: "machined",
 		Runner: supervisor.GoroutineRunner(func(ctx context.Context, _ io.Writer) error {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
-			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity}} {
+			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity},
+				&BlockController{SysRoot: n.sysRoot}} {
 				if err := rt.Register(c); err != nil {
 					return err
 				}

@@ -6,7 +6,6 @@ package machine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -98,20 +97,18 @@ func (n *Node) mountVolume(dev disk.BlockDevice, target string, flags uintptr, m
 	return nil
 }
 
-// installTarget picks the disk an install writes to: the config's
-// machine.install.disk, else talosbox.install.disk= from the kernel
+// installTarget picks the disk an install writes to: the disk the config's
+// machine.install.diskSelector matches, else its machine.install.disk, else talosbox.install.disk= from the kernel
 // command line, else the first virtio disk (the first disk otherwise).
 // It checks that the layout fits, so that a config naming a wrong disk is
 // refused before the node leaves maintenance mode.
 func (n *Node) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
 	want := ""
 
-	if cfg.Machine != nil && cfg.Machine.Install != nil {
-		if cfg.Machine.Install.DiskSelector != nil {
-			return disk.BlockDevice{}, errors.New("machine.install.diskSelector is not supported yet: name the disk in machine.install.disk")
-		}
+	var sel *configs.InstallDiskSelector
 
-		want = cfg.Machine.Install.Disk
+	if cfg.Machine != nil && cfg.Machine.Install != nil {
+		want, sel = cfg.Machine.Install.Disk, cfg.Machine.Install.DiskSelector
 	}
 
 	if want == "" {
@@ -123,7 +120,16 @@ func (n *Node) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
 		return disk.BlockDevice{}, err
 	}
 
-	d, err := disk.ChooseDisk(devs, want)
+	var d disk.BlockDevice
+
+	// The selector wins over a disk path, as in Talos.
+	if sel != nil {
+		d, err = disk.SelectDisk(devs, disk.Selector{Size: sel.Size, Name: sel.Name, Model: sel.Model, Serial: sel.Serial,
+			Modalias: sel.Modalias, UUID: sel.UUID, WWID: sel.WWID, Type: sel.Type, BusPath: sel.BusPath})
+	} else {
+		d, err = disk.ChooseDisk(devs, want)
+	}
+
 	if err != nil {
 		return disk.BlockDevice{}, err
 	}

@@ -69,8 +69,13 @@ func TestInstallTarget(t *testing.T) {
 			"install disk /dev/sda: no such disk here (disks: /dev/sdc (8.0 GiB), /dev/vda (6.0 GiB), /dev/vdb (2.0 GiB))"},
 		{"too small", install(&configs.InstallConfig{Disk: "/dev/vdb"}), "", "",
 			"install disk /dev/vdb: plan partitions: the disk (2.0 GiB) is too small"},
-		{"disk selector", install(&configs.InstallConfig{DiskSelector: &configs.InstallDiskSelector{Size: ">= 4GB"}}), "", "",
-			"machine.install.diskSelector is not supported yet"},
+		{"disk selector by size", install(&configs.InstallConfig{DiskSelector: &configs.InstallDiskSelector{Size: ">= 7GiB"}}), "", "/dev/sdc", ""},
+		{"disk selector wins over the disk", install(&configs.InstallConfig{Disk: "/dev/vda", DiskSelector: &configs.InstallDiskSelector{BusPath: "/virtio*", Size: "< 7GiB"}}),
+			"", "/dev/vda", ""},
+		{"disk selector matching nothing", install(&configs.InstallConfig{DiskSelector: &configs.InstallDiskSelector{Type: "nvme"}}), "", "",
+			`machine.install.diskSelector {type: "nvme"} matches no disk here (disks: /dev/sdc 8.6 GB ssd busPath "/virtio"; `},
+		{"disk selector matching a disk too small", install(&configs.InstallConfig{DiskSelector: &configs.InstallDiskSelector{Size: "< 3GiB"}}), "", "",
+			"install disk /dev/vdb: plan partitions: the disk (2.0 GiB) is too small"},
 	}
 
 	for _, tt := range tests {
