@@ -524,9 +524,13 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 
 		dc.ok("-n", cps[0], "health", "--control-plane-nodes", strings.Join(cps, ","), "--worker-nodes", w, "--wait-timeout", "5m")
 
-		if v := probe.serverVersion(cp); v != "v"+to {
-			t.Errorf("%s's API server is %s after the revert", cp, v)
-		}
+		waitFor(t, 3*time.Minute, cp+"'s API server on "+to+" after the revert", func() error {
+			if v := probe.serverVersion(cp); v != "v"+to {
+				return fmt.Errorf("version %s", v)
+			}
+
+			return nil
+		})
 	})
 
 	t.Run("convert-k8s hands a self-hosted control plane to the static pods", func(t *testing.T) {

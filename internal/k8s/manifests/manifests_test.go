@@ -238,9 +238,17 @@ func TestKubeProxy(t *testing.T) {
 		o := defaults()
 		o.ProxyImage = image
 
-		c := container(t, object(t, render(t, o), "DaemonSet", "kube-proxy"), "containers", 0)
+		ds := object(t, render(t, o), "DaemonSet", "kube-proxy")
+
+		c := container(t, ds, "containers", 0)
 		if got := strs(c["command"]); got[len(got)-1] != "--proxy-mode="+mode {
 			t.Errorf("%s: %q, want mode %s", image, got, mode)
+		}
+
+		// Each kube-proxy starts from an empty table, with its own image.
+		init := container(t, ds, "initContainers", 0)
+		if got := strs(init["command"]); len(got) != 2 || got[1] != "--cleanup" || init["image"] != image {
+			t.Errorf("%s: init container %v", image, init)
 		}
 	}
 }

@@ -5,6 +5,15 @@ package manifests
 // (the service network is what it sets up). The hostPath is /lib/modules
 // as in Talos 1.8; flipping it between releases is what broke Talos users'
 // upgrades (siderolabs/talos#11250), so it stays put.
+//
+// Beyond Talos: an init container runs `kube-proxy --cleanup` first, so
+// every kube-proxy starts from an empty table. Measured here, upgrading
+// the DaemonSet from 1.33 to 1.34 in nftables mode left the service-ips
+// map of every node empty (the service chains were there, the map that
+// jumps to them was not) until each kube-proxy was restarted once more:
+// every Service answered "connection refused" after upgrade-k8s. Starting
+// from nothing costs a second or two without rules on that node (a SYN
+// retried once), never a broken table.
 const kubeProxyTemplate = `apiVersion: apps/v1
 kind: DaemonSet
 metadata:
@@ -24,6 +33,18 @@ spec:
         tier: node
         k8s-app: kube-proxy
     spec:
+      initContainers:
+      - name: cleanup
+        image: {{ json .ProxyImage }}
+        command:
+        - /usr/local/bin/kube-proxy
+        - --cleanup
+        securityContext:
+          privileged: true
+        volumeMounts:
+        - mountPath: /lib/modules
+          name: lib-modules
+          readOnly: true
       containers:
       - name: kube-proxy
         image: {{ json .ProxyImage }}
