@@ -24,6 +24,9 @@ type templateData struct {
 
 	ProxyImage string
 	ProxyArgs  []string
+	// ProxyNFTables: kube-proxy runs in nftables mode (its init container
+	// empties the tables).
+	ProxyNFTables bool
 
 	CoreDNSImage string
 
@@ -95,6 +98,8 @@ func newTemplateData(o Options) (*templateData, error) {
 	if d.ProxyArgs, err = proxyArgs(o, pods); err != nil {
 		return nil, err
 	}
+
+	d.ProxyNFTables = slices.Contains(d.ProxyArgs, "--proxy-mode=nftables")
 
 	if d.FlannelNetConf, err = flannelNetConf(pods); err != nil {
 		return nil, err

@@ -245,9 +245,19 @@ func TestKubeProxy(t *testing.T) {
 			t.Errorf("%s: %q, want mode %s", image, got, mode)
 		}
 
-		// Each kube-proxy starts from an empty table, with its own image.
+		// In nftables mode each kube-proxy starts from an empty table,
+		// emptied with its own image's nft.
+		inits, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "initContainers")
+		if mode != "nftables" {
+			if len(inits) != 0 {
+				t.Errorf("%s: init containers in %s mode: %v", image, mode, inits)
+			}
+
+			continue
+		}
+
 		init := container(t, ds, "initContainers", 0)
-		if got := strs(init["command"]); len(got) != 2 || got[1] != "--cleanup" || init["image"] != image {
+		if got := strs(init["command"]); len(got) != 2 || got[0] != "/usr/sbin/nft" || !strings.Contains(got[1], "delete table ip kube-proxy;") || init["image"] != image {
 			t.Errorf("%s: init container %v", image, init)
 		}
 	}

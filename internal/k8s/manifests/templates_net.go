@@ -6,8 +6,10 @@ package manifests
 // as in Talos 1.8; flipping it between releases is what broke Talos users'
 // upgrades (siderolabs/talos#11250), so it stays put.
 //
-// Beyond Talos: an init container runs `kube-proxy --cleanup` first, so
-// every kube-proxy starts from an empty table. Measured here, upgrading
+// Beyond Talos: in nftables mode an init container deletes kube-proxy's
+// tables first (nft's add-then-delete, which does not fail when a table is
+// missing; `kube-proxy --cleanup` fails without ipset), so every
+// kube-proxy starts from an empty table. Measured here, upgrading
 // the DaemonSet from 1.33 to 1.34 in nftables mode left the service-ips
 // map of every node empty (the service chains were there, the map that
 // jumps to them was not) until each kube-proxy was restarted once more:
@@ -33,18 +35,16 @@ spec:
         tier: node
         k8s-app: kube-proxy
     spec:
+      {{- if .ProxyNFTables }}
       initContainers:
       - name: cleanup
         image: {{ json .ProxyImage }}
         command:
-        - /usr/local/bin/kube-proxy
-        - --cleanup
+        - /usr/sbin/nft
+        - add table ip kube-proxy; delete table ip kube-proxy; add table ip6 kube-proxy; delete table ip6 kube-proxy
         securityContext:
           privileged: true
-        volumeMounts:
-        - mountPath: /lib/modules
-          name: lib-modules
-          readOnly: true
+      {{- end }}
       containers:
       - name: kube-proxy
         image: {{ json .ProxyImage }}
