@@ -1,0 +1,288 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/internal/images"
+)
+
+// What issue 19's Kubernetes test measures with (an API-server prober and
+// the load client's tallies) and the convert-k8s part of it.
+
+// apiserverProbe asks every control plane's API server /readyz every
+// 250 ms, with the admin credentials, and keeps the longest stretch each
+// did not answer: the unavailability window, as a client sees it.
+type apiserverProbe struct {
+	hc   *http.Client
+	cps  []string
+	stop chan struct{}
+	done sync.WaitGroup
+
+	mu      sync.Mutex
+	longest map[string]time.Duration
+	since   map[string]time.Time // the current outage's start
+}
+
+func startAPIServerProbe(t *testing.T, kubeconfig string, cps []string) *apiserverProbe {
+	t.Helper()
+
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var kc struct {
+		Clusters []struct {
+			Cluster struct {
+				CA string `yaml:"certificate-authority-data"`
+			} `yaml:"cluster"`
+		} `yaml:"clusters"`
+		Users []struct {
+			User struct {
+				Cert string `yaml:"client-certificate-data"`
+				Key  string `yaml:"client-key-data"`
+			} `yaml:"user"`
+		} `yaml:"users"`
+	}
+
+	if err := yaml.Unmarshal(data, &kc); err != nil || len(kc.Clusters) == 0 || len(kc.Users) == 0 {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+
+	dec := func(s string) []byte { b, _ := base64.StdEncoding.DecodeString(s); return b }
+
+	cert, err := tls.X509KeyPair(dec(kc.Users[len(kc.Users)-1].User.Cert), dec(kc.Users[len(kc.Users)-1].User.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(dec(kc.Clusters[len(kc.Clusters)-1].Cluster.CA))
+
+	p := &apiserverProbe{
+		hc: &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+			TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}}},
+		cps: cps, stop: make(chan struct{}), longest: map[string]time.Duration{}, since: map[string]time.Time{},
+	}
+
+	for _, cp := range cps {
+		p.done.Add(1)
+
+		go p.watch(cp)
+	}
+
+	t.Cleanup(p.finish)
+
+	return p
+}
+
+func (p *apiserverProbe) get(cp, path string) (string, error) {
+	resp, err := p.hc.Get("https://" + cp + ":6443" + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s", resp.Status)
+	}
+
+	return string(body), nil
+}
+
+func (p *apiserverProbe) watch(cp string) {
+	defer p.done.Done()
+
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+
+	for {
+		_, err := p.get(cp, "/readyz")
+		now := time.Now()
+
+		p.mu.Lock()
+		if err != nil && p.since[cp].IsZero() {
+			p.since[cp] = now
+		}
+
+		if err == nil && !p.since[cp].IsZero() {
+			p.longest[cp] = max(p.longest[cp], now.Sub(p.since[cp]))
+			p.since[cp] = time.Time{}
+		}
+		p.mu.Unlock()
+
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *apiserverProbe) finish() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+		p.done.Wait()
+	}
+}
+
+// windows are the longest outages, by control plane.
+func (p *apiserverProbe) windows() map[string]time.Duration {
+	p.finish()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	return p.longest
+}
+
+// serverVersion is the gitVersion one API server reports.
+func (p *apiserverProbe) serverVersion(cp string) string {
+	body, err := p.get(cp, "/version")
+	if err != nil {
+		return err.Error()
+	}
+
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+
+	json.Unmarshal([]byte(body), &v) //nolint:errcheck // an empty version fails the caller's check
+
+	return v.GitVersion
+}
+
+// loadTally is one "ok=N failed=M" line of the load client's log.
+type loadTally struct {
+	at         time.Time
+	ok, failed int
+}
+
+var tallyLine = regexp.MustCompile(`^(\S+) ok=(\d+) failed=(\d+)$`)
+
+func parseLoadLog(log string) (tallies []loadTally, failures []string) {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, " FAIL ") {
+			failures = append(failures, l)
+			continue
+		}
+
+		m := tallyLine.FindStringSubmatch(strings.TrimSpace(l))
+		if m == nil {
+			continue
+		}
+
+		at, err := time.Parse("2006-01-02T15:04:05.000Z", m[1])
+		if err != nil {
+			continue
+		}
+
+		ok, _ := strconv.Atoi(m[2])
+		failed, _ := strconv.Atoi(m[3])
+		tallies = append(tallies, loadTally{at, ok, failed})
+	}
+
+	return tallies, failures
+}
+
+// answeredAfter: some request succeeded after moment b (a tally after b
+// counts more successes than the last one before it).
+func answeredAfter(tallies []loadTally, b time.Time) bool {
+	before := -1
+
+	for _, tl := range tallies {
+		if !tl.at.After(b) {
+			before = tl.ok
+			continue
+		}
+
+		if before >= 0 && tl.ok > before {
+			return true
+		}
+	}
+
+	return false
+}
+
+// testConvertK8s makes the cluster look bootkube-made: DaemonSets named
+// as seed 002's (running the echo image, not a second control plane),
+// plus pod-checkpointer; convert-k8s must remove them all and leave the
+// static pods serving.
+func testConvertK8s(t *testing.T, dc *dockerCluster, cps []string, w string) {
+	dss := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "pod-checkpointer"}
+
+	for _, name := range dss {
+		manifest := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":%[1]q,"namespace":"kube-system","labels":{"k8s-app":%[1]q,"tier":"control-plane"}},
+"spec":{"selector":{"matchLabels":{"k8s-app":%[1]q}},"template":{"metadata":{"labels":{"k8s-app":%[1]q,"tier":"control-plane"}},
+"spec":{"nodeSelector":{"node-role.kubernetes.io/control-plane":""},"tolerations":[{"operator":"Exists"}],
+"containers":[{"name":"c","image":%[2]q}]}}}}`, name, images.EchoImage().String())
+
+		f := filepath.Join(dc.dir, name+"-ds.json")
+		if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+
+		dc.kube(t, "apply", "-f", f)
+	}
+
+	for _, name := range dss {
+		dc.kube(t, "-n", "kube-system", "rollout", "status", "daemonset/"+name, "--timeout=5m")
+	}
+
+	out := dc.ok("-n", cps[0], "convert-k8s", "--force")
+
+	for _, want := range []string{
+		"current self-hosted status: true",
+		"waiting for static pod definitions to be generated",
+		`deleting daemonset "pod-checkpointer"`,
+		`deleting daemonset "kube-apiserver"`,
+		`waiting for static pods for "kube-scheduler" to be present in the API server state`,
+		"conversion process completed successfully",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("convert-k8s output lacks %q:\n%s", want, out)
+		}
+	}
+
+	waitFor(t, 3*time.Minute, "the DaemonSets gone", func() error {
+		out, err := dc.kubectl("-n", "kube-system", "get", "daemonsets", "-o", "jsonpath={.items[*].metadata.name}")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+
+		for _, name := range dss {
+			if slices.Contains(strings.Fields(out), name) {
+				return fmt.Errorf("daemonsets: %s", out)
+			}
+		}
+
+		return nil
+	})
+
+	dc.ok("-n", cps[0], "health", "--control-plane-nodes", strings.Join(cps, ","), "--worker-nodes", w, "--wait-timeout", "5m")
+
+	if out := dc.ok("-n", cps[0], "convert-k8s"); !strings.Contains(out, "current self-hosted status: false") {
+		t.Errorf("a second convert-k8s:\n%s", out)
+	}
+
+}
