@@ -113,9 +113,20 @@ func kubeAPIFrom(data []byte) (*kubeAPI, error) {
 var errNotFound = errors.New("not found")
 
 func (k *kubeAPI) get(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.server+"/"+path, nil)
+	return k.do(ctx, http.MethodGet, path, nil, v)
+}
+
+// do sends one request; a 2xx answer is decoded into v (when v is not
+// nil), a 404 is errNotFound, anything else an error with the body's
+// start.
+func (k *kubeAPI) do(ctx context.Context, method, path string, body io.Reader, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, k.server+"/"+path, body)
 	if err != nil {
 		return err
+	}
+
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 
 	resp, err := k.hc.Do(req)
@@ -129,16 +140,18 @@ func (k *kubeAPI) get(ctx context.Context, path string, v any) error {
 	}
 	defer resp.Body.Close()
 
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return json.NewDecoder(resp.Body).Decode(v)
-	case http.StatusNotFound:
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
 		return errNotFound
+	case resp.StatusCode/100 == 2 && v != nil:
+		return json.NewDecoder(resp.Body).Decode(v)
+	case resp.StatusCode/100 == 2:
+		return nil
 	}
 
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 
-	return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+	return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
 }
 
 type kubeNode struct {

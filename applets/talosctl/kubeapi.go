@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,34 +12,7 @@ import (
 
 // del deletes the object at path; a missing one is errNotFound.
 func (k *kubeAPI) del(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, k.server+"/"+path, strings.NewReader(`{"propagationPolicy":"Background"}`))
-	if err != nil {
-		return err
-	}
-
-	req.Header.Set("Content-Type", "application/json")
-
-	resp, err := k.hc.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			return ue.Err
-		}
-
-		return err
-	}
-	defer resp.Body.Close()
-
-	switch resp.StatusCode {
-	case http.StatusOK, http.StatusAccepted:
-		return nil
-	case http.StatusNotFound:
-		return errNotFound
-	}
-
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-
-	return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+	return k.do(ctx, http.MethodDelete, path, strings.NewReader(`{"propagationPolicy":"Background"}`), nil)
 }
 
 // kubePod is the part of a pod upgrade-k8s and convert-k8s read.

@@ -1,6 +1,10 @@
 package talosctl
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -176,5 +180,54 @@ func TestRolloutDone(t *testing.T) {
 
 	if err := d.done(false); err == nil {
 		t.Error("a Deployment with 1 of 2 available counted as done")
+	}
+}
+
+// TestKubeAPIDo runs the one request path get and del share against an
+// HTTP server: a 2xx decodes (or not, for del), a 404 is errNotFound, any
+// other status is an error carrying the body.
+func TestKubeAPIDo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.Write([]byte(`{"status":{"numberReady":3}}`)) //nolint:errcheck
+		case "/gone":
+			http.Error(w, "not here", http.StatusNotFound)
+		case "/del":
+			if r.Method != http.MethodDelete || r.Header.Get("Content-Type") != "application/json" {
+				http.Error(w, "want a JSON DELETE", http.StatusBadRequest)
+				return
+			}
+
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			http.Error(w, "forbidden: no", http.StatusForbidden)
+		}
+	}))
+	t.Cleanup(srv.Close)
+
+	k := &kubeAPI{server: srv.URL, hc: srv.Client()}
+	ctx := context.Background()
+
+	var v struct {
+		Status struct {
+			NumberReady int `json:"numberReady"`
+		} `json:"status"`
+	}
+
+	if err := k.get(ctx, "ok", &v); err != nil || v.Status.NumberReady != 3 {
+		t.Errorf("get ok: %+v, %v", v, err)
+	}
+
+	if err := k.get(ctx, "gone", &v); !errors.Is(err, errNotFound) {
+		t.Errorf("get gone: %v", err)
+	}
+
+	if err := k.del(ctx, "del"); err != nil {
+		t.Errorf("del: %v", err)
+	}
+
+	if err := k.del(ctx, "other"); err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "forbidden: no") {
+		t.Errorf("del forbidden: %v", err)
 	}
 }
