@@ -51,8 +51,9 @@ func (dc *dockerCluster) runUpgrade(t *testing.T, args ...string) ([]upgradeStep
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			lines = append(lines, upgradeStep{time.Now(), sc.Text()})
+			// Not logged line by line: a failing run's output is all CI
+			// shows of it, and 150 progress lines hide the failure.
 			all.WriteString(sc.Text() + "\n")
-			t.Log("upgrade-k8s: " + sc.Text())
 		}
 	}()
 
