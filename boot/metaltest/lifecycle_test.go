@@ -114,12 +114,16 @@ func TestMetalLifecycle(t *testing.T) {
 	n.waitExit(markRebooting)
 
 	n.boot()
-	n.wait("[talos] STATE (/dev/vda5) was empty: formatted it ext4", bootTimeout)
+	n.wait("[talos] STATE (/dev/vda5) is empty: it is made when a config arrives", bootTimeout)
 	n.wait(markMaintenance, bootTimeout)
 	n.maintenanceAnswers(bootTimeout)
 
-	t.Log("apply-config again on the installed disk, then shutdown: QEMU exits")
-	n.ok("apply-config", "--insecure", "-f", cp)
+	// Seed 001's way to an encrypted STATE: wipe it, then apply a config
+	// that encrypts it in maintenance mode.
+	t.Log("apply-config again on the installed disk, now with STATE encrypted, then shutdown: QEMU exits")
+	n.ok("apply-config", "--insecure", "-f", n.patchConfig(cp, "encrypted.yaml", encryptState))
+	n.wait("[talos] STATE (/dev/vda5) was empty: encrypted it with luks2 (key slots 0)", servicesTimeout)
+	n.wait("[talos] mounted STATE (/dev/mapper/vda5-encrypted) at /system/state", servicesTimeout)
 	n.wait("[talos] EPHEMERAL (/dev/vda6) was empty: formatted it ext4", servicesTimeout)
 	n.wait(markServices, servicesTimeout)
 

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/talosbox/talosbox/boot/qemu"
 )
 
@@ -60,6 +62,7 @@ type node struct {
 	port   int
 	append []string
 	tc     string // talosconfig
+	uuid   string // SMBIOS system UUID, the same on every boot
 
 	memoryMiB int
 	forwards  map[int]int
@@ -131,7 +134,7 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 	}
 
 	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...),
-		memoryMiB: opts.memoryMiB, forwards: opts.forwards}
+		memoryMiB: opts.memoryMiB, forwards: opts.forwards, uuid: uuid.NewString()}
 
 	if opts.disk {
 		n.disk = filepath.Join(n.dir, "disk.img")
@@ -175,6 +178,7 @@ func (n *node) boot() {
 
 	vm, err := qemu.Start(qemu.Config{
 		Name:      name,
+		UUID:      n.uuid,
 		Kernel:    k.Image,
 		Initrd:    n.init,
 		Append:    n.append,

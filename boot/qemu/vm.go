@@ -46,6 +46,10 @@ type Config struct {
 	// Append is added to the kernel command line after
 	// "console=ttyS0 panic=-1".
 	Append []string
+	// UUID is the SMBIOS system UUID (/sys/class/dmi/id/product_uuid),
+	// which the node derives its nodeID encryption keys from; QEMU's
+	// default is all zeros. A node keeps its UUID across boots.
+	UUID string
 	// MemoryMiB is 512 when zero; CPUs 1.
 	MemoryMiB, CPUs int
 	// NICs are added in order: the first becomes eth0 in the guest.
@@ -117,6 +121,10 @@ func (cfg *Config) Args(qmpPath string) []string {
 		"-kernel", cfg.Kernel,
 		"-append", strings.Join(cmdline, " "),
 		"-device", "virtio-rng-pci",
+	}
+
+	if cfg.UUID != "" {
+		args = append(args, "-uuid", cfg.UUID)
 	}
 
 	if !cfg.InPlaceReboot {

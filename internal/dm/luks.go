@@ -33,23 +33,36 @@ func OpenLUKS2(devPath, name string, passphrase []byte) (string, error) {
 		return "", err
 	}
 
-	f, err := os.Open(devPath)
+	f, _, err := openBlock(devPath, name)
 	if err != nil {
-		return "", fmt.Errorf("dm: open LUKS2 %q: %w", name, err)
+		return "", err
+	}
+
+	vk, _, err := luks2.Unlock(f, passphrase)
+	f.Close()
+
+	if err != nil {
+		return "", fmt.Errorf("dm: open LUKS2 %q on %s: %w", name, devPath, err)
+	}
+	defer clear(vk)
+
+	return MapLUKS2(devPath, name, vk)
+}
+
+// MapLUKS2 maps the data segment of the LUKS2 volume on the block device
+// devPath at /dev/mapper/<name> with a volume key the caller unlocked
+// (luks2.Unlock), so that a caller that also syncs key slots with that key
+// runs the KDF once. The key is only read; the caller zeroes it.
+func MapLUKS2(devPath, name string, volumeKey []byte) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", err
+	}
+
+	f, st, err := openBlock(devPath, name)
+	if err != nil {
+		return "", err
 	}
 	defer f.Close()
-
-	// dm-crypt maps block devices only (an image file would need a
-	// loop device); the table names the device by number, which does
-	// not depend on /dev.
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return "", fmt.Errorf("dm: open LUKS2 %q: stat %s: %w", name, devPath, err)
-	}
-
-	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		return "", fmt.Errorf("dm: open LUKS2 %q: %s is not a block device", name, devPath)
-	}
 
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -71,14 +84,8 @@ func OpenLUKS2(devPath, name string, passphrase []byte) (string, error) {
 		return "", fmt.Errorf("dm: open LUKS2 %q on %s: %w", name, devPath, err)
 	}
 
-	vk, _, err := luks2.Unlock(f, passphrase)
-	if err != nil {
-		return "", fmt.Errorf("dm: open LUKS2 %q on %s: %w", name, devPath, err)
-	}
-	defer clear(vk)
-
 	dev := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
-	t := CryptTarget(0, length, seg.Cipher, vk, seg.IVTweak, dev, seg.Offset/Sector, seg.SectorSize)
+	t := CryptTarget(0, length, seg.Cipher, volumeKey, seg.IVTweak, dev, seg.Offset/Sector, seg.SectorSize)
 
 	d, err := Create(name, luksUUID(h.UUID, name), []Target{t}, 0)
 	if err != nil {
@@ -86,6 +93,30 @@ func OpenLUKS2(devPath, name string, passphrase []byte) (string, error) {
 	}
 
 	return d.Path, nil
+}
+
+// openBlock opens devPath, which must be a block device: dm-crypt maps
+// block devices only (an image file would need a loop device), and the
+// table names the device by number, which does not depend on /dev.
+func openBlock(devPath, name string) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+
+	f, err := os.Open(devPath)
+	if err != nil {
+		return nil, st, fmt.Errorf("dm: open LUKS2 %q: %w", name, err)
+	}
+
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, st, fmt.Errorf("dm: open LUKS2 %q: stat %s: %w", name, devPath, err)
+	}
+
+	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		f.Close()
+		return nil, st, fmt.Errorf("dm: open LUKS2 %q: %s is not a block device", name, devPath)
+	}
+
+	return f, st, nil
 }
 
 // segmentSectors is the mapping's length: the segment's size, or for a

@@ -267,6 +267,12 @@ func (n *Node) persist(next loadedConfig) (bool, error) {
 		return false, fmt.Errorf("apply config: %w", err)
 	}
 
+	// The next boot opens STATE before it reads this config: META
+	// carries STATE's keys over.
+	if err := n.recordStateEncryption(context.Background(), next.cfg); err != nil {
+		return true, fmt.Errorf("apply config: record the STATE encryption config in META: %w", err)
+	}
+
 	return true, nil
 }
 

@@ -95,6 +95,7 @@ var blockDefinitions = []bus.Definition{
 		}},
 	{Type: SystemDiskType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"systemdisk"},
 		PrintColumns: []bus.PrintColumn{{Name: "DISK", JSONPath: "{.diskID}"}}},
+	volumeStatusDefinition,
 }
 
 // BlockController mirrors the machine's block devices into Disks,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/logring"
 	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/platform"
@@ -142,6 +143,15 @@ type Node struct {
 	tryTimer *time.Timer // pending revert of a "try" apply
 	sysDisk  string      // metal: the disk holding STATE ("vda"), "" before an install
 	mounts   []string    // metal: volumes mounted, in order
+	// stateEmpty: STATE exists but holds nothing (a reset wiped it); it is
+	// made, encrypted or not, when a config arrives.
+	stateEmpty bool
+	// stateErr: STATE exists but could not be opened (a wrong key); the
+	// node runs in maintenance mode and refuses to install over it.
+	stateErr error
+	// crypted maps a label to its partition while its dm-crypt mapping
+	// is open.
+	crypted map[string]disk.BlockDevice
 
 	meta metaState
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/kmod"
+	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/sequencer"
 	"github.com/talosbox/talosbox/internal/userfiles"
@@ -215,7 +216,7 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	seq.AppendWhen(metal, "install", task("installSystemDisk", n.installSystemDisk(cfg)))
 	// The install wrote META: found only now on a node installed by this boot.
 	seq.AppendWhen(metal && !n.hasMeta(), "meta", task("loadMeta", n.loadMeta))
-	seq.AppendWhen(metal, "ephemeral", task("mountEphemeralPartition", n.mountEphemeral))
+	seq.AppendWhen(metal, "ephemeral", task("mountEphemeralPartition", n.mountEphemeral(cfg)))
 	seq.Append("config", task("saveConfig", func(ctx context.Context, w io.Writer) error {
 		if cfg.Persist {
 			persisted, err := n.state.LoadConfig()
@@ -359,7 +360,7 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 	}))
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
 	seq.AppendWhen(metal, "releaseRuntime", task("stopAllPods", n.releaseRuntime))
-	seq.Append("wipe", task("wipeSystemLabels", func(_ context.Context, w io.Writer) error {
+	seq.Append("wipe", task("wipeSystemLabels", func(ctx context.Context, w io.Writer) error {
 		labels := opts.SystemLabelsToWipe
 		if len(labels) == 0 {
 			labels = []string{"STATE", "EPHEMERAL"}
@@ -372,7 +373,7 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 			}
 
 			if metal {
-				if err := n.wipeVolume(l, dir, w); err != nil {
+				if err := n.wipeVolume(ctx, l, dir, w); err != nil {
 					return err
 				}
 
@@ -384,6 +385,14 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 			}
 
 			fmt.Fprintf(w, "[talos] wiped %s (%s)\n", l, dir)
+		}
+
+		// STATE's encryption record goes with STATE, as in Talos: the
+		// next config says afresh whether it is encrypted.
+		if slices.Contains(labels, "STATE") && metal && n.hasMeta() {
+			if _, err := n.MetaDelete(ctx, meta.StateEncryptionConfig); err != nil {
+				fmt.Fprintf(w, "[talos] META: delete the STATE encryption config: %v\n", err)
+			}
 		}
 
 		if slices.Contains(labels, "STATE") {

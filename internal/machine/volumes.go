@@ -8,16 +8,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
+	"maps"
 	"os"
-	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/disk"
-	"github.com/talosbox/talosbox/internal/platform"
 )
 
 // sysRoot is where sysfs is mounted on metal (Node.sysRoot's default).
@@ -39,11 +37,14 @@ func (n *Node) systemDisk() string {
 }
 
 // mountState mounts STATE at the state dir when a disk has one, so that
-// the identity and the config persisted there are read from it. A STATE a
-// reset wiped is formatted again first. Without one the node is not
-// installed: its state lives in the tmpfs under /system until a config
-// names the install disk.
-func (n *Node) mountState(_ context.Context, w io.Writer) error {
+// the identity and the config persisted there are read from it; an
+// encrypted STATE is opened with the keys META records for it. A STATE a
+// reset wiped is left empty until a config says how to make it. Without
+// one the node is not installed: its state lives in the tmpfs under
+// /system until a config names the install disk. A STATE that cannot be
+// opened (a wrong key) is reported and left: the node goes on in memory,
+// into maintenance mode, where the API answers.
+func (n *Node) mountState(ctx context.Context, w io.Writer) error {
 	devs, err := disk.Scan(n.sysRoot)
 	if err != nil {
 		return err
@@ -57,8 +58,33 @@ func (n *Node) mountState(_ context.Context, w io.Writer) error {
 		return nil
 	}
 
-	if err := n.mountVolume(st, n.state.Dir, stateMountFlags, 0o700, w); err != nil {
-		return err
+	ec, err := n.stateEncryption()
+	if err == nil && ec == nil {
+		var empty bool
+		if empty, err = isEmpty(st); err == nil && empty {
+			fmt.Fprintf(w, "[talos] %s (%s) is empty: it is made when a config arrives\n", disk.LabelState, st.Path)
+
+			n.mu.Lock()
+			n.sysDisk, n.stateEmpty = st.Disk, true
+			n.mu.Unlock()
+
+			return nil
+		}
+	}
+
+	if err == nil {
+		err = n.mountVolume(ctx, st, disk.LabelState, ec, n.state.Dir, stateMountFlags, 0o700, w)
+	}
+
+	if err != nil {
+		fmt.Fprintf(w, "[talos] %s (%s) cannot be used: %v; the node runs from memory, in maintenance mode, and will not install over it\n",
+			disk.LabelState, st.Path, err)
+
+		n.mu.Lock()
+		n.stateErr = fmt.Errorf("%w (%s): %w; the node will not install over it", errStateLocked, st.Path, err)
+		n.mu.Unlock()
+
+		return nil
 	}
 
 	n.mu.Lock()
@@ -68,202 +94,93 @@ func (n *Node) mountState(_ context.Context, w io.Writer) error {
 	return nil
 }
 
-// mountVolume formats dev when it is empty and mounts it at target, whose
-// root gets mode (a new filesystem's root is 0755; STATE holds keys).
-func (n *Node) mountVolume(dev disk.BlockDevice, target string, flags uintptr, mode os.FileMode, w io.Writer) error {
-	formatted, err := disk.EnsureFilesystem(dev, disk.FSExt4)
+// isEmpty says whether a partition holds no filesystem or LUKS header.
+func isEmpty(dev disk.BlockDevice) (bool, error) {
+	f, err := os.Open(dev.Path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+
+	found, err := disk.Probe(disk.Region{File: f, Size: dev.Size})
+
+	return found == "", err
+}
+
+// mountVolume opens dev (openVolume: formatted when empty, unlocked when
+// encrypted) and mounts it at target, whose root gets mode (a new
+// filesystem's root is 0755; STATE holds keys).
+func (n *Node) mountVolume(ctx context.Context, dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, target string,
+	flags uintptr, mode os.FileMode, w io.Writer,
+) error {
+	path, err := n.openVolume(ctx, dev, label, ec, w)
 	if err != nil {
 		return err
 	}
 
-	if formatted {
-		fmt.Fprintf(w, "[talos] %s (%s) was empty: formatted it %s\n", dev.PartName, dev.Path, disk.FSExt4)
-	}
+	n.trackMapping(label, dev, path)
 
-	if err := disk.Mount(dev.Path, target, flags); err != nil {
+	if err := disk.Mount(path, target, flags); err != nil {
 		return err
 	}
 
 	if err := os.Chmod(target, mode); err != nil {
-		return fmt.Errorf("mount %s: %w", dev.PartName, err)
+		return fmt.Errorf("mount %s: %w", label, err)
 	}
 
 	n.mu.Lock()
 	n.mounts = append(n.mounts, target)
 	n.mu.Unlock()
 
-	fmt.Fprintf(w, "[talos] mounted %s (%s) at %s\n", dev.PartName, dev.Path, target)
+	fmt.Fprintf(w, "[talos] mounted %s (%s) at %s\n", label, path, target)
 
 	return nil
 }
 
-// installTarget picks the disk an install writes to: the disk the config's
-// machine.install.diskSelector matches, else its machine.install.disk, else talosbox.install.disk= from the kernel
-// command line, else the first virtio disk (the first disk otherwise).
-// It checks that the layout fits, so that a config naming a wrong disk is
-// refused before the node leaves maintenance mode.
-func (n *Node) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
-	want := ""
-
-	var sel *configs.InstallDiskSelector
-
-	if cfg.Machine != nil && cfg.Machine.Install != nil {
-		want, sel = cfg.Machine.Install.Disk, cfg.Machine.Install.DiskSelector
+// trackMapping remembers an opened dm-crypt mapping, to close it when
+// the volume is unmounted or wiped.
+func (n *Node) trackMapping(label string, dev disk.BlockDevice, path string) {
+	if path == dev.Path {
+		return
 	}
 
-	if want == "" {
-		want, _ = n.cmdline.Get(platform.ParamInstallDisk)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	if n.crypted == nil {
+		n.crypted = map[string]disk.BlockDevice{}
 	}
 
-	devs, err := disk.Scan(n.sysRoot)
-	if err != nil {
-		return disk.BlockDevice{}, err
-	}
-
-	var d disk.BlockDevice
-
-	// The selector wins over a disk path, as in Talos.
-	if sel != nil {
-		d, err = disk.SelectDisk(devs, disk.Selector{Size: sel.Size, Name: sel.Name, Model: sel.Model, Serial: sel.Serial,
-			Modalias: sel.Modalias, UUID: sel.UUID, WWID: sel.WWID, Type: sel.Type, BusPath: sel.BusPath})
-	} else {
-		d, err = disk.ChooseDisk(devs, want)
-	}
-
-	if err != nil {
-		return disk.BlockDevice{}, err
-	}
-
-	if _, err := disk.Plan(disk.SystemLayout, d.Size); err != nil {
-		return disk.BlockDevice{}, fmt.Errorf("install disk %s: %w", d.Path, err)
-	}
-
-	return d, nil
+	n.crypted[label] = dev
 }
 
-// checkInstallable refuses, on a metal node that is not installed yet, a
-// config whose install disk cannot take the system.
-func (n *Node) checkInstallable(cfg *configs.Config) error {
-	if !n.opts.Platform.IsMetal() || n.systemDisk() != "" {
-		return nil
-	}
-
-	_, err := n.installTarget(cfg)
-
-	return err
-}
-
-// installSystemDisk partitions and formats the install disk on the first
-// boot with a config, then moves what the in-memory state dir holds (the
-// node identity, the applied config) onto the new STATE.
-func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.Writer) error {
+// mountEphemeral mounts EPHEMERAL of the system disk at /var, encrypted
+// as cfg says.
+func (n *Node) mountEphemeral(cfg *configs.Config) func(context.Context, io.Writer) error {
 	return func(ctx context.Context, w io.Writer) error {
-		if n.systemDisk() != "" {
-			return nil
-		}
-
-		// Disks behind drivers that probe asynchronously (AHCI, NVMe) may
-		// show up after the first look: an installed disk found now is
-		// mounted, never partitioned again.
-		if err := n.mountState(ctx, io.Discard); err != nil {
-			return err
-		}
-
-		if d := n.systemDisk(); d != "" {
-			fmt.Fprintf(w, "[talos] found the %s partition on %s: already installed\n", disk.LabelState, d)
-			return nil
-		}
-
-		target, err := n.installTarget(cfg)
-		if err != nil {
-			return err
-		}
-
-		fmt.Fprintf(w, "[talos] installing the system partitions on %s\n", target.Path)
-
-		if _, err := disk.Install(target.Path, disk.SystemLayout, w); err != nil {
-			return err
-		}
-
 		devs, err := disk.Scan(n.sysRoot)
 		if err != nil {
 			return err
 		}
 
-		st, ok := disk.FindPartition(devs, target.Name, disk.LabelState)
+		eph, ok := disk.FindPartition(devs, n.systemDisk(), disk.LabelEphemeral)
 		if !ok {
-			return fmt.Errorf("install to %s: the kernel shows no %s partition after the install", target.Path, disk.LabelState)
+			return fmt.Errorf("the system disk %s has no %s partition", n.systemDisk(), disk.LabelEphemeral)
 		}
 
-		if err := n.moveStateTo(st, w); err != nil {
-			return err
+		var ec *configs.EncryptionConfig
+		if cfg.Machine != nil && cfg.Machine.SystemDiskEncryption != nil {
+			ec = cfg.Machine.SystemDiskEncryption.Ephemeral
 		}
 
-		n.mu.Lock()
-		n.sysDisk = target.Name
-		n.mu.Unlock()
-
-		return nil
+		return n.mountVolume(ctx, eph, disk.LabelEphemeral, ec, n.opts.Platform.EphemeralDir, ephemeralMountFlags, 0o755, w)
 	}
-}
-
-// moveStateTo mounts STATE on a staging directory, copies the in-memory
-// state dir into it and moves the mount over the state dir.
-func (n *Node) moveStateTo(st disk.BlockDevice, w io.Writer) error {
-	staging := filepath.Join(filepath.Dir(n.state.Dir), ".state-install")
-
-	if err := disk.Mount(st.Path, staging, stateMountFlags); err != nil {
-		return err
-	}
-
-	if err := copyDir(staging, n.state.Dir); err != nil {
-		disk.Unmount(staging) //nolint:errcheck // the copy error is the one to report
-
-		return fmt.Errorf("copy the state to %s: %w", st.PartName, err)
-	}
-
-	if err := os.Chmod(staging, 0o700); err != nil {
-		return fmt.Errorf("copy the state to %s: %w", st.PartName, err)
-	}
-
-	if err := os.MkdirAll(n.state.Dir, 0o700); err != nil {
-		return err
-	}
-
-	if err := unix.Mount(staging, n.state.Dir, "", unix.MS_MOVE, ""); err != nil {
-		disk.Unmount(staging) //nolint:errcheck // the move error is the one to report
-
-		return fmt.Errorf("move %s to %s: %w", st.PartName, n.state.Dir, err)
-	}
-
-	n.mu.Lock()
-	n.mounts = append(n.mounts, n.state.Dir)
-	n.mu.Unlock()
-
-	fmt.Fprintf(w, "[talos] mounted %s (%s) at %s\n", st.PartName, st.Path, n.state.Dir)
-
-	return os.Remove(staging)
-}
-
-// mountEphemeral mounts EPHEMERAL of the system disk at /var.
-func (n *Node) mountEphemeral(_ context.Context, w io.Writer) error {
-	devs, err := disk.Scan(n.sysRoot)
-	if err != nil {
-		return err
-	}
-
-	eph, ok := disk.FindPartition(devs, n.systemDisk(), disk.LabelEphemeral)
-	if !ok {
-		return fmt.Errorf("the system disk %s has no %s partition", n.systemDisk(), disk.LabelEphemeral)
-	}
-
-	return n.mountVolume(eph, n.opts.Platform.EphemeralDir, ephemeralMountFlags, 0o755, w)
 }
 
 // unmountSystem unmounts the volumes, last mounted first. A volume that
 // stays busy is reported and left: the caller syncs before the machine
 // goes down, and the journal covers the rest.
-func (n *Node) unmountSystem(_ context.Context, w io.Writer) error {
+func (n *Node) unmountSystem(ctx context.Context, w io.Writer) error {
 	n.mu.Lock()
 	mounts := n.mounts
 	n.mounts = nil
@@ -278,13 +195,37 @@ func (n *Node) unmountSystem(_ context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "[talos] unmounted %s\n", mounts[i])
 	}
 
+	n.closeMappings(ctx, w)
+
 	return nil
+}
+
+// closeMappings closes the dm-crypt mappings whose volumes are unmounted.
+func (n *Node) closeMappings(ctx context.Context, w io.Writer, labels ...string) {
+	n.mu.Lock()
+	crypted := maps.Clone(n.crypted)
+	n.mu.Unlock()
+
+	for label, dev := range crypted {
+		if len(labels) > 0 && !slices.Contains(labels, label) {
+			continue
+		}
+
+		if err := n.closeVolume(ctx, dev, label, w); err != nil {
+			fmt.Fprintf(w, "[talos] %v\n", err)
+			continue
+		}
+
+		n.mu.Lock()
+		delete(n.crypted, label)
+		n.mu.Unlock()
+	}
 }
 
 // wipeVolume wipes a system label on metal: the volume is unmounted, then
 // its signature is removed, so that the next boot formats it afresh.
 // Before an install there is no partition: the in-memory dir is emptied.
-func (n *Node) wipeVolume(label, dir string, w io.Writer) error {
+func (n *Node) wipeVolume(ctx context.Context, label, dir string, w io.Writer) error {
 	sysDisk := n.systemDisk()
 	if sysDisk == "" {
 		return Wipe(dir)
@@ -314,6 +255,12 @@ func (n *Node) wipeVolume(label, dir string, w io.Writer) error {
 	n.mounts = kept
 	n.mu.Unlock()
 
+	n.closeMappings(ctx, w, label)
+
+	if err := eraseLUKS(dev); err != nil {
+		return fmt.Errorf("wipe %s: %w", label, err)
+	}
+
 	if err := disk.WipeDevice(dev); err != nil {
 		return err
 	}
@@ -323,42 +270,3 @@ func (n *Node) wipeVolume(label, dir string, w io.Writer) error {
 	return nil
 }
 
-// copyDir copies the regular files and directories under src into dst,
-// keeping their permission bits (the state holds private keys).
-func copyDir(dst, src string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-
-		to := filepath.Join(dst, rel)
-
-		switch {
-		case d.IsDir():
-			if rel == "." {
-				return nil
-			}
-
-			return os.Mkdir(to, info.Mode().Perm())
-		case d.Type().IsRegular():
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-
-			return atomicfile.Write(to, data, info.Mode().Perm())
-		}
-
-		return nil // sockets and links are recreated by their owners
-	})
-}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/boot/qemu"
@@ -261,7 +262,7 @@ func (st *State) create(ctx context.Context, req Request, progress func(string))
 			return err
 		}
 
-		n := Node{Name: nr.Name, Type: nr.Type, IP: nr.IP, MAC: MAC(nr.IP), CPUs: nr.CPUs, MemoryMiB: nr.MemoryMiB, DiskMiB: nr.DiskMiB}
+		n := Node{Name: nr.Name, Type: nr.Type, IP: nr.IP, MAC: MAC(nr.IP), UUID: uuid.NewString(), CPUs: nr.CPUs, MemoryMiB: nr.MemoryMiB, DiskMiB: nr.DiskMiB}
 		st.Nodes = append(st.Nodes, n)
 		np := &st.Nodes[len(st.Nodes)-1]
 
@@ -310,6 +311,7 @@ func (st *State) startNode(n *Node, extra []string, mask string) error {
 
 	n.PID, err = qemu.StartDetached(qemu.Config{
 		Name:          n.Name,
+		UUID:          n.UUID,
 		Kernel:        st.Kernel,
 		Initrd:        st.Initrd,
 		Append:        cmdline,

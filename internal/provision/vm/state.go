@@ -80,6 +80,8 @@ type Node struct {
 	CPUs      int        `json:"cpus"`
 	MemoryMiB int        `json:"memoryMiB"`
 	DiskMiB   int64      `json:"diskMiB"`
+	// UUID is the node's SMBIOS system UUID (its nodeID key source).
+	UUID string `json:"uuid,omitempty"`
 	// PID is QEMU's, 0 until it started.
 	PID int `json:"pid,omitempty"`
 }

@@ -1,0 +1,287 @@
+package machine
+
+// The install: the system disk chosen, partitioned, and STATE made on it
+// (encrypted when the config says so), with the in-memory state moved in.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/atomicfile"
+	"github.com/talosbox/talosbox/internal/disk"
+	"github.com/talosbox/talosbox/internal/platform"
+)
+
+// installTarget picks the disk an install writes to: the disk the config's
+// machine.install.diskSelector matches, else its machine.install.disk, else talosbox.install.disk= from the kernel
+// command line, else the first virtio disk (the first disk otherwise).
+// It checks that the layout fits, so that a config naming a wrong disk is
+// refused before the node leaves maintenance mode.
+func (n *Node) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
+	want := ""
+
+	var sel *configs.InstallDiskSelector
+
+	if cfg.Machine != nil && cfg.Machine.Install != nil {
+		want, sel = cfg.Machine.Install.Disk, cfg.Machine.Install.DiskSelector
+	}
+
+	if want == "" {
+		want, _ = n.cmdline.Get(platform.ParamInstallDisk)
+	}
+
+	devs, err := disk.Scan(n.sysRoot)
+	if err != nil {
+		return disk.BlockDevice{}, err
+	}
+
+	var d disk.BlockDevice
+
+	// The selector wins over a disk path, as in Talos.
+	if sel != nil {
+		d, err = disk.SelectDisk(devs, disk.Selector{Size: sel.Size, Name: sel.Name, Model: sel.Model, Serial: sel.Serial,
+			Modalias: sel.Modalias, UUID: sel.UUID, WWID: sel.WWID, Type: sel.Type, BusPath: sel.BusPath})
+	} else {
+		d, err = disk.ChooseDisk(devs, want)
+	}
+
+	if err != nil {
+		return disk.BlockDevice{}, err
+	}
+
+	if _, err := disk.Plan(disk.SystemLayout, d.Size); err != nil {
+		return disk.BlockDevice{}, fmt.Errorf("install disk %s: %w", d.Path, err)
+	}
+
+	return d, nil
+}
+
+// checkInstallable refuses, on a metal node that is not installed yet, a
+// config whose install disk cannot take the system.
+func (n *Node) checkInstallable(cfg *configs.Config) error {
+	n.mu.Lock()
+	stateErr := n.stateErr
+	n.mu.Unlock()
+
+	if stateErr != nil {
+		return stateErr
+	}
+
+	if !n.opts.Platform.IsMetal() || n.systemDisk() != "" {
+		return nil
+	}
+
+	_, err := n.installTarget(cfg)
+
+	return err
+}
+
+// installSystemDisk partitions and formats the install disk on the first
+// boot with a config, then moves what the in-memory state dir holds (the
+// node identity, the applied config) onto the new STATE. A STATE a reset
+// left empty is made the same way, without partitioning. STATE is
+// encrypted when the config says so, and META records how.
+func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.Writer) error {
+	return func(ctx context.Context, w io.Writer) error {
+		n.mu.Lock()
+		stateErr, empty := n.stateErr, n.stateEmpty
+		n.mu.Unlock()
+
+		if stateErr != nil {
+			return stateErr
+		}
+
+		if n.systemDisk() != "" && !empty {
+			return nil
+		}
+
+		if n.systemDisk() == "" {
+			// Disks behind drivers that probe asynchronously (AHCI, NVMe) may
+			// show up after the first look: an installed disk found now is
+			// mounted, never partitioned again.
+			if err := n.mountState(ctx, io.Discard); err != nil {
+				return err
+			}
+
+			n.mu.Lock()
+			stateErr, empty = n.stateErr, n.stateEmpty
+			n.mu.Unlock()
+
+			if stateErr != nil {
+				return stateErr
+			}
+
+			if d := n.systemDisk(); d != "" && !empty {
+				fmt.Fprintf(w, "[talos] found the %s partition on %s: already installed\n", disk.LabelState, d)
+				return nil
+			}
+		}
+
+		target := n.systemDisk()
+
+		if target == "" {
+			d, err := n.installTarget(cfg)
+			if err != nil {
+				return err
+			}
+
+			fmt.Fprintf(w, "[talos] installing the system partitions on %s\n", d.Path)
+
+			if _, err := disk.Install(d.Path, systemLayout(cfg), w); err != nil {
+				return err
+			}
+
+			target = d.Name
+		}
+
+		devs, err := disk.Scan(n.sysRoot)
+		if err != nil {
+			return err
+		}
+
+		st, ok := disk.FindPartition(devs, target, disk.LabelState)
+		if !ok {
+			return fmt.Errorf("install to %s: the kernel shows no %s partition after the install", target, disk.LabelState)
+		}
+
+		// META first: it must say how STATE is encrypted before STATE is.
+		if !n.hasMeta() {
+			if err := n.loadMeta(ctx, w); err != nil {
+				return err
+			}
+		}
+
+		if err := n.recordStateEncryption(ctx, cfg); err != nil {
+			return fmt.Errorf("record the STATE encryption config in META: %w", err)
+		}
+
+		var ec *configs.EncryptionConfig
+		if cfg.Machine != nil && cfg.Machine.SystemDiskEncryption != nil {
+			ec = cfg.Machine.SystemDiskEncryption.State
+		}
+
+		path, err := n.openVolume(ctx, st, disk.LabelState, ec, w)
+		if err != nil {
+			return err
+		}
+
+		n.trackMapping(disk.LabelState, st, path)
+
+		if err := n.moveStateTo(path, w); err != nil {
+			return err
+		}
+
+		n.mu.Lock()
+		n.sysDisk, n.stateEmpty = target, false
+		n.mu.Unlock()
+
+		return nil
+	}
+}
+
+// systemLayout is disk.SystemLayout with the volumes cfg encrypts left
+// empty: they are encrypted when first opened, and only an empty volume
+// is ever encrypted.
+func systemLayout(cfg *configs.Config) []disk.PartitionSpec {
+	layout := slices.Clone(disk.SystemLayout)
+
+	if cfg.Machine == nil || cfg.Machine.SystemDiskEncryption == nil {
+		return layout
+	}
+
+	enc := cfg.Machine.SystemDiskEncryption
+
+	for i, p := range layout {
+		if (p.Label == disk.LabelState && enc.State != nil) || (p.Label == disk.LabelEphemeral && enc.Ephemeral != nil) {
+			layout[i].FS = disk.FSNone
+		}
+	}
+
+	return layout
+}
+
+// moveStateTo mounts STATE on a staging directory, copies the in-memory
+// state dir into it and moves the mount over the state dir.
+func (n *Node) moveStateTo(path string, w io.Writer) error {
+	staging := filepath.Join(filepath.Dir(n.state.Dir), ".state-install")
+
+	if err := disk.Mount(path, staging, stateMountFlags); err != nil {
+		return err
+	}
+
+	if err := copyDir(staging, n.state.Dir); err != nil {
+		disk.Unmount(staging) //nolint:errcheck // the copy error is the one to report
+
+		return fmt.Errorf("copy the state to %s: %w", disk.LabelState, err)
+	}
+
+	if err := os.Chmod(staging, 0o700); err != nil {
+		return fmt.Errorf("copy the state to %s: %w", disk.LabelState, err)
+	}
+
+	if err := os.MkdirAll(n.state.Dir, 0o700); err != nil {
+		return err
+	}
+
+	if err := unix.Mount(staging, n.state.Dir, "", unix.MS_MOVE, ""); err != nil {
+		disk.Unmount(staging) //nolint:errcheck // the move error is the one to report
+
+		return fmt.Errorf("move %s to %s: %w", disk.LabelState, n.state.Dir, err)
+	}
+
+	n.mu.Lock()
+	n.mounts = append(n.mounts, n.state.Dir)
+	n.mu.Unlock()
+
+	fmt.Fprintf(w, "[talos] mounted %s (%s) at %s\n", disk.LabelState, path, n.state.Dir)
+
+	return os.Remove(staging)
+}
+
+// copyDir copies the regular files and directories under src into dst,
+// keeping their permission bits (the state holds private keys).
+func copyDir(dst, src string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+
+		to := filepath.Join(dst, rel)
+
+		switch {
+		case d.IsDir():
+			if rel == "." {
+				return nil
+			}
+
+			return os.Mkdir(to, info.Mode().Perm())
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+
+			return atomicfile.Write(to, data, info.Mode().Perm())
+		}
+
+		return nil // sockets and links are recreated by their owners
+	})
+}
