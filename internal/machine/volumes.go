@@ -269,4 +269,3 @@ func (n *Node) wipeVolume(ctx context.Context, label, dir string, w io.Writer) e
 
 	return nil
 }
-
