@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -18,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/internal/images"
@@ -264,7 +268,7 @@ func testConvertK8s(t *testing.T, dc *dockerCluster, cps []string, w string) {
 		}
 	}
 
-	waitFor(t, 3*time.Minute, "the DaemonSets gone", func() error {
+	waitFor(t, 6*time.Minute, "the DaemonSets gone", func() error {
 		out, err := dc.kubectl("-n", "kube-system", "get", "daemonsets", "-o", "jsonpath={.items[*].metadata.name}")
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)
@@ -285,4 +289,71 @@ func testConvertK8s(t *testing.T, dc *dockerCluster, cps []string, w string) {
 		t.Errorf("a second convert-k8s:\n%s", out)
 	}
 
+}
+
+// nodeNFT runs the host's nft in a node container's network namespace.
+func nodeNFT(t *testing.T, dc *dockerCluster, container string, args ...string) string {
+	t.Helper()
+
+	ins, err := dc.docker.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(ins.Container.State.Pid), "-n", "nft"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft %s in %s: %v\n%s", strings.Join(args, " "), container, err, out)
+	}
+
+	return string(out)
+}
+
+var natPreroutingHandle = regexp.MustCompile(`chain nat-prerouting \{ # handle (\d+)`)
+
+// testKubeProxyReplaced replaces the worker's kube-proxy and checks the
+// Service at clusterIP stays in its service-ips map until, and after, the
+// new one's first sync. A kube-proxy image without /etc/protocols read
+// "6" back where it wrote "tcp" and deleted every element on that sync,
+// leaving Services unrouted for an hour. The first sync is seen in nft:
+// it recreates the base chains, which get new handles.
+func testKubeProxyReplaced(t *testing.T, dc *dockerCluster, node, clusterIP string) {
+	element := clusterIP + " . tcp . 80 : goto "
+	routed := func() bool {
+		return strings.Contains(nodeNFT(t, dc, node, "list", "map", "ip", "kube-proxy", "service-ips"), element)
+	}
+
+	handle := func() string {
+		m := natPreroutingHandle.FindStringSubmatch(nodeNFT(t, dc, node, "-a", "list", "table", "ip", "kube-proxy"))
+		if m == nil {
+			t.Fatalf("no nat-prerouting chain in %s's kube-proxy table", node)
+		}
+
+		return m[1]
+	}
+
+	if !routed() {
+		t.Fatalf("%s's service-ips has no %s", node, element)
+	}
+
+	before := handle()
+	dc.kube(t, "-n", "kube-system", "delete", "pod", "-l", "k8s-app=kube-proxy", "--field-selector", "spec.nodeName="+node, "--wait=false")
+
+	lost := false
+
+	waitFor(t, 4*time.Minute, "the new kube-proxy's first sync on "+node, func() error {
+		if !routed() {
+			lost = true
+		}
+
+		if handle() == before {
+			return errors.New("the base chains are the old kube-proxy's")
+		}
+
+		return nil
+	})
+
+	if lost || !routed() {
+		t.Errorf("%s's service-ips lost %s while kube-proxy was replaced (after its first sync: %v):\n%s", node, element, !routed(),
+			nodeNFT(t, dc, node, "list", "map", "ip", "kube-proxy", "service-ips"))
+	}
 }

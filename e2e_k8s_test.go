@@ -112,7 +112,7 @@ func TestDockerKubernetes(t *testing.T) {
 	t.Run("nodes ready with versions and roles", func(t *testing.T) {
 		// Ready now: a node's status may lag a moment behind health's
 		// check under load (Unknown until its kubelet's next report).
-		waitFor(t, 2*time.Minute, "4 nodes Ready with the built version", func() error {
+		waitFor(t, 4*time.Minute, "4 nodes Ready with the built version", func() error {
 			out, err := dc.kubectl("get", "nodes", "-o", `jsonpath={range .items[*]}{.status.addresses[?(@.type=="InternalIP")].address} {.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 			if err != nil {
 				return fmt.Errorf("%w: %s", err, out)
@@ -173,7 +173,7 @@ func TestDockerKubernetes(t *testing.T) {
 			dc.kube(t, "apply", "-f", f)
 			dc.kube(t, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/"+pod, "--timeout=3m")
 
-			waitFor(t, time.Minute, "the client's log", func() error {
+			waitFor(t, 2*time.Minute, "the client's log", func() error {
 				out, err := dc.kubectl("logs", pod)
 				if err != nil {
 					return fmt.Errorf("%v: %s", err, out)
@@ -255,7 +255,7 @@ func TestDockerKubernetes(t *testing.T) {
 			t.Errorf("config-version stayed %s", before)
 		}
 
-		waitFor(t, 5*time.Minute, "the apiserver's mirror pod has --event-ttl", func() error {
+		waitFor(t, 8*time.Minute, "the apiserver's mirror pod has --event-ttl", func() error {
 			out, err := dc.kubectl("-n", "kube-system", "get", "pod", "kube-apiserver-"+names[cp1], "-o", "jsonpath={.spec.containers[0].command} {.status.containerStatuses[0].ready}")
 			if err != nil || !strings.Contains(out, "--event-ttl=2h0m0s") || !strings.HasSuffix(out, "true") {
 				return fmt.Errorf("%v: %s", err, out)
@@ -276,7 +276,7 @@ func TestDockerKubernetes(t *testing.T) {
 		before := restarts()
 		killInNode(t, dc, dc.name+"-controlplane-2", "kube-apiserver")
 
-		waitFor(t, 5*time.Minute, "the apiserver restarted and ready", func() error {
+		waitFor(t, 8*time.Minute, "the apiserver restarted and ready", func() error {
 			out, err := dc.kubectl("-n", "kube-system", "get", "pod", "kube-apiserver-"+names[cp2], "-o", "jsonpath={.status.containerStatuses[0].ready}")
 			if n := restarts(); err != nil || n <= before || out != "true" {
 				return fmt.Errorf("restarts %d (was %d), ready %q, %v", n, before, out, err)
@@ -292,7 +292,7 @@ func TestDockerKubernetes(t *testing.T) {
 
 		dc.ok("-n", cp3, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/cluster/apiServer/image","value":"`+bad+`"}]`)
 
-		waitFor(t, 3*time.Minute, "StaticPodStatus says why", func() error {
+		waitFor(t, 6*time.Minute, "StaticPodStatus says why", func() error {
 			out, _ := dc.talosctl("-n", cp3, "get", "staticpodstatus", "-o", "yaml")
 			if !strings.Contains(out, "ImagePull") && !strings.Contains(out, "ErrImage") {
 				return fmt.Errorf("no image pull error:\n%s", out)
@@ -302,7 +302,7 @@ func TestDockerKubernetes(t *testing.T) {
 		})
 
 		// The mirror pod follows the kubelet's status a moment later.
-		waitFor(t, 3*time.Minute, "health fails, naming the apiserver", func() error {
+		waitFor(t, 6*time.Minute, "health fails, naming the apiserver", func() error {
 			out, code := dc.talosctl("-n", cp3, "health", "--control-plane-nodes", cp1+","+cp2+","+cp3, "--worker-nodes", w, "--wait-timeout", "10s")
 			if code == 0 || !strings.Contains(out, "kube-apiserver") {
 				return fmt.Errorf("exit %d:\n%s", code, out)
@@ -337,7 +337,7 @@ func TestDockerKubernetes(t *testing.T) {
 
 		dc.ok("-n", w, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/machine/kubelet/image","value":"`+bad+`"}]`)
 
-		waitFor(t, 3*time.Minute, "service kubelet names the missing image", func() error {
+		waitFor(t, 6*time.Minute, "service kubelet names the missing image", func() error {
 			out, _ := dc.talosctl("-n", w, "service", "kubelet")
 			if !strings.Contains(out, bad) || !strings.Contains(out, "not found") {
 				return fmt.Errorf("service kubelet:\n%s", out)
@@ -348,7 +348,7 @@ func TestDockerKubernetes(t *testing.T) {
 
 		dc.ok("-n", w, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/machine/kubelet/image","value":"`+good+`"}]`)
 
-		waitFor(t, 3*time.Minute, "the kubelet healthy again", func() error {
+		waitFor(t, 6*time.Minute, "the kubelet healthy again", func() error {
 			out, _ := dc.talosctl("-n", w, "service", "kubelet")
 			if !regexpLine(out, `^HEALTH\s+OK$`) || !regexpLine(out, `^STATE\s+Running$`) {
 				return fmt.Errorf("service kubelet:\n%s", out)
@@ -361,7 +361,7 @@ func TestDockerKubernetes(t *testing.T) {
 	t.Run("a reset control plane leaves etcd and its node can be deleted", func(t *testing.T) {
 		dc.ok("-n", cp3, "reset", "--graceful", "--reboot=false")
 
-		waitFor(t, 3*time.Minute, "etcd members without "+cp3, func() error {
+		waitFor(t, 6*time.Minute, "etcd members without "+cp3, func() error {
 			out, err := dc.talosctl("-n", cp1, "etcd", "members")
 			if err != 0 || strings.Contains(out, cp3) {
 				return fmt.Errorf("members:\n%s", out)

@@ -106,6 +106,10 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 	dc.kube(t, "apply", "-f", f)
 	dc.kube(t, "wait", "--for=condition=Ready", "pod/load", "--timeout=3m")
 
+	t.Run("a replaced kube-proxy keeps the Service routed", func(t *testing.T) {
+		testKubeProxyReplaced(t, dc, names[w], ip)
+	})
+
 	t.Run("dry run changes nothing", func(t *testing.T) {
 		before := dc.nodeConfigs(all)
 		podsBefore := dc.kube(t, "-n", "kube-system", "get", "pods", "-l", "tier=control-plane", "-o", "jsonpath={.items[*].metadata.annotations.talos\\.dev/config-version}")
@@ -164,7 +168,7 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 	})
 
 	t.Run("every node and component reports the new version", func(t *testing.T) {
-		waitFor(t, 2*time.Minute, "nodes on "+to, func() error {
+		waitFor(t, 4*time.Minute, "nodes on "+to, func() error {
 			out, err := dc.kubectl("get", "nodes", "-o", "jsonpath={.items[*].status.nodeInfo.kubeletVersion}")
 			if err != nil {
 				return fmt.Errorf("%v: %s", err, out)
@@ -207,7 +211,7 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 
 		var log string
 
-		waitFor(t, time.Minute, "a tally after the upgrade", func() error {
+		waitFor(t, 2*time.Minute, "a tally after the upgrade", func() error {
 			log, _ = dc.kubectl("logs", "load")
 			tallies, _ := parseLoadLog(log)
 
@@ -263,7 +267,7 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 			start := time.Now()
 			dc.ok("-n", cp, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/cluster/apiServer/image","value":"`+images.APIServer(v).String()+`"}]`)
 
-			waitFor(t, 5*time.Minute, cp+"'s API server on "+v, func() error {
+			waitFor(t, 8*time.Minute, cp+"'s API server on "+v, func() error {
 				if got := probe.serverVersion(cp); got != "v"+v {
 					return fmt.Errorf("version %s", got)
 				}
@@ -276,7 +280,7 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 			// Seed 001's manual flow: the config's version, then the pod's.
 			version := annotation(t, dc.ok("-n", cp, "get", "kcpc", "kube-apiserver", "-o", "yaml"), "version")
 
-			waitFor(t, 3*time.Minute, "the pod's config-version "+version, func() error {
+			waitFor(t, 6*time.Minute, "the pod's config-version "+version, func() error {
 				out, err := dc.kubectl("get", "pod", "-n", "kube-system", "-l", "k8s-app=kube-apiserver", "--field-selector", "spec.nodeName="+names[cp],
 					"-o", `jsonpath={.items[0].metadata.annotations.talos\.dev/config\-version}`)
 				if err != nil || out != version {
@@ -286,7 +290,7 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 				return nil
 			})
 
-			waitFor(t, 3*time.Minute, "the mirror pod re-rendered on "+v, func() error {
+			waitFor(t, 6*time.Minute, "the mirror pod re-rendered on "+v, func() error {
 				out, err := dc.kubectl("-n", "kube-system", "get", "pod", pod, "-o", "jsonpath={.spec.containers[0].image} {.status.containerStatuses[0].ready}")
 				if err != nil || out != images.APIServer(v).String()+" true" {
 					return fmt.Errorf("%v: %s", err, out)
@@ -323,7 +327,7 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 			t.Errorf("the tried config did not reach the static pod")
 		}
 
-		waitFor(t, 4*time.Minute, "the try timed out and the config reverted", func() error {
+		waitFor(t, 7*time.Minute, "the try timed out and the config reverted", func() error {
 			if out := staticImage(); !strings.Contains(out, good) || strings.Contains(out, bad) {
 				return fmt.Errorf("static pod still tried: %s", bad)
 			}
@@ -333,7 +337,7 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 
 		dc.ok("-n", cps[0], "health", "--control-plane-nodes", strings.Join(cps, ","), "--worker-nodes", w, "--wait-timeout", "5m")
 
-		waitFor(t, 3*time.Minute, cp+"'s API server on "+to+" after the revert", func() error {
+		waitFor(t, 6*time.Minute, cp+"'s API server on "+to+" after the revert", func() error {
 			if v := probe.serverVersion(cp); v != "v"+to {
 				return fmt.Errorf("version %s", v)
 			}

@@ -148,7 +148,7 @@ func (u *k8sUpgrade) upgradeStaticPod(ctx context.Context, component, node strin
 
 	// The node renders the pod from the new config (immediately, unless
 	// it is busy): its config-version is what the kubelet must report.
-	err = u.waitFor(ctx, 3*time.Minute, "", func() error {
+	err = u.waitFor(ctx, 5*time.Minute, "", func() error {
 		sp, err := readStaticPod(ctx, u.s, node, component)
 		if err != nil {
 			return err
@@ -168,7 +168,7 @@ func (u *k8sUpgrade) upgradeStaticPod(ctx context.Context, component, node strin
 
 	u.log(" > %q: waiting for %s pod update", node, component)
 
-	err = u.waitFor(ctx, 5*time.Minute, fmt.Sprintf(" > %q: %s: ", node, component), func() error {
+	err = u.waitFor(ctx, 10*time.Minute, fmt.Sprintf(" > %q: %s: ", node, component), func() error {
 		pods, err := u.kube.componentPods(ctx, component)
 		if err != nil {
 			return fmt.Errorf("waiting, %v", err)
@@ -227,7 +227,7 @@ func (u *k8sUpgrade) upgradeProxy(ctx context.Context) error {
 func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 	u.log(" > %q: starting update", node)
 
-	if err := u.waitFor(ctx, 3*time.Minute, "", func() error { return kubeletHealthy(ctx, u.s, node) }); err != nil {
+	if err := u.waitFor(ctx, 5*time.Minute, "", func() error { return kubeletHealthy(ctx, u.s, node) }); err != nil {
 		return err
 	}
 
@@ -248,14 +248,14 @@ func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 	if patched {
 		u.log(" > %q: waiting for kubelet restart", node)
 
-		if err := u.waitFor(ctx, 3*time.Minute, "", func() error { return kubeletHealthy(ctx, u.s, node) }); err != nil {
+		if err := u.waitFor(ctx, 5*time.Minute, "", func() error { return kubeletHealthy(ctx, u.s, node) }); err != nil {
 			return err
 		}
 	}
 
 	u.log(" > %q: waiting for node update", node)
 
-	err = u.waitFor(ctx, 5*time.Minute, "", func() error {
+	err = u.waitFor(ctx, 10*time.Minute, "", func() error {
 		infos, err := u.kube.nodeInfos(ctx)
 		if err != nil {
 			return err
@@ -331,7 +331,7 @@ func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
 
 	var objects []string
 
-	err := u.waitFor(ctx, 3*time.Minute, "", func() error {
+	err := u.waitFor(ctx, 5*time.Minute, "", func() error {
 		st, err := readManifestStatus(ctx, u.s, node)
 		if err != nil {
 			return err
@@ -377,7 +377,7 @@ func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
 	} {
 		u.log(" > waiting for %s", w.name)
 
-		err := u.waitFor(ctx, 5*time.Minute, "", func() error {
+		err := u.waitFor(ctx, 10*time.Minute, "", func() error {
 			var r rollout
 			if err := u.kube.get(ctx, w.path, &r); err != nil {
 				if errors.Is(err, errNotFound) {

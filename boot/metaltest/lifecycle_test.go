@@ -22,7 +22,7 @@ const (
 // maintenance mode, install by apply-config, bootstrap, reboot from the
 // disk, reset back to maintenance mode, shutdown.
 func TestMetalLifecycle(t *testing.T) {
-	n := newNode(t, nodeOptions{disk: true})
+	n := newNode(t, nodeOptions{disk: true, userDisk: true})
 	cp := n.genConfig("metal")
 
 	t.Log("boot 1: a blank disk, no config: maintenance mode")
@@ -44,7 +44,8 @@ func TestMetalLifecycle(t *testing.T) {
 	n.maintenanceAnswers(bootTimeout)
 
 	cp = n.patchConfig(cp, "selector.yaml", `[{"op":"replace","path":"/machine/install/disk","value":"/dev/sdz"},
-{"op":"add","path":"/machine/install/diskSelector","value":{"busPath":"/pci0000:00/*","size":">= 4GB"}}]`)
+{"op":"add","path":"/machine/install/diskSelector","value":{"busPath":"/pci0000:00/*","size":">= 4GB"}},
+{"op":"add","path":"/machine/disks","value":[{"device":"/dev/vdb","partitions":[{"size":"64 MiB","mountpoint":"/var/mnt/a"},{"mountpoint":"/var/mnt/b"}]}]}]`)
 
 	t.Log("apply-config: the selector picks /dev/vda; the node installs there and starts its services")
 	out := n.ok("apply-config", "--insecure", "-f", cp)
@@ -53,6 +54,9 @@ func TestMetalLifecycle(t *testing.T) {
 	n.wait("[talos] installing the system partitions on /dev/vda", servicesTimeout)
 	n.wait("[talos] mounted STATE (/dev/vda5) at /system/state", servicesTimeout)
 	n.wait("[talos] mounted EPHEMERAL (/dev/vda6) at /var", servicesTimeout)
+	n.wait("[talos] /dev/vdb has no partitions: laying out 2 as machine.disks says", servicesTimeout)
+	n.wait("[talos] mounted /dev/vdb1 (64 MiB) at /var/mnt/a", servicesTimeout)
+	n.wait("[talos] mounted /dev/vdb2 (", servicesTimeout)
 	services := n.wait(markServices, servicesTimeout)
 
 	for _, want := range []string{"apid=Running", "machined=Running", "trustd=Running", "timed=Running", "etcd="} {
@@ -95,7 +99,16 @@ func TestMetalLifecycle(t *testing.T) {
 	n.boot()
 	n.wait("[talos] mounted STATE (/dev/vda5) at /system/state", bootTimeout)
 	n.wait("[talos] loaded config from /system/state/config.yaml", bootTimeout)
+	n.wait("[talos] mounted /dev/vdb2 (", servicesTimeout)
 	n.wait(markServices, servicesTimeout)
+
+	if strings.Contains(n.console(), "has no partitions") {
+		t.Errorf("machine.disks laid /dev/vdb out again on the reboot")
+	}
+
+	if out := n.ok("mounts"); !strings.Contains(out, "/var/mnt/a") || !strings.Contains(out, "/var/mnt/b") {
+		t.Errorf("talosctl mounts lacks the user disks:\n%s", out)
+	}
 
 	if strings.Contains(n.console(), markMaintenance) {
 		t.Fatalf("the reboot went through maintenance mode:\n%s", n.console())
@@ -120,11 +133,28 @@ func TestMetalLifecycle(t *testing.T) {
 
 	// Seed 001's way to an encrypted STATE: wipe it, then apply a config
 	// that encrypts it in maintenance mode.
-	t.Log("apply-config again on the installed disk, now with STATE encrypted, then shutdown: QEMU exits")
+	t.Log("apply-config again on the installed disk, now with STATE encrypted")
 	n.ok("apply-config", "--insecure", "-f", n.patchConfig(cp, "encrypted.yaml", encryptState))
 	n.wait("[talos] STATE (/dev/vda5) was empty: encrypted it with luks2 (key slots 0)", servicesTimeout)
 	n.wait("[talos] mounted STATE (/dev/mapper/vda5-encrypted) at /system/state", servicesTimeout)
 	n.wait("[talos] EPHEMERAL (/dev/vda6) was empty: formatted it ext4", servicesTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	// And back: a reset closes the encrypted STATE and erases its header
+	// and key slots; a config without encryption makes it plain again.
+	t.Log("reset of the encrypted STATE, then apply-config without encryption, then shutdown: QEMU exits")
+	n.ok("reset", "--graceful=false", "--reboot")
+	n.wait("[talos] closed STATE (/dev/mapper/vda5-encrypted)", exitTimeout)
+	n.wait("[talos] wiped STATE (/dev/vda5)", exitTimeout)
+	n.waitExit(markRebooting)
+
+	n.boot()
+	n.wait("[talos] STATE (/dev/vda5) is empty: it is made when a config arrives", bootTimeout)
+	n.wait(markMaintenance, bootTimeout)
+	n.maintenanceAnswers(bootTimeout)
+	n.ok("apply-config", "--insecure", "-f", cp)
+	n.wait("[talos] STATE (/dev/vda5) was empty: formatted it ext4", servicesTimeout)
+	n.wait("[talos] mounted STATE (/dev/vda5) at /system/state", servicesTimeout)
 	n.wait(markServices, servicesTimeout)
 
 	if strings.Contains(n.console(), "installing the system partitions") {

@@ -59,6 +59,7 @@ type node struct {
 	init   string // the guest's initramfs
 	dir    string
 	disk   string // raw image; "" for none
+	disk2  string // the second disk's image; "" for none
 	port   int
 	append []string
 	tc     string // talosconfig
@@ -76,6 +77,9 @@ type node struct {
 type nodeOptions struct {
 	init   string   // the guest's /init; the talosbox binary when empty
 	disk   bool     // attach a fresh sparse disk of diskSize
+	// userDisk attaches a second, smaller disk (/dev/vdb) for
+	// machine.disks.
+	userDisk bool
 	append []string // more kernel parameters
 	// locked: the caller holds the guest lock (qemu.Exclusive) for
 	// several nodes it boots one after the other.
@@ -143,6 +147,13 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 		}
 	}
 
+	if opts.userDisk {
+		n.disk2 = filepath.Join(n.dir, "disk2.img")
+		if err := sparseDisk(n.disk2, 256<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	if !opts.locked {
 		release, err := qemu.Exclusive()
 		if err != nil {
@@ -170,6 +181,10 @@ func (n *node) boot() {
 	var extra []string
 	if n.disk != "" {
 		extra = append(extra, "-drive", "file="+n.disk+",if=virtio,format=raw,cache=unsafe")
+	}
+
+	if n.disk2 != "" {
+		extra = append(extra, "-drive", "file="+n.disk2+",if=virtio,format=raw,cache=unsafe")
 	}
 
 	name := fmt.Sprintf("boot%d", n.boots)

@@ -145,10 +145,36 @@ func (h *hostFiles) entries() []entry {
 	return out
 }
 
+// protocols is /etc/protocols for the netfilter images. nft names
+// protocols through it: without it `nft --json list map` prints "6" where
+// kube-proxy wrote "tcp", and kube-proxy's nftables mode, which on start
+// reads its maps back and deletes what it does not recognise, deleted
+// every element of service-ips it had just re-added (measured: a
+// kube-proxy restart left every Service unrouted until the next full
+// sync, an hour later). The entries are the IANA numbers netfilter rules
+// name.
+const protocols = `ip	0	IP
+icmp	1	ICMP
+igmp	2	IGMP
+tcp	6	TCP
+udp	17	UDP
+ipv6	41	IPv6
+gre	47	GRE
+esp	50	IPSEC-ESP
+ah	51	IPSEC-AH
+ipv6-icmp	58	IPv6-ICMP
+sctp	132	SCTP
+udplite	136	UDPLite
+`
+
 // netfilterFiles is the iptables and nft userspace kube-proxy and flannel
 // run (both exec iptables-restore or nft): Debian's iptables (nft backend
-// by default, legacy beside it), its xtables extensions and nft.
+// by default, legacy beside it), its xtables extensions and nft, and the
+// protocol names nft prints.
 func netfilterFiles(h *hostFiles) error {
+	h.files = append(h.files, entry{path: "/etc/protocols", mode: 0o644, data: protocols})
+	h.seen["/etc/protocols"] = true
+
 	for _, p := range []string{"/usr/sbin/xtables-nft-multi", "/usr/sbin/xtables-legacy-multi", "/usr/sbin/nft"} {
 		if err := h.program(p); err != nil {
 			return err

@@ -108,6 +108,28 @@ func TestHostFilesCarryTheirLibraries(t *testing.T) {
 		}
 	}
 
+	// nft names protocols through /etc/protocols; kube-proxy compares
+	// the names. Ours must agree with Debian's netbase, where it has one.
+	e, ok := got["/etc/protocols"]
+	if !ok {
+		t.Fatal("/etc/protocols is missing from the netfilter layer")
+	}
+
+	host := protocolNumbers(t, readFile(t, "/etc/protocols"))
+	ours := protocolNumbers(t, e.data)
+
+	for _, name := range []string{"tcp", "udp", "sctp"} {
+		if ours[name] == "" || ours[name] != host[name] {
+			t.Errorf("%s: ours %q, Debian's %q", name, ours[name], host[name])
+		}
+	}
+
+	for name, n := range ours {
+		if hn, ok := host[name]; ok && hn != n {
+			t.Errorf("%s: ours %s, Debian's %s", name, n, hn)
+		}
+	}
+
 	if e := got["/usr/sbin/iptables-restore"]; e.link != "xtables-nft-multi" {
 		t.Errorf("iptables-restore: %+v", e)
 	}
@@ -291,4 +313,31 @@ func TestBuildRefusesUnknownVersions(t *testing.T) {
 	if _, err := Build(context.Background(), Options{Out: t.TempDir(), Src: t.TempDir(), Kubernetes: []string{images.Kubernetes}}); err == nil || !strings.Contains(err.Error(), "source tree") {
 		t.Errorf("no source tree: %v", err)
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (Debian's netbase has it)", err)
+	}
+
+	return string(b)
+}
+
+// protocolNumbers reads /etc/protocols: name -> number.
+func protocolNumbers(t *testing.T, text string) map[string]string {
+	t.Helper()
+
+	out := map[string]string{}
+
+	for _, line := range strings.Split(text, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if f := strings.Fields(line); len(f) >= 2 {
+			out[f[0]] = f[1]
+		}
+	}
+
+	return out
 }

@@ -217,6 +217,7 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	// The install wrote META: found only now on a node installed by this boot.
 	seq.AppendWhen(metal && !n.hasMeta(), "meta", task("loadMeta", n.loadMeta))
 	seq.AppendWhen(metal, "ephemeral", task("mountEphemeralPartition", n.mountEphemeral(cfg)))
+	seq.AppendWhen(metal && cfg.Machine != nil && len(cfg.Machine.Disks) > 0, "userDisks", task("mountUserDisks", n.mountUserDisks(cfg)))
 	seq.Append("config", task("saveConfig", func(ctx context.Context, w io.Writer) error {
 		if cfg.Persist {
 			persisted, err := n.state.LoadConfig()

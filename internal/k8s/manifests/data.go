@@ -24,9 +24,6 @@ type templateData struct {
 
 	ProxyImage string
 	ProxyArgs  []string
-	// ProxyNFTables: kube-proxy runs in nftables mode (its init container
-	// empties the tables).
-	ProxyNFTables bool
 
 	CoreDNSImage string
 
@@ -99,7 +96,6 @@ func newTemplateData(o Options) (*templateData, error) {
 		return nil, err
 	}
 
-	d.ProxyNFTables = slices.Contains(d.ProxyArgs, "--proxy-mode=nftables")
 
 	if d.FlannelNetConf, err = flannelNetConf(pods); err != nil {
 		return nil, err

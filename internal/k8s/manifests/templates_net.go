@@ -6,16 +6,11 @@ package manifests
 // as in Talos 1.8; flipping it between releases is what broke Talos users'
 // upgrades (siderolabs/talos#11250), so it stays put.
 //
-// Beyond Talos: in nftables mode an init container deletes kube-proxy's
-// tables first (nft's add-then-delete, which does not fail when a table is
-// missing; `kube-proxy --cleanup` fails without ipset), so every
-// kube-proxy starts from an empty table. Measured here, upgrading
-// the DaemonSet from 1.33 to 1.34 in nftables mode left the service-ips
-// map of every node empty (the service chains were there, the map that
-// jumps to them was not) until each kube-proxy was restarted once more:
-// every Service answered "connection refused" after upgrade-k8s. Starting
-// from nothing costs a second or two without rules on that node (a SYN
-// retried once), never a broken table.
+// A restarted kube-proxy (an upgrade rolls it) keeps the rules the old
+// one left until its first sync replaces them, so Services stay routed
+// throughout; that needs /etc/protocols in its image (internal/imagebuild),
+// without which nftables mode deleted the service-ips map's elements on
+// every restart.
 const kubeProxyTemplate = `apiVersion: apps/v1
 kind: DaemonSet
 metadata:
@@ -35,16 +30,6 @@ spec:
         tier: node
         k8s-app: kube-proxy
     spec:
-      {{- if .ProxyNFTables }}
-      initContainers:
-      - name: cleanup
-        image: {{ json .ProxyImage }}
-        command:
-        - /usr/sbin/nft
-        - add table ip kube-proxy; delete table ip kube-proxy; add table ip6 kube-proxy; delete table ip6 kube-proxy
-        securityContext:
-          privileged: true
-      {{- end }}
       containers:
       - name: kube-proxy
         image: {{ json .ProxyImage }}
