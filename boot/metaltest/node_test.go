@@ -75,12 +75,12 @@ type node struct {
 
 // nodeOptions shape a node.
 type nodeOptions struct {
-	init   string   // the guest's /init; the talosbox binary when empty
-	disk   bool     // attach a fresh sparse disk of diskSize
+	init string // the guest's /init; the talosbox binary when empty
+	disk bool   // attach a fresh sparse disk of diskSize
 	// userDisk attaches a second, smaller disk (/dev/vdb) for
 	// machine.disks.
 	userDisk bool
-	append []string // more kernel parameters
+	append   []string // more kernel parameters
 	// locked: the caller holds the guest lock (qemu.Exclusive) for
 	// several nodes it boots one after the other.
 	locked bool

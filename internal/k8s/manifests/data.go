@@ -96,7 +96,6 @@ func newTemplateData(o Options) (*templateData, error) {
 		return nil, err
 	}
 
-
 	if d.FlannelNetConf, err = flannelNetConf(pods); err != nil {
 		return nil, err
 	}
