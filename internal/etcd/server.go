@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,7 +104,41 @@ func start(ctx context.Context, opts Options, mode Mode) (*Server, error) {
 	cfg.InitialCluster = r.initialCluster()
 	cfg.ClusterState = embed.ClusterStateFlagExisting
 
-	var joined *joinResult
+	// A join whose start could not ask the members for their versions in
+	// time (etcd's "incompatible with current running cluster", seen on a
+	// loaded machine) is undone and tried again: nothing of it is left.
+	for attempt := 1; ; attempt++ {
+		s, err := startOnce(ctx, r, cfg, mode, lg)
+		if err == nil || mode != Join || attempt == joinAttempts || !transientJoinError(err) {
+			return s, err
+		}
+
+		lg.Warn("join failed, trying again", zap.Int("attempt", attempt), zap.Error(err))
+
+		if err := os.MkdirAll(r.DataDir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// joinAttempts bounds the retries of a join that failed transiently.
+const joinAttempts = 3
+
+// transientJoinError is etcd's refusal to start a joining member when it
+// could not fetch the cluster's versions or membership from the peers.
+func transientJoinError(err error) bool {
+	msg := err.Error()
+
+	return strings.Contains(msg, "incompatible with current running cluster") || strings.Contains(msg, "cannot fetch cluster info from peer urls")
+}
+
+// startOnce joins (in Join mode) and serves once; a failed start wipes what
+// it wrote and undoes the join.
+func startOnce(ctx context.Context, r *resolved, cfg *embed.Config, mode Mode, lg *zap.Logger) (*Server, error) {
+	var (
+		joined *joinResult
+		err    error
+	)
 
 	switch mode {
 	case Bootstrap:

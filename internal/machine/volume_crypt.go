@@ -140,7 +140,7 @@ func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.Enc
 
 	keys, err := volumeKeys(ec, label, machineUUID(n.sysRoot))
 	if err != nil {
-		return "", err
+		return "", keyError{err}
 	}
 	defer zeroKeys(keys)
 
@@ -167,7 +167,7 @@ func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.Enc
 			label, dev.Path, joinInts(slotsOf(keys)), time.Since(start).Round(time.Millisecond))
 	} else {
 		if vk, opened, err = unlockVolume(f, keys, label); err != nil {
-			return "", err
+			return "", keyError{err}
 		}
 
 		fmt.Fprintf(w, "[talos] unlocked %s (%s) with key %s in %s\n", label, dev.Path, opened, time.Since(start).Round(time.Millisecond))
@@ -318,6 +318,15 @@ func (n *Node) recordStateEncryption(ctx context.Context, cfg *configs.Config) e
 
 	return err
 }
+
+// keyError: no configured key opens the volume, or a key cannot be
+// derived. For STATE that leaves the node in maintenance mode rather
+// than failing the boot: it stays reachable, and nothing on STATE is
+// touched.
+type keyError struct{ err error }
+
+func (e keyError) Error() string { return e.err.Error() }
+func (e keyError) Unwrap() error { return e.err }
 
 // errStateLocked: STATE exists but could not be opened; an install must
 // not partition over it.

@@ -6,6 +6,7 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -59,6 +60,10 @@ func (n *Node) mountState(ctx context.Context, w io.Writer) error {
 	}
 
 	ec, err := n.stateEncryption()
+	if err != nil {
+		err = keyError{err}
+	}
+
 	if err == nil && ec == nil {
 		var empty bool
 		if empty, err = isEmpty(st); err == nil && empty {
@@ -74,6 +79,12 @@ func (n *Node) mountState(ctx context.Context, w io.Writer) error {
 
 	if err == nil {
 		err = n.mountVolume(ctx, st, disk.LabelState, ec, n.state.Dir, stateMountFlags, 0o700, w)
+	}
+
+	// Anything but a key problem (a foreign filesystem, I/O) fails the
+	// boot, as it always has: only keys have a remedy from maintenance.
+	if ke := (keyError{}); err != nil && !errors.As(err, &ke) {
+		return err
 	}
 
 	if err != nil {
