@@ -6,6 +6,7 @@
 #   make test       install what the tests need, lint, unit/integration tests, fuzz briefly
 #   make build      _out/talosbox, static, version-stamped
 #   make images     every image a node runs, built from source into _out/images/oci (cached)
+#   make installer  the installer image (kernel, initramfs, GRUB) nodes install and upgrade from
 #   make lint       gofmt, go vet, staticcheck
 #   make generate   regenerate generated code
 #   make bench      the benchmarks behind the numbers in the issue notes
@@ -30,7 +31,7 @@ CONTAINERD_VERSION := $(shell sed -n 's/^\tContainerd = "\(.*\)"/\1/p' internal/
 LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE) \
 	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
 
-.PHONY: all build images install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate bench clean
+.PHONY: all build images installer install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate bench clean
 
 all: build
 
@@ -53,6 +54,15 @@ images: install-links
 initramfs: images
 	TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
 	$(OUT) initramfs --binary $(OUT) --kernel-dir _out/kernel $(INITRAMFS_FLAGS)
+
+# The installer image (internal/installer): the kernel, a zstd initramfs and GRUB's BIOS images,
+# as ghcr.io/talosbox/installer:$(VERSION) in the image cache _out/images/oci. Nodes install and
+# upgrade from it (talosctl upgrade --image), pulled through talosctl image cache-serve.
+.PHONY: installer
+installer: images
+	TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
+	$(OUT) initramfs --binary $(OUT) --kernel-dir _out/kernel --compress zstd -o _out/initramfs.cpio.zst $(INITRAMFS_FLAGS)
+	$(OUT) imager installer --out _out/images --kernel-dir _out/kernel --initramfs _out/initramfs.cpio.zst
 
 # One metal node under QEMU, its console in this terminal (scripts/qemu-node.sh).
 qemu: install-links

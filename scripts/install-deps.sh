@@ -22,7 +22,9 @@ cd "$(dirname "$0")/.."
 #   libseccomp-dev    runc's seccomp support, linked statically (libseccomp.a)
 #   cryptsetup-bin    the judge of internal/luks2's LUKS2 headers (luksDump, test-passphrase,
 #               add/kill slots, tokens, repair, offline reencrypt on image files)
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin)
+#   grub-pc-bin, grub-common   GRUB's BIOS images and grub-mkimage for the installer image
+#               (make installer): installed nodes boot from disk through SeaBIOS and GRUB
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin grub-pc-bin grub-common)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -40,11 +40,18 @@ the hash of its inputs: a second run with nothing changed builds nothing and
 says so. The first build of Kubernetes takes about 15 minutes on 2 cores.
 The CNI plugins the node needs are left in DIR/cni/bin.
 
+talosbox imager installer builds the installer image instead (see
+talosbox imager installer --help).
+
 Flags:
 `
 
 // Main runs the applet with args (without the program name).
 func Main(ctx context.Context, args []string, env applet.Env) int {
+	if len(args) > 0 && args[0] == "installer" {
+		return installerMain(ctx, args[1:], env)
+	}
+
 	fs := applet.NewFlags("imager", usage, env)
 
 	var opts imagebuild.Options

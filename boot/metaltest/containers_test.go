@@ -36,7 +36,14 @@ func serveCache(t *testing.T, bin string) int {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(bin, "talosctl", "image", "cache-serve", "--image-cache-path", filepath.Join(root, "_out", "images", "oci"), "--address", "127.0.0.1:0")
+	return serveLayout(t, bin, filepath.Join(root, "_out", "images", "oci"))
+}
+
+// serveLayout serves the OCI layout dir read-only as a registry.
+func serveLayout(t *testing.T, bin, dir string) int {
+	t.Helper()
+
+	cmd := exec.Command(bin, "talosctl", "image", "cache-serve", "--image-cache-path", dir, "--address", "127.0.0.1:0")
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 

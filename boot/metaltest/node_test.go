@@ -68,6 +68,11 @@ type node struct {
 	memoryMiB int
 	forwards  map[int]int
 
+	// fromDisk boots the next boots through SeaBIOS and the GRUB the
+	// install wrote, instead of QEMU's -kernel.
+	fromDisk  bool
+	reachHost bool
+
 	vm      *qemu.VM
 	boots   int
 	started time.Time
@@ -94,6 +99,9 @@ type nodeOptions struct {
 	// forwards are more guest TCP ports forwarded from 127.0.0.1 (host
 	// port → guest port); the guest may then reach the host at 10.0.2.2.
 	forwards map[int]int
+	// reachHost lets the guest reach the host at 10.0.2.2 (slirp's
+	// restrict=off) without forwards of its own.
+	reachHost bool
 }
 
 // newNode prepares a node and, unless the caller holds it, takes the
@@ -138,7 +146,7 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 	}
 
 	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...),
-		memoryMiB: opts.memoryMiB, forwards: opts.forwards, uuid: uuid.NewString()}
+		memoryMiB: opts.memoryMiB, forwards: opts.forwards, reachHost: opts.reachHost, uuid: uuid.NewString()}
 
 	if opts.disk {
 		n.disk = filepath.Join(n.dir, "disk.img")
@@ -191,10 +199,15 @@ func (n *node) boot() {
 	started := time.Now()
 	n.started = started
 
+	kernelImage := k.Image
+	if n.fromDisk {
+		kernelImage = ""
+	}
+
 	vm, err := qemu.Start(qemu.Config{
 		Name:      name,
 		UUID:      n.uuid,
-		Kernel:    k.Image,
+		Kernel:    kernelImage,
 		Initrd:    n.init,
 		Append:    n.append,
 		NICs:      []qemu.NIC{{ID: "n0", Backend: n.netBackend()}},
@@ -215,7 +228,7 @@ func (n *node) boot() {
 // own forwards, with which the guest may reach the host (restrict off).
 func (n *node) netBackend() string {
 	b := fmt.Sprintf("user,hostfwd=tcp:127.0.0.1:%d-:50000", n.port)
-	if len(n.forwards) == 0 {
+	if len(n.forwards) == 0 && !n.reachHost {
 		return "user,restrict=on," + strings.TrimPrefix(b, "user,")
 	}
 

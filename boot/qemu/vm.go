@@ -41,7 +41,9 @@ type NIC struct {
 type Config struct {
 	// Name labels the guest in errors and logs.
 	Name string
-	// Kernel and Initrd are the files QEMU boots directly.
+	// Kernel and Initrd are the files QEMU boots directly. Without a
+	// Kernel the machine boots from its first disk through its firmware
+	// (SeaBIOS), and Append and Initrd are not used.
 	Kernel, Initrd string
 	// Append is added to the kernel command line after
 	// "console=ttyS0 panic=-1".
@@ -118,9 +120,15 @@ func (cfg *Config) Args(qmpPath string) []string {
 		"-chardev", console,
 		"-serial", "chardev:con0",
 		"-qmp", "unix:" + qmpPath + ",server=on,wait=off",
-		"-kernel", cfg.Kernel,
-		"-append", strings.Join(cmdline, " "),
 		"-device", "virtio-rng-pci",
+	}
+
+	if cfg.Kernel != "" {
+		args = append(args, "-kernel", cfg.Kernel, "-append", strings.Join(cmdline, " "))
+
+		if cfg.Initrd != "" {
+			args = append(args, "-initrd", cfg.Initrd)
+		}
 	}
 
 	if cfg.UUID != "" {
@@ -129,10 +137,6 @@ func (cfg *Config) Args(qmpPath string) []string {
 
 	if !cfg.InPlaceReboot {
 		args = append(args, "-no-reboot")
-	}
-
-	if cfg.Initrd != "" {
-		args = append(args, "-initrd", cfg.Initrd)
 	}
 
 	for _, n := range cfg.NICs {

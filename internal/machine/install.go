@@ -126,6 +126,7 @@ func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.W
 		}
 
 		target := n.systemDisk()
+		fresh := target == ""
 
 		if target == "" {
 			d, err := n.installTarget(cfg)
@@ -183,8 +184,37 @@ func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.W
 		n.sysDisk, n.stateEmpty = target, false
 		n.mu.Unlock()
 
+		if fresh {
+			n.installBoot(ctx, target, cfg, w)
+		}
+
 		return nil
 	}
+}
+
+// installBoot writes the installer image onto BOOT after a fresh install.
+// The node runs on without it (it booted from a kernel it was given, and
+// can boot so again), so a failure is reported, not fatal.
+func (n *Node) installBoot(ctx context.Context, sysDisk string, cfg *configs.Config, w io.Writer) {
+	var ref string
+
+	if cfg.Machine != nil && cfg.Machine.Install != nil {
+		in := cfg.Machine.Install
+		if in.Bootloader != nil && !*in.Bootloader {
+			fmt.Fprintln(w, "[talos] machine.install.bootloader is false: BOOT is left empty")
+			return
+		}
+
+		ref = in.Image
+	}
+
+	res, err := n.writeBootSlot(ctx, sysDisk, ref, cfg, w)
+	if err != nil {
+		fmt.Fprintf(w, "[talos] BOOT is not written, so this disk cannot boot by itself (only from a kernel it is given): %v\n", err)
+		return
+	}
+
+	fmt.Fprintf(w, "[talos] installed %s on %s: the disk boots by itself (GRUB, entry %s)\n", res.Version, sysDisk, res.Label)
 }
 
 // systemLayout is disk.SystemLayout with the volumes cfg encrypts left

@@ -1,0 +1,173 @@
+// Package installer is talosbox's installer image: an OCI image holding
+// what a node needs to boot from its own disk (the kernel, the initramfs
+// with this binary as /init, and GRUB's BIOS images), built by
+// `make installer`, pulled by a node on install and upgrade, and unpacked
+// onto BOOT.
+//
+// The files sit where Talos's installer keeps them:
+//
+//	/usr/install/amd64/vmlinuz
+//	/usr/install/amd64/initramfs.xz    (the name Talos keeps for any compression)
+//	/usr/install/i386-pc/boot.img      GRUB's MBR code
+//	/usr/install/i386-pc/core.img      GRUB's core, made by grub-mkimage
+package installer
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/talosbox/talosbox/internal/bootloader"
+)
+
+// Paths of the assets in the image.
+const (
+	KernelPath    = "usr/install/amd64/vmlinuz"
+	InitramfsPath = "usr/install/amd64/initramfs.xz"
+	BootImgPath   = "usr/install/i386-pc/boot.img"
+	CoreImgPath   = "usr/install/i386-pc/core.img"
+)
+
+// DefaultRepository is where talosbox's installer images are named.
+const DefaultRepository = "ghcr.io/talosbox/installer"
+
+// VersionLabel carries the talosbox version the image installs.
+const VersionLabel = "org.opencontainers.image.version"
+
+// DefaultGrubDir is where Debian's grub-pc-bin keeps the i386-pc images
+// and modules.
+const DefaultGrubDir = "/usr/lib/grub/i386-pc"
+
+// BuildOptions are the inputs of an installer image.
+type BuildOptions struct {
+	Kernel    string // a bzImage
+	Initramfs string // the node's initramfs, any compression the kernel reads
+	Version   string // the talosbox version inside, for the label
+	// GrubDir holds boot.img and the modules grub-mkimage builds core.img
+	// from; empty means DefaultGrubDir.
+	GrubDir string
+	// Created is the image's creation time; the zero time keeps builds of
+	// the same inputs identical.
+	Created time.Time
+}
+
+// Build makes the installer image. It runs grub-mkimage (Debian's
+// grub-common) to make core.img.
+func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
+	if o.GrubDir == "" {
+		o.GrubDir = DefaultGrubDir
+	}
+
+	bootImg, err := os.ReadFile(filepath.Join(o.GrubDir, "boot.img"))
+	if err != nil {
+		return nil, fmt.Errorf("installer: GRUB's boot.img (apt-get install grub-pc-bin): %w", err)
+	}
+
+	coreImg, err := MakeCoreImage(ctx, o.GrubDir)
+	if err != nil {
+		return nil, err
+	}
+
+	var buf bytes.Buffer
+
+	tw := tar.NewWriter(&buf)
+
+	for _, dir := range []string{"usr/", "usr/install/", "usr/install/amd64/", "usr/install/i386-pc/"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: o.Created}); err != nil {
+			return nil, err
+		}
+	}
+
+	files := []struct {
+		name string
+		src  string
+		data []byte
+	}{
+		{name: KernelPath, src: o.Kernel},
+		{name: InitramfsPath, src: o.Initramfs},
+		{name: BootImgPath, data: bootImg},
+		{name: CoreImgPath, data: coreImg},
+	}
+
+	for _, f := range files {
+		data := f.data
+		if f.src != "" {
+			if data, err = os.ReadFile(f.src); err != nil {
+				return nil, fmt.Errorf("installer: %w", err)
+			}
+		}
+
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: 0o644, Size: int64(len(data)), ModTime: o.Created}); err != nil {
+			return nil, err
+		}
+
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+
+	if img, err = mutate.AppendLayers(img, layer); err != nil {
+		return nil, err
+	}
+
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS, cf.Created = "amd64", "linux", v1.Time{Time: o.Created}
+	cf.Config.Labels = map[string]string{VersionLabel: o.Version}
+
+	return mutate.ConfigFile(img, cf)
+}
+
+// MakeCoreImage runs grub-mkimage for a BIOS core.img that embeds
+// bootloader.CoreModules and bootloader.EarlyConfig.
+func MakeCoreImage(ctx context.Context, grubDir string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "talosbox-grub-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+
+	early := filepath.Join(dir, "early.cfg")
+	if err := os.WriteFile(early, []byte(bootloader.EarlyConfig), 0o644); err != nil {
+		return nil, err
+	}
+
+	out := filepath.Join(dir, "core.img")
+	args := append([]string{"-O", "i386-pc", "-d", grubDir, "-p", "/grub", "-c", early, "-o", out}, bootloader.CoreModules...)
+
+	if b, err := exec.CommandContext(ctx, "grub-mkimage", args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("installer: grub-mkimage (apt-get install grub-pc-bin grub-common): %w: %s", err, bytes.TrimSpace(b))
+	}
+
+	return os.ReadFile(out)
+}
