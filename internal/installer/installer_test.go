@@ -184,7 +184,7 @@ func TestPullThroughMirrors(t *testing.T) {
 		reg  *configs.RegistriesConfig
 		want []string
 	}{
-		"a tag nobody has": {"ghcr.io/talosbox/installer:v0.0.0-none", mirrors(true, "http://"+addr), []string{"pull ghcr.io/talosbox/installer:v0.0.0-none", "MANIFEST_UNKNOWN"}},
+		"a tag nobody has":  {"ghcr.io/talosbox/installer:v0.0.0-none", mirrors(true, "http://"+addr), []string{"pull ghcr.io/talosbox/installer:v0.0.0-none", "MANIFEST_UNKNOWN"}},
 		"every mirror down": {"ghcr.io/talosbox/installer:v9.9.9", mirrors(true, "http://"+dead), []string{"http://" + dead + ":", "connection refused"}},
 		"a bad reference":   {"ghcr.io/Talos Box", nil, []string{`installer image "ghcr.io/Talos Box"`}},
 		"an endpoint path":  {"ghcr.io/talosbox/installer:v9.9.9", mirrors(true, "http://"+addr+"/cache"), []string{"a path (/cache) is not supported"}},
