@@ -29,7 +29,8 @@ DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%
 VERSION_PKG := github.com/talosbox/talosbox/internal/version
 CONTAINERD_VERSION := $(shell sed -n 's/^\tContainerd = "\(.*\)"/\1/p' internal/images/versions.go)
 LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE) \
-	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
+	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION) \
+	$(if $(BROKEN_BOOT),-X $(VERSION_PKG).BrokenBoot=1)
 
 .PHONY: all build images installer install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate bench clean
 

@@ -10,6 +10,10 @@ const maxKeySlot = 31
 
 var ciphers = []string{"aes-xts-plain64", "xchacha12,aes-adiantum-plain64", "xchacha20,aes-adiantum-plain64"}
 
+// EncryptionOptions are the dm-crypt performance flags options may name
+// (cryptsetup's --perf-*; Talos's list, plus discards).
+var EncryptionOptions = []string{"no_read_workqueue", "no_write_workqueue", "same_cpu_crypt", "submit_from_crypt_cpus", "allow_discards"}
+
 func (v *validator) encryption(e *SystemDiskEncryption) {
 	if e == nil {
 		return
@@ -42,6 +46,12 @@ func (v *validator) partitionEncryption(p string, e *EncryptionConfig, state boo
 
 	if b := e.BlockSize; b != 0 && (b < 512 || b > 4096 || b&(b-1) != 0) {
 		v.errorf(p+".blockSize", "unsupported block size %d (expected a power of two from 512 to 4096)", b)
+	}
+
+	for i, o := range e.Options {
+		if !slices.Contains(EncryptionOptions, o) {
+			v.errorf(indexPath(p+".options", i), "unsupported option %q (expected one of %s)", o, strings.Join(EncryptionOptions, ", "))
+		}
 	}
 
 	if len(e.Keys) == 0 {

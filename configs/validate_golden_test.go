@@ -127,12 +127,13 @@ func TestValidateGolden(t *testing.T) {
 		},
 		{
 			name:  "encryption settings",
-			patch: `machine: {systemDiskEncryption: {state: {provider: luks1, cipher: rot13, keySize: 128, blockSize: 1000, keys: [{kms: {endpoint: "kms.local"}, slot: 0}]}, ephemeral: {}}}`,
+			patch: `machine: {systemDiskEncryption: {state: {provider: luks1, cipher: rot13, keySize: 128, blockSize: 1000, options: [no_read_workqueue, turbo], keys: [{kms: {endpoint: "kms.local"}, slot: 0}]}, ephemeral: {}}}`,
 			wantErrs: []string{
 				`machine.systemDiskEncryption.state.provider: unsupported encryption provider "luks1" (expected luks2)`,
 				`machine.systemDiskEncryption.state.cipher: unsupported cipher "rot13" (expected one of aes-xts-plain64, xchacha12,aes-adiantum-plain64, xchacha20,aes-adiantum-plain64)`,
 				`machine.systemDiskEncryption.state.keySize: unsupported key size 128 (expected 256 or 512 bits)`,
 				`machine.systemDiskEncryption.state.blockSize: unsupported block size 1000 (expected a power of two from 512 to 4096)`,
+				`machine.systemDiskEncryption.state.options[1]: unsupported option "turbo" (expected one of no_read_workqueue, no_write_workqueue, same_cpu_crypt, submit_from_crypt_cpus, allow_discards)`,
 				`machine.systemDiskEncryption.state.keys[0].kms.endpoint: invalid KMS endpoint "kms.local": has no scheme: want https:// or http:// or grpc://`,
 				`machine.systemDiskEncryption.ephemeral.keys: at least one encryption key is required`,
 			},

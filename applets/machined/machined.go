@@ -233,7 +233,28 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 
 		return 0
 	default:
+		if p.IsMetal() && pid1 {
+			revertUpgrade(ctx, node, env, err)
+		}
+
 		return fatal(p, env, err)
+	}
+}
+
+// revertUpgrade reboots into the previous installation when the boot that
+// failed was an upgrade's first (Talos's revertBootloader); it returns
+// only when there was nothing to revert.
+func revertUpgrade(ctx context.Context, node *machine.Node, env applet.Env, bootErr error) {
+	reverted, err := node.RevertFailedUpgrade(context.WithoutCancel(ctx))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "[talos] %v\n", err)
+		return
+	}
+
+	if reverted {
+		fmt.Fprintf(env.Stderr, "[talos] fatal: %v\n", bootErr)
+		fmt.Fprintln(env.Stderr, "[talos] the upgrade failed to boot: rebooting into the previous installation")
+		powerDown(env, unix.LINUX_REBOOT_CMD_RESTART, "rebooting")
 	}
 }
 

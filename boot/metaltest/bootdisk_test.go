@@ -4,17 +4,21 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/random"
+
 	"github.com/talosbox/talosbox/initramfs"
+	"github.com/talosbox/talosbox/internal/imagestore"
 )
 
-// installerLayout builds an installer image (`talosbox imager installer`,
+// installerImage builds an installer image (`talosbox imager installer`,
 // what make installer runs) from bin, with a zstd initramfs as users'
-// have, into an OCI layout of its own, and returns the layout.
-func installerLayout(t *testing.T, bin, ref, version string) string {
+// have, into the OCI layout dir/oci.
+func installerImage(t *testing.T, bin, dir, ref, version string) {
 	t.Helper()
 
 	k, err := kernel()
@@ -22,68 +26,130 @@ func installerLayout(t *testing.T, bin, ref, version string) string {
 		t.Fatal(err)
 	}
 
-	dir := t.TempDir()
-	p := filepath.Join(dir, "initramfs.cpio.zst")
+	p := filepath.Join(t.TempDir(), "initramfs.cpio.zst")
 
 	mods := append([]string(nil), guestModules...)
 	if _, err := initramfs.BuildFile(p, initramfs.Options{Binary: bin, ModulesDir: k.ModulesDir, Modules: mods, Compression: initramfs.Zstd}); err != nil {
 		t.Fatal(err)
 	}
 
-	out, err := exec.Command(bin, "imager", "installer", "--out", dir, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--kernel-version", k.Release, "--initramfs", p,
-		"--tag", ref, "--image-version", version).CombinedOutput()
+	out, err := exec.Command(bin, "imager", "installer", "--out", dir, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)),
+		"--kernel-version", k.Release, "--initramfs", p, "--tag", ref, "--image-version", version).CombinedOutput()
 	if err != nil {
 		t.Fatalf("imager installer: %v\n%s", err, out)
 	}
 
 	t.Logf("%s", strings.TrimSpace(string(out)))
-
-	return filepath.Join(dir, "oci")
 }
 
-// TestMetalBootFromDisk installs a node from an installer image pulled
-// through a registry mirror (talosctl image cache-serve on the host), and
-// then boots it from its own disk: SeaBIOS, the GRUB the node wrote into
-// the MBR and the BIOS boot partition, and slot A on BOOT. The same
-// configured node's boot with QEMU's -kernel is timed in the same run.
-func TestMetalBootFromDisk(t *testing.T) {
+// buildVersion builds talosbox stamped with version (and BROKEN_BOOT=1
+// for a release whose every boot fails).
+func buildVersion(t *testing.T, version string, broken bool) string {
+	t.Helper()
+
+	bin, err := buildInWork("talosbox-"+version, func(root, out string) *exec.Cmd {
+		args := []string{"-s", "-C", root, "build", "OUT=" + out, "VERSION=" + version}
+		if broken {
+			args = append(args, "BROKEN_BOOT=1")
+		}
+
+		return exec.Command("make", args...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return bin
+}
+
+var tagRe = regexp.MustCompile(`(?m)^Server:\n\tNODE:.*\n\tTag:\s+(\S+)`)
+
+// serverTag is the version the node reports.
+func (n *node) serverTag() string {
+	n.t.Helper()
+
+	m := tagRe.FindStringSubmatch(n.ok("version"))
+	if m == nil {
+		n.t.Fatal("talosctl version: no server tag")
+	}
+
+	return m[1]
+}
+
+// TestMetalUpgrade is one node's OS upgrades, booting from its own disk:
+// the install writes slot A from an installer image pulled through a
+// registry mirror (talosctl image cache-serve on the host); SeaBIOS and the
+// GRUB the node wrote boot it (timed against QEMU's -kernel in the same
+// run); refused upgrades change nothing; upgrade to v2 (slot B); rollback
+// to v1; a staged upgrade to v2; an upgrade to a v3 whose boot fails, which
+// reverts to v2 by itself. STATE is encrypted and etcd bootstrapped: both
+// must survive every step.
+func TestMetalUpgrade(t *testing.T) {
 	bin, err := binary()
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	const ref = "ghcr.io/talosbox/installer:v1.0.0-test"
+	const (
+		repo = "ghcr.io/talosbox/installer"
+		v2   = "v0.0.2-upgrade"
+		v3   = "v0.0.3-broken"
+	)
 
-	port := serveLayout(t, bin, installerLayout(t, bin, ref, "v1.0.0-test"))
+	v1 := strings.Fields(mustOutput(t, bin, "--version"))[1]
+
+	images := t.TempDir()
+	installerImage(t, bin, images, repo+":v1", v1)
+	installerImage(t, buildVersion(t, v2, false), images, repo+":v2", v2)
+	installerImage(t, buildVersion(t, v3, true), images, repo+":v3", v3)
+
+	// Not an installer: an image without /usr/install.
+	junk, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := imagestore.Write(filepath.Join(images, "oci"), []imagestore.Named{{Ref: repo + ":no-kernel", Image: junk}}); err != nil {
+		t.Fatal(err)
+	}
+
+	port := serveLayout(t, bin, filepath.Join(images, "oci"))
 
 	n := newNode(t, nodeOptions{disk: true, reachHost: true})
-	cp := n.patchConfig(n.genConfig("disk"), "installer.yaml", fmt.Sprintf(
-		`{"machine":{"install":{"image":%q},"registries":{"mirrors":{"ghcr.io":{"endpoints":["http://10.0.2.2:%d"]}}}}}`, ref, port))
+	cp := n.patchConfig(n.genConfig("upgrade"), "installer.yaml", fmt.Sprintf(`{"machine":{"install":{"image":"%s:v1"},
+"registries":{"mirrors":{"ghcr.io":{"endpoints":["http://10.0.2.2:%d"]}}},
+"systemDiskEncryption":{"state":{"provider":"luks2","keys":[{"nodeID":{},"slot":0}]}}}}`, repo, port))
+
+	rebootInto := func(what string) {
+		t.Helper()
+		n.waitExit(markRebooting)
+		t.Log(what)
+		n.boot()
+	}
 
 	t.Log("boot 1 (-kernel): maintenance, then the install pulls the installer and writes BOOT")
 	n.boot()
 	n.wait(markMaintenance, bootTimeout)
 	n.maintenanceAnswers(bootTimeout)
 	n.ok("apply-config", "--insecure", "-f", cp)
-	n.wait("[talos] pulled "+ref+" from http://10.0.2.2:", servicesTimeout)
-	t.Log(n.wait("[talos] wrote "+ref+" v1.0.0-test to A (kernel ", servicesTimeout))
-	n.wait("[talos] installed v1.0.0-test on vda: the disk boots by itself (GRUB, entry A)", servicesTimeout)
+	n.wait("[talos] pulled "+repo+":v1 from http://10.0.2.2:", servicesTimeout)
+	t.Log(n.wait("[talos] wrote "+repo+":v1 "+v1+" to A (kernel ", servicesTimeout))
+	n.wait("[talos] installed "+v1+" on vda: the disk boots by itself (GRUB, entry A)", servicesTimeout)
 	n.wait(markServices, servicesTimeout)
+	n.ok("bootstrap")
+	n.wait("[talos] service[etcd](Running): Health check successful", servicesTimeout)
 
-	t.Log("boot 2 (-kernel): the config from STATE")
+	members := n.ok("etcd", "members")
+
 	n.ok("reboot")
-	n.waitExit(markRebooting)
-	n.boot()
+	rebootInto("boot 2 (-kernel): the config from STATE")
 	n.wait(markServices, servicesTimeout)
 	kernelBoot := time.Since(n.started)
 
-	t.Log("boot 3: from the disk")
 	n.ok("reboot")
-	n.waitExit(markRebooting)
-
 	n.fromDisk = true
-	n.boot()
-	n.wait("Booting `A - talosbox (v1.0.0-test)'", bootTimeout)
+	rebootInto("boot 3: from the disk, v1 in A")
+	n.wait("Booting `A - talosbox ("+v1+")'", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 	diskBoot := time.Since(n.started)
 
@@ -94,6 +160,100 @@ func TestMetalBootFromDisk(t *testing.T) {
 	t.Logf("QEMU start to services up, config from STATE: -kernel %.1fs, from disk (SeaBIOS, GRUB, zstd initramfs) %.1fs",
 		kernelBoot.Seconds(), diskBoot.Seconds())
 
+	t.Log("bad input: the node answers with an error and stays as it is")
+
+	for _, tc := range []struct{ image, want string }{
+		{repo + ":v0-missing", "MANIFEST_UNKNOWN"},
+		{repo + ":no-kernel", "not an installer image: it has no /usr/install/amd64/vmlinuz"},
+	} {
+		if _, errOut, err := n.talosctl("upgrade", "--image", tc.image, "--wait=false"); err == nil || !strings.Contains(errOut, tc.want) {
+			t.Errorf("upgrade --image %s: %v, want %q\n%s", tc.image, err, tc.want, errOut)
+		}
+	}
+
+	if out := n.ok("get", "meta"); strings.Contains(out, "0x06") {
+		t.Errorf("a refused upgrade left a fallback in META:\n%s", out)
+	}
+
+	t.Log("upgrade to v2")
+
+	start := time.Now()
+	out := n.ok("upgrade", "--image", repo+":v2", "--wait=false")
+	t.Logf("upgrade: %s", out)
+	n.wait("[talos] upgrade: "+v2+" is installed in B; A is the fallback until it runs", commandTimeout)
+	rebootInto("boot 4: v2 from B")
+	n.wait("Booting `B - talosbox ("+v2+")'", bootTimeout)
+	n.wait("[talos] removing fallback entry: the upgrade runs (it came from A)", servicesTimeout)
+	n.wait(markServices, servicesTimeout)
+	t.Logf("upgrade v1 → v2, from the request to services up: %s", time.Since(start).Round(100*time.Millisecond))
+
+	if tag := n.serverTag(); tag != v2 {
+		t.Fatalf("after the upgrade the node runs %s, want %s", tag, v2)
+	}
+
+	n.wait("[talos] service[etcd](Running): Health check successful", servicesTimeout)
+
+	if got := n.ok("etcd", "members"); got != members {
+		t.Errorf("etcd members changed across the upgrade:\n%s\nwas:\n%s", got, members)
+	}
+
+	t.Log("rollback from v2: back to v1 in A")
+	n.ok("rollback")
+	n.wait("[talos] rollback: A boots next", commandTimeout)
+	rebootInto("boot 5: rolled back to v1 in A")
+	n.wait("Booting `A - talosbox ("+v1+")'", bootTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	if tag := n.serverTag(); tag != v1 {
+		t.Fatalf("after the rollback the node runs %s, want %s", tag, v1)
+	}
+
+	t.Log("a staged upgrade to v2: installed at the next boot, then one more reboot into it")
+	n.ok("upgrade", "--image", repo+":v2", "--stage", "--wait=false")
+	n.wait("[talos] staged the upgrade to "+repo+":v2: it is installed at the next boot", commandTimeout)
+	rebootInto("boot 6: installs the staged upgrade")
+	n.wait("[talos] staged upgrade via "+repo+":v2", servicesTimeout)
+	n.wait("[talos] upgrade: "+v2+" is installed in B; A is the fallback until it runs", servicesTimeout)
+	rebootInto("boot 7: v2 from B")
+	n.wait("Booting `B - talosbox ("+v2+")'", bootTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	if tag := n.serverTag(); tag != v2 {
+		t.Fatalf("after the staged upgrade the node runs %s, want %s", tag, v2)
+	}
+
+	t.Log("upgrade to the broken v3: its boot fails and reverts to v2 by itself")
+	n.ok("upgrade", "--image", repo+":v3", "--wait=false")
+	n.wait("[talos] upgrade: "+v3+" is installed in A; B is the fallback until it runs", commandTimeout)
+	rebootInto("boot 8: v3 from A")
+	n.wait("Booting `A - talosbox ("+v3+")'", bootTimeout)
+	n.wait("this build fails every boot on purpose", servicesTimeout)
+	n.wait(`[talos] reverting failed upgrade, switching to "B"`, servicesTimeout)
+	rebootInto("boot 9: back on v2")
+	n.wait("Booting `B - talosbox ("+v2+")'", bootTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	if tag := n.serverTag(); tag != v2 {
+		t.Fatalf("after the failed upgrade the node runs %s, want %s", tag, v2)
+	}
+
+	n.wait("[talos] service[etcd](Running): Health check successful", servicesTimeout)
+
+	if got := n.ok("etcd", "members"); got != members {
+		t.Errorf("etcd members changed across the upgrades:\n%s\nwas:\n%s", got, members)
+	}
+
 	n.ok("shutdown")
 	n.waitExit(markPowerOff)
+}
+
+func mustOutput(t *testing.T, name string, args ...string) string {
+	t.Helper()
+
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+
+	return string(out)
 }

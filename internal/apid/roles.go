@@ -85,6 +85,8 @@ var methodRoles = map[string][]Role{
 	machine.MachineService_Kubeconfig_FullMethodName:                  admins,
 	machine.MachineService_ApplyConfiguration_FullMethodName:          admins,
 	machine.MachineService_Bootstrap_FullMethodName:                   admins,
+	machine.MachineService_Upgrade_FullMethodName:                     admins,
+	machine.MachineService_Rollback_FullMethodName:                    admins,
 	machine.MachineService_Reset_FullMethodName:                       admins,
 	machine.MachineService_GenerateClientConfiguration_FullMethodName: admins,
 	// META holds the STATE encryption config and the upgrade fallback:

@@ -52,8 +52,9 @@ func OpenLUKS2(devPath, name string, passphrase []byte) (string, error) {
 // MapLUKS2 maps the data segment of the LUKS2 volume on the block device
 // devPath at /dev/mapper/<name> with a volume key the caller unlocked
 // (luks2.Unlock), so that a caller that also syncs key slots with that key
-// runs the KDF once. The key is only read; the caller zeroes it.
-func MapLUKS2(devPath, name string, volumeKey []byte) (string, error) {
+// runs the KDF once. The key is only read; the caller zeroes it. options
+// are dm-crypt's optional parameters (no_read_workqueue, allow_discards).
+func MapLUKS2(devPath, name string, volumeKey []byte, options ...string) (string, error) {
 	if err := checkName(name); err != nil {
 		return "", err
 	}
@@ -85,7 +86,7 @@ func MapLUKS2(devPath, name string, volumeKey []byte) (string, error) {
 	}
 
 	dev := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
-	t := CryptTarget(0, length, seg.Cipher, volumeKey, seg.IVTweak, dev, seg.Offset/Sector, seg.SectorSize)
+	t := CryptTarget(0, length, seg.Cipher, volumeKey, seg.IVTweak, dev, seg.Offset/Sector, seg.SectorSize, options...)
 
 	d, err := Create(name, luksUUID(h.UUID, name), []Target{t}, 0)
 	if err != nil {

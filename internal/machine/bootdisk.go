@@ -105,12 +105,16 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 		res.Label = bootloader.Other(conf.Default)
 	}
 
+	// The image goes into a staging directory first: the slot it replaces
+	// (the fallback) stays whole until the new one is.
 	slot := filepath.Join(mnt, res.Label)
-	if err := os.RemoveAll(slot); err != nil {
+	staging := slot + ".new"
+
+	if err := os.RemoveAll(staging); err != nil {
 		return bootWrite{}, err
 	}
 
-	if err := os.MkdirAll(slot, 0o755); err != nil {
+	if err := os.MkdirAll(staging, 0o755); err != nil {
 		return bootWrite{}, err
 	}
 
@@ -120,16 +124,24 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 			base = bootloader.InitramfsName
 		}
 
-		return writeSynced(filepath.Join(slot, base), r)
+		return writeSynced(filepath.Join(staging, base), r)
 	})
 	if err != nil {
-		os.RemoveAll(slot) //nolint:errcheck // the unpack error is the one to report
+		os.RemoveAll(staging) //nolint:errcheck // the unpack error is the one to report
 
 		if errors.Is(err, installer.ErrNotInstaller) {
 			return bootWrite{}, fmt.Errorf("%s: %w", ref, err)
 		}
 
 		return bootWrite{}, fmt.Errorf("%s: %w (is BOOT full?)", ref, err)
+	}
+
+	if err := os.RemoveAll(slot); err != nil {
+		return bootWrite{}, err
+	}
+
+	if err := os.Rename(staging, slot); err != nil {
+		return bootWrite{}, err
 	}
 
 	res.Version = assets.Version

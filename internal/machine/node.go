@@ -152,6 +152,8 @@ type Node struct {
 	// crypted maps a label to its partition while its dm-crypt mapping
 	// is open.
 	crypted map[string]disk.BlockDevice
+	// upgradeMu is held by an upgrade or a rollback: one at a time.
+	upgradeMu sync.Mutex
 
 	meta metaState
 }
@@ -272,6 +274,16 @@ func (n *Node) Run(ctx context.Context) error {
 		if err := n.boot(ctx); err != nil {
 			if ctx.Err() != nil {
 				return n.shutdown(context.WithoutCancel(ctx))
+			}
+
+			if errors.Is(err, errRebootNow) {
+				n.setStage(ctx, StageRebooting)
+
+				if err := n.seq.Run(ctx, n.stopSequence("reboot")); err != nil {
+					return err
+				}
+
+				return ErrReboot
 			}
 
 			return err

@@ -3,6 +3,7 @@ package machine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/sequencer"
 	"github.com/talosbox/talosbox/internal/userfiles"
+	"github.com/talosbox/talosbox/internal/version"
 
 	"golang.org/x/sys/unix"
 )
@@ -243,6 +245,12 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 
 		return n.publish(ctx, loaded)
 	}))
+	// An upgrade staged before the reboot is installed now, before any
+	// service uses the disk, and the node reboots into it.
+	seq.AppendWhen(metal && n.hasMeta(), "stagedUpgrade", task("applyStagedUpgrade", n.applyStagedUpgrade(cfg)))
+	seq.AppendWhen(version.BrokenBoot != "", "broken", task("failOnPurpose", func(context.Context, io.Writer) error {
+		return errors.New("this build fails every boot on purpose (built with BROKEN_BOOT=1, to test rollbacks)")
+	}))
 	seq.Append("env", task("setUserEnvVars", func(context.Context, io.Writer) error {
 		return setEnv(cfg)
 	}))
@@ -299,8 +307,13 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	seq.Append("startEverything", task("startAllServices", func(ctx context.Context, w io.Writer) error {
 		return n.startServices(ctx, cfg, w)
 	}))
-	seq.Append("running", task("markRunning", func(ctx context.Context, _ io.Writer) error {
+	seq.Append("running", task("markRunning", func(ctx context.Context, w io.Writer) error {
 		n.setStage(ctx, StageRunning)
+
+		if metal {
+			n.dropUpgradeFallback(ctx, w)
+		}
+
 		return nil
 	}))
 

@@ -185,7 +185,7 @@ func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.Enc
 		return "", fmt.Errorf("%s: %w", label, err)
 	}
 
-	mapped, err := dm.MapLUKS2(dev.Path, mappedName(dev), vk)
+	mapped, err := dm.MapLUKS2(dev.Path, mappedName(dev), vk, ec.Options...)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, err)
 	}

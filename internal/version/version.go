@@ -14,6 +14,11 @@ var (
 	Date   = "unknown"
 )
 
+// BrokenBoot, when stamped non-empty (make build BROKEN_BOOT=1), makes
+// every boot of this build fail fatally after the install: a broken
+// release for the tests of the automatic rollback. Never set in a release.
+var BrokenBoot = ""
+
 // Short is the one-line form used by `talosbox --version` and `APPLET --version`.
 func Short(name string) string {
 	return fmt.Sprintf("%s %s (commit %s, built %s, %s %s/%s)",

@@ -133,6 +133,52 @@ func (RebootRequest_Mode) EnumDescriptor() ([]byte, []int) {
 	return file_machine_machine_proto_rawDescGZIP(), []int{31, 0}
 }
 
+type UpgradeRequest_RebootMode int32
+
+const (
+	UpgradeRequest_DEFAULT    UpgradeRequest_RebootMode = 0
+	UpgradeRequest_POWERCYCLE UpgradeRequest_RebootMode = 1
+)
+
+// Enum value maps for UpgradeRequest_RebootMode.
+var (
+	UpgradeRequest_RebootMode_name = map[int32]string{
+		0: "DEFAULT",
+		1: "POWERCYCLE",
+	}
+	UpgradeRequest_RebootMode_value = map[string]int32{
+		"DEFAULT":    0,
+		"POWERCYCLE": 1,
+	}
+)
+
+func (x UpgradeRequest_RebootMode) Enum() *UpgradeRequest_RebootMode {
+	p := new(UpgradeRequest_RebootMode)
+	*p = x
+	return p
+}
+
+func (x UpgradeRequest_RebootMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UpgradeRequest_RebootMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_machine_machine_proto_enumTypes[2].Descriptor()
+}
+
+func (UpgradeRequest_RebootMode) Type() protoreflect.EnumType {
+	return &file_machine_machine_proto_enumTypes[2]
+}
+
+func (x UpgradeRequest_RebootMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UpgradeRequest_RebootMode.Descriptor instead.
+func (UpgradeRequest_RebootMode) EnumDescriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{41, 0}
+}
+
 type EtcdMemberAlarm_AlarmType int32
 
 const (
@@ -166,11 +212,11 @@ func (x EtcdMemberAlarm_AlarmType) String() string {
 }
 
 func (EtcdMemberAlarm_AlarmType) Descriptor() protoreflect.EnumDescriptor {
-	return file_machine_machine_proto_enumTypes[2].Descriptor()
+	return file_machine_machine_proto_enumTypes[3].Descriptor()
 }
 
 func (EtcdMemberAlarm_AlarmType) Type() protoreflect.EnumType {
-	return &file_machine_machine_proto_enumTypes[2]
+	return &file_machine_machine_proto_enumTypes[3]
 }
 
 func (x EtcdMemberAlarm_AlarmType) Number() protoreflect.EnumNumber {
@@ -179,7 +225,7 @@ func (x EtcdMemberAlarm_AlarmType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EtcdMemberAlarm_AlarmType.Descriptor instead.
 func (EtcdMemberAlarm_AlarmType) EnumDescriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{78, 0}
+	return file_machine_machine_proto_rawDescGZIP(), []int{84, 0}
 }
 
 type VersionInfo struct {
@@ -2367,6 +2413,312 @@ func (x *ResetResponse) GetMessages() []*Reset {
 	return nil
 }
 
+// Upgrade: the installer image is pulled and written to the other boot
+// slot before the answer; the reboot follows it.
+type UpgradeRequest struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Image         string                    `protobuf:"bytes,1,opt,name=image,proto3" json:"image,omitempty"`
+	Preserve      bool                      `protobuf:"varint,2,opt,name=preserve,proto3" json:"preserve,omitempty"` // accepted, no effect (as in Talos 1.8+)
+	Stage         bool                      `protobuf:"varint,3,opt,name=stage,proto3" json:"stage,omitempty"`
+	Force         bool                      `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
+	RebootMode    UpgradeRequest_RebootMode `protobuf:"varint,5,opt,name=reboot_mode,json=rebootMode,proto3,enum=machine.UpgradeRequest_RebootMode" json:"reboot_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpgradeRequest) Reset() {
+	*x = UpgradeRequest{}
+	mi := &file_machine_machine_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpgradeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpgradeRequest) ProtoMessage() {}
+
+func (x *UpgradeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpgradeRequest.ProtoReflect.Descriptor instead.
+func (*UpgradeRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *UpgradeRequest) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *UpgradeRequest) GetPreserve() bool {
+	if x != nil {
+		return x.Preserve
+	}
+	return false
+}
+
+func (x *UpgradeRequest) GetStage() bool {
+	if x != nil {
+		return x.Stage
+	}
+	return false
+}
+
+func (x *UpgradeRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *UpgradeRequest) GetRebootMode() UpgradeRequest_RebootMode {
+	if x != nil {
+		return x.RebootMode
+	}
+	return UpgradeRequest_DEFAULT
+}
+
+type Upgrade struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Ack           string                 `protobuf:"bytes,2,opt,name=ack,proto3" json:"ack,omitempty"`
+	ActorId       string                 `protobuf:"bytes,3,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Upgrade) Reset() {
+	*x = Upgrade{}
+	mi := &file_machine_machine_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Upgrade) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Upgrade) ProtoMessage() {}
+
+func (x *Upgrade) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Upgrade.ProtoReflect.Descriptor instead.
+func (*Upgrade) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *Upgrade) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Upgrade) GetAck() string {
+	if x != nil {
+		return x.Ack
+	}
+	return ""
+}
+
+func (x *Upgrade) GetActorId() string {
+	if x != nil {
+		return x.ActorId
+	}
+	return ""
+}
+
+type UpgradeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*Upgrade             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpgradeResponse) Reset() {
+	*x = UpgradeResponse{}
+	mi := &file_machine_machine_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpgradeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpgradeResponse) ProtoMessage() {}
+
+func (x *UpgradeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpgradeResponse.ProtoReflect.Descriptor instead.
+func (*UpgradeResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *UpgradeResponse) GetMessages() []*Upgrade {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type RollbackRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackRequest) Reset() {
+	*x = RollbackRequest{}
+	mi := &file_machine_machine_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackRequest) ProtoMessage() {}
+
+func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackRequest.ProtoReflect.Descriptor instead.
+func (*RollbackRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{44}
+}
+
+type Rollback struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rollback) Reset() {
+	*x = Rollback{}
+	mi := &file_machine_machine_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollback) ProtoMessage() {}
+
+func (x *Rollback) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
+func (*Rollback) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *Rollback) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type RollbackResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*Rollback            `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackResponse) Reset() {
+	*x = RollbackResponse{}
+	mi := &file_machine_machine_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackResponse) ProtoMessage() {}
+
+func (x *RollbackResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackResponse.ProtoReflect.Descriptor instead.
+func (*RollbackResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *RollbackResponse) GetMessages() []*Rollback {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 type ListRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Root           string                 `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
@@ -2378,7 +2730,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_machine_machine_proto_msgTypes[41]
+	mi := &file_machine_machine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2742,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[41]
+	mi := &file_machine_machine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2755,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{41}
+	return file_machine_machine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListRequest) GetRoot() string {
@@ -2446,7 +2798,7 @@ type FileInfo struct {
 
 func (x *FileInfo) Reset() {
 	*x = FileInfo{}
-	mi := &file_machine_machine_proto_msgTypes[42]
+	mi := &file_machine_machine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2458,7 +2810,7 @@ func (x *FileInfo) String() string {
 func (*FileInfo) ProtoMessage() {}
 
 func (x *FileInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[42]
+	mi := &file_machine_machine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2823,7 @@ func (x *FileInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileInfo.ProtoReflect.Descriptor instead.
 func (*FileInfo) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{42}
+	return file_machine_machine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *FileInfo) GetMetadata() *common.Metadata {
@@ -2560,7 +2912,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_machine_machine_proto_msgTypes[43]
+	mi := &file_machine_machine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2924,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[43]
+	mi := &file_machine_machine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2937,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{43}
+	return file_machine_machine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReadRequest) GetPath() string {
@@ -2604,7 +2956,7 @@ type CopyRequest struct {
 
 func (x *CopyRequest) Reset() {
 	*x = CopyRequest{}
-	mi := &file_machine_machine_proto_msgTypes[44]
+	mi := &file_machine_machine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2968,7 @@ func (x *CopyRequest) String() string {
 func (*CopyRequest) ProtoMessage() {}
 
 func (x *CopyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[44]
+	mi := &file_machine_machine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2981,7 @@ func (x *CopyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyRequest.ProtoReflect.Descriptor instead.
 func (*CopyRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{44}
+	return file_machine_machine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CopyRequest) GetRootPath() string {
@@ -2651,7 +3003,7 @@ type MountStat struct {
 
 func (x *MountStat) Reset() {
 	*x = MountStat{}
-	mi := &file_machine_machine_proto_msgTypes[45]
+	mi := &file_machine_machine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2663,7 +3015,7 @@ func (x *MountStat) String() string {
 func (*MountStat) ProtoMessage() {}
 
 func (x *MountStat) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[45]
+	mi := &file_machine_machine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2676,7 +3028,7 @@ func (x *MountStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountStat.ProtoReflect.Descriptor instead.
 func (*MountStat) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{45}
+	return file_machine_machine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *MountStat) GetFilesystem() string {
@@ -2717,7 +3069,7 @@ type Mounts struct {
 
 func (x *Mounts) Reset() {
 	*x = Mounts{}
-	mi := &file_machine_machine_proto_msgTypes[46]
+	mi := &file_machine_machine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +3081,7 @@ func (x *Mounts) String() string {
 func (*Mounts) ProtoMessage() {}
 
 func (x *Mounts) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[46]
+	mi := &file_machine_machine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +3094,7 @@ func (x *Mounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mounts.ProtoReflect.Descriptor instead.
 func (*Mounts) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{46}
+	return file_machine_machine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Mounts) GetMetadata() *common.Metadata {
@@ -2768,7 +3120,7 @@ type MountsResponse struct {
 
 func (x *MountsResponse) Reset() {
 	*x = MountsResponse{}
-	mi := &file_machine_machine_proto_msgTypes[47]
+	mi := &file_machine_machine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2780,7 +3132,7 @@ func (x *MountsResponse) String() string {
 func (*MountsResponse) ProtoMessage() {}
 
 func (x *MountsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[47]
+	mi := &file_machine_machine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2793,7 +3145,7 @@ func (x *MountsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountsResponse.ProtoReflect.Descriptor instead.
 func (*MountsResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{47}
+	return file_machine_machine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *MountsResponse) GetMessages() []*Mounts {
@@ -2822,7 +3174,7 @@ type MemInfo struct {
 
 func (x *MemInfo) Reset() {
 	*x = MemInfo{}
-	mi := &file_machine_machine_proto_msgTypes[48]
+	mi := &file_machine_machine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +3186,7 @@ func (x *MemInfo) String() string {
 func (*MemInfo) ProtoMessage() {}
 
 func (x *MemInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[48]
+	mi := &file_machine_machine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +3199,7 @@ func (x *MemInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemInfo.ProtoReflect.Descriptor instead.
 func (*MemInfo) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{48}
+	return file_machine_machine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *MemInfo) GetMemtotal() uint64 {
@@ -2937,7 +3289,7 @@ type Memory struct {
 
 func (x *Memory) Reset() {
 	*x = Memory{}
-	mi := &file_machine_machine_proto_msgTypes[49]
+	mi := &file_machine_machine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3301,7 @@ func (x *Memory) String() string {
 func (*Memory) ProtoMessage() {}
 
 func (x *Memory) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[49]
+	mi := &file_machine_machine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +3314,7 @@ func (x *Memory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Memory.ProtoReflect.Descriptor instead.
 func (*Memory) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{49}
+	return file_machine_machine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Memory) GetMetadata() *common.Metadata {
@@ -2988,7 +3340,7 @@ type MemoryResponse struct {
 
 func (x *MemoryResponse) Reset() {
 	*x = MemoryResponse{}
-	mi := &file_machine_machine_proto_msgTypes[50]
+	mi := &file_machine_machine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3352,7 @@ func (x *MemoryResponse) String() string {
 func (*MemoryResponse) ProtoMessage() {}
 
 func (x *MemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[50]
+	mi := &file_machine_machine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3365,7 @@ func (x *MemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryResponse.ProtoReflect.Descriptor instead.
 func (*MemoryResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{50}
+	return file_machine_machine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MemoryResponse) GetMessages() []*Memory {
@@ -3041,7 +3393,7 @@ type ProcessInfo struct {
 
 func (x *ProcessInfo) Reset() {
 	*x = ProcessInfo{}
-	mi := &file_machine_machine_proto_msgTypes[51]
+	mi := &file_machine_machine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3053,7 +3405,7 @@ func (x *ProcessInfo) String() string {
 func (*ProcessInfo) ProtoMessage() {}
 
 func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[51]
+	mi := &file_machine_machine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3066,7 +3418,7 @@ func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessInfo.ProtoReflect.Descriptor instead.
 func (*ProcessInfo) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{51}
+	return file_machine_machine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ProcessInfo) GetPid() int32 {
@@ -3149,7 +3501,7 @@ type Process struct {
 
 func (x *Process) Reset() {
 	*x = Process{}
-	mi := &file_machine_machine_proto_msgTypes[52]
+	mi := &file_machine_machine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3161,7 +3513,7 @@ func (x *Process) String() string {
 func (*Process) ProtoMessage() {}
 
 func (x *Process) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[52]
+	mi := &file_machine_machine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3174,7 +3526,7 @@ func (x *Process) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Process.ProtoReflect.Descriptor instead.
 func (*Process) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{52}
+	return file_machine_machine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Process) GetMetadata() *common.Metadata {
@@ -3200,7 +3552,7 @@ type ProcessesResponse struct {
 
 func (x *ProcessesResponse) Reset() {
 	*x = ProcessesResponse{}
-	mi := &file_machine_machine_proto_msgTypes[53]
+	mi := &file_machine_machine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3212,7 +3564,7 @@ func (x *ProcessesResponse) String() string {
 func (*ProcessesResponse) ProtoMessage() {}
 
 func (x *ProcessesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[53]
+	mi := &file_machine_machine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3225,7 +3577,7 @@ func (x *ProcessesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessesResponse.ProtoReflect.Descriptor instead.
 func (*ProcessesResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{53}
+	return file_machine_machine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ProcessesResponse) GetMessages() []*Process {
@@ -3247,7 +3599,7 @@ type LoadAvg struct {
 
 func (x *LoadAvg) Reset() {
 	*x = LoadAvg{}
-	mi := &file_machine_machine_proto_msgTypes[54]
+	mi := &file_machine_machine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3611,7 @@ func (x *LoadAvg) String() string {
 func (*LoadAvg) ProtoMessage() {}
 
 func (x *LoadAvg) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[54]
+	mi := &file_machine_machine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3624,7 @@ func (x *LoadAvg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadAvg.ProtoReflect.Descriptor instead.
 func (*LoadAvg) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{54}
+	return file_machine_machine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *LoadAvg) GetMetadata() *common.Metadata {
@@ -3312,7 +3664,7 @@ type LoadAvgResponse struct {
 
 func (x *LoadAvgResponse) Reset() {
 	*x = LoadAvgResponse{}
-	mi := &file_machine_machine_proto_msgTypes[55]
+	mi := &file_machine_machine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3324,7 +3676,7 @@ func (x *LoadAvgResponse) String() string {
 func (*LoadAvgResponse) ProtoMessage() {}
 
 func (x *LoadAvgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[55]
+	mi := &file_machine_machine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3337,7 +3689,7 @@ func (x *LoadAvgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadAvgResponse.ProtoReflect.Descriptor instead.
 func (*LoadAvgResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{55}
+	return file_machine_machine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *LoadAvgResponse) GetMessages() []*LoadAvg {
@@ -3363,7 +3715,7 @@ type CPUStat struct {
 
 func (x *CPUStat) Reset() {
 	*x = CPUStat{}
-	mi := &file_machine_machine_proto_msgTypes[56]
+	mi := &file_machine_machine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3727,7 @@ func (x *CPUStat) String() string {
 func (*CPUStat) ProtoMessage() {}
 
 func (x *CPUStat) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[56]
+	mi := &file_machine_machine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +3740,7 @@ func (x *CPUStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CPUStat.ProtoReflect.Descriptor instead.
 func (*CPUStat) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{56}
+	return file_machine_machine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CPUStat) GetUser() float64 {
@@ -3463,7 +3815,7 @@ type SystemStat struct {
 
 func (x *SystemStat) Reset() {
 	*x = SystemStat{}
-	mi := &file_machine_machine_proto_msgTypes[57]
+	mi := &file_machine_machine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3475,7 +3827,7 @@ func (x *SystemStat) String() string {
 func (*SystemStat) ProtoMessage() {}
 
 func (x *SystemStat) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[57]
+	mi := &file_machine_machine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3488,7 +3840,7 @@ func (x *SystemStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemStat.ProtoReflect.Descriptor instead.
 func (*SystemStat) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{57}
+	return file_machine_machine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SystemStat) GetMetadata() *common.Metadata {
@@ -3556,7 +3908,7 @@ type SystemStatResponse struct {
 
 func (x *SystemStatResponse) Reset() {
 	*x = SystemStatResponse{}
-	mi := &file_machine_machine_proto_msgTypes[58]
+	mi := &file_machine_machine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3568,7 +3920,7 @@ func (x *SystemStatResponse) String() string {
 func (*SystemStatResponse) ProtoMessage() {}
 
 func (x *SystemStatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[58]
+	mi := &file_machine_machine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3581,7 +3933,7 @@ func (x *SystemStatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemStatResponse.ProtoReflect.Descriptor instead.
 func (*SystemStatResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{58}
+	return file_machine_machine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SystemStatResponse) GetMessages() []*SystemStat {
@@ -3601,7 +3953,7 @@ type GenerateClientConfigurationRequest struct {
 
 func (x *GenerateClientConfigurationRequest) Reset() {
 	*x = GenerateClientConfigurationRequest{}
-	mi := &file_machine_machine_proto_msgTypes[59]
+	mi := &file_machine_machine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3965,7 @@ func (x *GenerateClientConfigurationRequest) String() string {
 func (*GenerateClientConfigurationRequest) ProtoMessage() {}
 
 func (x *GenerateClientConfigurationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[59]
+	mi := &file_machine_machine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3978,7 @@ func (x *GenerateClientConfigurationRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use GenerateClientConfigurationRequest.ProtoReflect.Descriptor instead.
 func (*GenerateClientConfigurationRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{59}
+	return file_machine_machine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GenerateClientConfigurationRequest) GetRoles() []string {
@@ -3656,7 +4008,7 @@ type GenerateClientConfiguration struct {
 
 func (x *GenerateClientConfiguration) Reset() {
 	*x = GenerateClientConfiguration{}
-	mi := &file_machine_machine_proto_msgTypes[60]
+	mi := &file_machine_machine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +4020,7 @@ func (x *GenerateClientConfiguration) String() string {
 func (*GenerateClientConfiguration) ProtoMessage() {}
 
 func (x *GenerateClientConfiguration) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[60]
+	mi := &file_machine_machine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3681,7 +4033,7 @@ func (x *GenerateClientConfiguration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateClientConfiguration.ProtoReflect.Descriptor instead.
 func (*GenerateClientConfiguration) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{60}
+	return file_machine_machine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GenerateClientConfiguration) GetMetadata() *common.Metadata {
@@ -3728,7 +4080,7 @@ type GenerateClientConfigurationResponse struct {
 
 func (x *GenerateClientConfigurationResponse) Reset() {
 	*x = GenerateClientConfigurationResponse{}
-	mi := &file_machine_machine_proto_msgTypes[61]
+	mi := &file_machine_machine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3740,7 +4092,7 @@ func (x *GenerateClientConfigurationResponse) String() string {
 func (*GenerateClientConfigurationResponse) ProtoMessage() {}
 
 func (x *GenerateClientConfigurationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[61]
+	mi := &file_machine_machine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3753,7 +4105,7 @@ func (x *GenerateClientConfigurationResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use GenerateClientConfigurationResponse.ProtoReflect.Descriptor instead.
 func (*GenerateClientConfigurationResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{61}
+	return file_machine_machine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GenerateClientConfigurationResponse) GetMessages() []*GenerateClientConfiguration {
@@ -3772,7 +4124,7 @@ type EtcdMemberListRequest struct {
 
 func (x *EtcdMemberListRequest) Reset() {
 	*x = EtcdMemberListRequest{}
-	mi := &file_machine_machine_proto_msgTypes[62]
+	mi := &file_machine_machine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3784,7 +4136,7 @@ func (x *EtcdMemberListRequest) String() string {
 func (*EtcdMemberListRequest) ProtoMessage() {}
 
 func (x *EtcdMemberListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[62]
+	mi := &file_machine_machine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3797,7 +4149,7 @@ func (x *EtcdMemberListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdMemberListRequest.ProtoReflect.Descriptor instead.
 func (*EtcdMemberListRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{62}
+	return file_machine_machine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *EtcdMemberListRequest) GetQueryLocal() bool {
@@ -3820,7 +4172,7 @@ type EtcdMember struct {
 
 func (x *EtcdMember) Reset() {
 	*x = EtcdMember{}
-	mi := &file_machine_machine_proto_msgTypes[63]
+	mi := &file_machine_machine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3832,7 +4184,7 @@ func (x *EtcdMember) String() string {
 func (*EtcdMember) ProtoMessage() {}
 
 func (x *EtcdMember) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[63]
+	mi := &file_machine_machine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3845,7 +4197,7 @@ func (x *EtcdMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdMember.ProtoReflect.Descriptor instead.
 func (*EtcdMember) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{63}
+	return file_machine_machine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *EtcdMember) GetId() uint64 {
@@ -3894,7 +4246,7 @@ type EtcdMembers struct {
 
 func (x *EtcdMembers) Reset() {
 	*x = EtcdMembers{}
-	mi := &file_machine_machine_proto_msgTypes[64]
+	mi := &file_machine_machine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3906,7 +4258,7 @@ func (x *EtcdMembers) String() string {
 func (*EtcdMembers) ProtoMessage() {}
 
 func (x *EtcdMembers) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[64]
+	mi := &file_machine_machine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3919,7 +4271,7 @@ func (x *EtcdMembers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdMembers.ProtoReflect.Descriptor instead.
 func (*EtcdMembers) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{64}
+	return file_machine_machine_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *EtcdMembers) GetMetadata() *common.Metadata {
@@ -3952,7 +4304,7 @@ type EtcdMemberListResponse struct {
 
 func (x *EtcdMemberListResponse) Reset() {
 	*x = EtcdMemberListResponse{}
-	mi := &file_machine_machine_proto_msgTypes[65]
+	mi := &file_machine_machine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3964,7 +4316,7 @@ func (x *EtcdMemberListResponse) String() string {
 func (*EtcdMemberListResponse) ProtoMessage() {}
 
 func (x *EtcdMemberListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[65]
+	mi := &file_machine_machine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3977,7 +4329,7 @@ func (x *EtcdMemberListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdMemberListResponse.ProtoReflect.Descriptor instead.
 func (*EtcdMemberListResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{65}
+	return file_machine_machine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *EtcdMemberListResponse) GetMessages() []*EtcdMembers {
@@ -3996,7 +4348,7 @@ type EtcdRemoveMemberByIDRequest struct {
 
 func (x *EtcdRemoveMemberByIDRequest) Reset() {
 	*x = EtcdRemoveMemberByIDRequest{}
-	mi := &file_machine_machine_proto_msgTypes[66]
+	mi := &file_machine_machine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4008,7 +4360,7 @@ func (x *EtcdRemoveMemberByIDRequest) String() string {
 func (*EtcdRemoveMemberByIDRequest) ProtoMessage() {}
 
 func (x *EtcdRemoveMemberByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[66]
+	mi := &file_machine_machine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4021,7 +4373,7 @@ func (x *EtcdRemoveMemberByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdRemoveMemberByIDRequest.ProtoReflect.Descriptor instead.
 func (*EtcdRemoveMemberByIDRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{66}
+	return file_machine_machine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *EtcdRemoveMemberByIDRequest) GetMemberId() uint64 {
@@ -4040,7 +4392,7 @@ type EtcdRemoveMemberByID struct {
 
 func (x *EtcdRemoveMemberByID) Reset() {
 	*x = EtcdRemoveMemberByID{}
-	mi := &file_machine_machine_proto_msgTypes[67]
+	mi := &file_machine_machine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4052,7 +4404,7 @@ func (x *EtcdRemoveMemberByID) String() string {
 func (*EtcdRemoveMemberByID) ProtoMessage() {}
 
 func (x *EtcdRemoveMemberByID) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[67]
+	mi := &file_machine_machine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4065,7 +4417,7 @@ func (x *EtcdRemoveMemberByID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdRemoveMemberByID.ProtoReflect.Descriptor instead.
 func (*EtcdRemoveMemberByID) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{67}
+	return file_machine_machine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *EtcdRemoveMemberByID) GetMetadata() *common.Metadata {
@@ -4084,7 +4436,7 @@ type EtcdRemoveMemberByIDResponse struct {
 
 func (x *EtcdRemoveMemberByIDResponse) Reset() {
 	*x = EtcdRemoveMemberByIDResponse{}
-	mi := &file_machine_machine_proto_msgTypes[68]
+	mi := &file_machine_machine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4096,7 +4448,7 @@ func (x *EtcdRemoveMemberByIDResponse) String() string {
 func (*EtcdRemoveMemberByIDResponse) ProtoMessage() {}
 
 func (x *EtcdRemoveMemberByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[68]
+	mi := &file_machine_machine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4109,7 +4461,7 @@ func (x *EtcdRemoveMemberByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdRemoveMemberByIDResponse.ProtoReflect.Descriptor instead.
 func (*EtcdRemoveMemberByIDResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{68}
+	return file_machine_machine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *EtcdRemoveMemberByIDResponse) GetMessages() []*EtcdRemoveMemberByID {
@@ -4127,7 +4479,7 @@ type EtcdLeaveClusterRequest struct {
 
 func (x *EtcdLeaveClusterRequest) Reset() {
 	*x = EtcdLeaveClusterRequest{}
-	mi := &file_machine_machine_proto_msgTypes[69]
+	mi := &file_machine_machine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4139,7 +4491,7 @@ func (x *EtcdLeaveClusterRequest) String() string {
 func (*EtcdLeaveClusterRequest) ProtoMessage() {}
 
 func (x *EtcdLeaveClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[69]
+	mi := &file_machine_machine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4152,7 +4504,7 @@ func (x *EtcdLeaveClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdLeaveClusterRequest.ProtoReflect.Descriptor instead.
 func (*EtcdLeaveClusterRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{69}
+	return file_machine_machine_proto_rawDescGZIP(), []int{75}
 }
 
 type EtcdLeaveCluster struct {
@@ -4164,7 +4516,7 @@ type EtcdLeaveCluster struct {
 
 func (x *EtcdLeaveCluster) Reset() {
 	*x = EtcdLeaveCluster{}
-	mi := &file_machine_machine_proto_msgTypes[70]
+	mi := &file_machine_machine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4176,7 +4528,7 @@ func (x *EtcdLeaveCluster) String() string {
 func (*EtcdLeaveCluster) ProtoMessage() {}
 
 func (x *EtcdLeaveCluster) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[70]
+	mi := &file_machine_machine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4189,7 +4541,7 @@ func (x *EtcdLeaveCluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdLeaveCluster.ProtoReflect.Descriptor instead.
 func (*EtcdLeaveCluster) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{70}
+	return file_machine_machine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *EtcdLeaveCluster) GetMetadata() *common.Metadata {
@@ -4208,7 +4560,7 @@ type EtcdLeaveClusterResponse struct {
 
 func (x *EtcdLeaveClusterResponse) Reset() {
 	*x = EtcdLeaveClusterResponse{}
-	mi := &file_machine_machine_proto_msgTypes[71]
+	mi := &file_machine_machine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4220,7 +4572,7 @@ func (x *EtcdLeaveClusterResponse) String() string {
 func (*EtcdLeaveClusterResponse) ProtoMessage() {}
 
 func (x *EtcdLeaveClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[71]
+	mi := &file_machine_machine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4233,7 +4585,7 @@ func (x *EtcdLeaveClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdLeaveClusterResponse.ProtoReflect.Descriptor instead.
 func (*EtcdLeaveClusterResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{71}
+	return file_machine_machine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *EtcdLeaveClusterResponse) GetMessages() []*EtcdLeaveCluster {
@@ -4251,7 +4603,7 @@ type EtcdForfeitLeadershipRequest struct {
 
 func (x *EtcdForfeitLeadershipRequest) Reset() {
 	*x = EtcdForfeitLeadershipRequest{}
-	mi := &file_machine_machine_proto_msgTypes[72]
+	mi := &file_machine_machine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4615,7 @@ func (x *EtcdForfeitLeadershipRequest) String() string {
 func (*EtcdForfeitLeadershipRequest) ProtoMessage() {}
 
 func (x *EtcdForfeitLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[72]
+	mi := &file_machine_machine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4276,7 +4628,7 @@ func (x *EtcdForfeitLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdForfeitLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*EtcdForfeitLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{72}
+	return file_machine_machine_proto_rawDescGZIP(), []int{78}
 }
 
 type EtcdForfeitLeadership struct {
@@ -4289,7 +4641,7 @@ type EtcdForfeitLeadership struct {
 
 func (x *EtcdForfeitLeadership) Reset() {
 	*x = EtcdForfeitLeadership{}
-	mi := &file_machine_machine_proto_msgTypes[73]
+	mi := &file_machine_machine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4301,7 +4653,7 @@ func (x *EtcdForfeitLeadership) String() string {
 func (*EtcdForfeitLeadership) ProtoMessage() {}
 
 func (x *EtcdForfeitLeadership) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[73]
+	mi := &file_machine_machine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4314,7 +4666,7 @@ func (x *EtcdForfeitLeadership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdForfeitLeadership.ProtoReflect.Descriptor instead.
 func (*EtcdForfeitLeadership) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{73}
+	return file_machine_machine_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *EtcdForfeitLeadership) GetMetadata() *common.Metadata {
@@ -4340,7 +4692,7 @@ type EtcdForfeitLeadershipResponse struct {
 
 func (x *EtcdForfeitLeadershipResponse) Reset() {
 	*x = EtcdForfeitLeadershipResponse{}
-	mi := &file_machine_machine_proto_msgTypes[74]
+	mi := &file_machine_machine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4352,7 +4704,7 @@ func (x *EtcdForfeitLeadershipResponse) String() string {
 func (*EtcdForfeitLeadershipResponse) ProtoMessage() {}
 
 func (x *EtcdForfeitLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[74]
+	mi := &file_machine_machine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4365,7 +4717,7 @@ func (x *EtcdForfeitLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdForfeitLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*EtcdForfeitLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{74}
+	return file_machine_machine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *EtcdForfeitLeadershipResponse) GetMessages() []*EtcdForfeitLeadership {
@@ -4383,7 +4735,7 @@ type EtcdSnapshotRequest struct {
 
 func (x *EtcdSnapshotRequest) Reset() {
 	*x = EtcdSnapshotRequest{}
-	mi := &file_machine_machine_proto_msgTypes[75]
+	mi := &file_machine_machine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4395,7 +4747,7 @@ func (x *EtcdSnapshotRequest) String() string {
 func (*EtcdSnapshotRequest) ProtoMessage() {}
 
 func (x *EtcdSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[75]
+	mi := &file_machine_machine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4408,7 +4760,7 @@ func (x *EtcdSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*EtcdSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{75}
+	return file_machine_machine_proto_rawDescGZIP(), []int{81}
 }
 
 type EtcdRecover struct {
@@ -4420,7 +4772,7 @@ type EtcdRecover struct {
 
 func (x *EtcdRecover) Reset() {
 	*x = EtcdRecover{}
-	mi := &file_machine_machine_proto_msgTypes[76]
+	mi := &file_machine_machine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4432,7 +4784,7 @@ func (x *EtcdRecover) String() string {
 func (*EtcdRecover) ProtoMessage() {}
 
 func (x *EtcdRecover) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[76]
+	mi := &file_machine_machine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4445,7 +4797,7 @@ func (x *EtcdRecover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdRecover.ProtoReflect.Descriptor instead.
 func (*EtcdRecover) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{76}
+	return file_machine_machine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *EtcdRecover) GetMetadata() *common.Metadata {
@@ -4464,7 +4816,7 @@ type EtcdRecoverResponse struct {
 
 func (x *EtcdRecoverResponse) Reset() {
 	*x = EtcdRecoverResponse{}
-	mi := &file_machine_machine_proto_msgTypes[77]
+	mi := &file_machine_machine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4476,7 +4828,7 @@ func (x *EtcdRecoverResponse) String() string {
 func (*EtcdRecoverResponse) ProtoMessage() {}
 
 func (x *EtcdRecoverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[77]
+	mi := &file_machine_machine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4489,7 +4841,7 @@ func (x *EtcdRecoverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdRecoverResponse.ProtoReflect.Descriptor instead.
 func (*EtcdRecoverResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{77}
+	return file_machine_machine_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *EtcdRecoverResponse) GetMessages() []*EtcdRecover {
@@ -4509,7 +4861,7 @@ type EtcdMemberAlarm struct {
 
 func (x *EtcdMemberAlarm) Reset() {
 	*x = EtcdMemberAlarm{}
-	mi := &file_machine_machine_proto_msgTypes[78]
+	mi := &file_machine_machine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4521,7 +4873,7 @@ func (x *EtcdMemberAlarm) String() string {
 func (*EtcdMemberAlarm) ProtoMessage() {}
 
 func (x *EtcdMemberAlarm) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[78]
+	mi := &file_machine_machine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4534,7 +4886,7 @@ func (x *EtcdMemberAlarm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdMemberAlarm.ProtoReflect.Descriptor instead.
 func (*EtcdMemberAlarm) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{78}
+	return file_machine_machine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *EtcdMemberAlarm) GetMemberId() uint64 {
@@ -4561,7 +4913,7 @@ type EtcdAlarm struct {
 
 func (x *EtcdAlarm) Reset() {
 	*x = EtcdAlarm{}
-	mi := &file_machine_machine_proto_msgTypes[79]
+	mi := &file_machine_machine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4573,7 +4925,7 @@ func (x *EtcdAlarm) String() string {
 func (*EtcdAlarm) ProtoMessage() {}
 
 func (x *EtcdAlarm) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[79]
+	mi := &file_machine_machine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4586,7 +4938,7 @@ func (x *EtcdAlarm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdAlarm.ProtoReflect.Descriptor instead.
 func (*EtcdAlarm) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{79}
+	return file_machine_machine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *EtcdAlarm) GetMetadata() *common.Metadata {
@@ -4612,7 +4964,7 @@ type EtcdAlarmListResponse struct {
 
 func (x *EtcdAlarmListResponse) Reset() {
 	*x = EtcdAlarmListResponse{}
-	mi := &file_machine_machine_proto_msgTypes[80]
+	mi := &file_machine_machine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4624,7 +4976,7 @@ func (x *EtcdAlarmListResponse) String() string {
 func (*EtcdAlarmListResponse) ProtoMessage() {}
 
 func (x *EtcdAlarmListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[80]
+	mi := &file_machine_machine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4637,7 +4989,7 @@ func (x *EtcdAlarmListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdAlarmListResponse.ProtoReflect.Descriptor instead.
 func (*EtcdAlarmListResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{80}
+	return file_machine_machine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *EtcdAlarmListResponse) GetMessages() []*EtcdAlarm {
@@ -4657,7 +5009,7 @@ type EtcdAlarmDisarm struct {
 
 func (x *EtcdAlarmDisarm) Reset() {
 	*x = EtcdAlarmDisarm{}
-	mi := &file_machine_machine_proto_msgTypes[81]
+	mi := &file_machine_machine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4669,7 +5021,7 @@ func (x *EtcdAlarmDisarm) String() string {
 func (*EtcdAlarmDisarm) ProtoMessage() {}
 
 func (x *EtcdAlarmDisarm) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[81]
+	mi := &file_machine_machine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4682,7 +5034,7 @@ func (x *EtcdAlarmDisarm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdAlarmDisarm.ProtoReflect.Descriptor instead.
 func (*EtcdAlarmDisarm) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{81}
+	return file_machine_machine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *EtcdAlarmDisarm) GetMetadata() *common.Metadata {
@@ -4708,7 +5060,7 @@ type EtcdAlarmDisarmResponse struct {
 
 func (x *EtcdAlarmDisarmResponse) Reset() {
 	*x = EtcdAlarmDisarmResponse{}
-	mi := &file_machine_machine_proto_msgTypes[82]
+	mi := &file_machine_machine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4720,7 +5072,7 @@ func (x *EtcdAlarmDisarmResponse) String() string {
 func (*EtcdAlarmDisarmResponse) ProtoMessage() {}
 
 func (x *EtcdAlarmDisarmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[82]
+	mi := &file_machine_machine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4733,7 +5085,7 @@ func (x *EtcdAlarmDisarmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdAlarmDisarmResponse.ProtoReflect.Descriptor instead.
 func (*EtcdAlarmDisarmResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{82}
+	return file_machine_machine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *EtcdAlarmDisarmResponse) GetMessages() []*EtcdAlarmDisarm {
@@ -4752,7 +5104,7 @@ type EtcdDefragment struct {
 
 func (x *EtcdDefragment) Reset() {
 	*x = EtcdDefragment{}
-	mi := &file_machine_machine_proto_msgTypes[83]
+	mi := &file_machine_machine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4764,7 +5116,7 @@ func (x *EtcdDefragment) String() string {
 func (*EtcdDefragment) ProtoMessage() {}
 
 func (x *EtcdDefragment) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[83]
+	mi := &file_machine_machine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4777,7 +5129,7 @@ func (x *EtcdDefragment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdDefragment.ProtoReflect.Descriptor instead.
 func (*EtcdDefragment) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{83}
+	return file_machine_machine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *EtcdDefragment) GetMetadata() *common.Metadata {
@@ -4796,7 +5148,7 @@ type EtcdDefragmentResponse struct {
 
 func (x *EtcdDefragmentResponse) Reset() {
 	*x = EtcdDefragmentResponse{}
-	mi := &file_machine_machine_proto_msgTypes[84]
+	mi := &file_machine_machine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4808,7 +5160,7 @@ func (x *EtcdDefragmentResponse) String() string {
 func (*EtcdDefragmentResponse) ProtoMessage() {}
 
 func (x *EtcdDefragmentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[84]
+	mi := &file_machine_machine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4821,7 +5173,7 @@ func (x *EtcdDefragmentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdDefragmentResponse.ProtoReflect.Descriptor instead.
 func (*EtcdDefragmentResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{84}
+	return file_machine_machine_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *EtcdDefragmentResponse) GetMessages() []*EtcdDefragment {
@@ -4849,7 +5201,7 @@ type EtcdMemberStatus struct {
 
 func (x *EtcdMemberStatus) Reset() {
 	*x = EtcdMemberStatus{}
-	mi := &file_machine_machine_proto_msgTypes[85]
+	mi := &file_machine_machine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4861,7 +5213,7 @@ func (x *EtcdMemberStatus) String() string {
 func (*EtcdMemberStatus) ProtoMessage() {}
 
 func (x *EtcdMemberStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[85]
+	mi := &file_machine_machine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4874,7 +5226,7 @@ func (x *EtcdMemberStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdMemberStatus.ProtoReflect.Descriptor instead.
 func (*EtcdMemberStatus) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{85}
+	return file_machine_machine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *EtcdMemberStatus) GetMemberId() uint64 {
@@ -4957,7 +5309,7 @@ type EtcdStatus struct {
 
 func (x *EtcdStatus) Reset() {
 	*x = EtcdStatus{}
-	mi := &file_machine_machine_proto_msgTypes[86]
+	mi := &file_machine_machine_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4969,7 +5321,7 @@ func (x *EtcdStatus) String() string {
 func (*EtcdStatus) ProtoMessage() {}
 
 func (x *EtcdStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[86]
+	mi := &file_machine_machine_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4982,7 +5334,7 @@ func (x *EtcdStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdStatus.ProtoReflect.Descriptor instead.
 func (*EtcdStatus) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{86}
+	return file_machine_machine_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *EtcdStatus) GetMetadata() *common.Metadata {
@@ -5008,7 +5360,7 @@ type EtcdStatusResponse struct {
 
 func (x *EtcdStatusResponse) Reset() {
 	*x = EtcdStatusResponse{}
-	mi := &file_machine_machine_proto_msgTypes[87]
+	mi := &file_machine_machine_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5020,7 +5372,7 @@ func (x *EtcdStatusResponse) String() string {
 func (*EtcdStatusResponse) ProtoMessage() {}
 
 func (x *EtcdStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[87]
+	mi := &file_machine_machine_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5033,7 +5385,7 @@ func (x *EtcdStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EtcdStatusResponse.ProtoReflect.Descriptor instead.
 func (*EtcdStatusResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{87}
+	return file_machine_machine_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *EtcdStatusResponse) GetMessages() []*EtcdStatus {
@@ -5055,7 +5407,7 @@ type ContainersRequest struct {
 
 func (x *ContainersRequest) Reset() {
 	*x = ContainersRequest{}
-	mi := &file_machine_machine_proto_msgTypes[88]
+	mi := &file_machine_machine_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5067,7 +5419,7 @@ func (x *ContainersRequest) String() string {
 func (*ContainersRequest) ProtoMessage() {}
 
 func (x *ContainersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[88]
+	mi := &file_machine_machine_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5080,7 +5432,7 @@ func (x *ContainersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainersRequest.ProtoReflect.Descriptor instead.
 func (*ContainersRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{88}
+	return file_machine_machine_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ContainersRequest) GetNamespace() string {
@@ -5122,7 +5474,7 @@ type ContainerInfo struct {
 
 func (x *ContainerInfo) Reset() {
 	*x = ContainerInfo{}
-	mi := &file_machine_machine_proto_msgTypes[89]
+	mi := &file_machine_machine_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5134,7 +5486,7 @@ func (x *ContainerInfo) String() string {
 func (*ContainerInfo) ProtoMessage() {}
 
 func (x *ContainerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[89]
+	mi := &file_machine_machine_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5147,7 +5499,7 @@ func (x *ContainerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerInfo.ProtoReflect.Descriptor instead.
 func (*ContainerInfo) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{89}
+	return file_machine_machine_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ContainerInfo) GetNamespace() string {
@@ -5230,7 +5582,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_machine_machine_proto_msgTypes[90]
+	mi := &file_machine_machine_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5242,7 +5594,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[90]
+	mi := &file_machine_machine_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5255,7 +5607,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{90}
+	return file_machine_machine_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *Container) GetMetadata() *common.Metadata {
@@ -5281,7 +5633,7 @@ type ContainersResponse struct {
 
 func (x *ContainersResponse) Reset() {
 	*x = ContainersResponse{}
-	mi := &file_machine_machine_proto_msgTypes[91]
+	mi := &file_machine_machine_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5293,7 +5645,7 @@ func (x *ContainersResponse) String() string {
 func (*ContainersResponse) ProtoMessage() {}
 
 func (x *ContainersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[91]
+	mi := &file_machine_machine_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5306,7 +5658,7 @@ func (x *ContainersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainersResponse.ProtoReflect.Descriptor instead.
 func (*ContainersResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{91}
+	return file_machine_machine_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ContainersResponse) GetMessages() []*Container {
@@ -5326,7 +5678,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_machine_machine_proto_msgTypes[92]
+	mi := &file_machine_machine_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5338,7 +5690,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[92]
+	mi := &file_machine_machine_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5351,7 +5703,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{92}
+	return file_machine_machine_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *StatsRequest) GetNamespace() string {
@@ -5382,7 +5734,7 @@ type Stat struct {
 
 func (x *Stat) Reset() {
 	*x = Stat{}
-	mi := &file_machine_machine_proto_msgTypes[93]
+	mi := &file_machine_machine_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5394,7 +5746,7 @@ func (x *Stat) String() string {
 func (*Stat) ProtoMessage() {}
 
 func (x *Stat) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[93]
+	mi := &file_machine_machine_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5407,7 +5759,7 @@ func (x *Stat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stat.ProtoReflect.Descriptor instead.
 func (*Stat) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{93}
+	return file_machine_machine_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Stat) GetNamespace() string {
@@ -5462,7 +5814,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_machine_machine_proto_msgTypes[94]
+	mi := &file_machine_machine_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5474,7 +5826,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[94]
+	mi := &file_machine_machine_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5487,7 +5839,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{94}
+	return file_machine_machine_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *Stats) GetMetadata() *common.Metadata {
@@ -5513,7 +5865,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_machine_machine_proto_msgTypes[95]
+	mi := &file_machine_machine_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5525,7 +5877,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[95]
+	mi := &file_machine_machine_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5538,7 +5890,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{95}
+	return file_machine_machine_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *StatsResponse) GetMessages() []*Stats {
@@ -5557,7 +5909,7 @@ type ImageListRequest struct {
 
 func (x *ImageListRequest) Reset() {
 	*x = ImageListRequest{}
-	mi := &file_machine_machine_proto_msgTypes[96]
+	mi := &file_machine_machine_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5569,7 +5921,7 @@ func (x *ImageListRequest) String() string {
 func (*ImageListRequest) ProtoMessage() {}
 
 func (x *ImageListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[96]
+	mi := &file_machine_machine_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5582,7 +5934,7 @@ func (x *ImageListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageListRequest.ProtoReflect.Descriptor instead.
 func (*ImageListRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{96}
+	return file_machine_machine_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ImageListRequest) GetNamespace() common.ContainerdNamespace {
@@ -5605,7 +5957,7 @@ type ImageListResponse struct {
 
 func (x *ImageListResponse) Reset() {
 	*x = ImageListResponse{}
-	mi := &file_machine_machine_proto_msgTypes[97]
+	mi := &file_machine_machine_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5617,7 +5969,7 @@ func (x *ImageListResponse) String() string {
 func (*ImageListResponse) ProtoMessage() {}
 
 func (x *ImageListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[97]
+	mi := &file_machine_machine_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5630,7 +5982,7 @@ func (x *ImageListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageListResponse.ProtoReflect.Descriptor instead.
 func (*ImageListResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{97}
+	return file_machine_machine_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ImageListResponse) GetMetadata() *common.Metadata {
@@ -5678,7 +6030,7 @@ type ImagePullRequest struct {
 
 func (x *ImagePullRequest) Reset() {
 	*x = ImagePullRequest{}
-	mi := &file_machine_machine_proto_msgTypes[98]
+	mi := &file_machine_machine_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5690,7 +6042,7 @@ func (x *ImagePullRequest) String() string {
 func (*ImagePullRequest) ProtoMessage() {}
 
 func (x *ImagePullRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[98]
+	mi := &file_machine_machine_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5703,7 +6055,7 @@ func (x *ImagePullRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImagePullRequest.ProtoReflect.Descriptor instead.
 func (*ImagePullRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{98}
+	return file_machine_machine_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ImagePullRequest) GetNamespace() common.ContainerdNamespace {
@@ -5729,7 +6081,7 @@ type ImagePull struct {
 
 func (x *ImagePull) Reset() {
 	*x = ImagePull{}
-	mi := &file_machine_machine_proto_msgTypes[99]
+	mi := &file_machine_machine_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5741,7 +6093,7 @@ func (x *ImagePull) String() string {
 func (*ImagePull) ProtoMessage() {}
 
 func (x *ImagePull) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[99]
+	mi := &file_machine_machine_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5754,7 +6106,7 @@ func (x *ImagePull) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImagePull.ProtoReflect.Descriptor instead.
 func (*ImagePull) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{99}
+	return file_machine_machine_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ImagePull) GetMetadata() *common.Metadata {
@@ -5773,7 +6125,7 @@ type ImagePullResponse struct {
 
 func (x *ImagePullResponse) Reset() {
 	*x = ImagePullResponse{}
-	mi := &file_machine_machine_proto_msgTypes[100]
+	mi := &file_machine_machine_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5785,7 +6137,7 @@ func (x *ImagePullResponse) String() string {
 func (*ImagePullResponse) ProtoMessage() {}
 
 func (x *ImagePullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[100]
+	mi := &file_machine_machine_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5798,7 +6150,7 @@ func (x *ImagePullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImagePullResponse.ProtoReflect.Descriptor instead.
 func (*ImagePullResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{100}
+	return file_machine_machine_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ImagePullResponse) GetMessages() []*ImagePull {
@@ -5818,7 +6170,7 @@ type MetaWriteRequest struct {
 
 func (x *MetaWriteRequest) Reset() {
 	*x = MetaWriteRequest{}
-	mi := &file_machine_machine_proto_msgTypes[101]
+	mi := &file_machine_machine_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5830,7 +6182,7 @@ func (x *MetaWriteRequest) String() string {
 func (*MetaWriteRequest) ProtoMessage() {}
 
 func (x *MetaWriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[101]
+	mi := &file_machine_machine_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5843,7 +6195,7 @@ func (x *MetaWriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaWriteRequest.ProtoReflect.Descriptor instead.
 func (*MetaWriteRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{101}
+	return file_machine_machine_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *MetaWriteRequest) GetKey() uint32 {
@@ -5869,7 +6221,7 @@ type MetaWrite struct {
 
 func (x *MetaWrite) Reset() {
 	*x = MetaWrite{}
-	mi := &file_machine_machine_proto_msgTypes[102]
+	mi := &file_machine_machine_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5881,7 +6233,7 @@ func (x *MetaWrite) String() string {
 func (*MetaWrite) ProtoMessage() {}
 
 func (x *MetaWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[102]
+	mi := &file_machine_machine_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5894,7 +6246,7 @@ func (x *MetaWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaWrite.ProtoReflect.Descriptor instead.
 func (*MetaWrite) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{102}
+	return file_machine_machine_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *MetaWrite) GetMetadata() *common.Metadata {
@@ -5913,7 +6265,7 @@ type MetaWriteResponse struct {
 
 func (x *MetaWriteResponse) Reset() {
 	*x = MetaWriteResponse{}
-	mi := &file_machine_machine_proto_msgTypes[103]
+	mi := &file_machine_machine_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5925,7 +6277,7 @@ func (x *MetaWriteResponse) String() string {
 func (*MetaWriteResponse) ProtoMessage() {}
 
 func (x *MetaWriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[103]
+	mi := &file_machine_machine_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5938,7 +6290,7 @@ func (x *MetaWriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaWriteResponse.ProtoReflect.Descriptor instead.
 func (*MetaWriteResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{103}
+	return file_machine_machine_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *MetaWriteResponse) GetMessages() []*MetaWrite {
@@ -5957,7 +6309,7 @@ type MetaDeleteRequest struct {
 
 func (x *MetaDeleteRequest) Reset() {
 	*x = MetaDeleteRequest{}
-	mi := &file_machine_machine_proto_msgTypes[104]
+	mi := &file_machine_machine_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5969,7 +6321,7 @@ func (x *MetaDeleteRequest) String() string {
 func (*MetaDeleteRequest) ProtoMessage() {}
 
 func (x *MetaDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[104]
+	mi := &file_machine_machine_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5982,7 +6334,7 @@ func (x *MetaDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaDeleteRequest.ProtoReflect.Descriptor instead.
 func (*MetaDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{104}
+	return file_machine_machine_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *MetaDeleteRequest) GetKey() uint32 {
@@ -6001,7 +6353,7 @@ type MetaDelete struct {
 
 func (x *MetaDelete) Reset() {
 	*x = MetaDelete{}
-	mi := &file_machine_machine_proto_msgTypes[105]
+	mi := &file_machine_machine_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6013,7 +6365,7 @@ func (x *MetaDelete) String() string {
 func (*MetaDelete) ProtoMessage() {}
 
 func (x *MetaDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[105]
+	mi := &file_machine_machine_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6026,7 +6378,7 @@ func (x *MetaDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaDelete.ProtoReflect.Descriptor instead.
 func (*MetaDelete) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{105}
+	return file_machine_machine_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *MetaDelete) GetMetadata() *common.Metadata {
@@ -6045,7 +6397,7 @@ type MetaDeleteResponse struct {
 
 func (x *MetaDeleteResponse) Reset() {
 	*x = MetaDeleteResponse{}
-	mi := &file_machine_machine_proto_msgTypes[106]
+	mi := &file_machine_machine_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6057,7 +6409,7 @@ func (x *MetaDeleteResponse) String() string {
 func (*MetaDeleteResponse) ProtoMessage() {}
 
 func (x *MetaDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[106]
+	mi := &file_machine_machine_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6070,7 +6422,7 @@ func (x *MetaDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaDeleteResponse.ProtoReflect.Descriptor instead.
 func (*MetaDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_machine_machine_proto_rawDescGZIP(), []int{106}
+	return file_machine_machine_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *MetaDeleteResponse) GetMessages() []*MetaDelete {
@@ -6233,7 +6585,30 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12\x19\n" +
 	"\bactor_id\x18\x02 \x01(\tR\aactorId\";\n" +
 	"\rResetResponse\x12*\n" +
-	"\bmessages\x18\x01 \x03(\v2\x0e.machine.ResetR\bmessages\"d\n" +
+	"\bmessages\x18\x01 \x03(\v2\x0e.machine.ResetR\bmessages\"\xde\x01\n" +
+	"\x0eUpgradeRequest\x12\x14\n" +
+	"\x05image\x18\x01 \x01(\tR\x05image\x12\x1a\n" +
+	"\bpreserve\x18\x02 \x01(\bR\bpreserve\x12\x14\n" +
+	"\x05stage\x18\x03 \x01(\bR\x05stage\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\x12C\n" +
+	"\vreboot_mode\x18\x05 \x01(\x0e2\".machine.UpgradeRequest.RebootModeR\n" +
+	"rebootMode\")\n" +
+	"\n" +
+	"RebootMode\x12\v\n" +
+	"\aDEFAULT\x10\x00\x12\x0e\n" +
+	"\n" +
+	"POWERCYCLE\x10\x01\"d\n" +
+	"\aUpgrade\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12\x10\n" +
+	"\x03ack\x18\x02 \x01(\tR\x03ack\x12\x19\n" +
+	"\bactor_id\x18\x03 \x01(\tR\aactorId\"?\n" +
+	"\x0fUpgradeResponse\x12,\n" +
+	"\bmessages\x18\x01 \x03(\v2\x10.machine.UpgradeR\bmessages\"\x11\n" +
+	"\x0fRollbackRequest\"8\n" +
+	"\bRollback\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"A\n" +
+	"\x10RollbackResponse\x12-\n" +
+	"\bmessages\x18\x01 \x03(\v2\x11.machine.RollbackR\bmessages\"d\n" +
 	"\vListRequest\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\tR\x04root\x12\x18\n" +
 	"\arecurse\x18\x02 \x01(\bR\arecurse\x12'\n" +
@@ -6494,7 +6869,7 @@ const file_machine_machine_proto_rawDesc = "" +
 	"MetaDelete\x12,\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"E\n" +
 	"\x12MetaDeleteResponse\x12/\n" +
-	"\bmessages\x18\x01 \x03(\v2\x13.machine.MetaDeleteR\bmessages2\xc6\x15\n" +
+	"\bmessages\x18\x01 \x03(\v2\x13.machine.MetaDeleteR\bmessages2\xc5\x16\n" +
 	"\x0eMachineService\x12;\n" +
 	"\aVersion\x12\x16.google.protobuf.Empty\x1a\x18.machine.VersionResponse\x12=\n" +
 	"\bHostname\x12\x16.google.protobuf.Empty\x1a\x19.machine.HostnameResponse\x12C\n" +
@@ -6509,7 +6884,9 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\tBootstrap\x12\x19.machine.BootstrapRequest\x1a\x1a.machine.BootstrapResponse\x129\n" +
 	"\x06Reboot\x12\x16.machine.RebootRequest\x1a\x17.machine.RebootResponse\x12?\n" +
 	"\bShutdown\x12\x18.machine.ShutdownRequest\x1a\x19.machine.ShutdownResponse\x126\n" +
-	"\x05Reset\x12\x15.machine.ResetRequest\x1a\x16.machine.ResetResponse\x121\n" +
+	"\x05Reset\x12\x15.machine.ResetRequest\x1a\x16.machine.ResetResponse\x12<\n" +
+	"\aUpgrade\x12\x17.machine.UpgradeRequest\x1a\x18.machine.UpgradeResponse\x12?\n" +
+	"\bRollback\x12\x18.machine.RollbackRequest\x1a\x19.machine.RollbackResponse\x121\n" +
 	"\x04List\x12\x14.machine.ListRequest\x1a\x11.machine.FileInfo0\x01\x12,\n" +
 	"\x04Read\x12\x14.machine.ReadRequest\x1a\f.common.Data0\x01\x12,\n" +
 	"\x04Copy\x12\x14.machine.CopyRequest\x1a\f.common.Data0\x01\x129\n" +
@@ -6554,313 +6931,329 @@ func file_machine_machine_proto_rawDescGZIP() []byte {
 	return file_machine_machine_proto_rawDescData
 }
 
-var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 108)
+var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_machine_machine_proto_goTypes = []any{
 	(ApplyConfigurationRequest_Mode)(0),         // 0: machine.ApplyConfigurationRequest.Mode
 	(RebootRequest_Mode)(0),                     // 1: machine.RebootRequest.Mode
-	(EtcdMemberAlarm_AlarmType)(0),              // 2: machine.EtcdMemberAlarm.AlarmType
-	(*VersionInfo)(nil),                         // 3: machine.VersionInfo
-	(*PlatformInfo)(nil),                        // 4: machine.PlatformInfo
-	(*Version)(nil),                             // 5: machine.Version
-	(*VersionResponse)(nil),                     // 6: machine.VersionResponse
-	(*Hostname)(nil),                            // 7: machine.Hostname
-	(*HostnameResponse)(nil),                    // 8: machine.HostnameResponse
-	(*ServiceEvent)(nil),                        // 9: machine.ServiceEvent
-	(*ServiceEvents)(nil),                       // 10: machine.ServiceEvents
-	(*ServiceHealth)(nil),                       // 11: machine.ServiceHealth
-	(*ServiceInfo)(nil),                         // 12: machine.ServiceInfo
-	(*ServiceList)(nil),                         // 13: machine.ServiceList
-	(*ServiceListResponse)(nil),                 // 14: machine.ServiceListResponse
-	(*ServiceStartRequest)(nil),                 // 15: machine.ServiceStartRequest
-	(*ServiceStart)(nil),                        // 16: machine.ServiceStart
-	(*ServiceStartResponse)(nil),                // 17: machine.ServiceStartResponse
-	(*ServiceStopRequest)(nil),                  // 18: machine.ServiceStopRequest
-	(*ServiceStop)(nil),                         // 19: machine.ServiceStop
-	(*ServiceStopResponse)(nil),                 // 20: machine.ServiceStopResponse
-	(*ServiceRestartRequest)(nil),               // 21: machine.ServiceRestartRequest
-	(*ServiceRestart)(nil),                      // 22: machine.ServiceRestart
-	(*ServiceRestartResponse)(nil),              // 23: machine.ServiceRestartResponse
-	(*LogsRequest)(nil),                         // 24: machine.LogsRequest
-	(*DmesgRequest)(nil),                        // 25: machine.DmesgRequest
-	(*EventsRequest)(nil),                       // 26: machine.EventsRequest
-	(*Event)(nil),                               // 27: machine.Event
-	(*ApplyConfigurationRequest)(nil),           // 28: machine.ApplyConfigurationRequest
-	(*ApplyConfiguration)(nil),                  // 29: machine.ApplyConfiguration
-	(*ApplyConfigurationResponse)(nil),          // 30: machine.ApplyConfigurationResponse
-	(*BootstrapRequest)(nil),                    // 31: machine.BootstrapRequest
-	(*Bootstrap)(nil),                           // 32: machine.Bootstrap
-	(*BootstrapResponse)(nil),                   // 33: machine.BootstrapResponse
-	(*RebootRequest)(nil),                       // 34: machine.RebootRequest
-	(*Reboot)(nil),                              // 35: machine.Reboot
-	(*RebootResponse)(nil),                      // 36: machine.RebootResponse
-	(*ShutdownRequest)(nil),                     // 37: machine.ShutdownRequest
-	(*Shutdown)(nil),                            // 38: machine.Shutdown
-	(*ShutdownResponse)(nil),                    // 39: machine.ShutdownResponse
-	(*ResetPartitionSpec)(nil),                  // 40: machine.ResetPartitionSpec
-	(*ResetRequest)(nil),                        // 41: machine.ResetRequest
-	(*Reset)(nil),                               // 42: machine.Reset
-	(*ResetResponse)(nil),                       // 43: machine.ResetResponse
-	(*ListRequest)(nil),                         // 44: machine.ListRequest
-	(*FileInfo)(nil),                            // 45: machine.FileInfo
-	(*ReadRequest)(nil),                         // 46: machine.ReadRequest
-	(*CopyRequest)(nil),                         // 47: machine.CopyRequest
-	(*MountStat)(nil),                           // 48: machine.MountStat
-	(*Mounts)(nil),                              // 49: machine.Mounts
-	(*MountsResponse)(nil),                      // 50: machine.MountsResponse
-	(*MemInfo)(nil),                             // 51: machine.MemInfo
-	(*Memory)(nil),                              // 52: machine.Memory
-	(*MemoryResponse)(nil),                      // 53: machine.MemoryResponse
-	(*ProcessInfo)(nil),                         // 54: machine.ProcessInfo
-	(*Process)(nil),                             // 55: machine.Process
-	(*ProcessesResponse)(nil),                   // 56: machine.ProcessesResponse
-	(*LoadAvg)(nil),                             // 57: machine.LoadAvg
-	(*LoadAvgResponse)(nil),                     // 58: machine.LoadAvgResponse
-	(*CPUStat)(nil),                             // 59: machine.CPUStat
-	(*SystemStat)(nil),                          // 60: machine.SystemStat
-	(*SystemStatResponse)(nil),                  // 61: machine.SystemStatResponse
-	(*GenerateClientConfigurationRequest)(nil),  // 62: machine.GenerateClientConfigurationRequest
-	(*GenerateClientConfiguration)(nil),         // 63: machine.GenerateClientConfiguration
-	(*GenerateClientConfigurationResponse)(nil), // 64: machine.GenerateClientConfigurationResponse
-	(*EtcdMemberListRequest)(nil),               // 65: machine.EtcdMemberListRequest
-	(*EtcdMember)(nil),                          // 66: machine.EtcdMember
-	(*EtcdMembers)(nil),                         // 67: machine.EtcdMembers
-	(*EtcdMemberListResponse)(nil),              // 68: machine.EtcdMemberListResponse
-	(*EtcdRemoveMemberByIDRequest)(nil),         // 69: machine.EtcdRemoveMemberByIDRequest
-	(*EtcdRemoveMemberByID)(nil),                // 70: machine.EtcdRemoveMemberByID
-	(*EtcdRemoveMemberByIDResponse)(nil),        // 71: machine.EtcdRemoveMemberByIDResponse
-	(*EtcdLeaveClusterRequest)(nil),             // 72: machine.EtcdLeaveClusterRequest
-	(*EtcdLeaveCluster)(nil),                    // 73: machine.EtcdLeaveCluster
-	(*EtcdLeaveClusterResponse)(nil),            // 74: machine.EtcdLeaveClusterResponse
-	(*EtcdForfeitLeadershipRequest)(nil),        // 75: machine.EtcdForfeitLeadershipRequest
-	(*EtcdForfeitLeadership)(nil),               // 76: machine.EtcdForfeitLeadership
-	(*EtcdForfeitLeadershipResponse)(nil),       // 77: machine.EtcdForfeitLeadershipResponse
-	(*EtcdSnapshotRequest)(nil),                 // 78: machine.EtcdSnapshotRequest
-	(*EtcdRecover)(nil),                         // 79: machine.EtcdRecover
-	(*EtcdRecoverResponse)(nil),                 // 80: machine.EtcdRecoverResponse
-	(*EtcdMemberAlarm)(nil),                     // 81: machine.EtcdMemberAlarm
-	(*EtcdAlarm)(nil),                           // 82: machine.EtcdAlarm
-	(*EtcdAlarmListResponse)(nil),               // 83: machine.EtcdAlarmListResponse
-	(*EtcdAlarmDisarm)(nil),                     // 84: machine.EtcdAlarmDisarm
-	(*EtcdAlarmDisarmResponse)(nil),             // 85: machine.EtcdAlarmDisarmResponse
-	(*EtcdDefragment)(nil),                      // 86: machine.EtcdDefragment
-	(*EtcdDefragmentResponse)(nil),              // 87: machine.EtcdDefragmentResponse
-	(*EtcdMemberStatus)(nil),                    // 88: machine.EtcdMemberStatus
-	(*EtcdStatus)(nil),                          // 89: machine.EtcdStatus
-	(*EtcdStatusResponse)(nil),                  // 90: machine.EtcdStatusResponse
-	(*ContainersRequest)(nil),                   // 91: machine.ContainersRequest
-	(*ContainerInfo)(nil),                       // 92: machine.ContainerInfo
-	(*Container)(nil),                           // 93: machine.Container
-	(*ContainersResponse)(nil),                  // 94: machine.ContainersResponse
-	(*StatsRequest)(nil),                        // 95: machine.StatsRequest
-	(*Stat)(nil),                                // 96: machine.Stat
-	(*Stats)(nil),                               // 97: machine.Stats
-	(*StatsResponse)(nil),                       // 98: machine.StatsResponse
-	(*ImageListRequest)(nil),                    // 99: machine.ImageListRequest
-	(*ImageListResponse)(nil),                   // 100: machine.ImageListResponse
-	(*ImagePullRequest)(nil),                    // 101: machine.ImagePullRequest
-	(*ImagePull)(nil),                           // 102: machine.ImagePull
-	(*ImagePullResponse)(nil),                   // 103: machine.ImagePullResponse
-	(*MetaWriteRequest)(nil),                    // 104: machine.MetaWriteRequest
-	(*MetaWrite)(nil),                           // 105: machine.MetaWrite
-	(*MetaWriteResponse)(nil),                   // 106: machine.MetaWriteResponse
-	(*MetaDeleteRequest)(nil),                   // 107: machine.MetaDeleteRequest
-	(*MetaDelete)(nil),                          // 108: machine.MetaDelete
-	(*MetaDeleteResponse)(nil),                  // 109: machine.MetaDeleteResponse
-	nil,                                         // 110: machine.Event.FieldsEntry
-	(*common.Metadata)(nil),                     // 111: common.Metadata
-	(*timestamppb.Timestamp)(nil),               // 112: google.protobuf.Timestamp
-	(common.ContainerDriver)(0),                 // 113: common.ContainerDriver
-	(*durationpb.Duration)(nil),                 // 114: google.protobuf.Duration
-	(common.ContainerdNamespace)(0),             // 115: common.ContainerdNamespace
-	(*emptypb.Empty)(nil),                       // 116: google.protobuf.Empty
-	(*common.Data)(nil),                         // 117: common.Data
+	(UpgradeRequest_RebootMode)(0),              // 2: machine.UpgradeRequest.RebootMode
+	(EtcdMemberAlarm_AlarmType)(0),              // 3: machine.EtcdMemberAlarm.AlarmType
+	(*VersionInfo)(nil),                         // 4: machine.VersionInfo
+	(*PlatformInfo)(nil),                        // 5: machine.PlatformInfo
+	(*Version)(nil),                             // 6: machine.Version
+	(*VersionResponse)(nil),                     // 7: machine.VersionResponse
+	(*Hostname)(nil),                            // 8: machine.Hostname
+	(*HostnameResponse)(nil),                    // 9: machine.HostnameResponse
+	(*ServiceEvent)(nil),                        // 10: machine.ServiceEvent
+	(*ServiceEvents)(nil),                       // 11: machine.ServiceEvents
+	(*ServiceHealth)(nil),                       // 12: machine.ServiceHealth
+	(*ServiceInfo)(nil),                         // 13: machine.ServiceInfo
+	(*ServiceList)(nil),                         // 14: machine.ServiceList
+	(*ServiceListResponse)(nil),                 // 15: machine.ServiceListResponse
+	(*ServiceStartRequest)(nil),                 // 16: machine.ServiceStartRequest
+	(*ServiceStart)(nil),                        // 17: machine.ServiceStart
+	(*ServiceStartResponse)(nil),                // 18: machine.ServiceStartResponse
+	(*ServiceStopRequest)(nil),                  // 19: machine.ServiceStopRequest
+	(*ServiceStop)(nil),                         // 20: machine.ServiceStop
+	(*ServiceStopResponse)(nil),                 // 21: machine.ServiceStopResponse
+	(*ServiceRestartRequest)(nil),               // 22: machine.ServiceRestartRequest
+	(*ServiceRestart)(nil),                      // 23: machine.ServiceRestart
+	(*ServiceRestartResponse)(nil),              // 24: machine.ServiceRestartResponse
+	(*LogsRequest)(nil),                         // 25: machine.LogsRequest
+	(*DmesgRequest)(nil),                        // 26: machine.DmesgRequest
+	(*EventsRequest)(nil),                       // 27: machine.EventsRequest
+	(*Event)(nil),                               // 28: machine.Event
+	(*ApplyConfigurationRequest)(nil),           // 29: machine.ApplyConfigurationRequest
+	(*ApplyConfiguration)(nil),                  // 30: machine.ApplyConfiguration
+	(*ApplyConfigurationResponse)(nil),          // 31: machine.ApplyConfigurationResponse
+	(*BootstrapRequest)(nil),                    // 32: machine.BootstrapRequest
+	(*Bootstrap)(nil),                           // 33: machine.Bootstrap
+	(*BootstrapResponse)(nil),                   // 34: machine.BootstrapResponse
+	(*RebootRequest)(nil),                       // 35: machine.RebootRequest
+	(*Reboot)(nil),                              // 36: machine.Reboot
+	(*RebootResponse)(nil),                      // 37: machine.RebootResponse
+	(*ShutdownRequest)(nil),                     // 38: machine.ShutdownRequest
+	(*Shutdown)(nil),                            // 39: machine.Shutdown
+	(*ShutdownResponse)(nil),                    // 40: machine.ShutdownResponse
+	(*ResetPartitionSpec)(nil),                  // 41: machine.ResetPartitionSpec
+	(*ResetRequest)(nil),                        // 42: machine.ResetRequest
+	(*Reset)(nil),                               // 43: machine.Reset
+	(*ResetResponse)(nil),                       // 44: machine.ResetResponse
+	(*UpgradeRequest)(nil),                      // 45: machine.UpgradeRequest
+	(*Upgrade)(nil),                             // 46: machine.Upgrade
+	(*UpgradeResponse)(nil),                     // 47: machine.UpgradeResponse
+	(*RollbackRequest)(nil),                     // 48: machine.RollbackRequest
+	(*Rollback)(nil),                            // 49: machine.Rollback
+	(*RollbackResponse)(nil),                    // 50: machine.RollbackResponse
+	(*ListRequest)(nil),                         // 51: machine.ListRequest
+	(*FileInfo)(nil),                            // 52: machine.FileInfo
+	(*ReadRequest)(nil),                         // 53: machine.ReadRequest
+	(*CopyRequest)(nil),                         // 54: machine.CopyRequest
+	(*MountStat)(nil),                           // 55: machine.MountStat
+	(*Mounts)(nil),                              // 56: machine.Mounts
+	(*MountsResponse)(nil),                      // 57: machine.MountsResponse
+	(*MemInfo)(nil),                             // 58: machine.MemInfo
+	(*Memory)(nil),                              // 59: machine.Memory
+	(*MemoryResponse)(nil),                      // 60: machine.MemoryResponse
+	(*ProcessInfo)(nil),                         // 61: machine.ProcessInfo
+	(*Process)(nil),                             // 62: machine.Process
+	(*ProcessesResponse)(nil),                   // 63: machine.ProcessesResponse
+	(*LoadAvg)(nil),                             // 64: machine.LoadAvg
+	(*LoadAvgResponse)(nil),                     // 65: machine.LoadAvgResponse
+	(*CPUStat)(nil),                             // 66: machine.CPUStat
+	(*SystemStat)(nil),                          // 67: machine.SystemStat
+	(*SystemStatResponse)(nil),                  // 68: machine.SystemStatResponse
+	(*GenerateClientConfigurationRequest)(nil),  // 69: machine.GenerateClientConfigurationRequest
+	(*GenerateClientConfiguration)(nil),         // 70: machine.GenerateClientConfiguration
+	(*GenerateClientConfigurationResponse)(nil), // 71: machine.GenerateClientConfigurationResponse
+	(*EtcdMemberListRequest)(nil),               // 72: machine.EtcdMemberListRequest
+	(*EtcdMember)(nil),                          // 73: machine.EtcdMember
+	(*EtcdMembers)(nil),                         // 74: machine.EtcdMembers
+	(*EtcdMemberListResponse)(nil),              // 75: machine.EtcdMemberListResponse
+	(*EtcdRemoveMemberByIDRequest)(nil),         // 76: machine.EtcdRemoveMemberByIDRequest
+	(*EtcdRemoveMemberByID)(nil),                // 77: machine.EtcdRemoveMemberByID
+	(*EtcdRemoveMemberByIDResponse)(nil),        // 78: machine.EtcdRemoveMemberByIDResponse
+	(*EtcdLeaveClusterRequest)(nil),             // 79: machine.EtcdLeaveClusterRequest
+	(*EtcdLeaveCluster)(nil),                    // 80: machine.EtcdLeaveCluster
+	(*EtcdLeaveClusterResponse)(nil),            // 81: machine.EtcdLeaveClusterResponse
+	(*EtcdForfeitLeadershipRequest)(nil),        // 82: machine.EtcdForfeitLeadershipRequest
+	(*EtcdForfeitLeadership)(nil),               // 83: machine.EtcdForfeitLeadership
+	(*EtcdForfeitLeadershipResponse)(nil),       // 84: machine.EtcdForfeitLeadershipResponse
+	(*EtcdSnapshotRequest)(nil),                 // 85: machine.EtcdSnapshotRequest
+	(*EtcdRecover)(nil),                         // 86: machine.EtcdRecover
+	(*EtcdRecoverResponse)(nil),                 // 87: machine.EtcdRecoverResponse
+	(*EtcdMemberAlarm)(nil),                     // 88: machine.EtcdMemberAlarm
+	(*EtcdAlarm)(nil),                           // 89: machine.EtcdAlarm
+	(*EtcdAlarmListResponse)(nil),               // 90: machine.EtcdAlarmListResponse
+	(*EtcdAlarmDisarm)(nil),                     // 91: machine.EtcdAlarmDisarm
+	(*EtcdAlarmDisarmResponse)(nil),             // 92: machine.EtcdAlarmDisarmResponse
+	(*EtcdDefragment)(nil),                      // 93: machine.EtcdDefragment
+	(*EtcdDefragmentResponse)(nil),              // 94: machine.EtcdDefragmentResponse
+	(*EtcdMemberStatus)(nil),                    // 95: machine.EtcdMemberStatus
+	(*EtcdStatus)(nil),                          // 96: machine.EtcdStatus
+	(*EtcdStatusResponse)(nil),                  // 97: machine.EtcdStatusResponse
+	(*ContainersRequest)(nil),                   // 98: machine.ContainersRequest
+	(*ContainerInfo)(nil),                       // 99: machine.ContainerInfo
+	(*Container)(nil),                           // 100: machine.Container
+	(*ContainersResponse)(nil),                  // 101: machine.ContainersResponse
+	(*StatsRequest)(nil),                        // 102: machine.StatsRequest
+	(*Stat)(nil),                                // 103: machine.Stat
+	(*Stats)(nil),                               // 104: machine.Stats
+	(*StatsResponse)(nil),                       // 105: machine.StatsResponse
+	(*ImageListRequest)(nil),                    // 106: machine.ImageListRequest
+	(*ImageListResponse)(nil),                   // 107: machine.ImageListResponse
+	(*ImagePullRequest)(nil),                    // 108: machine.ImagePullRequest
+	(*ImagePull)(nil),                           // 109: machine.ImagePull
+	(*ImagePullResponse)(nil),                   // 110: machine.ImagePullResponse
+	(*MetaWriteRequest)(nil),                    // 111: machine.MetaWriteRequest
+	(*MetaWrite)(nil),                           // 112: machine.MetaWrite
+	(*MetaWriteResponse)(nil),                   // 113: machine.MetaWriteResponse
+	(*MetaDeleteRequest)(nil),                   // 114: machine.MetaDeleteRequest
+	(*MetaDelete)(nil),                          // 115: machine.MetaDelete
+	(*MetaDeleteResponse)(nil),                  // 116: machine.MetaDeleteResponse
+	nil,                                         // 117: machine.Event.FieldsEntry
+	(*common.Metadata)(nil),                     // 118: common.Metadata
+	(*timestamppb.Timestamp)(nil),               // 119: google.protobuf.Timestamp
+	(common.ContainerDriver)(0),                 // 120: common.ContainerDriver
+	(*durationpb.Duration)(nil),                 // 121: google.protobuf.Duration
+	(common.ContainerdNamespace)(0),             // 122: common.ContainerdNamespace
+	(*emptypb.Empty)(nil),                       // 123: google.protobuf.Empty
+	(*common.Data)(nil),                         // 124: common.Data
 }
 var file_machine_machine_proto_depIdxs = []int32{
-	111, // 0: machine.Version.metadata:type_name -> common.Metadata
-	3,   // 1: machine.Version.version:type_name -> machine.VersionInfo
-	4,   // 2: machine.Version.platform:type_name -> machine.PlatformInfo
-	5,   // 3: machine.VersionResponse.messages:type_name -> machine.Version
-	111, // 4: machine.Hostname.metadata:type_name -> common.Metadata
-	7,   // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
-	112, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
-	9,   // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
-	112, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
-	10,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
-	11,  // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
-	111, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
-	12,  // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
-	13,  // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
-	111, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
-	16,  // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
-	111, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
-	19,  // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
-	111, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
-	22,  // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
-	113, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
-	111, // 21: machine.Event.metadata:type_name -> common.Metadata
-	112, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
-	110, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
+	118, // 0: machine.Version.metadata:type_name -> common.Metadata
+	4,   // 1: machine.Version.version:type_name -> machine.VersionInfo
+	5,   // 2: machine.Version.platform:type_name -> machine.PlatformInfo
+	6,   // 3: machine.VersionResponse.messages:type_name -> machine.Version
+	118, // 4: machine.Hostname.metadata:type_name -> common.Metadata
+	8,   // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
+	119, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
+	10,  // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
+	119, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
+	11,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
+	12,  // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
+	118, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
+	13,  // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
+	14,  // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
+	118, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
+	17,  // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
+	118, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
+	20,  // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
+	118, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
+	23,  // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
+	120, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
+	118, // 21: machine.Event.metadata:type_name -> common.Metadata
+	119, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
+	117, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
 	0,   // 24: machine.ApplyConfigurationRequest.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	114, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
-	111, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
+	121, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
+	118, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
 	0,   // 27: machine.ApplyConfiguration.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	29,  // 28: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
-	111, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
-	32,  // 30: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
+	30,  // 28: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
+	118, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
+	33,  // 30: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
 	1,   // 31: machine.RebootRequest.mode:type_name -> machine.RebootRequest.Mode
-	111, // 32: machine.Reboot.metadata:type_name -> common.Metadata
-	35,  // 33: machine.RebootResponse.messages:type_name -> machine.Reboot
-	111, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
-	38,  // 35: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
-	40,  // 36: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
-	111, // 37: machine.Reset.metadata:type_name -> common.Metadata
-	42,  // 38: machine.ResetResponse.messages:type_name -> machine.Reset
-	111, // 39: machine.FileInfo.metadata:type_name -> common.Metadata
-	111, // 40: machine.Mounts.metadata:type_name -> common.Metadata
-	48,  // 41: machine.Mounts.stats:type_name -> machine.MountStat
-	49,  // 42: machine.MountsResponse.messages:type_name -> machine.Mounts
-	111, // 43: machine.Memory.metadata:type_name -> common.Metadata
-	51,  // 44: machine.Memory.meminfo:type_name -> machine.MemInfo
-	52,  // 45: machine.MemoryResponse.messages:type_name -> machine.Memory
-	111, // 46: machine.Process.metadata:type_name -> common.Metadata
-	54,  // 47: machine.Process.processes:type_name -> machine.ProcessInfo
-	55,  // 48: machine.ProcessesResponse.messages:type_name -> machine.Process
-	111, // 49: machine.LoadAvg.metadata:type_name -> common.Metadata
-	57,  // 50: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
-	111, // 51: machine.SystemStat.metadata:type_name -> common.Metadata
-	59,  // 52: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
-	59,  // 53: machine.SystemStat.cpu:type_name -> machine.CPUStat
-	60,  // 54: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
-	114, // 55: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
-	111, // 56: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
-	63,  // 57: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
-	111, // 58: machine.EtcdMembers.metadata:type_name -> common.Metadata
-	66,  // 59: machine.EtcdMembers.members:type_name -> machine.EtcdMember
-	67,  // 60: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
-	111, // 61: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
-	70,  // 62: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
-	111, // 63: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
-	73,  // 64: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
-	111, // 65: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
-	76,  // 66: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
-	111, // 67: machine.EtcdRecover.metadata:type_name -> common.Metadata
-	79,  // 68: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
-	2,   // 69: machine.EtcdMemberAlarm.alarm:type_name -> machine.EtcdMemberAlarm.AlarmType
-	111, // 70: machine.EtcdAlarm.metadata:type_name -> common.Metadata
-	81,  // 71: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
-	82,  // 72: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
-	111, // 73: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
-	81,  // 74: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
-	84,  // 75: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
-	111, // 76: machine.EtcdDefragment.metadata:type_name -> common.Metadata
-	86,  // 77: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
-	111, // 78: machine.EtcdStatus.metadata:type_name -> common.Metadata
-	88,  // 79: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
-	89,  // 80: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
-	113, // 81: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
-	111, // 82: machine.Container.metadata:type_name -> common.Metadata
-	92,  // 83: machine.Container.containers:type_name -> machine.ContainerInfo
-	93,  // 84: machine.ContainersResponse.messages:type_name -> machine.Container
-	113, // 85: machine.StatsRequest.driver:type_name -> common.ContainerDriver
-	111, // 86: machine.Stats.metadata:type_name -> common.Metadata
-	96,  // 87: machine.Stats.stats:type_name -> machine.Stat
-	97,  // 88: machine.StatsResponse.messages:type_name -> machine.Stats
-	115, // 89: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
-	111, // 90: machine.ImageListResponse.metadata:type_name -> common.Metadata
-	112, // 91: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
-	115, // 92: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
-	111, // 93: machine.ImagePull.metadata:type_name -> common.Metadata
-	102, // 94: machine.ImagePullResponse.messages:type_name -> machine.ImagePull
-	111, // 95: machine.MetaWrite.metadata:type_name -> common.Metadata
-	105, // 96: machine.MetaWriteResponse.messages:type_name -> machine.MetaWrite
-	111, // 97: machine.MetaDelete.metadata:type_name -> common.Metadata
-	108, // 98: machine.MetaDeleteResponse.messages:type_name -> machine.MetaDelete
-	116, // 99: machine.MachineService.Version:input_type -> google.protobuf.Empty
-	116, // 100: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
-	116, // 101: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
-	15,  // 102: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
-	18,  // 103: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
-	21,  // 104: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
-	24,  // 105: machine.MachineService.Logs:input_type -> machine.LogsRequest
-	25,  // 106: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
-	26,  // 107: machine.MachineService.Events:input_type -> machine.EventsRequest
-	28,  // 108: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
-	31,  // 109: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
-	34,  // 110: machine.MachineService.Reboot:input_type -> machine.RebootRequest
-	37,  // 111: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
-	41,  // 112: machine.MachineService.Reset:input_type -> machine.ResetRequest
-	44,  // 113: machine.MachineService.List:input_type -> machine.ListRequest
-	46,  // 114: machine.MachineService.Read:input_type -> machine.ReadRequest
-	47,  // 115: machine.MachineService.Copy:input_type -> machine.CopyRequest
-	116, // 116: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
-	116, // 117: machine.MachineService.Memory:input_type -> google.protobuf.Empty
-	116, // 118: machine.MachineService.Processes:input_type -> google.protobuf.Empty
-	116, // 119: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
-	116, // 120: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
-	62,  // 121: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
-	65,  // 122: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
-	69,  // 123: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
-	72,  // 124: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
-	75,  // 125: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
-	78,  // 126: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
-	117, // 127: machine.MachineService.EtcdRecover:input_type -> common.Data
-	116, // 128: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
-	116, // 129: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
-	116, // 130: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
-	116, // 131: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
-	91,  // 132: machine.MachineService.Containers:input_type -> machine.ContainersRequest
-	95,  // 133: machine.MachineService.Stats:input_type -> machine.StatsRequest
-	99,  // 134: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
-	101, // 135: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
-	116, // 136: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
-	104, // 137: machine.MachineService.MetaWrite:input_type -> machine.MetaWriteRequest
-	107, // 138: machine.MachineService.MetaDelete:input_type -> machine.MetaDeleteRequest
-	6,   // 139: machine.MachineService.Version:output_type -> machine.VersionResponse
-	8,   // 140: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
-	14,  // 141: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
-	17,  // 142: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
-	20,  // 143: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
-	23,  // 144: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
-	117, // 145: machine.MachineService.Logs:output_type -> common.Data
-	117, // 146: machine.MachineService.Dmesg:output_type -> common.Data
-	27,  // 147: machine.MachineService.Events:output_type -> machine.Event
-	30,  // 148: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
-	33,  // 149: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
-	36,  // 150: machine.MachineService.Reboot:output_type -> machine.RebootResponse
-	39,  // 151: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
-	43,  // 152: machine.MachineService.Reset:output_type -> machine.ResetResponse
-	45,  // 153: machine.MachineService.List:output_type -> machine.FileInfo
-	117, // 154: machine.MachineService.Read:output_type -> common.Data
-	117, // 155: machine.MachineService.Copy:output_type -> common.Data
-	50,  // 156: machine.MachineService.Mounts:output_type -> machine.MountsResponse
-	53,  // 157: machine.MachineService.Memory:output_type -> machine.MemoryResponse
-	56,  // 158: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
-	58,  // 159: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
-	61,  // 160: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
-	64,  // 161: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
-	68,  // 162: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
-	71,  // 163: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
-	74,  // 164: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
-	77,  // 165: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
-	117, // 166: machine.MachineService.EtcdSnapshot:output_type -> common.Data
-	80,  // 167: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
-	83,  // 168: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
-	85,  // 169: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
-	87,  // 170: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
-	90,  // 171: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
-	94,  // 172: machine.MachineService.Containers:output_type -> machine.ContainersResponse
-	98,  // 173: machine.MachineService.Stats:output_type -> machine.StatsResponse
-	100, // 174: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
-	103, // 175: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
-	117, // 176: machine.MachineService.Kubeconfig:output_type -> common.Data
-	106, // 177: machine.MachineService.MetaWrite:output_type -> machine.MetaWriteResponse
-	109, // 178: machine.MachineService.MetaDelete:output_type -> machine.MetaDeleteResponse
-	139, // [139:179] is the sub-list for method output_type
-	99,  // [99:139] is the sub-list for method input_type
-	99,  // [99:99] is the sub-list for extension type_name
-	99,  // [99:99] is the sub-list for extension extendee
-	0,   // [0:99] is the sub-list for field type_name
+	118, // 32: machine.Reboot.metadata:type_name -> common.Metadata
+	36,  // 33: machine.RebootResponse.messages:type_name -> machine.Reboot
+	118, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
+	39,  // 35: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
+	41,  // 36: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
+	118, // 37: machine.Reset.metadata:type_name -> common.Metadata
+	43,  // 38: machine.ResetResponse.messages:type_name -> machine.Reset
+	2,   // 39: machine.UpgradeRequest.reboot_mode:type_name -> machine.UpgradeRequest.RebootMode
+	118, // 40: machine.Upgrade.metadata:type_name -> common.Metadata
+	46,  // 41: machine.UpgradeResponse.messages:type_name -> machine.Upgrade
+	118, // 42: machine.Rollback.metadata:type_name -> common.Metadata
+	49,  // 43: machine.RollbackResponse.messages:type_name -> machine.Rollback
+	118, // 44: machine.FileInfo.metadata:type_name -> common.Metadata
+	118, // 45: machine.Mounts.metadata:type_name -> common.Metadata
+	55,  // 46: machine.Mounts.stats:type_name -> machine.MountStat
+	56,  // 47: machine.MountsResponse.messages:type_name -> machine.Mounts
+	118, // 48: machine.Memory.metadata:type_name -> common.Metadata
+	58,  // 49: machine.Memory.meminfo:type_name -> machine.MemInfo
+	59,  // 50: machine.MemoryResponse.messages:type_name -> machine.Memory
+	118, // 51: machine.Process.metadata:type_name -> common.Metadata
+	61,  // 52: machine.Process.processes:type_name -> machine.ProcessInfo
+	62,  // 53: machine.ProcessesResponse.messages:type_name -> machine.Process
+	118, // 54: machine.LoadAvg.metadata:type_name -> common.Metadata
+	64,  // 55: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
+	118, // 56: machine.SystemStat.metadata:type_name -> common.Metadata
+	66,  // 57: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
+	66,  // 58: machine.SystemStat.cpu:type_name -> machine.CPUStat
+	67,  // 59: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
+	121, // 60: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
+	118, // 61: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
+	70,  // 62: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
+	118, // 63: machine.EtcdMembers.metadata:type_name -> common.Metadata
+	73,  // 64: machine.EtcdMembers.members:type_name -> machine.EtcdMember
+	74,  // 65: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
+	118, // 66: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
+	77,  // 67: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
+	118, // 68: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
+	80,  // 69: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
+	118, // 70: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
+	83,  // 71: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
+	118, // 72: machine.EtcdRecover.metadata:type_name -> common.Metadata
+	86,  // 73: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
+	3,   // 74: machine.EtcdMemberAlarm.alarm:type_name -> machine.EtcdMemberAlarm.AlarmType
+	118, // 75: machine.EtcdAlarm.metadata:type_name -> common.Metadata
+	88,  // 76: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
+	89,  // 77: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
+	118, // 78: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
+	88,  // 79: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
+	91,  // 80: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
+	118, // 81: machine.EtcdDefragment.metadata:type_name -> common.Metadata
+	93,  // 82: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
+	118, // 83: machine.EtcdStatus.metadata:type_name -> common.Metadata
+	95,  // 84: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
+	96,  // 85: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
+	120, // 86: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
+	118, // 87: machine.Container.metadata:type_name -> common.Metadata
+	99,  // 88: machine.Container.containers:type_name -> machine.ContainerInfo
+	100, // 89: machine.ContainersResponse.messages:type_name -> machine.Container
+	120, // 90: machine.StatsRequest.driver:type_name -> common.ContainerDriver
+	118, // 91: machine.Stats.metadata:type_name -> common.Metadata
+	103, // 92: machine.Stats.stats:type_name -> machine.Stat
+	104, // 93: machine.StatsResponse.messages:type_name -> machine.Stats
+	122, // 94: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
+	118, // 95: machine.ImageListResponse.metadata:type_name -> common.Metadata
+	119, // 96: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
+	122, // 97: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
+	118, // 98: machine.ImagePull.metadata:type_name -> common.Metadata
+	109, // 99: machine.ImagePullResponse.messages:type_name -> machine.ImagePull
+	118, // 100: machine.MetaWrite.metadata:type_name -> common.Metadata
+	112, // 101: machine.MetaWriteResponse.messages:type_name -> machine.MetaWrite
+	118, // 102: machine.MetaDelete.metadata:type_name -> common.Metadata
+	115, // 103: machine.MetaDeleteResponse.messages:type_name -> machine.MetaDelete
+	123, // 104: machine.MachineService.Version:input_type -> google.protobuf.Empty
+	123, // 105: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
+	123, // 106: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
+	16,  // 107: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
+	19,  // 108: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
+	22,  // 109: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
+	25,  // 110: machine.MachineService.Logs:input_type -> machine.LogsRequest
+	26,  // 111: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
+	27,  // 112: machine.MachineService.Events:input_type -> machine.EventsRequest
+	29,  // 113: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
+	32,  // 114: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
+	35,  // 115: machine.MachineService.Reboot:input_type -> machine.RebootRequest
+	38,  // 116: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
+	42,  // 117: machine.MachineService.Reset:input_type -> machine.ResetRequest
+	45,  // 118: machine.MachineService.Upgrade:input_type -> machine.UpgradeRequest
+	48,  // 119: machine.MachineService.Rollback:input_type -> machine.RollbackRequest
+	51,  // 120: machine.MachineService.List:input_type -> machine.ListRequest
+	53,  // 121: machine.MachineService.Read:input_type -> machine.ReadRequest
+	54,  // 122: machine.MachineService.Copy:input_type -> machine.CopyRequest
+	123, // 123: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
+	123, // 124: machine.MachineService.Memory:input_type -> google.protobuf.Empty
+	123, // 125: machine.MachineService.Processes:input_type -> google.protobuf.Empty
+	123, // 126: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
+	123, // 127: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
+	69,  // 128: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
+	72,  // 129: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
+	76,  // 130: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
+	79,  // 131: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
+	82,  // 132: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
+	85,  // 133: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
+	124, // 134: machine.MachineService.EtcdRecover:input_type -> common.Data
+	123, // 135: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
+	123, // 136: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
+	123, // 137: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
+	123, // 138: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
+	98,  // 139: machine.MachineService.Containers:input_type -> machine.ContainersRequest
+	102, // 140: machine.MachineService.Stats:input_type -> machine.StatsRequest
+	106, // 141: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
+	108, // 142: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
+	123, // 143: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
+	111, // 144: machine.MachineService.MetaWrite:input_type -> machine.MetaWriteRequest
+	114, // 145: machine.MachineService.MetaDelete:input_type -> machine.MetaDeleteRequest
+	7,   // 146: machine.MachineService.Version:output_type -> machine.VersionResponse
+	9,   // 147: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
+	15,  // 148: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
+	18,  // 149: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
+	21,  // 150: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
+	24,  // 151: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
+	124, // 152: machine.MachineService.Logs:output_type -> common.Data
+	124, // 153: machine.MachineService.Dmesg:output_type -> common.Data
+	28,  // 154: machine.MachineService.Events:output_type -> machine.Event
+	31,  // 155: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
+	34,  // 156: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
+	37,  // 157: machine.MachineService.Reboot:output_type -> machine.RebootResponse
+	40,  // 158: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
+	44,  // 159: machine.MachineService.Reset:output_type -> machine.ResetResponse
+	47,  // 160: machine.MachineService.Upgrade:output_type -> machine.UpgradeResponse
+	50,  // 161: machine.MachineService.Rollback:output_type -> machine.RollbackResponse
+	52,  // 162: machine.MachineService.List:output_type -> machine.FileInfo
+	124, // 163: machine.MachineService.Read:output_type -> common.Data
+	124, // 164: machine.MachineService.Copy:output_type -> common.Data
+	57,  // 165: machine.MachineService.Mounts:output_type -> machine.MountsResponse
+	60,  // 166: machine.MachineService.Memory:output_type -> machine.MemoryResponse
+	63,  // 167: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
+	65,  // 168: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
+	68,  // 169: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
+	71,  // 170: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
+	75,  // 171: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
+	78,  // 172: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
+	81,  // 173: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
+	84,  // 174: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
+	124, // 175: machine.MachineService.EtcdSnapshot:output_type -> common.Data
+	87,  // 176: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
+	90,  // 177: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
+	92,  // 178: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
+	94,  // 179: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
+	97,  // 180: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
+	101, // 181: machine.MachineService.Containers:output_type -> machine.ContainersResponse
+	105, // 182: machine.MachineService.Stats:output_type -> machine.StatsResponse
+	107, // 183: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
+	110, // 184: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
+	124, // 185: machine.MachineService.Kubeconfig:output_type -> common.Data
+	113, // 186: machine.MachineService.MetaWrite:output_type -> machine.MetaWriteResponse
+	116, // 187: machine.MachineService.MetaDelete:output_type -> machine.MetaDeleteResponse
+	146, // [146:188] is the sub-list for method output_type
+	104, // [104:146] is the sub-list for method input_type
+	104, // [104:104] is the sub-list for extension type_name
+	104, // [104:104] is the sub-list for extension extendee
+	0,   // [0:104] is the sub-list for field type_name
 }
 
 func init() { file_machine_machine_proto_init() }
@@ -6873,8 +7266,8 @@ func file_machine_machine_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_machine_machine_proto_rawDesc), len(file_machine_machine_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   108,
+			NumEnums:      4,
+			NumMessages:   114,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
