@@ -14,8 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/configs"
@@ -95,9 +97,26 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 
 	defer disk.Unmount(mnt) //nolint:errcheck // nothing is left to lose once the files are synced
 
-	conf, err := readGrubConfig(mnt)
+	res, assets, err := installSlot(mnt, img, ref, cfg, w, start)
 	if err != nil {
 		return bootWrite{}, err
+	}
+
+	if err := writeBIOSBoot(n.sysRoot, biosDev, assets); err != nil {
+		return bootWrite{}, err
+	}
+
+	return res, nil
+}
+
+// installSlot writes img into the slot of the BOOT filesystem at mnt that
+// is not the default, through a staging directory, then makes it GRUB's
+// default with the old default as the fallback. Until grub.cfg is
+// replaced, what GRUB boots is untouched.
+func installSlot(mnt string, img v1.Image, ref string, cfg *configs.Config, w io.Writer, start time.Time) (bootWrite, *installer.Assets, error) {
+	conf, err := readGrubConfig(mnt)
+	if err != nil {
+		return bootWrite{}, nil, err
 	}
 
 	res := bootWrite{Label: bootloader.LabelA, Previous: conf.Default}
@@ -111,11 +130,11 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 	staging := slot + ".new"
 
 	if err := os.RemoveAll(staging); err != nil {
-		return bootWrite{}, err
+		return bootWrite{}, nil, err
 	}
 
 	if err := os.MkdirAll(staging, 0o755); err != nil {
-		return bootWrite{}, err
+		return bootWrite{}, nil, err
 	}
 
 	assets, err := installer.Unpack(img, func(name string, r io.Reader) error {
@@ -130,18 +149,22 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 		os.RemoveAll(staging) //nolint:errcheck // the unpack error is the one to report
 
 		if errors.Is(err, installer.ErrNotInstaller) {
-			return bootWrite{}, fmt.Errorf("%s: %w", ref, err)
+			return bootWrite{}, nil, fmt.Errorf("%s: %w", ref, err)
 		}
 
-		return bootWrite{}, fmt.Errorf("%s: %w (is BOOT full?)", ref, err)
+		if errors.Is(err, syscall.ENOSPC) {
+			return bootWrite{}, nil, fmt.Errorf("%s: BOOT is full: %w", ref, err)
+		}
+
+		return bootWrite{}, nil, fmt.Errorf("%s: %w", ref, err)
 	}
 
 	if err := os.RemoveAll(slot); err != nil {
-		return bootWrite{}, err
+		return bootWrite{}, nil, err
 	}
 
 	if err := os.Rename(staging, slot); err != nil {
-		return bootWrite{}, err
+		return bootWrite{}, nil, err
 	}
 
 	res.Version = assets.Version
@@ -154,21 +177,17 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 
 	cmdline, err := installCmdline(cfg)
 	if err != nil {
-		return bootWrite{}, err
+		return bootWrite{}, nil, err
 	}
 
 	conf.Put(bootloader.Entry{Label: res.Label, Version: res.Version, Cmdline: cmdline})
 	conf.Serial = strings.Contains(" "+cmdline, " console=ttyS")
 
 	if err := writeGrubConfig(mnt, conf); err != nil {
-		return bootWrite{}, err
+		return bootWrite{}, nil, err
 	}
 
-	if err := writeBIOSBoot(n.sysRoot, biosDev, assets); err != nil {
-		return bootWrite{}, err
-	}
-
-	return res, nil
+	return res, assets, nil
 }
 
 // readGrubConfig reads BOOT's grub.cfg, or returns an empty one.
