@@ -66,7 +66,12 @@ func (g *guest) runDMCrypt(ctx context.Context) (string, error) {
 		return "", err
 	}
 
-	return strings.Join(append(report, r), "; "), nil
+	tp, err := cryptThroughput()
+	if err != nil {
+		return "", err
+	}
+
+	return strings.Join(append(report, r, tp), "; "), nil
 }
 
 func (g *guest) cryptRound(ss int) (string, error) {
