@@ -10,8 +10,10 @@
 // has no xfs writer. e2fsck accepts what it makes and the kernel mounts it
 // read-write with a journal. META gets an empty Talos META (internal/meta)
 // as Talos's installer writes it. EFI, BIOS and BOOT are laid out at
-// Talos's sizes for the boot loader and upgrade work to come, and are left
-// unformatted (their first and last MiB zeroed) until then.
+// Talos's sizes and left unformatted (their first and last MiB zeroed):
+// machined writes BOOT (ext4, the A/B slots and grub.cfg) and GRUB's core
+// into BIOS from the installer image (internal/bootloader); EFI is unused,
+// the machines here booting through BIOS.
 //
 // The package works on any io.ReaderAt/WriterAt region, so the layout and
 // the filesystems are tested on a plain image file; only the sysfs scan,
