@@ -177,15 +177,21 @@ func TestMetalUpgrade(t *testing.T) {
 
 	t.Log("upgrade to v2")
 
+	// --wait (the default) follows the node down and back up.
 	start := time.Now()
-	out := n.ok("upgrade", "--image", repo+":v2", "--wait=false")
-	t.Logf("upgrade: %s", out)
+	upgraded := n.talosctlAsync(servicesTimeout+bootTimeout, "upgrade", "--image", repo+":v2", "--timeout", "4m")
 	n.wait("[talos] upgrade: "+v2+" is installed in B; A is the fallback until it runs", commandTimeout)
 	rebootInto("boot 4: v2 from B")
 	n.wait("Booting `B - talosbox ("+v2+")'", bootTimeout)
 	n.wait("[talos] removing fallback entry: the upgrade runs (it came from A)", servicesTimeout)
 	n.wait(markServices, servicesTimeout)
 	t.Logf("upgrade v1 → v2, from the request to services up: %s", time.Since(start).Round(100*time.Millisecond))
+
+	if out, errOut, err := upgraded(); err != nil || !strings.Contains(out, "upgraded: runs "+v2) {
+		t.Errorf("upgrade --wait: %v, want it to report %s\n%s%s", err, v2, out, errOut)
+	} else {
+		t.Logf("upgrade --wait: %s", strings.TrimSpace(out))
+	}
 
 	if tag := n.serverTag(); tag != v2 {
 		t.Fatalf("after the upgrade the node runs %s, want %s", tag, v2)

@@ -309,8 +309,13 @@ func (n *node) checkConsole() {
 
 // talosctl runs the real talosctl against the node through the forward.
 func (n *node) talosctl(args ...string) (stdout, stderr string, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
+	return n.talosctlAsync(commandTimeout, args...)()
+}
+
+// talosctlAsync starts talosctl and returns what waits for it: for a
+// command that outlives a reboot the test drives (upgrade --wait).
+func (n *node) talosctlAsync(timeout time.Duration, args ...string) func() (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 
 	// With --insecure talosctl dials each node itself, so the forward is
 	// the node; otherwise it is the endpoint, and the node is the guest's
@@ -332,12 +337,22 @@ func (n *node) talosctl(args ...string) (stdout, stderr string, err error) {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 
-	err = cmd.Run()
-	if err != nil {
-		err = fmt.Errorf("talosctl %s: %w", strings.Join(args, " "), err)
+	if err := cmd.Start(); err != nil {
+		cancel()
+
+		return func() (string, string, error) { return "", "", err }
 	}
 
-	return o.String(), e.String(), err
+	return func() (string, string, error) {
+		defer cancel()
+
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("talosctl %s: %w", strings.Join(args, " "), err)
+		}
+
+		return o.String(), e.String(), err
+	}
 }
 
 // ok runs talosctl and fails the test unless it succeeds.

@@ -124,4 +124,14 @@ func TestUpgradeLock(t *testing.T) {
 	}
 
 	unlock3()
+
+	// A member that never started (its node is down): an upgrade now
+	// could leave etcd without a quorum, so it is refused.
+	if _, err := srv.Client().MemberAddAsLearner(ctx, []string{"https://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := lockForUpgrade(ctx, srv); err == nil || !strings.Contains(err.Error(), "is not started; all members must be running") {
+		t.Fatalf("a member down: %v", err)
+	}
 }
