@@ -17,13 +17,17 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/version"
 )
+
+// DefaultInstallImage is this version's installer (make installer), as
+// Talos defaults to its own version's.
+var DefaultInstallImage = "ghcr.io/talosbox/installer:" + version.Tag
 
 // Defaults used for the zero values of Options.
 const (
 	DefaultKubernetesVersion = images.Kubernetes
 	DefaultInstallDisk       = "/dev/sda"
-	DefaultInstallImage      = "ghcr.io/talosbox/installer:latest"
 	DefaultDNSDomain         = "cluster.local"
 	DefaultPodSubnet         = "10.244.0.0/16"
 	DefaultServiceSubnet     = "10.96.0.0/12"

@@ -12,6 +12,7 @@ import (
 	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/version"
 )
 
 // bundle is shared by tests that do not care about fresh secrets, so the
@@ -73,7 +74,7 @@ func TestGenerateDefaults(t *testing.T) {
 			t.Errorf("%s: tokens or cluster identity do not come from the bundle", m.Type)
 		}
 
-		if m.Install.Disk != "/dev/sda" || m.Install.Image != "ghcr.io/talosbox/installer:latest" ||
+		if m.Install.Disk != "/dev/sda" || m.Install.Image != "ghcr.io/talosbox/installer:"+version.Tag ||
 			m.Kubelet.Image != images.Kubelet(images.Kubernetes).String() {
 			t.Errorf("%s: unexpected install or kubelet defaults: %+v %+v", m.Type, m.Install, m.Kubelet)
 		}
