@@ -71,7 +71,7 @@ qemu: install-links
 
 # A cluster of QEMU machines on a private segment (root: the host's port is a tap): talosctl cluster
 # create qemu. CONTROLPLANES, WORKERS, CLUSTER; QEMU_FLAGS adds flags.
-qemu-cluster: images
+qemu-cluster: installer
 	@TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
 	$(BIN_DIR)/talosctl cluster create qemu --name $${CLUSTER:-talos-default} --controlplanes $${CONTROLPLANES:-3} \
 	  --workers $${WORKERS:-1} --cpus 1 --cpus-workers 1 --memory 1024 --memory-workers 1024 --kernel-dir _out/kernel $(QEMU_FLAGS)

@@ -49,7 +49,7 @@ func newClusterCommand(g *GlobalFlags) *cobra.Command {
           console logs, pids) lives in --state/<name>. Needs root.`,
 	}
 
-	cmd.AddCommand(newClusterCreateCommand(g), newClusterDestroyCommand(g), newClusterShowCommand(g))
+	cmd.AddCommand(newClusterCreateCommand(g), newClusterDestroyCommand(g), newClusterShowCommand(g), newClusterQEMULaunchCommand())
 
 	return cmd
 }
@@ -57,6 +57,7 @@ func newClusterCommand(g *GlobalFlags) *cobra.Command {
 // clusterCreateFlags are `cluster create`'s flags.
 type clusterCreateFlags struct {
 	name              string
+	installImage      string
 	provisioner       string
 	image             string
 	binary            string
@@ -166,6 +167,7 @@ has a 5s keepalive. --talos-version writes the configs of an older Talos
 	fl.StringVar(&f.kernelDir, "kernel-dir", "", "qemu: the unpacked Debian kernel package, whose modules go into the initramfs (default $TALOSBOX_KERNEL_DIR, then _out/kernel)")
 	fl.StringVar(&f.vmlinuz, "vmlinuz-path", "", "qemu: the kernel image to boot (default: the one in --kernel-dir)")
 	fl.StringVar(&f.initrd, "initrd-path", "", "qemu: an initramfs to boot instead of building one from this binary")
+	fl.StringVar(&f.installImage, "install-image", generate.DefaultInstallImage, "qemu: the installer image the nodes install to their disks (make installer puts it in the image cache); once installed, a node boots from its disk, so that upgrades take")
 
 	return cmd
 }

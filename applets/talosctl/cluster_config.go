@@ -3,9 +3,11 @@ package talosctl
 import (
 	"fmt"
 	"net/netip"
+	"os"
 
 	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/imagestore"
 	"github.com/talosbox/talosbox/internal/provision"
 	"github.com/talosbox/talosbox/internal/provision/vm"
 )
@@ -23,6 +25,7 @@ func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*gen
 		Contract:          f.contract,
 		ClusterName:       f.name,
 		InstallDisk:       f.installDisk(),
+		InstallImage:      f.installImage,
 		Endpoint:          "https://" + nodes[0].ip.String() + ":6443",
 		KubernetesVersion: f.kubernetesVersion,
 		AdditionalSANs:    []string{"127.0.0.1"},
@@ -45,6 +48,14 @@ func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*gen
 		for _, host := range images.Registries() {
 			opts.RegistryMirrors[host] = mirror
 		}
+	}
+
+	// The default installer is used only where the cache holds it (make
+	// installer): a pull that cannot succeed would only delay each install.
+	if f.installImage == generate.DefaultInstallImage && f.provisioner == "qemu" && !cacheHolds(f.cacheDir, f.installImage) {
+		fmt.Fprintf(os.Stderr, "warning: the image cache has no %s (make installer): the nodes boot from the kernel they are given, and cannot be upgraded\n", f.installImage)
+
+		opts.NoInstallImage = true
 	}
 
 	for _, m := range f.registryMirrors {
@@ -117,4 +128,20 @@ func (f *clusterCreateFlags) installDisk() string {
 	}
 
 	return ""
+}
+
+// cacheHolds says whether the OCI layout dir names ref.
+func cacheHolds(dir, ref string) bool {
+	if dir == "" {
+		return false
+	}
+
+	st, err := imagestore.Open(dir)
+	if err != nil {
+		return false
+	}
+
+	_, ok := st.Lookup(ref)
+
+	return ok
 }

@@ -9,11 +9,14 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -120,14 +123,18 @@ func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.
 		}
 	}
 
+	// Each node runs under a launcher, which boots it from its disk once
+	// the install made the disk bootable.
+	exe, err := os.Executable()
+	if err != nil {
+		return vm.Request{}, fmt.Errorf("node launcher: %w", err)
+	}
+
+	req.Launcher = []string{exe, "talosctl", "cluster", "qemu-launch"}
+
 	// The host serves make images' output on the segment; the configs
 	// name it as every registry's mirror (generate).
 	if f.cacheDir != "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return vm.Request{}, fmt.Errorf("serve the image cache: %w", err)
-		}
-
 		req.ServeCache = []string{exe, "talosctl", "image", "cache-serve", "--image-cache-path", f.cacheDir}
 	} else {
 		fmt.Fprintln(os.Stderr, "warning: no image cache (make images): the nodes will run no kubelet")
@@ -297,4 +304,28 @@ func applyOne(ctx context.Context, n nodePlan) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// newClusterQEMULaunchCommand is the hidden launcher cluster create qemu
+// runs for each node (Talos's qemu-launch).
+func newClusterQEMULaunchCommand() *cobra.Command {
+	var dir string
+
+	cmd := &cobra.Command{
+		Use:    "qemu-launch",
+		Short:  "Run one QEMU node of a cluster, starting it again after each reboot (internal)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+
+			return vm.Launch(ctx, dir, cmd.OutOrStdout())
+		},
+	}
+
+	cmd.Flags().StringVar(&dir, "dir", "", "the node's state directory (launch.json)")
+	_ = cmd.MarkFlagRequired("dir")
+
+	return cmd
 }

@@ -200,7 +200,9 @@ func (c *vmCluster) stateArgs() []string { return []string{"--name", c.name, "--
 // on one vde segment with the host at .1: they are configured over the
 // segment, form etcd, discover each other, hold a shared IP the host
 // reaches, survive a control plane's reboot with their config read from
-// disk, and destroy leaves nothing.
+// disk (booting from the disk itself: the nodes install an installer image
+// served by the host), take a rolling OS upgrade of the control planes, and
+// destroy leaves nothing.
 func TestQEMUCluster(t *testing.T) {
 	c := newVMCluster(t)
 	vip := c.ip(98) // .100
@@ -216,7 +218,14 @@ func TestQEMUCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The nodes install an installer image from the host and boot from
+	// their disks: their OS is upgraded at the end.
+	const v2 = "v0.0.2-rolling"
+
+	installFlags, v1 := c.installerRegistry(v2)
+
 	create := append([]string{"cluster", "create", "qemu"}, c.stateArgs()...)
+	create = append(create, installFlags...)
 	create = append(create, "--subnet", c.cidr.String(), "--controlplanes", "3", "--workers", "1",
 		"--cpus", "1", "--cpus-workers", "1", "--memory", "1024", "--memory-workers", "768",
 		"--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--images-dir", filepath.Join(root, "_out", "images"),
@@ -326,6 +335,12 @@ func TestQEMUCluster(t *testing.T) {
 
 	c.reboot(1)
 
+	if !strings.Contains(c.controlPlaneConsole(1), "Booting `A - talosbox ("+v1+")'") {
+		t.Errorf("control plane 2 did not reboot from its disk")
+	}
+
+	c.rollingUpgrade(3, v1, v2)
+
 	// No node's kernel or machined reported trouble on any boot.
 	for _, p := range c.consoles() {
 		b, err := os.ReadFile(p)
@@ -368,7 +383,7 @@ func TestQEMUCluster(t *testing.T) {
 	}
 }
 
-// reboot reboots control plane i in place and waits until the cluster is
+// reboot reboots control plane i and waits until the cluster is
 // healthy again, with the node's config read from its disk.
 func (c *vmCluster) reboot(i int) { c.t.Helper(); c.rebootWithin(i, servicesTimeout) }
 
@@ -388,7 +403,8 @@ func (c *vmCluster) rebootWithin(i int, healthTimeout time.Duration) {
 
 	c.ok(commandTimeout, "-n", c.ip(i), "reboot")
 
-	// The same QEMU reboots the guest: the console gains a second boot.
+	// The launcher boots the guest again (from its disk once installed):
+	// the console gains a second boot.
 	var after []byte
 
 	c.until(fmt.Sprintf("control plane %d to boot again", i+1), bootTimeout, func() error {

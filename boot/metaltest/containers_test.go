@@ -43,7 +43,15 @@ func serveCache(t *testing.T, bin string) int {
 func serveLayout(t *testing.T, bin, dir string) int {
 	t.Helper()
 
-	cmd := exec.Command(bin, "talosctl", "image", "cache-serve", "--image-cache-path", dir, "--address", "127.0.0.1:0")
+	return serveLayoutOn(t, bin, dir, "127.0.0.1")
+}
+
+// serveLayoutOn serves dir on host (0.0.0.0: every address, for guests on
+// a segment whose gateway is this host).
+func serveLayoutOn(t *testing.T, bin, dir, host string) int {
+	t.Helper()
+
+	cmd := exec.Command(bin, "talosctl", "image", "cache-serve", "--image-cache-path", dir, "--address", host+":0")
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 
@@ -58,7 +66,7 @@ func serveLayout(t *testing.T, bin, dir string) int {
 	})
 
 	port := make(chan int, 1)
-	re := regexp.MustCompile(`serving \d+ images read-only on http://127\.0\.0\.1:(\d+)`)
+	re := regexp.MustCompile(`serving \d+ images read-only on http://[0-9.:\[\]]+:(\d+)`)
 
 	go func() {
 		sc := bufio.NewScanner(pr)

@@ -32,7 +32,10 @@ func (t tool) available() error {
 	return nil
 }
 
-func binary() string       { return qemuTool.path() }
+func binary() string { return qemuTool.path() }
+
+// Binary is the qemu-system-x86_64 the harness runs.
+func Binary() string       { return binary() }
 func switchBinary() string { return switchTool.path() }
 
 // Available reports why QEMU cannot be started, or nil.

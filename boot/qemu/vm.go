@@ -62,7 +62,7 @@ type Config struct {
 	// (a unix socket path has at most 107 bytes).
 	Dir string
 	// LogLine, when set, gets every console line as it arrives.
-	LogLine func(line string)
+	LogLine func(line string) `json:"-"`
 	// ConsoleFile, when set, receives the serial console instead of the
 	// pipe Start reads (StartDetached: nobody reads a pipe).
 	ConsoleFile string
@@ -108,7 +108,9 @@ func (cfg *Config) Args(qmpPath string) []string {
 
 	console := "stdio,id=con0,signal=off"
 	if cfg.ConsoleFile != "" {
-		console = "file,id=con0,path=" + cfg.ConsoleFile
+		// Appended: a launcher that starts QEMU again after a guest reboot
+		// keeps the earlier boots.
+		console = "file,id=con0,path=" + cfg.ConsoleFile + ",append=on"
 	}
 
 	args := []string{

@@ -47,6 +47,9 @@ type Options struct {
 	KubernetesVersion string
 	InstallDisk       string
 	InstallImage      string
+	// NoInstallImage leaves machine.install.image out: the node then
+	// installs no boot loader (no installer image can be had).
+	NoInstallImage bool
 	// AdditionalSANs go into the Talos API and Kubernetes API certificates.
 	AdditionalSANs []string
 	DNSDomain      string
@@ -167,6 +170,10 @@ func withDefaults(opts Options) (Options, error) {
 
 	setDefault(&opts.InstallDisk, DefaultInstallDisk)
 	setDefault(&opts.InstallImage, DefaultInstallImage)
+
+	if opts.NoInstallImage {
+		opts.InstallImage = ""
+	}
 	setDefault(&opts.DNSDomain, DefaultDNSDomain)
 
 	if len(opts.PodSubnets) == 0 {

@@ -23,10 +23,11 @@ import (
 // while it upgrades (Talos's name).
 const UpgradeMutex = "talos:v1:etcdUpgradeMutex"
 
-// upgradeLockTTL is the lock's lease: it ends this long after the
-// upgrading node's etcd stops renewing it (the reboot), so it outlives
-// the reboot by little and never needs an unlock.
-const upgradeLockTTL = 30
+// upgradeLockTTL is the lock's lease in seconds: it ends this long after
+// the upgrading node's etcd stops renewing it (its reboot), and never
+// needs an unlock. While that node is down, its member's health refuses
+// the next upgrade anyway.
+const upgradeLockTTL = 10
 
 // Upgrade writes the installer image into the other boot slot before it
 // answers (so a missing image, one without a kernel or a full BOOT is the

@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -48,6 +50,12 @@ type Request struct {
 	// nodes and stopped by Destroy. Without it the nodes have nothing to
 	// pull Kubernetes from and run no kubelet.
 	ServeCache []string
+	// Launcher, when set, is the command line of the node launcher
+	// (talosctl cluster qemu-launch, without --dir): each node's QEMU runs
+	// under one, which starts it again after a guest reboot, from the
+	// disk once the install made it bootable. Without it QEMU runs
+	// detached and reboots in place, always from the kernel.
+	Launcher []string
 }
 
 // NodeRequest describes one virtual machine.
@@ -266,7 +274,7 @@ func (st *State) create(ctx context.Context, req Request, progress func(string))
 		st.Nodes = append(st.Nodes, n)
 		np := &st.Nodes[len(st.Nodes)-1]
 
-		if err := st.startNode(np, append(kubelet, req.Cmdline...), mask); err != nil {
+		if err := st.startNode(np, append(kubelet, req.Cmdline...), mask, req.Launcher); err != nil {
 			return err
 		}
 
@@ -280,7 +288,7 @@ func (st *State) create(ctx context.Context, req Request, progress func(string))
 	return nil
 }
 
-func (st *State) startNode(n *Node, extra []string, mask string) error {
+func (st *State) startNode(n *Node, extra []string, mask string, launcher []string) error {
 	dir := st.NodeDir(n)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -309,7 +317,7 @@ func (st *State) startNode(n *Node, extra []string, mask string) error {
 		"talosbox.install.disk=/dev/vda",
 	}, extra...)
 
-	n.PID, err = qemu.StartDetached(qemu.Config{
+	qc := qemu.Config{
 		Name:          n.Name,
 		UUID:          n.UUID,
 		Kernel:        st.Kernel,
@@ -321,12 +329,69 @@ func (st *State) startNode(n *Node, extra []string, mask string) error {
 		ExtraArgs:     []string{"-drive", "file=" + disk + ",if=virtio,format=raw", "-device", "virtio-balloon-pci,free-page-reporting=on"},
 		Dir:           dir,
 		InPlaceReboot: true,
-	})
+	}
+
+	if len(launcher) > 0 {
+		return st.launchNode(n, launcher, qc, disk)
+	}
+
+	n.PID, err = qemu.StartDetached(qc)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
 
 	return nil
+}
+
+// launchStartTimeout bounds how long a launcher has to get QEMU running.
+const launchStartTimeout = 30 * time.Second
+
+// launchNode starts the node's launcher detached and waits for its QEMU.
+func (st *State) launchNode(n *Node, argv []string, qc qemu.Config, disk string) error {
+	dir := qc.Dir
+	qc.ConsoleFile = filepath.Join(dir, "console.log")
+
+	if err := writeLaunchConfig(dir, launchConfig{QEMU: qc, Disk: disk}); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+
+	log, err := os.OpenFile(filepath.Join(dir, "launch.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+
+	cmd := exec.Command(argv[0], append(argv[1:], "--dir", dir)...) //nolint:gosec // the CLI's own binary
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("node %s: launcher: %w", n.Name, err)
+	}
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reaped while this process lives
+
+	n.LauncherPID, n.LauncherComm = cmd.Process.Pid, commOf(argv[0])
+
+	deadline := time.Now().Add(launchStartTimeout)
+
+	for {
+		if pid, err := qemu.ReadPID(filepath.Join(dir, "qemu.pid")); err == nil && qemu.Running(pid, "qemu-system") {
+			n.PID = pid
+			return nil
+		}
+
+		select {
+		case err := <-exited:
+			return fmt.Errorf("node %s: the launcher exited (%v): see %s", n.Name, err, filepath.Join(dir, "launch.log"))
+		case <-time.After(50 * time.Millisecond): // polling a pid file another process writes
+		}
+
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: QEMU not running within %s: see %s", n.Name, launchStartTimeout, filepath.Join(dir, "launch.log"))
+		}
+	}
 }
 
 // addressTap gives the host its address on the segment and brings the
@@ -396,6 +461,19 @@ func Destroy(o Options, name string, progress func(string)) error {
 		n := &st.Nodes[i]
 		if n.PID == 0 {
 			continue
+		}
+
+		// The launcher first, or it would start QEMU again; it stops its
+		// QEMU, whose PID changes with every boot.
+		if n.LauncherPID != 0 {
+			if err := qemu.StopProcess(n.LauncherPID, n.LauncherComm, 10*time.Second); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+
+			if pid, err := qemu.ReadPID(filepath.Join(st.NodeDir(n), "qemu.pid")); err == nil {
+				n.PID = pid
+			}
 		}
 
 		if err := qemu.StopProcess(n.PID, "qemu-system", 5*time.Second); err != nil {

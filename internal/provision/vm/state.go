@@ -82,8 +82,13 @@ type Node struct {
 	DiskMiB   int64      `json:"diskMiB"`
 	// UUID is the node's SMBIOS system UUID (its nodeID key source).
 	UUID string `json:"uuid,omitempty"`
-	// PID is QEMU's, 0 until it started.
+	// PID is QEMU's, 0 until it started; under a launcher, its first
+	// QEMU's (qemu.pid in the node's directory has the current one).
 	PID int `json:"pid,omitempty"`
+	// LauncherPID is the node's launcher (0: none), LauncherComm its
+	// process name, checked before it is stopped.
+	LauncherPID  int    `json:"launcherPid,omitempty"`
+	LauncherComm string `json:"launcherComm,omitempty"`
 }
 
 // Dir is the cluster's state directory.
@@ -96,7 +101,15 @@ func (s *State) NodeDir(n *Node) string { return filepath.Join(s.dir, n.Name) }
 func (s *State) ConsoleLog(n *Node) string { return filepath.Join(s.NodeDir(n), "console.log") }
 
 // Running reports whether the node's QEMU process is alive.
-func (s *State) Running(n *Node) bool { return n.PID != 0 && qemu.Running(n.PID, "qemu-system") }
+func (s *State) Running(n *Node) bool {
+	if n.LauncherPID != 0 {
+		pid, err := qemu.ReadPID(filepath.Join(s.NodeDir(n), "qemu.pid"))
+
+		return err == nil && qemu.Running(pid, "qemu-system")
+	}
+
+	return n.PID != 0 && qemu.Running(n.PID, "qemu-system")
+}
 
 // SwitchRunning reports whether the segment's switch is alive.
 func (s *State) SwitchRunning() bool {
