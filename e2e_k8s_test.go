@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -290,16 +291,32 @@ func TestDockerKubernetes(t *testing.T) {
 		bad := "registry.k8s.io/kube-apiserver:v0.0.0-missing"
 		good := images.APIServer(images.Kubernetes).String()
 
+		patched := time.Now()
+
+		// What the kubelet did with the pod from the patch on, when it was
+		// not reported (CI shows the start of a failed test's output: keep
+		// it short), and what machined served it.
+		defer func() {
+			if t.Failed() {
+				served, _ := dc.talosctl("-n", cp3, "get", "staticpods", "kube-apiserver", "-o", "yaml")
+				t.Logf("served on %s: %s", cp3, grepLines(served, "image:", "config-version"))
+
+				out, _ := dc.talosctl("-n", cp3, "logs", "kubelet", "--tail", "2000")
+				t.Logf("kubelet on %s after the patch:\n%s", cp3, kubeletSince(out, patched.Add(-5*time.Second), 40))
+			}
+		}()
+
 		dc.ok("-n", cp3, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/cluster/apiServer/image","value":"`+bad+`"}]`)
 
 		waitFor(t, 6*time.Minute, "StaticPodStatus says why", func() error {
-			out, _ := dc.talosctl("-n", cp3, "get", "staticpodstatus", "-o", "yaml")
+			out, _ := dc.talosctl("-n", cp3, "get", "staticpodstatus", "kube-system/kube-apiserver-"+names[cp3], "-o", "yaml")
 			if !strings.Contains(out, "ImagePull") && !strings.Contains(out, "ErrImage") {
-				return fmt.Errorf("no image pull error:\n%s", out)
+				return fmt.Errorf("no image pull error %s after the patch:\n%s", time.Since(patched).Round(time.Second), out)
 			}
 
 			return nil
 		})
+		t.Logf("the kubelet reported the pull error %s after the patch", time.Since(patched).Round(time.Second))
 
 		// The mirror pod follows the kubelet's status a moment later.
 		waitFor(t, 6*time.Minute, "health fails, naming the apiserver", func() error {
@@ -370,6 +387,11 @@ func TestDockerKubernetes(t *testing.T) {
 			return nil
 		})
 
+		// A graceful reset cordons and drains first, as in Talos.
+		if out := dc.kube(t, "get", "node", names[cp3], "-o", `jsonpath={.spec.unschedulable} {.metadata.annotations.talos\.dev/cordoned}`); out != "true true" {
+			t.Errorf("node %s after a graceful reset: unschedulable, talos.dev/cordoned = %q, want cordoned by Talos", names[cp3], out)
+		}
+
 		dc.kube(t, "delete", "node", names[cp3])
 
 		if out := dc.kube(t, "get", "nodes", "-o", "name"); strings.Contains(out, names[cp3]) {
@@ -393,6 +415,56 @@ func annotation(t *testing.T, yaml, key string) string {
 	t.Fatalf("no %s in:\n%s", key, yaml)
 
 	return ""
+}
+
+// kubeletSince keeps the kubelet's log lines (talosctl logs, klog's JSON)
+// stamped at or after since about the API server's pod or the kubelet's
+// own sync loop, without the per-second retries against a down API
+// server, at most limit of them: the story of the pod's replacement.
+func kubeletSince(out string, since time.Time, limit int) string {
+	about := []string{"kube-apiserver", "Skipping pod synchronization", "PLEG", "from URL", "runtime"}
+	noise := []string{"status_manager.go", "mirror_client.go", "kubelet.go:3216", "lease/controller.go", "record/event.go", "MountVolume"}
+	has := func(line string, subs []string) bool {
+		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(line, s) })
+	}
+
+	var kept []string
+
+	for line := range strings.Lines(out) {
+		m := kubeletTS.FindStringSubmatch(line)
+		if m == nil || !has(line, about) || has(line, noise) {
+			continue
+		}
+
+		if ms, _ := strconv.ParseFloat(m[1], 64); time.UnixMilli(int64(ms)).Before(since) {
+			continue
+		}
+
+		if len(line) > 400 {
+			line = line[:400] + "...\n"
+		}
+
+		if kept = append(kept, line); len(kept) == limit {
+			break
+		}
+	}
+
+	return strings.Join(kept, "")
+}
+
+var kubeletTS = regexp.MustCompile(`"ts":([0-9.]+)`)
+
+// grepLines keeps the lines of out holding any of subs.
+func grepLines(out string, subs ...string) string {
+	var kept []string
+
+	for line := range strings.Lines(out) {
+		if slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(line, s) }) {
+			kept = append(kept, strings.TrimSpace(line))
+		}
+	}
+
+	return strings.Join(kept, "; ")
 }
 
 // killInNode SIGKILLs the process named comm inside the node container:

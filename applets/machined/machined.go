@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -205,6 +206,7 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 			return append(plane.Services(n, c), kube.Services(n, c)...)
 		},
 		LeaveCluster: plane.LeaveCluster,
+		Drain:        drainHook(kube, noKubelet),
 		Operators:    plane.Operators,
 		Controllers: func(n *machine.Node) []bus.Controller {
 			return append(plane.Controllers(n), kube.Controllers(n)...)
@@ -241,6 +243,15 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 	}
 }
 
+// drainHook is machine.Options.Drain: nil on a node that runs no kubelet.
+func drainHook(kube *k8s.Kubernetes, noKubelet bool) func(context.Context, io.Writer) error {
+	if noKubelet {
+		return nil
+	}
+
+	return kube.CordonAndDrain
+}
+
 // revertUpgrade reboots into the previous installation when the boot that
 // failed was an upgrade's first (Talos's revertBootloader); it returns
 // only when there was nothing to revert.
@@ -251,11 +262,31 @@ func revertUpgrade(ctx context.Context, node *machine.Node, env applet.Env, boot
 		return
 	}
 
-	if reverted {
-		fmt.Fprintf(env.Stderr, "[talos] fatal: %v\n", bootErr)
-		fmt.Fprintln(env.Stderr, "[talos] the upgrade failed to boot: rebooting into the previous installation")
-		powerDown(env, unix.LINUX_REBOOT_CMD_RESTART, "rebooting")
+	if !reverted {
+		return
 	}
+
+	fmt.Fprintf(env.Stderr, "[talos] fatal: %v\n", bootErr)
+	fmt.Fprintln(env.Stderr, "[talos] the upgrade failed to boot: rebooting into the previous installation")
+
+	// As in Talos: panic=0 asks the node to stay down for an operator;
+	// otherwise the error stays readable for a 10 s countdown.
+	if c, cerr := platform.ReadCmdline(); cerr == nil {
+		if v, ok := c.Get("panic"); ok && v == "0" {
+			fmt.Fprintln(env.Stderr, "[talos] panic=0 kernel flag found, sleeping forever")
+			waitForever()
+		}
+	}
+
+	for i := int(fatalDelay / time.Second); i >= 0; i-- {
+		fmt.Fprintf(env.Stderr, "[talos] rebooting in %d seconds\n", i)
+
+		if i > 0 {
+			time.Sleep(time.Second)
+		}
+	}
+
+	powerDown(env, unix.LINUX_REBOOT_CMD_RESTART, "rebooting")
 }
 
 // powerDown syncs, unmounts and reboots or powers the machine off. The

@@ -21,6 +21,15 @@ import (
 func installerImage(t *testing.T, bin, dir, ref, version string) {
 	t.Helper()
 
+	installerImageWith(t, bin, dir, ref, version, initramfs.Runtime{})
+}
+
+// installerImageWith is installerImage with a container runtime (runc
+// and the CNI plugins) in its initramfs, as make installer's has, for a
+// node that runs the kubelet after it boots from its disk.
+func installerImageWith(t *testing.T, bin, dir, ref, version string, rt initramfs.Runtime) {
+	t.Helper()
+
 	k, err := kernel()
 	if err != nil {
 		t.Fatal(err)
@@ -28,8 +37,14 @@ func installerImage(t *testing.T, bin, dir, ref, version string) {
 
 	p := filepath.Join(t.TempDir(), "initramfs.cpio.zst")
 
+	// The guest's drivers; a Kubernetes node gets what cluster create
+	// gives it (the default set: netfilter, overlay, vxlan...).
 	mods := append([]string(nil), guestModules...)
-	if _, err := initramfs.BuildFile(p, initramfs.Options{Binary: bin, ModulesDir: k.ModulesDir, Modules: mods, Compression: initramfs.Zstd}); err != nil {
+	if rt.Runc != "" {
+		mods = nil
+	}
+
+	if _, err := initramfs.BuildFile(p, initramfs.Options{Binary: bin, ModulesDir: k.ModulesDir, Modules: mods, Compression: initramfs.Zstd, Runtime: rt}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -235,6 +250,8 @@ func TestMetalUpgrade(t *testing.T) {
 	n.wait("Booting `A - talosbox ("+v3+")'", bootTimeout)
 	n.wait("this build fails every boot on purpose", servicesTimeout)
 	n.wait(`[talos] reverting failed upgrade, switching to "B"`, servicesTimeout)
+	n.wait("[talos] rebooting in 10 seconds", commandTimeout)
+	n.wait("[talos] rebooting in 0 seconds", commandTimeout)
 	rebootInto("boot 9: back on v2")
 	n.wait("Booting `B - talosbox ("+v2+")'", bootTimeout)
 	n.wait(markServices, servicesTimeout)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/boot/qemu"
+	"github.com/talosbox/talosbox/initramfs"
 	kimages "github.com/talosbox/talosbox/internal/images"
 )
 
@@ -28,12 +29,18 @@ func (c *vmCluster) kubectl(root string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// k8sInstaller is TestQEMUKubernetes's installer image: from a registry
+// of its own (a reserved name), so that the image cache stays ghcr.io's
+// mirror for the kubelet.
+const k8sInstaller = "installer.test/talosbox/installer:v1"
+
 // TestQEMUKubernetes: one metal control plane under QEMU pulls Kubernetes
 // from the image cache the host serves on the segment, runs the kubelet
 // and its static-pod control plane, and becomes a Ready node that runs
 // the project's echo Deployment, reached through its Service by address
-// and by name; then `talosctl reboot` with all of it running brings the
-// node back Ready with its workloads. Under TCG (no KVM here) it takes
+// and by name; then `talosctl upgrade` with all of it running drains the
+// node, boots it from its disk and brings it back Ready and uncordoned
+// with its workloads. Under TCG (no KVM here) it takes
 // about 12 minutes, and it holds the guest lock (qemu.Exclusive), so the
 // Docker Kubernetes tests wait for it rather than starve it.
 func TestQEMUKubernetes(t *testing.T) {
@@ -52,11 +59,25 @@ func TestQEMUKubernetes(t *testing.T) {
 	// One node: the control plane takes pods (the echo Deployment).
 	untaint := `cluster: {allowSchedulingOnControlPlanes: true}`
 
+	// The node installs itself from an installer image the host serves
+	// (with the container runtime, as make installer's has), so that it
+	// boots from its disk after its upgrade.
+	rt, err := initramfs.RuntimeIn(filepath.Join(root, "_out", "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	v1 := strings.Fields(mustOutput(t, c.bin, "--version"))[1]
+	installers := t.TempDir()
+	installerImageWith(t, c.bin, installers, k8sInstaller, v1, rt)
+	registry := serveLayoutOn(t, c.bin, filepath.Join(installers, "oci"), "0.0.0.0")
+
 	create := append([]string{"cluster", "create", "qemu"}, c.stateArgs()...)
 	create = append(create, "--subnet", c.cidr.String(), "--controlplanes", "1", "--workers", "0",
 		"--cpus", "2", "--memory", "3072",
 		"--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--images-dir", filepath.Join(root, "_out", "images"),
-		"--config-patch", untaint, "--wait-timeout", "25m")
+		"--config-patch", untaint, "--wait-timeout", "25m",
+		"--install-image", k8sInstaller, "--registry-mirror", fmt.Sprintf("installer.test=http://%s:%d", c.cidr.Addr().Next(), registry))
 
 	start := time.Now()
 	out := c.ok(30*time.Minute, create...)
@@ -107,18 +128,30 @@ func TestQEMUKubernetes(t *testing.T) {
 	// the kernel's view, so shared pages count once.
 	t.Logf("node memory (MiB) with everything running:\n%s", c.ok(commandTimeout, "-n", c.ip(0), "memory"))
 
-	// talosctl reboot with pods running: machined stops the pods' shims,
+	// An OS upgrade with pods running (to another slot of the same
+	// version: what differs is the reboot's path): the node is cordoned
+	// and its pods evicted first, then machined stops the pods' shims,
 	// unmounts the kubelet's shared bind and the pods' volumes, and only
-	// then EPHEMERAL; the node comes back Ready with its workloads.
+	// then EPHEMERAL; it comes back from its disk, Ready, is uncordoned,
+	// and the evicted replicas run again.
 	console := filepath.Join(c.state, c.name, c.name+"-controlplane-1", "console.log")
 	before, err := os.ReadFile(console)
 	if err != nil {
 		t.Fatal(err)
 	}
 
+	if !strings.Contains(string(before), "[talos] installed "+v1+" on vda: the disk boots by itself") {
+		t.Fatalf("the node did not install %s to its disk:\n%s", v1, before)
+	}
+
+	echoPods := func() string {
+		return strings.TrimSpace(must("get", "pods", "-l", "app=echo", "-o", `jsonpath={.items[*].metadata.name}`))
+	}
+	podsBefore := echoPods()
+
 	start = time.Now()
-	c.rebootWithin(0, 15*time.Minute)
-	t.Logf("talosctl reboot to healthy: %s", time.Since(start).Round(time.Second))
+	c.ok(20*time.Minute, "-n", c.ip(0), "upgrade", "--image", k8sInstaller, "--timeout", "15m")
+	t.Logf("talosctl upgrade with Kubernetes running, to back up: %s", time.Since(start).Round(time.Second))
 
 	after, err := os.ReadFile(console)
 	if err != nil {
@@ -127,21 +160,38 @@ func TestQEMUKubernetes(t *testing.T) {
 
 	// The serial console ends its lines with CRLF.
 	down := string(after[len(before):])
-	if !regexp.MustCompile(`(?m)^\[talos\] unmounted /var\r?$`).MatchString(down) {
-		t.Errorf("EPHEMERAL was not unmounted cleanly on the way down:\n%s", down)
+	node := c.name + "-controlplane-1"
+
+	for _, re := range []string{
+		`(?m)^\[talos\] cordoned node ` + node + `\r?$`,
+		`(?m)^\[talos\] drained node ` + node + `: [1-9][0-9]* pods evicted`,
+		`(?m)^\[talos\] unmounted /var\r?$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(down) {
+			t.Errorf("the upgrade's way down lacks %s:\n%s", re, down)
+		}
 	}
 
-	c.until("the node Ready after its reboot", 10*time.Minute, func() error {
-		out, err := c.kubectl(root, "get", "nodes", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}`)
+	t.Logf("the upgrade's drain:\n%s", strings.Join(regexp.MustCompile(`(?m)^\[talos\] (cordoned|drain).*$`).FindAllString(down, -1), "\n"))
+
+	back := time.Now()
+
+	c.until("the node Ready and uncordoned after its upgrade", 10*time.Minute, func() error {
+		out, err := c.kubectl(root, "get", "nodes", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status} {.items[*].spec.unschedulable} {.items[*].metadata.annotations.talos\.dev/cordoned}`)
 		if err != nil {
 			return err
 		}
 
 		if strings.TrimSpace(out) != "True" {
-			return fmt.Errorf("node Ready=%q", out)
+			return fmt.Errorf("node Ready, unschedulable, talos.dev/cordoned: %q", out)
 		}
 
 		return nil
 	})
+	t.Logf("upgrade back to Ready and uncordoned: %s more", time.Since(back).Round(time.Second))
 	must("rollout", "status", "deployment/echo", "--timeout=10m")
+
+	if podsAfter := echoPods(); podsAfter == podsBefore {
+		t.Errorf("the echo pods were not evicted (the same pods %s before and after)", podsAfter)
+	}
 }

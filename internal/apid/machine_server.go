@@ -208,9 +208,15 @@ func (m *machineServer) Reboot(ctx context.Context, _ *machine.RebootRequest) (*
 	return &machine.RebootResponse{Messages: []*machine.Reboot{{ActorId: actor}}}, nil
 }
 
-// Shutdown answers, then stops the node (machined powers off on metal).
-func (m *machineServer) Shutdown(ctx context.Context, _ *machine.ShutdownRequest) (*machine.ShutdownResponse, error) {
-	actor := m.afterReply(ctx, "shutdown", m.s.node.Shutdown)
+// Shutdown answers, then stops the node (machined powers off on metal),
+// cordoning and draining it first unless --force, as in Talos.
+func (m *machineServer) Shutdown(ctx context.Context, req *machine.ShutdownRequest) (*machine.ShutdownResponse, error) {
+	shutdown := m.s.node.ShutdownGracefully
+	if req.GetForce() {
+		shutdown = m.s.node.Shutdown
+	}
+
+	actor := m.afterReply(ctx, "shutdown", shutdown)
 
 	return &machine.ShutdownResponse{Messages: []*machine.Shutdown{{ActorId: actor}}}, nil
 }

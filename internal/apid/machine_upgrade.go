@@ -31,7 +31,8 @@ const upgradeLockTTL = 10
 
 // Upgrade writes the installer image into the other boot slot before it
 // answers (so a missing image, one without a kernel or a full BOOT is the
-// caller's error and changes nothing), then reboots. On a control plane,
+// caller's error and changes nothing), then cordons and drains the node
+// (when Kubernetes runs there) and reboots. On a control plane,
 // unless --force: every etcd member must be healthy, and the cluster-wide
 // upgrade lock free.
 func (m *machineServer) Upgrade(ctx context.Context, req *machine.UpgradeRequest) (*machine.UpgradeResponse, error) {
@@ -58,19 +59,19 @@ func (m *machineServer) Upgrade(ctx context.Context, req *machine.UpgradeRequest
 		return nil, upgradeError(err)
 	}
 
-	actor := m.afterReply(ctx, "upgrade", m.s.node.Reboot)
+	actor := m.afterReply(ctx, "upgrade", m.s.node.RebootForUpgrade)
 
 	return &machine.UpgradeResponse{Messages: []*machine.Upgrade{{Ack: "Upgrade request received", ActorId: actor}}}, nil
 }
 
 // Rollback points the boot loader back at the previous installation and
-// reboots.
+// reboots, draining the node first as an upgrade does.
 func (m *machineServer) Rollback(ctx context.Context, _ *machine.RollbackRequest) (*machine.RollbackResponse, error) {
 	if _, err := m.s.node.Rollback(ctx); err != nil {
 		return nil, upgradeError(err)
 	}
 
-	m.afterReply(ctx, "rollback", m.s.node.Reboot)
+	m.afterReply(ctx, "rollback", m.s.node.RebootForUpgrade)
 
 	return &machine.RollbackResponse{Messages: []*machine.Rollback{{}}}, nil
 }

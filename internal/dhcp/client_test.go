@@ -60,9 +60,9 @@ func TestLeaseCarriesServerConfiguration(t *testing.T) {
 		t.Errorf("Acquired = %v", l.Acquired)
 	}
 
-	log := b.server.log.String()
-	if !strings.Contains(log, "client provides name: clienthint") {
-		t.Errorf("dnsmasq did not see option 12 from the client:\n%s", log)
+	// dnsmasq queues its log lines: they may trail its replies.
+	if !eventually(5*time.Second, func() bool { return strings.Contains(b.server.log.String(), "client provides name: clienthint") }) {
+		t.Errorf("dnsmasq did not see option 12 from the client:\n%s", b.server.log)
 	}
 
 	poll(t, 5*time.Second, "the lease in dnsmasq's lease file", func() bool {
@@ -107,8 +107,8 @@ func TestRenewal(t *testing.T) {
 	// dnsmasq logs a RENEWING request with the client's address as
 	// ciaddr like "DHCPREQUEST(br0) 10.5.0.x <mac>".
 	want := "DHCPREQUEST(br0) " + l.Address.Addr().String() + " " + clientMAC
-	if n := strings.Count(b.server.log.String(), want); n < 2 {
-		t.Errorf("dnsmasq saw %d requests for the address, want 2 or more:\n%s", n, b.server.log)
+	if !eventually(5*time.Second, func() bool { return strings.Count(b.server.log.String(), want) >= 2 }) {
+		t.Errorf("dnsmasq saw %d requests for the address, want 2 or more:\n%s", strings.Count(b.server.log.String(), want), b.server.log)
 	}
 }
 
@@ -144,6 +144,13 @@ func TestLinkFlapReacquires(t *testing.T) {
 	b.run(Options{})
 
 	first := b.next(acquireTimeout, Acquired).mustLease(t)
+
+	// The count before the flap must include the first DISCOVER, whose
+	// log line may trail the lease (dnsmasq queues its log).
+	poll(t, 5*time.Second, "dnsmasq to log the first ACK", func() bool {
+		return strings.Contains(b.server.log.String(), "DHCPACK(br0) "+first.Address.Addr().String())
+	})
+
 	discovers := strings.Count(b.server.log.String(), "DHCPDISCOVER(br0)")
 
 	b.ip("link", "set", "eth0", "down")
@@ -160,7 +167,7 @@ func TestLinkFlapReacquires(t *testing.T) {
 		t.Errorf("re-acquired lease dated %v, first %v", l.Acquired, first.Acquired)
 	}
 
-	if n := strings.Count(b.server.log.String(), "DHCPDISCOVER(br0)"); n <= discovers {
+	if !eventually(5*time.Second, func() bool { return strings.Count(b.server.log.String(), "DHCPDISCOVER(br0)") > discovers }) {
 		t.Errorf("no new DISCOVER after the flap:\n%s", b.server.log)
 	}
 }
@@ -186,7 +193,10 @@ func TestReleaseOnShutdown(t *testing.T) {
 		return !strings.Contains(b.server.leases(), clientMAC)
 	})
 
-	if want := "DHCPRELEASE(br0) " + l.Address.Addr().String() + " " + clientMAC; !strings.Contains(b.server.log.String(), want) {
+	// dnsmasq queues its log lines and may write them after it rewrote
+	// the lease file, so the release is awaited in the log too.
+	want := "DHCPRELEASE(br0) " + l.Address.Addr().String() + " " + clientMAC
+	if !eventually(5*time.Second, func() bool { return strings.Contains(b.server.log.String(), want) }) {
 		t.Errorf("dnsmasq log lacks %q:\n%s", want, b.server.log)
 	}
 }

@@ -142,6 +142,13 @@ func (d *dnsmasq) leases() string {
 func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 
+	if !eventually(timeout, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// eventually reports whether cond became true within timeout.
+func eventually(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(20 * time.Millisecond)
 
@@ -149,11 +156,13 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 
 		<-tick.C
 	}
+
+	return true
 }
 
 // bench is a test network with dnsmasq and a running client.

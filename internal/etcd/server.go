@@ -104,16 +104,29 @@ func start(ctx context.Context, opts Options, mode Mode) (*Server, error) {
 	cfg.InitialCluster = r.initialCluster()
 	cfg.ClusterState = embed.ClusterStateFlagExisting
 
-	// A join whose start could not ask the members for their versions in
-	// time (etcd's "incompatible with current running cluster", seen on a
-	// loaded machine) is undone and tried again: nothing of it is left.
+	// A join whose start could not ask the members for their versions
+	// (etcd's "incompatible with current running cluster": a loaded
+	// machine, or a cluster so new that its leader has not yet decided the
+	// cluster version, which etcd does on a ticker of several seconds) is
+	// undone and tried again, paced by RetryInterval, for up to
+	// joinRetryWindow: nothing of a failed attempt is left.
+	giveUp := time.Now().Add(joinRetryWindow)
+
 	for attempt := 1; ; attempt++ {
 		s, err := startOnce(ctx, r, cfg, mode, lg)
-		if err == nil || mode != Join || attempt == joinAttempts || !transientJoinError(err) {
+		if err == nil || mode != Join || !transientJoinError(err) || time.Now().After(giveUp) {
 			return s, err
 		}
 
 		lg.Warn("join failed, trying again", zap.Int("attempt", attempt), zap.Error(err))
+
+		if attempt > 1 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+			case <-time.After(r.RetryInterval):
+			}
+		}
 
 		if err := os.MkdirAll(r.DataDir, 0o700); err != nil {
 			return nil, err
@@ -121,8 +134,9 @@ func start(ctx context.Context, opts Options, mode Mode) (*Server, error) {
 	}
 }
 
-// joinAttempts bounds the retries of a join that failed transiently.
-const joinAttempts = 3
+// joinRetryWindow bounds the retries of a join that failed transiently:
+// a real incompatibility (another etcd version) must not retry forever.
+const joinRetryWindow = time.Minute
 
 // transientJoinError is etcd's refusal to start a joining member when it
 // could not fetch the cluster's versions or membership from the peers.

@@ -61,6 +61,10 @@ type Options struct {
 	// LeaveCluster leaves etcd on a graceful reset, before the services
 	// stop; nil on a node that never runs etcd.
 	LeaveCluster func(ctx context.Context, w io.Writer) error
+	// Drain cordons the node in Kubernetes and evicts its pods before an
+	// upgrade's reboot; nil where no kubelet runs. Its failure is
+	// reported and the reboot goes on: the new slot is already written.
+	Drain func(ctx context.Context, w io.Writer) error
 	// OnEvent receives the node's events: service state changes, sequence,
 	// phase and task transitions, config load errors. It must not block.
 	OnEvent func(Event)
@@ -245,11 +249,14 @@ const (
 	reqReboot requestKind = iota
 	reqShutdown
 	reqReset
+	reqUpgradeReboot
 )
 
 type request struct {
 	kind  requestKind
 	reset ResetOptions
+	// drain: a shutdown that cordons and drains first (not --force).
+	drain bool
 	done  chan error
 }
 
@@ -273,7 +280,7 @@ func (n *Node) Run(ctx context.Context) error {
 	for {
 		if err := n.boot(ctx); err != nil {
 			if ctx.Err() != nil {
-				return n.shutdown(context.WithoutCancel(ctx))
+				return n.shutdown(context.WithoutCancel(ctx), false)
 			}
 
 			if errors.Is(err, errRebootNow) {
@@ -291,7 +298,7 @@ func (n *Node) Run(ctx context.Context) error {
 
 		select {
 		case <-ctx.Done():
-			return n.shutdown(context.WithoutCancel(ctx))
+			return n.shutdown(context.WithoutCancel(ctx), false)
 		case req := <-n.requests:
 			err, again := n.handle(ctx, req)
 			req.done <- err
@@ -366,8 +373,16 @@ func (n *Node) handle(ctx context.Context, req request) (err error, again bool) 
 		}
 
 		return nil, !n.opts.Platform.IsMetal()
+	case reqUpgradeReboot:
+		n.setStage(ctx, StageUpgrading)
+
+		if err := n.seq.Run(ctx, n.upgradeSequence()); err != nil {
+			return err, false
+		}
+
+		return nil, !n.opts.Platform.IsMetal()
 	case reqShutdown:
-		return n.shutdown(ctx), false
+		return n.shutdown(ctx, req.drain), false
 	case reqReset:
 		n.setStage(ctx, StageResetting)
 
@@ -381,10 +396,15 @@ func (n *Node) handle(ctx context.Context, req request) (err error, again bool) 
 	return fmt.Errorf("unknown request %d", req.kind), false
 }
 
-func (n *Node) shutdown(ctx context.Context) error {
+func (n *Node) shutdown(ctx context.Context, drain bool) error {
 	n.setStage(ctx, StageShuttingDown)
 
-	return n.seq.Run(ctx, n.stopSequence("shutdown"))
+	seq := &sequencer.Sequence{Name: "shutdown"}
+	if drain {
+		n.appendDrain(seq)
+	}
+
+	return n.seq.Run(ctx, n.appendStop(seq))
 }
 
 // ask hands a lifecycle request to Run and waits for it to be handled.
@@ -409,8 +429,22 @@ func (n *Node) ask(ctx context.Context, req request) error {
 // mode; the caller reboots the machine on metal).
 func (n *Node) Reboot(ctx context.Context) error { return n.ask(ctx, request{kind: reqReboot}) }
 
+// RebootForUpgrade reboots into an upgrade (or a rollback) just written:
+// the node is cordoned and drained first (Options.Drain), and its stage
+// reads upgrading meanwhile.
+func (n *Node) RebootForUpgrade(ctx context.Context) error {
+	return n.ask(ctx, request{kind: reqUpgradeReboot})
+}
+
 // Shutdown stops the node; Run then returns ErrPowerOff.
 func (n *Node) Shutdown(ctx context.Context) error { return n.ask(ctx, request{kind: reqShutdown}) }
+
+// ShutdownGracefully is Shutdown that cordons and drains the node's
+// Kubernetes first (Options.Drain), as talosctl shutdown does without
+// --force.
+func (n *Node) ShutdownGracefully(ctx context.Context) error {
+	return n.ask(ctx, request{kind: reqShutdown, drain: true})
+}
 
 // ResetOptions are `talosctl reset`'s.
 type ResetOptions struct {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +21,7 @@ import (
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
 var (
@@ -515,6 +518,120 @@ func TestResetWipesAndReturnsToMaintenance(t *testing.T) {
 
 	if !strings.Contains(n.console.String(), "nothing to leave") {
 		t.Fatal("graceful reset did not try to leave etcd")
+	}
+}
+
+// An upgrade's reboot drains the node's Kubernetes first, with the stage
+// saying upgrading; a drain that fails is reported and the reboot goes on
+// (the new slot is written by then).
+func TestRebootForUpgradeDrainsFirst(t *testing.T) {
+	type call struct {
+		stage    machine.Stage
+		services int
+	}
+
+	calls := make(chan call, 2)
+
+	var n *testNode
+
+	n = startNodeWith(t, "", workerConfig(t), func(o *machine.Options) {
+		o.Drain = func(ctx context.Context, w io.Writer) error {
+			st, err := bus.GetAs[*machine.MachineStage](ctx, n.Store(), stagePtr)
+			if err != nil {
+				return err
+			}
+
+			svcs, _ := n.Store().List(ctx, bus.Kind{Namespace: supervisor.Namespace, Type: supervisor.ServiceType})
+			calls <- call{st.TypedSpec().Stage, len(svcs)}
+
+			fmt.Fprintln(w, "[talos] cordoned node test")
+
+			return errors.New("the API server is not reachable")
+		}
+	})
+
+	waitReady(t, n)
+
+	if err := n.RebootForUpgrade(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case c := <-calls:
+		if c.stage != machine.StageUpgrading || c.services == 0 {
+			t.Fatalf("drained at stage %q with %d services, want upgrading with the services still there", c.stage, c.services)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the upgrade's reboot did not drain")
+	}
+
+	waitReady(t, n)
+
+	for _, want := range []string{"[talos] cordoned node test", "[talos] drain: the API server is not reachable; going on"} {
+		if !strings.Contains(n.console.String(), want) {
+			t.Errorf("console lacks %q", want)
+		}
+	}
+
+	if len(calls) != 0 {
+		t.Error("a plain boot drained")
+	}
+
+	// A graceful reset drains too (then leaves etcd); a forced shutdown
+	// does not, a plain one does.
+	if err := n.Reset(context.Background(), machine.ResetOptions{Reboot: true, Graceful: true, SystemLabelsToWipe: []string{"EPHEMERAL"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case c := <-calls:
+		if c.stage != machine.StageResetting {
+			t.Errorf("reset drained at stage %q", c.stage)
+		}
+	default:
+		t.Fatal("a graceful reset did not drain") // Reset returns once its sequence ran
+	}
+
+	waitReady(t, n)
+
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	if len(calls) != 0 {
+		t.Error("a forced shutdown drained")
+	}
+}
+
+func TestGracefulShutdownDrains(t *testing.T) {
+	drained := make(chan machine.Stage, 1)
+
+	var n *testNode
+
+	n = startNodeWith(t, "", workerConfig(t), func(o *machine.Options) {
+		o.Drain = func(ctx context.Context, _ io.Writer) error {
+			st, err := bus.GetAs[*machine.MachineStage](ctx, n.Store(), stagePtr)
+			if err == nil {
+				drained <- st.TypedSpec().Stage
+			}
+
+			return err
+		}
+	})
+
+	waitReady(t, n)
+
+	if err := n.ShutdownGracefully(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case st := <-drained:
+		if st != machine.StageShuttingDown {
+			t.Errorf("drained at stage %q", st)
+		}
+	default:
+		t.Fatal("a graceful shutdown did not drain")
 	}
 }
 

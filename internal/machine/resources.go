@@ -78,6 +78,7 @@ const (
 	StageRunning      Stage = "running"
 	StageRebooting    Stage = "rebooting"
 	StageShuttingDown Stage = "shuttingDown"
+	StageUpgrading    Stage = "upgrading"
 	StageResetting    Stage = "resetting"
 )
 

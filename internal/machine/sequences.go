@@ -337,7 +337,29 @@ func setEnv(cfg *configs.Config) error {
 
 // stopSequence stops every service, in reverse dependency order.
 func (n *Node) stopSequence(name string) *sequencer.Sequence {
-	seq := &sequencer.Sequence{Name: name}
+	return n.appendStop(&sequencer.Sequence{Name: name})
+}
+
+// upgradeSequence drains the node's Kubernetes, then stops it.
+func (n *Node) upgradeSequence() *sequencer.Sequence {
+	return n.appendStop(n.appendDrain(&sequencer.Sequence{Name: "upgrade"}))
+}
+
+// appendDrain cordons and drains the node's Kubernetes (Options.Drain);
+// a drain that fails is reported and what follows goes on, as in Talos.
+func (n *Node) appendDrain(seq *sequencer.Sequence) *sequencer.Sequence {
+	seq.AppendWhen(n.opts.Drain != nil, "drain", task("cordonAndDrainNode", func(ctx context.Context, w io.Writer) error {
+		if err := n.opts.Drain(ctx, w); err != nil {
+			fmt.Fprintf(w, "[talos] drain: %v; going on\n", err)
+		}
+
+		return nil
+	}))
+
+	return seq
+}
+
+func (n *Node) appendStop(seq *sequencer.Sequence) *sequencer.Sequence {
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
 	seq.AppendWhen(n.opts.Platform.IsMetal(), "releaseRuntime", task("stopAllPods", n.releaseRuntime))
 	seq.AppendWhen(n.opts.Platform.IsMetal(), "unmountSystem", task("unmountSystemVolumes", n.unmountSystem))
@@ -363,6 +385,10 @@ func (n *Node) stopServices(ctx context.Context, _ io.Writer) error {
 func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 	metal := n.opts.Platform.IsMetal()
 	seq := &sequencer.Sequence{Name: "reset"}
+
+	if opts.Graceful {
+		n.appendDrain(seq)
+	}
 
 	seq.AppendWhen(opts.Graceful, "leave", task("leaveEtcd", func(ctx context.Context, w io.Writer) error {
 		if n.opts.LeaveCluster == nil {

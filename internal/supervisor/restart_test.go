@@ -199,7 +199,7 @@ func TestRestartPolicyNames(t *testing.T) {
 func TestStartRightAfterFinish(t *testing.T) {
 	var hold atomic.Bool
 
-	release := make(chan struct{})
+	held, release := make(chan struct{}), make(chan struct{})
 
 	h := newHarness(t, func(o *supervisor.Options) {
 		record := o.OnEvent
@@ -208,7 +208,8 @@ func TestStartRightAfterFinish(t *testing.T) {
 
 			// Keep the run's goroutine inside its final event while the
 			// test calls Start.
-			if ev.State == supervisor.Finished && hold.Load() {
+			if ev.State == supervisor.Finished && hold.CompareAndSwap(true, false) {
+				close(held)
 				<-release
 			}
 		}
@@ -220,15 +221,18 @@ func TestStartRightAfterFinish(t *testing.T) {
 	hold.Store(true)
 	h.start(t, "job")
 
-	if err := h.sup.WaitUp(ctxTimeout(t), "job"); err != nil {
-		t.Fatal(err)
+	// Start must come while the first run sits in its final event, not
+	// while it still runs (Start on a running service does nothing).
+	select {
+	case <-held:
+	case <-ctxTimeout(t).Done():
+		t.Fatalf("the first run did not finish; events:\n%s", strings.Join(h.rec.lines("job"), "\n"))
 	}
 
 	started := make(chan error, 1)
 
 	go func() { started <- h.sup.Start("job") }()
 
-	hold.Store(false)
 	close(release)
 
 	if err := <-started; err != nil {

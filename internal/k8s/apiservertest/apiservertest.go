@@ -389,6 +389,21 @@ func clientCert(t testing.TB, ca *pki.CertAndKey, user string, groups []string) 
 	return &pki.CertAndKey{Crt: crt, Key: key}
 }
 
+// UserConfig is a client of the server authenticated as user in groups
+// (a client certificate from its CA): "system:node:n1" in "system:nodes"
+// is a kubelet's identity, which the Node authorizer scopes to that node
+// when the server runs with --authorization-mode=Node,RBAC.
+func (s *Server) UserConfig(t testing.TB, user string, groups ...string) *rest.Config {
+	t.Helper()
+
+	c := clientCert(t, s.CA, user, groups)
+
+	return &rest.Config{
+		Host:            s.URL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.CA.Crt, CertData: c.Crt, KeyData: c.Key},
+	}
+}
+
 // TLSConfig is the admin client's TLS configuration, for code that does
 // not take a rest.Config.
 func (s *Server) TLSConfig(t testing.TB) *tls.Config {
