@@ -151,6 +151,20 @@ func TestDockerKubernetes(t *testing.T) {
 		t.FailNow()
 	}
 
+	// Each kubelet reaches the cluster through KubePrism, so that a
+	// control plane whose own API server is down still reports its pods
+	// (the bad-image case below) and renews its lease.
+	t.Run("kubeprism healthy on every node", func(t *testing.T) {
+		for _, n := range []string{cp1, cp3, w} {
+			out, code := dc.talosctl("-n", n, "get", "kubeprismstatuses")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+
+			if f := strings.Fields(lines[len(lines)-1]); code != 0 || len(f) < 2 || f[len(f)-2] != "localhost:7445" || f[len(f)-1] != "true" {
+				t.Errorf("get kubeprismstatuses on %s: exit %d\n%s", n, code, out)
+			}
+		}
+	})
+
 	t.Run("deployment through a service and DNS from another node", func(t *testing.T) {
 		dc.kube(t, "create", "deployment", "echo", "--image="+images.EchoImage().String(), "--replicas=2", "--port=8080")
 		dc.kube(t, "expose", "deployment", "echo", "--port=80", "--target-port=8080")

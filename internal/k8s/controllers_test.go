@@ -31,20 +31,29 @@ type graph struct {
 func startGraph(t *testing.T) *graph {
 	t.Helper()
 
-	g := &graph{t: t, store: bus.NewStore(bus.StoreOptions{}), root: t.TempDir()}
-	rt := bus.NewRuntime(g.store, bus.RuntimeOptions{})
+	root := t.TempDir()
 
-	for _, c := range []bus.Controller{
+	return startGraphOf(t, root,
 		ControlPlaneController{},
-		&RenderSecretsController{Root: g.root},
-		&RenderConfigsController{Root: g.root},
+		&RenderSecretsController{Root: root},
+		&RenderConfigsController{Root: root},
 		StaticPodController{},
 		&StaticPodServerController{},
 		NodenameController{},
 		NodeIPController{},
 		&KubeletSpecController{},
 		&ManifestController{},
-	} {
+	)
+}
+
+// startGraphOf runs the given controllers on a real bus.
+func startGraphOf(t *testing.T, root string, cs ...bus.Controller) *graph {
+	t.Helper()
+
+	g := &graph{t: t, store: bus.NewStore(bus.StoreOptions{}), root: root}
+	rt := bus.NewRuntime(g.store, bus.RuntimeOptions{})
+
+	for _, c := range cs {
 		if err := rt.Register(c); err != nil {
 			t.Fatal(err)
 		}

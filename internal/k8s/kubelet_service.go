@@ -244,10 +244,15 @@ func kubeletFiles(cfg *configs.Config, spec KubeletSpecSpec) ([]File, error) {
 		cas = append(cas, ca.Crt)
 	}
 
-	// Control planes reach their own apiserver (it is one of their static
-	// pods); workers go through the endpoint.
+	// With KubePrism the kubelet goes through it, so that it reaches an
+	// API server while its own is down; without, control planes reach
+	// their own (one of their static pods) and workers the endpoint.
 	server := cl.Endpoint.String()
-	if cfg.IsControlPlane() {
+
+	switch {
+	case KubePrismPort(cfg) != 0:
+		server = fmt.Sprintf("https://127.0.0.1:%d", KubePrismPort(cfg))
+	case cfg.IsControlPlane():
 		server = fmt.Sprintf("https://localhost:%d", cl.LocalPort)
 	}
 

@@ -37,6 +37,8 @@ const (
 	ConfigStatusType            = "ConfigStatuses.kubernetes.talos.dev"
 	ManifestType                = "Manifests.kubernetes.talos.dev"
 	ManifestStatusType          = "ManifestStatuses.kubernetes.talos.dev"
+	KubePrismEndpointsType      = "KubePrismEndpoints.kubernetes.talos.dev"
+	KubePrismStatusType         = "KubePrismStatuses.kubernetes.talos.dev"
 	// BootstrapStatusType is Talos 0.9's; the seed's `get bs` still asks
 	// for it. A static-pod control plane is never self-hosted.
 	BootstrapStatusType = "BootstrapStatuses.v1alpha1.talos.dev"
@@ -49,6 +51,7 @@ const (
 	StaticPodServerID   = "static-pod-server-status"
 	StaticPodsStatusID  = "static-pods"
 	ManifestStatusID    = "manifests"
+	KubePrismID         = "k8s-cluster"
 	BootstrapStatusID   = "control-plane"
 	APIServerID         = "kube-apiserver"
 	ControllerManagerID = "kube-controller-manager"
@@ -83,6 +86,10 @@ var Definitions = []bus.Definition{
 			{Name: "UPDATED", JSONPath: "{.counts.updated}"}, {Name: "UNCHANGED", JSONPath: "{.counts.unchanged}"},
 			{Name: "PRUNED", JSONPath: "{.counts.pruned}"}, {Name: "KEPT", JSONPath: "{.counts.kept}"},
 		}},
+	{Type: KubePrismEndpointsType, DefaultNamespace: NamespaceK8s, Aliases: []string{"kubeprismendpoint", "kubeprismendpoints"},
+		PrintColumns: []bus.PrintColumn{{Name: "ENDPOINTS", JSONPath: "{.endpoints[*].host}"}}},
+	{Type: KubePrismStatusType, DefaultNamespace: NamespaceK8s, Aliases: []string{"kubeprismstatus", "kubeprismstatuses", "kps"},
+		PrintColumns: []bus.PrintColumn{{Name: "HOST", JSONPath: "{.host}"}, {Name: "HEALTHY", JSONPath: "{.healthy}"}}},
 	{Type: BootstrapStatusType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"bootstrapstatus", "bs"},
 		PrintColumns: []bus.PrintColumn{{Name: "SELF HOSTED", JSONPath: "{.selfHosted}"}}},
 }
@@ -239,6 +246,25 @@ type ManifestCounts struct {
 	Kept      int `yaml:"kept" json:"kept"`
 }
 
+// KubePrismEndpointsSpec are the API servers KubePrism balances.
+type KubePrismEndpointsSpec struct {
+	Endpoints []KubePrismEndpoint `yaml:"endpoints" json:"endpoints"`
+}
+
+// KubePrismEndpoint is one API server.
+type KubePrismEndpoint struct {
+	Host string `yaml:"host" json:"host"`
+	Port int    `yaml:"port" json:"port"`
+}
+
+// KubePrismStatusSpec says where KubePrism listens and whether an API
+// server answered its last check.
+type KubePrismStatusSpec struct {
+	Host    string `yaml:"host" json:"host"`
+	Healthy bool   `yaml:"healthy" json:"healthy"`
+	Error   string `yaml:"error,omitempty" json:"error,omitempty"`
+}
+
 // BootstrapStatusSpec is Talos 0.9's bootkube status.
 type BootstrapStatusSpec struct {
 	SelfHosted bool `yaml:"selfHosted" json:"selfHosted"`
@@ -258,4 +284,6 @@ type (
 	Manifest              = bus.Typed[ManifestSpec]
 	ManifestStatus        = bus.Typed[ManifestStatusSpec]
 	BootstrapStatus       = bus.Typed[BootstrapStatusSpec]
+	KubePrismEndpoints    = bus.Typed[KubePrismEndpointsSpec]
+	KubePrismStatus       = bus.Typed[KubePrismStatusSpec]
 )

@@ -1,0 +1,216 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// KubePrismController runs KubePrism while machine.features.kubePrism is
+// on: a load balancer on 127.0.0.1:<port> (7445) in front of the node's
+// own API server (on control planes) and the cluster endpoint, which
+// the kubelet uses (Talos's KubePrism{Config,Endpoints,Controller}). It
+// checks the upstreams every Interval and publishes them and its health.
+type KubePrismController struct {
+	// Interval paces the health checks (5 s).
+	Interval time.Duration
+	// Host is where it listens (127.0.0.1; tests use another loopback address).
+	Host string
+}
+
+// Name implements bus.Controller.
+func (*KubePrismController) Name() string { return "k8s.KubePrismController" }
+
+// Inputs implements bus.Controller.
+func (*KubePrismController) Inputs() []bus.Input { return []bus.Input{machineConfigInput} }
+
+// Outputs implements bus.Controller.
+func (*KubePrismController) Outputs() []bus.Output {
+	return []bus.Output{{Type: KubePrismEndpointsType}, {Type: KubePrismStatusType}}
+}
+
+// Run implements bus.Controller.
+func (c *KubePrismController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+	every := cmpDuration(c.Interval, 5*time.Second)
+	host := c.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+
+	prism := &Prism{}
+	srv := prismServer{prism: prism}
+
+	defer srv.stop()
+
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.EventCh():
+		case <-tick.C:
+		}
+
+		cfg, err := activeConfig(ctx, r)
+		if err != nil {
+			return err
+		}
+
+		port := KubePrismPort(cfg)
+		ups, upErr := kubePrismUpstreams(cfg)
+
+		if port != srv.port {
+			srv.stop()
+		}
+
+		status := KubePrismStatusSpec{Host: net.JoinHostPort("localhost", strconv.Itoa(port))}
+
+		if port != 0 && srv.port == 0 {
+			if err := srv.start(ctx, net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
+				// Retried at the next tick: the port may be freed.
+				status.Error = err.Error()
+			}
+		}
+
+		if upErr != nil {
+			status.Error = upErr.Error()
+		}
+
+		prism.SetUpstreams(ups)
+
+		endpoints, statuses := map[string]KubePrismEndpointsSpec{}, map[string]KubePrismStatusSpec{}
+
+		if port != 0 {
+			status.Healthy = srv.port != 0 && prism.Check(ctx)
+			statuses[KubePrismID] = status
+
+			spec := KubePrismEndpointsSpec{Endpoints: []KubePrismEndpoint{}}
+			for _, up := range ups {
+				h, p, _ := net.SplitHostPort(up)
+				n, _ := strconv.Atoi(p)
+				spec.Endpoints = append(spec.Endpoints, KubePrismEndpoint{Host: h, Port: n})
+			}
+
+			endpoints[KubePrismID] = spec
+		}
+
+		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, KubePrismEndpointsType, endpoints); err != nil {
+			return err
+		}
+
+		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, KubePrismStatusType, statuses); err != nil {
+			return err
+		}
+
+		r.ResetRestartBackoff()
+	}
+}
+
+// prismServer is the listener a KubePrismController runs.
+type prismServer struct {
+	prism  *Prism
+	port   int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (s *prismServer) start(ctx context.Context, addr string) error {
+	var lc net.ListenConfig
+
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("kubeprism: %w", err)
+	}
+
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	s.port, _ = strconv.Atoi(p)
+
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+
+	go func() {
+		defer close(s.done)
+
+		s.prism.Serve(ctx, ln) //nolint:errcheck // a failed Accept ends it; the next check reports it unhealthy
+	}()
+
+	return nil
+}
+
+func (s *prismServer) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+
+	s.port, s.cancel = 0, nil
+}
+
+// KubePrismPort is the port KubePrism listens on for cfg, 0 when it is
+// off (no config, no cluster, or machine.features.kubePrism.enabled not
+// true: generated configs turn it on, as Talos 1.6+ does).
+func KubePrismPort(cfg *configs.Config) int {
+	if cfg == nil || cfg.Cluster == nil || cfg.Machine == nil || cfg.Machine.Features == nil {
+		return 0
+	}
+
+	kp := cfg.Machine.Features.KubePrism
+	if kp == nil || kp.Enabled == nil || !*kp.Enabled {
+		return 0
+	}
+
+	if kp.Port == 0 {
+		return DefaultKubePrismPort
+	}
+
+	return kp.Port
+}
+
+// DefaultKubePrismPort is KubePrism's port when the config names none.
+const DefaultKubePrismPort = 7445
+
+// kubePrismUpstreams are the API servers KubePrism balances, the node's
+// own first: on a control plane that is the one its kubelet runs.
+func kubePrismUpstreams(cfg *configs.Config) ([]string, error) {
+	if cfg == nil || cfg.Cluster == nil {
+		return nil, nil
+	}
+
+	cl, err := ClusterFrom(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	var ups []string
+
+	if cfg.IsControlPlane() {
+		ups = append(ups, net.JoinHostPort("127.0.0.1", strconv.Itoa(cl.LocalPort)))
+	}
+
+	port := cl.Endpoint.Port()
+	if port == "" {
+		port = "443"
+	}
+
+	if ep := net.JoinHostPort(cl.Endpoint.Hostname(), port); !slices.Contains(ups, ep) {
+		ups = append(ups, ep)
+	}
+
+	return ups, nil
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+
+	return d
+}

@@ -1,0 +1,322 @@
+package k8s
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+// namedServer is an upstream that says its name to every connection and
+// then echoes what it reads, until it is closed.
+type namedServer struct {
+	ln    net.Listener
+	conns chan net.Conn
+}
+
+func startNamed(t *testing.T, name string) *namedServer {
+	t.Helper()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := &namedServer{ln: ln, conns: make(chan net.Conn, 16)}
+
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+
+			s.conns <- c
+
+			go func() {
+				fmt.Fprintf(c, "%s\n", name)
+				io.Copy(c, c) //nolint:errcheck // until either side closes
+				c.Close()
+			}()
+		}
+	}()
+
+	t.Cleanup(s.close)
+
+	return s
+}
+
+func (s *namedServer) addr() string { return s.ln.Addr().String() }
+
+// close stops listening and drops the connections it has.
+func (s *namedServer) close() {
+	s.ln.Close()
+
+	for {
+		select {
+		case c := <-s.conns:
+			c.Close()
+		default:
+			return
+		}
+	}
+}
+
+// hello connects to addr and returns the name the upstream says, and
+// the connection, already checked to echo.
+func hello(t *testing.T, addr string) (string, net.Conn) {
+	t.Helper()
+
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck // a net.TCPConn
+
+	r := bufio.NewReader(c)
+
+	name, err := r.ReadString('\n')
+	if err != nil {
+		return "", c
+	}
+
+	fmt.Fprintf(c, "ping\n")
+
+	if echo, err := r.ReadString('\n'); err != nil || echo != "ping\n" {
+		t.Fatalf("echo through kubeprism: %q, %v", echo, err)
+	}
+
+	return strings.TrimSpace(name), c
+}
+
+// closedAddr is an address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	addr := ln.Addr().String()
+	ln.Close()
+
+	return addr
+}
+
+func servePrism(t *testing.T, p *Prism) (string, context.CancelFunc) {
+	t.Helper()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+
+	go func() { done <- p.Serve(ctx, ln) }()
+
+	t.Cleanup(func() {
+		cancel()
+
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+
+	return ln.Addr().String(), cancel
+}
+
+func TestPrismPicksAndFallsBack(t *testing.T) {
+	local, endpoint := startNamed(t, "local"), startNamed(t, "endpoint")
+	down := closedAddr(t)
+
+	for _, tc := range []struct {
+		name      string
+		upstreams []string
+		check     bool
+		want      string
+	}{
+		{"the first, the node's own, when both answer", []string{local.addr(), endpoint.addr()}, false, "local"},
+		{"the next when the first refuses", []string{down, endpoint.addr()}, false, "endpoint"},
+		{"the next when the first refuses, after a check", []string{down, endpoint.addr()}, true, "endpoint"},
+		{"the order given when all answer, after a check", []string{endpoint.addr(), local.addr()}, true, "endpoint"},
+		{"none when none answers", []string{down}, false, ""},
+		{"none without upstreams", nil, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Prism{}
+			p.SetUpstreams(tc.upstreams)
+
+			if tc.check {
+				if got, want := p.Check(context.Background()), tc.want != ""; got != want {
+					t.Errorf("Check = %v, want %v", got, want)
+				}
+			}
+
+			addr, _ := servePrism(t, p)
+
+			if got, _ := hello(t, addr); got != tc.want {
+				t.Errorf("connected to %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A client whose API server goes away must see its connection end, so
+// that it reconnects, and reaches the other one.
+func TestPrismEndsClientsWithTheirUpstream(t *testing.T) {
+	local, endpoint := startNamed(t, "local"), startNamed(t, "endpoint")
+
+	p := &Prism{}
+	p.SetUpstreams([]string{local.addr(), endpoint.addr()})
+	addr, stop := servePrism(t, p)
+
+	name, c := hello(t, addr)
+	if name != "local" {
+		t.Fatalf("connected to %q, want local", name)
+	}
+
+	local.close()
+
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after the upstream closed: %v, want EOF", err)
+	}
+
+	name, c = hello(t, addr)
+	if name != "endpoint" {
+		t.Fatalf("reconnected to %q, want endpoint", name)
+	}
+
+	// Serve's end closes the connections it made.
+	stop()
+
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a connection outlived Serve")
+	}
+}
+
+func TestKubePrismController(t *testing.T) {
+	local, endpoint := startNamed(t, "local"), startNamed(t, "endpoint")
+	port := closedAddr(t)
+	_, portS, _ := net.SplitHostPort(port)
+
+	cp, _ := generated(t)
+	_, localPort, _ := net.SplitHostPort(local.addr())
+
+	cp.Cluster.ControlPlane.Endpoint = "https://" + endpoint.addr()
+	fmt.Sscan(localPort, &cp.Cluster.ControlPlane.LocalAPIServerPort) //nolint:errcheck // a port
+	fmt.Sscan(portS, &cp.Machine.Features.KubePrism.Port)             //nolint:errcheck // a port
+
+	g := startGraphOf(t, t.TempDir(), &KubePrismController{Interval: 50 * time.Millisecond})
+	g.setConfig(cp)
+
+	status := func() (KubePrismStatusSpec, bool) {
+		s, err := bus.GetAs[*KubePrismStatus](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubePrismStatusType, ID: KubePrismID})
+		if err != nil {
+			return KubePrismStatusSpec{}, false
+		}
+
+		return *s.TypedSpec(), true
+	}
+
+	g.wait("kubeprism healthy", func() bool { s, ok := status(); return ok && s.Healthy })
+
+	if s, _ := status(); s.Host != "localhost:"+portS || s.Error != "" {
+		t.Errorf("status %+v", s)
+	}
+
+	eps, err := bus.GetAs[*KubePrismEndpoints](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubePrismEndpointsType, ID: KubePrismID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var got []string
+	for _, e := range eps.TypedSpec().Endpoints {
+		got = append(got, net.JoinHostPort(e.Host, fmt.Sprint(e.Port)))
+	}
+
+	if want := []string{local.addr(), endpoint.addr()}; !slices.Equal(got, want) {
+		t.Errorf("endpoints %v, want %v (the node's own API server first)", got, want)
+	}
+
+	if name, _ := hello(t, port); name != "local" {
+		t.Errorf("through kubeprism: %q, want the node's own API server", name)
+	}
+
+	local.close()
+
+	if name, _ := hello(t, port); name != "endpoint" {
+		t.Errorf("through kubeprism with the local API server down: %q, want the endpoint", name)
+	}
+
+	endpoint.close()
+	g.wait("kubeprism unhealthy with no API server", func() bool { s, ok := status(); return ok && !s.Healthy })
+
+	// A new config, as machined would apply: the bus's is being read.
+	cp = reDecode(t, cp)
+	off := false
+	cp.Machine.Features.KubePrism.Enabled = &off
+	g.setConfig(cp)
+	g.wait("kubeprism's status gone when it is turned off", func() bool { _, ok := status(); return !ok })
+
+	if c, err := net.DialTimeout("tcp", port, time.Second); err == nil {
+		c.Close()
+		t.Error("kubeprism still listens once turned off")
+	}
+}
+
+// The kubelet goes through KubePrism when it is on; without it, control
+// planes use their own API server and workers the endpoint.
+func TestKubeletServer(t *testing.T) {
+	cp, worker := generated(t)
+	off := false
+
+	for _, tc := range []struct {
+		name   string
+		prism  bool
+		worker bool
+		want   string
+	}{
+		{"control plane, kubeprism", true, false, "https://127.0.0.1:7445"},
+		{"worker, kubeprism", true, true, "https://127.0.0.1:7445"},
+		{"control plane, no kubeprism", false, false, "https://localhost:6443"},
+		{"worker, no kubeprism", false, true, "https://10.5.0.2:6443"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := reDecode(t, cp)
+			if tc.worker {
+				cfg = reDecode(t, worker)
+			}
+
+			if !tc.prism {
+				cfg.Machine.Features.KubePrism.Enabled = &off
+			}
+
+			files, err := kubeletFiles(cfg, KubeletSpecSpec{})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			i := slices.IndexFunc(files, func(f File) bool { return f.Path == KubeletBootstrapPath })
+			if i < 0 {
+				t.Fatal("no bootstrap kubeconfig")
+			}
+
+			if !strings.Contains(string(files[i].Data), "server: "+tc.want+"\n") {
+				t.Errorf("bootstrap kubeconfig, want server %s:\n%s", tc.want, files[i].Data)
+			}
+		})
+	}
+}
