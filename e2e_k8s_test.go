@@ -317,6 +317,9 @@ func TestDockerKubernetes(t *testing.T) {
 
 				out, _ := dc.talosctl("-n", cp3, "logs", "kubelet", "--tail", "2000")
 				t.Logf("kubelet on %s after the patch:\n%s", cp3, kubeletSince(out, patched.Add(-5*time.Second), 40))
+
+				out, _ = dc.talosctl("-n", cp3, "logs", "controller-runtime", "--tail", "2000")
+				t.Logf("polls of the kubelet's pods on %s: %s", cp3, grepLines(out, "kubelet pods"))
 			}
 		}()
 

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
@@ -52,6 +54,11 @@ func (c *StaticPodStatusController) Run(ctx context.Context, r bus.ControllerRun
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 
+	// The last poll's error, logged when it changes: a kubelet that
+	// cannot authorize the poll (its API server is unreachable once its
+	// authorization cache expires) leaves the statuses as last seen.
+	var lastErr string
+
 	for {
 		select {
 		case <-ctx.Done():
@@ -69,6 +76,16 @@ func (c *StaticPodStatusController) Run(ctx context.Context, r bus.ControllerRun
 
 		if len(pods) > 0 {
 			got, err := c.poll(ctx)
+			if msg := errString(err); msg != lastErr {
+				if err != nil {
+					r.Logger().Info("kubelet pods unavailable: keeping the statuses last seen", "error", msg)
+				} else {
+					r.Logger().Info("kubelet pods available again")
+				}
+
+				lastErr = msg
+			}
+
 			if err != nil {
 				// The kubelet may be starting: keep what was last seen.
 				continue
@@ -118,7 +135,8 @@ func (c *StaticPodStatusController) poll(ctx context.Context) (map[string]Static
 	defer resp.Body.Close()
 
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("kubelet pods: %s", resp.Status)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("kubelet pods: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 
 	var list struct {
@@ -146,4 +164,12 @@ func (c *StaticPodStatusController) poll(ctx context.Context) (map[string]Static
 	}
 
 	return out, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+
+	return err.Error()
 }
