@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
@@ -37,7 +39,7 @@ func (*KubePrismController) Outputs() []bus.Output {
 
 // Run implements bus.Controller.
 func (c *KubePrismController) Run(ctx context.Context, r bus.ControllerRuntime) error {
-	every := cmpDuration(c.Interval, 5*time.Second)
+	every := cmp.Or(c.Interval, 5*time.Second)
 	host := c.Host
 	if host == "" {
 		host = "127.0.0.1"
@@ -174,8 +176,9 @@ func KubePrismPort(cfg *configs.Config) int {
 	return kp.Port
 }
 
-// DefaultKubePrismPort is KubePrism's port when the config names none.
-const DefaultKubePrismPort = 7445
+// DefaultKubePrismPort is KubePrism's port when the config names none,
+// the one gen config writes.
+const DefaultKubePrismPort = generate.DefaultKubePrismPort
 
 // kubePrismUpstreams are the API servers KubePrism balances, the node's
 // own first: on a control plane that is the one its kubelet runs.
@@ -205,12 +208,4 @@ func kubePrismUpstreams(cfg *configs.Config) ([]string, error) {
 	}
 
 	return ups, nil
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-
-	return d
 }
