@@ -222,6 +222,34 @@ cluster:
 	}
 }
 
+// TestDecodeTaggedKeys: a free-form section whose keys carry tags other
+// than !!str still decodes to string-keyed maps, so the config survives a
+// round trip (the encoder drops the tags). Found by FuzzDecodeValidate.
+func TestDecodeTaggedKeys(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		name, nested string
+		want         any
+	}{
+		{"binary key", "!!binary MA==: null\n        0A: 1", map[string]any{"0": nil, "0A": 1}},
+		{"local tag", "!foo x: [{!bar y: 2}]", map[string]any{"x": []any{map[string]any{"y": 2}}}},
+		{"int keys stay", "0: a\n        b: c", map[any]any{0: "a", "b": "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+
+			cfg, err := configs.Decode([]byte("machine:\n  kubelet:\n    extraConfig:\n      a:\n        " + tc.nested + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			check(t, reflect.DeepEqual(cfg.Machine.Kubelet.ExtraConfig["a"], tc.want), cfg.Machine.Kubelet.ExtraConfig)
+			roundTrip(t, cfg)
+		})
+	}
+}
+
 func TestDecodeErrorsAreTyped(t *testing.T) {
 	t.Parallel()
 

@@ -428,7 +428,53 @@ func (d *decoder) unstructured(n *yaml.Node, v reflect.Value) {
 		return
 	}
 
+	for k, val := range m {
+		m[k] = stringKeyed(val)
+	}
+
 	v.Set(reflect.ValueOf(Unstructured(m)))
+}
+
+// stringKeyed turns yaml.v3's map[any]any into map[string]any wherever all
+// the keys are strings. yaml.v3 picks the general map when a key carries a
+// tag other than !!str (`!!binary MA==`, `!foo x`) even though it decodes
+// to a string, and re-encoding drops the tag, so without this a config
+// would not decode to itself again.
+func stringKeyed(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			t[k] = stringKeyed(val)
+		}
+	case map[any]any:
+		// Into a new map: in place, t[k] = ... with a .nan key (never equal
+		// to itself) would add an entry rather than replace one.
+		strs := make(map[string]any, len(t))
+		anys := make(map[any]any, len(t))
+
+		for k, val := range t {
+			val = stringKeyed(val)
+			anys[k] = val
+
+			if s, ok := k.(string); ok && strs != nil {
+				strs[s] = val
+			} else {
+				strs = nil
+			}
+		}
+
+		if strs != nil {
+			return strs
+		}
+
+		return anys
+	case []any:
+		for i, val := range t {
+			t[i] = stringKeyed(val)
+		}
+	}
+
+	return v
 }
 
 // yamlTypeErrLine splits the "line N: msg" entries of a *yaml.TypeError.
