@@ -163,6 +163,24 @@ func TestDockerKubernetes(t *testing.T) {
 				t.Errorf("get kubeprismstatuses on %s: exit %d\n%s", n, code, out)
 			}
 		}
+
+		// The worker balances over every control plane, not just the
+		// endpoint (cp1): discovery lists them.
+		waitFor(t, time.Minute, "the worker's KubePrism lists every control plane", func() error {
+			out, code := dc.talosctl("-n", w, "get", "kubeprismendpoints", "-o", "yaml")
+			for _, ip := range []string{cp1, cp2, cp3} {
+				if code != 0 || !strings.Contains(out, "host: "+ip+"\n") {
+					return fmt.Errorf("no %s (exit %d):\n%s", ip, code, out)
+				}
+			}
+
+			return nil
+		})
+
+		// kube-proxy and flannel reach the API server through it too.
+		if out := dc.kube(t, "-n", "kube-system", "get", "configmap", "kubeconfig-in-cluster", "-o", "jsonpath={.data.kubeconfig}"); !strings.Contains(out, "server: \"https://127.0.0.1:7445\"") {
+			t.Errorf("kubeconfig-in-cluster does not name KubePrism:\n%s", out)
+		}
 	})
 
 	t.Run("deployment through a service and DNS from another node", func(t *testing.T) {

@@ -12,13 +12,16 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/discovery"
 )
 
 // KubePrismController runs KubePrism while machine.features.kubePrism is
 // on: a load balancer on 127.0.0.1:<port> (7445) in front of the node's
-// own API server (on control planes) and the cluster endpoint, which
-// the kubelet uses (Talos's KubePrism{Config,Endpoints,Controller}). It
-// checks the upstreams every Interval and publishes them and its health.
+// own API server (on control planes), the cluster endpoint and every
+// control plane that discovery lists, which the kubelet, the
+// controller-manager, the scheduler, kube-proxy and flannel use (Talos's
+// KubePrism{Config,Endpoints,Controller}). It checks the upstreams every
+// Interval and publishes them and its health.
 type KubePrismController struct {
 	// Interval paces the health checks (5 s).
 	Interval time.Duration
@@ -30,7 +33,9 @@ type KubePrismController struct {
 func (*KubePrismController) Name() string { return "k8s.KubePrismController" }
 
 // Inputs implements bus.Controller.
-func (*KubePrismController) Inputs() []bus.Input { return []bus.Input{machineConfigInput} }
+func (*KubePrismController) Inputs() []bus.Input {
+	return []bus.Input{machineConfigInput, {Namespace: discovery.Namespace, Type: discovery.MemberType}}
+}
 
 // Outputs implements bus.Controller.
 func (*KubePrismController) Outputs() []bus.Output {
@@ -66,8 +71,13 @@ func (c *KubePrismController) Run(ctx context.Context, r bus.ControllerRuntime) 
 			return err
 		}
 
+		members, err := bus.ListAs[*discovery.Member](ctx, r, bus.Kind{Namespace: discovery.Namespace, Type: discovery.MemberType})
+		if err != nil {
+			return err
+		}
+
 		port := KubePrismPort(cfg)
-		ups, upErr := kubePrismUpstreams(cfg)
+		ups, upErr := kubePrismUpstreams(cfg, members)
 
 		if port != srv.port {
 			srv.stop()
@@ -181,8 +191,13 @@ func KubePrismPort(cfg *configs.Config) int {
 const DefaultKubePrismPort = generate.DefaultKubePrismPort
 
 // kubePrismUpstreams are the API servers KubePrism balances, the node's
-// own first: on a control plane that is the one its kubelet runs.
-func kubePrismUpstreams(cfg *configs.Config) ([]string, error) {
+// own first (on a control plane that is the one its kubelet runs), then
+// the cluster endpoint, then the control planes among members: with those,
+// a node whose endpoint is down (a Docker cluster's first control plane)
+// still reaches the cluster. Talos's affiliate records carry each control
+// plane's API server port; ours do not, so members are taken to listen on
+// this node's localAPIServerPort, which a cluster's nodes share.
+func kubePrismUpstreams(cfg *configs.Config, members []*discovery.Member) ([]string, error) {
 	if cfg == nil || cfg.Cluster == nil {
 		return nil, nil
 	}
@@ -203,8 +218,20 @@ func kubePrismUpstreams(cfg *configs.Config) ([]string, error) {
 		port = "443"
 	}
 
-	if ep := net.JoinHostPort(cl.Endpoint.Hostname(), port); !slices.Contains(ups, ep) {
-		ups = append(ups, ep)
+	add := func(ep string) {
+		if !slices.Contains(ups, ep) {
+			ups = append(ups, ep)
+		}
+	}
+
+	add(net.JoinHostPort(cl.Endpoint.Hostname(), port))
+
+	for _, m := range members {
+		if spec := m.TypedSpec(); spec.MachineType == "controlplane" || spec.MachineType == "init" {
+			for _, a := range spec.Addresses {
+				add(net.JoinHostPort(a.String(), strconv.Itoa(cl.LocalPort)))
+			}
+		}
 	}
 
 	return ups, nil

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/discovery"
 )
 
 // namedServer is an upstream that says its name to every connection and
@@ -25,7 +27,14 @@ type namedServer struct {
 func startNamed(t *testing.T, name string) *namedServer {
 	t.Helper()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return startNamedAt(t, "127.0.0.1:0", name)
+}
+
+// startNamedAt is startNamed on a given address.
+func startNamedAt(t *testing.T, addr, name string) *namedServer {
+	t.Helper()
+
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +228,20 @@ func TestKubePrismController(t *testing.T) {
 	fmt.Sscan(localPort, &cp.Cluster.ControlPlane.LocalAPIServerPort) //nolint:errcheck // a port
 	fmt.Sscan(portS, &cp.Machine.Features.KubePrism.Port)             //nolint:errcheck // a port
 
+	// Another control plane, on another loopback address and the same
+	// API server port, as discovery lists it; a worker's address is no
+	// upstream.
+	peer := startNamedAt(t, net.JoinHostPort("127.0.0.2", localPort), "peer")
+
 	g := startGraphOf(t, t.TempDir(), &KubePrismController{Interval: 50 * time.Millisecond})
 	g.setConfig(cp)
+
+	for name, m := range map[string]discovery.MemberSpec{
+		"cp2": {MachineType: "controlplane", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.2")}},
+		"w1":  {MachineType: "worker", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.3")}},
+	} {
+		put(g, bus.NewTyped(discovery.Namespace, discovery.MemberType, name, m), "cluster.DiscoveryController")
+	}
 
 	status := func() (KubePrismStatusSpec, bool) {
 		s, err := bus.GetAs[*KubePrismStatus](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubePrismStatusType, ID: KubePrismID})
@@ -237,19 +258,24 @@ func TestKubePrismController(t *testing.T) {
 		t.Errorf("status %+v", s)
 	}
 
-	eps, err := bus.GetAs[*KubePrismEndpoints](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubePrismEndpointsType, ID: KubePrismID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The members come in after the config: the list grows to them.
+	want := []string{local.addr(), endpoint.addr(), peer.addr()}
 
 	var got []string
-	for _, e := range eps.TypedSpec().Endpoints {
-		got = append(got, net.JoinHostPort(e.Host, fmt.Sprint(e.Port)))
-	}
 
-	if want := []string{local.addr(), endpoint.addr()}; !slices.Equal(got, want) {
-		t.Errorf("endpoints %v, want %v (the node's own API server first)", got, want)
-	}
+	g.wait("the endpoints: the node's own API server, the endpoint, the other control plane", func() bool {
+		eps, err := bus.GetAs[*KubePrismEndpoints](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubePrismEndpointsType, ID: KubePrismID})
+		if err != nil {
+			return false
+		}
+
+		got = got[:0]
+		for _, e := range eps.TypedSpec().Endpoints {
+			got = append(got, net.JoinHostPort(e.Host, fmt.Sprint(e.Port)))
+		}
+
+		return slices.Equal(got, want)
+	})
 
 	if name, _ := hello(t, port); name != "local" {
 		t.Errorf("through kubeprism: %q, want the node's own API server", name)
@@ -262,6 +288,12 @@ func TestKubePrismController(t *testing.T) {
 	}
 
 	endpoint.close()
+
+	if name, _ := hello(t, port); name != "peer" {
+		t.Errorf("through kubeprism with the endpoint down too: %q, want the other control plane", name)
+	}
+
+	peer.close()
 	g.wait("kubeprism unhealthy with no API server", func() bool { s, ok := status(); return ok && !s.Healthy })
 
 	// A new config, as machined would apply: the bus's is being read.

@@ -120,8 +120,8 @@ func ManifestOptions(cfg *configs.Config) (manifests.Options, error) {
 	o := manifests.Options{
 		ClusterName: cl.Name, Server: cl.Endpoint.String(),
 		PodSubnets: cl.PodSubnets, ServiceSubnets: cl.ServiceSubnets, DNSDomain: cl.DNSDomain,
-		BootstrapToken: c.Token,
-		ProxyEnabled:   true, CoreDNSEnabled: true, FlannelEnabled: true,
+		BootstrapToken: c.Token, KubePrismPort: KubePrismPort(cfg),
+		ProxyEnabled: true, CoreDNSEnabled: true, FlannelEnabled: true,
 	}
 
 	if p := c.Proxy; p != nil {

@@ -106,6 +106,7 @@ func (c *RenderSecretsController) Run(ctx context.Context, r bus.ControllerRunti
 		}
 
 		in.Now = now
+		in.KubePrismPort = KubePrismPort(cfg)
 
 		// Reissue only when what the certificates say changed, or they age:
 		// a reissue changes the secrets version and so restarts every
@@ -212,7 +213,7 @@ func certsKey(cfg *configs.Config, host, fqdn string, addrs []netip.Addr, in sec
 	}
 
 	b, err := json.Marshal([]any{cfg.Cluster.CA, cfg.Cluster.AggregatorCA, cfg.Cluster.ServiceAccount, etcdCA, host, fqdn, addrs,
-		in.Endpoint, in.CertSANs, in.ServiceSubnets, in.DNSDomain, in.LocalAPIServerPort, in.ClusterName,
+		in.Endpoint, in.CertSANs, in.ServiceSubnets, in.DNSDomain, in.LocalAPIServerPort, KubePrismPort(cfg), in.ClusterName,
 		in.SecretboxEncryptionSecret, in.AESCBCEncryptionSecret})
 	if err != nil {
 		return "", fmt.Errorf("kubernetes secrets: %w", err)

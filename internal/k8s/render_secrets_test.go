@@ -90,4 +90,13 @@ func TestCertsKey(t *testing.T) {
 	if k := key(sans); k == base {
 		t.Error("a new certSAN leaves the key")
 	}
+
+	// The controller-manager's and scheduler's kubeconfigs name KubePrism.
+	prism := reDecode(t, cp)
+	off := false
+	prism.Machine.Features.KubePrism.Enabled = &off
+
+	if k := key(prism); k == base {
+		t.Error("turning KubePrism off leaves the key")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"regexp"
@@ -18,9 +19,12 @@ import (
 // value can never change the YAML's structure.
 type templateData struct {
 	TokenID, TokenSecret string
-	Server               string
-	DNSDomain            string
-	DNSServiceIPs        []dnsIP
+	// Server is what kube-proxy's in-cluster kubeconfig names.
+	Server string
+	// KubePrismPort, when not 0, points flannel at KubePrism.
+	KubePrismPort int
+	DNSDomain     string
+	DNSServiceIPs []dnsIP
 
 	ProxyImage string
 	ProxyArgs  []string
@@ -64,12 +68,20 @@ func newTemplateData(o Options) (*templateData, error) {
 	}
 
 	d := &templateData{
-		TokenID: m[1], TokenSecret: m[2], Server: o.Server,
+		TokenID: m[1], TokenSecret: m[2], Server: o.Server, KubePrismPort: o.KubePrismPort,
 		DNSDomain:    orDefault(o.DNSDomain, defaultDNSDomain),
 		ProxyImage:   o.ProxyImage,
 		CoreDNSImage: o.CoreDNSImage,
 		FlannelImage: o.FlannelImage,
 		FlannelArgs:  append([]string{"--ip-masq", "--kube-subnet-mgr"}, o.FlannelExtraArgs...),
+	}
+
+	if o.KubePrismPort != 0 {
+		if o.KubePrismPort < 1 || o.KubePrismPort > 65535 {
+			return nil, fmt.Errorf("machine.features.kubePrism.port: %d is not a port", o.KubePrismPort)
+		}
+
+		d.Server = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.KubePrismPort))
 	}
 
 	if !dnsDomain.MatchString(d.DNSDomain) {

@@ -74,9 +74,13 @@ type Options struct {
 	// it (the in-cluster kubeconfig names its cluster "local"); it is
 	// here so callers pass the whole cluster identity in one place.
 	ClusterName string
-	// Server is the API server URL pods reach without the service
-	// network: the cluster endpoint (or KubePrism's local address).
+	// Server is the cluster endpoint.
 	Server string
+	// KubePrismPort, when not 0, is the port of every node's KubePrism
+	// (machine.features.kubePrism): the pods that reach the API server
+	// without the service network (kube-proxy, flannel) use
+	// https://127.0.0.1:<port> rather than Server, as in Talos.
+	KubePrismPort int
 
 	PodSubnets     []string // 10.244.0.0/16 when empty
 	ServiceSubnets []string // 10.96.0.0/12 when empty

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -253,26 +254,61 @@ func TestKubeProxy(t *testing.T) {
 	}
 }
 
+// kube-proxy and flannel reach the API server before the service network
+// works: through KubePrism when it is on, else the endpoint.
 func TestKubeconfigInCluster(t *testing.T) {
-	cm := object(t, render(t, defaults()), "ConfigMap", "kubeconfig-in-cluster")
+	for _, tc := range []struct {
+		name      string
+		prismPort int
+		server    string
+		flannel   map[string]string
+	}{
+		{"endpoint", 0, "https://10.5.0.2:6443", map[string]string{}},
+		{"kubeprism", 7445, "https://127.0.0.1:7445",
+			map[string]string{"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "7445"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := defaults()
+			o.KubePrismPort = tc.prismPort
+			ms := render(t, o)
 
-	var kc struct {
-		Clusters []struct {
-			Cluster map[string]string `json:"cluster"`
-		} `json:"clusters"`
-		Users []struct {
-			User map[string]string `json:"user"`
-		} `json:"users"`
-		CurrentContext string `json:"current-context"`
-	}
-	if err := yaml.Unmarshal([]byte(str(t, cm, "data", "kubeconfig")), &kc); err != nil {
-		t.Fatal(err)
+			var kc struct {
+				Clusters []struct {
+					Cluster map[string]string `json:"cluster"`
+				} `json:"clusters"`
+				Users []struct {
+					User map[string]string `json:"user"`
+				} `json:"users"`
+				CurrentContext string `json:"current-context"`
+			}
+			if err := yaml.Unmarshal([]byte(str(t, object(t, ms, "ConfigMap", "kubeconfig-in-cluster"), "data", "kubeconfig")), &kc); err != nil {
+				t.Fatal(err)
+			}
+
+			if kc.Clusters[0].Cluster["server"] != tc.server ||
+				kc.Clusters[0].Cluster["certificate-authority"] != "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" ||
+				kc.Users[0].User["tokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || kc.CurrentContext != "local" {
+				t.Errorf("kubeconfig %+v, want server %s", kc, tc.server)
+			}
+
+			env := map[string]string{}
+			for _, e := range container(t, object(t, ms, "DaemonSet", "kube-flannel"), "containers", 0)["env"].([]any) {
+				if e := e.(map[string]any); strings.HasPrefix(e["name"].(string), "KUBERNETES_") {
+					env[e["name"].(string)] = e["value"].(string)
+				}
+			}
+
+			if !maps.Equal(env, tc.flannel) {
+				t.Errorf("flannel's KUBERNETES_* env %v, want %v", env, tc.flannel)
+			}
+		})
 	}
 
-	if kc.Clusters[0].Cluster["server"] != "https://10.5.0.2:6443" ||
-		kc.Clusters[0].Cluster["certificate-authority"] != "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" ||
-		kc.Users[0].User["tokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || kc.CurrentContext != "local" {
-		t.Errorf("kubeconfig %+v", kc)
+	o := defaults()
+	o.KubePrismPort = 70000
+
+	if _, err := Render(o); err == nil || !strings.Contains(err.Error(), "70000 is not a port") {
+		t.Errorf("a KubePrism port out of range: %v", err)
 	}
 }
 

@@ -73,8 +73,9 @@ roleRef:
 `
 
 // kubeconfigInClusterTemplate is for pods that must reach the API server
-// before the service network works (kube-proxy sets it up): the endpoint
-// itself, with the pod's service-account token and CA. Talos's has a
+// before the service network works (kube-proxy sets it up): the node's
+// KubePrism when it is on, else the endpoint itself, with the pod's
+// service-account token and CA. Talos's has a
 // context without a name and no current-context, which clientcmd resolves
 // only by accident; this one names both.
 const kubeconfigInClusterTemplate = `apiVersion: v1

@@ -229,6 +229,12 @@ spec:
           value: "5000"
         - name: CONT_WHEN_CACHE_NOT_READY
           value: "false"
+        {{- if .KubePrismPort }}
+        - name: KUBERNETES_SERVICE_HOST
+          value: "127.0.0.1"
+        - name: KUBERNETES_SERVICE_PORT
+          value: {{ json (printf "%d" .KubePrismPort) }}
+        {{- end }}
         resources:
           requests:
             cpu: 100m

@@ -88,25 +88,33 @@ func IssueStaticPodCerts(in Inputs) (*StaticPodCerts, error) {
 		*l.dst = *pair
 	}
 
-	// The components talk to the apiserver of their own node: there is no
-	// KubePrism yet, and the cluster endpoint may point at a load balancer
-	// that is not up before this apiserver is.
+	// Talos-internal admin access is to this node's own API server. The
+	// controller-manager and the scheduler go through KubePrism when it is
+	// on, which prefers that same API server but falls over to the others
+	// while it is down; without KubePrism they use it alone, since the
+	// cluster endpoint may be a load balancer that is not up before it.
 	local := "https://" + net.JoinHostPort("localhost", strconv.Itoa(in.localPort()))
+	components := local
+
+	if in.KubePrismPort > 0 {
+		components = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(in.KubePrismPort))
+	}
 
 	kubeconfigs := []struct {
 		name           string
 		dst            *[]byte
+		server         string
 		cn, org        string
 		user, contextN string
 	}{
-		{"controller-manager", &out.ControllerManagerKubeconfig, ControllerManagerUser, ControllerManagerUser,
+		{"controller-manager", &out.ControllerManagerKubeconfig, components, ControllerManagerUser, ControllerManagerUser,
 			ControllerManagerUser, componentContext},
-		{"scheduler", &out.SchedulerKubeconfig, SchedulerUser, SchedulerUser, SchedulerUser, componentContext},
-		{"localhost admin", &out.LocalhostAdminKubeconfig, TalosAdminCN, MastersGroup, adminName, adminName},
+		{"scheduler", &out.SchedulerKubeconfig, components, SchedulerUser, SchedulerUser, SchedulerUser, componentContext},
+		{"localhost admin", &out.LocalhostAdminKubeconfig, local, TalosAdminCN, MastersGroup, adminName, adminName},
 	}
 
 	for _, k := range kubeconfigs {
-		data, err := certKubeconfig(&in, local, k.cn, k.org, k.user, k.contextN, in.validity())
+		data, err := certKubeconfig(&in, k.server, k.cn, k.org, k.user, k.contextN, in.validity())
 		if err != nil {
 			return nil, fmt.Errorf("%s kubeconfig: %w", k.name, err)
 		}

@@ -33,11 +33,15 @@ type Inputs struct {
 	ClusterName        string
 	Endpoint           *url.URL // cluster.controlPlane.endpoint
 	LocalAPIServerPort int
-	CertSANs           []string // cluster.apiServer.certSANs: IPs or DNS names
-	DNSDomain          string
-	ServiceSubnets     []string
-	Hostname, FQDN     string
-	NodeAddresses      []netip.Addr
+	// KubePrismPort, when not 0, is where the node's KubePrism listens
+	// (machine.features.kubePrism): the controller-manager's and the
+	// scheduler's way to the cluster.
+	KubePrismPort  int
+	CertSANs       []string // cluster.apiServer.certSANs: IPs or DNS names
+	DNSDomain      string
+	ServiceSubnets []string
+	Hostname, FQDN string
+	NodeAddresses  []netip.Addr
 
 	// CA is the issuing CA; its key is only present on control planes.
 	CA, AggregatorCA, EtcdCA *pki.CertAndKey

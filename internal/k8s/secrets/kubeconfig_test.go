@@ -135,6 +135,44 @@ func TestStaticPodKubeconfigs(t *testing.T) {
 	}
 }
 
+// With KubePrism on, the controller-manager and the scheduler go through
+// it; Talos-internal admin access stays on the node's own API server.
+func TestStaticPodKubeconfigsKubePrism(t *testing.T) {
+	cas := newTestCAs(t)
+	in := testInputs(t, cas)
+	in.LocalAPIServerPort = 7443
+	in.KubePrismPort = 7445
+
+	certs, err := IssueStaticPodCerts(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want kubeconfigWant
+	}{
+		{"controller-manager", certs.ControllerManagerKubeconfig, kubeconfigWant{
+			cluster: "talos-test", server: "https://127.0.0.1:7445", user: "system:kube-controller-manager@talos-test",
+			context: "default@talos-test", cn: "system:kube-controller-manager", orgs: []string{"system:kube-controller-manager"},
+		}},
+		{"scheduler", certs.SchedulerKubeconfig, kubeconfigWant{
+			cluster: "talos-test", server: "https://127.0.0.1:7445", user: "system:kube-scheduler@talos-test",
+			context: "default@talos-test", cn: "system:kube-scheduler", orgs: []string{"system:kube-scheduler"},
+		}},
+		{"localhost admin", certs.LocalhostAdminKubeconfig, kubeconfigWant{
+			cluster: "talos-test", server: "https://localhost:7443", user: "admin@talos-test",
+			context: "admin@talos-test", cn: "talos:admin", orgs: []string{"system:masters"},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.want.lifetime = DefaultValidity
+			checkKubeconfig(t, tt.data, tt.want, AcceptedCABundle(in), cas.k8s)
+		})
+	}
+}
+
 func TestAdminKubeconfig(t *testing.T) {
 	cas := newTestCAs(t)
 	in := testInputs(t, cas)
