@@ -17,3 +17,7 @@ echo
 echo "== discovery: a node's change reaching another node's Members (watch, and polling for comparison), and a worker through trustd"
 go test -run '^$' -bench 'PublishToMembers/(watch|poll/interval=1s)' -benchtime 10x ./internal/discovery
 go test -run '^$' -bench 'WatchAffiliates' -benchtime "$benchtime" ./internal/trustd
+
+echo
+echo "== KubePrism: a new connection with one round trip, and 32 KiB echoed, through it and straight to the upstream"
+go test -run '^$' -bench 'Prism' -benchtime 5000x -benchmem ./internal/k8s
