@@ -52,6 +52,20 @@ func encodeIndented(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// DefaultLocalAPIServerPort is where a control plane's API server listens
+// when cluster.controlPlane.localAPIServerPort is not set.
+const DefaultLocalAPIServerPort = 6443
+
+// LocalAPIServerPort is cluster.controlPlane.localAPIServerPort, or its
+// default.
+func (c *Config) LocalAPIServerPort() int {
+	if c != nil && c.Cluster != nil && c.Cluster.ControlPlane != nil && c.Cluster.ControlPlane.LocalAPIServerPort != 0 {
+		return c.Cluster.ControlPlane.LocalAPIServerPort
+	}
+
+	return DefaultLocalAPIServerPort
+}
+
 // IsControlPlane reports whether the machine runs the control plane
 // (init is the legacy name of a bootstrapping control-plane node).
 func (c *Config) IsControlPlane() bool {

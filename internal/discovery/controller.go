@@ -248,6 +248,9 @@ func (c *Controller) local(ctx context.Context, r bus.ControllerRuntime, cfg *co
 
 	host := machine.Hostname(cfg)
 	a := AffiliateSpec{NodeID: id, Hostname: host, Nodename: host, MachineType: cfg.Machine.Type, OperatingSystem: OperatingSystem()}
+	if cfg.IsControlPlane() {
+		a.ControlPlane = &ControlPlane{APIServerPort: cfg.LocalAPIServerPort()}
+	}
 
 	res, err := bus.GetAs[*network.NodeAddress](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur})
 	if err != nil && !bus.IsNotFound(err) {

@@ -65,6 +65,14 @@ func TestControllersWatch(t *testing.T) {
 		b.waitMembers(t, step.within, step.want...)
 	}
 
+	// A control plane's record says where its API server listens (the
+	// default port: its config sets none), for KubePrism on other nodes.
+	list, err := reg.List(ctx)
+	if i := slices.IndexFunc(list, func(a discovery.AffiliateSpec) bool { return a.NodeID == "node-a" }); err != nil || i < 0 ||
+		list[i].ControlPlane == nil || list[i].ControlPlane.APIServerPort != 6443 {
+		t.Fatalf("node-a's record %+v (%v): want controlPlane.apiServerPort 6443", list, err)
+	}
+
 	// B's own record is deleted under it: B puts it back at once, an
 	// hour before its next publish.
 	if err := reg.Remove(ctx, "node-b"); err != nil {

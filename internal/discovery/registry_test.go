@@ -20,7 +20,8 @@ func TestEtcdRegistry(t *testing.T) {
 	defer cancel()
 
 	a := discovery.AffiliateSpec{NodeID: "n1", Hostname: "cp-1", Nodename: "cp-1", MachineType: "controlplane",
-		OperatingSystem: discovery.OperatingSystem(), Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.2")}}
+		OperatingSystem: discovery.OperatingSystem(), Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.2")},
+		ControlPlane: &discovery.ControlPlane{APIServerPort: 7443}}
 	if err := reg.Publish(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +36,8 @@ func TestEtcdRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if len(got) != 1 || got[0].NodeID != "n1" || got[0].Addresses[0] != a.Addresses[0] || got[0].Member().Hostname != "cp-1" {
-		t.Fatalf("listed %+v", got)
+	if len(got) != 1 || !got[0].Equal(a) || got[0].Member().Hostname != "cp-1" || got[0].Member().ControlPlane.APIServerPort != 7443 {
+		t.Fatalf("listed %+v, want %+v", got, a)
 	}
 
 	// An invalid record is refused before it is stored.
@@ -87,6 +88,9 @@ func TestAffiliateValidate(t *testing.T) {
 		{"unknown type", func(a *discovery.AffiliateSpec) { a.MachineType = "" }, "machine type"},
 		{"long os", func(a *discovery.AffiliateSpec) { a.OperatingSystem = strings.Repeat("x", 300) }, "too long"},
 		{"zero address", func(a *discovery.AffiliateSpec) { a.Addresses = []netip.Addr{{}} }, "invalid address"},
+		{"no API server port", func(a *discovery.AffiliateSpec) { a.ControlPlane = &discovery.ControlPlane{} }, "API server port 0"},
+		{"API server port too big", func(a *discovery.AffiliateSpec) { a.ControlPlane = &discovery.ControlPlane{APIServerPort: 70000} },
+			"API server port 70000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := ok

@@ -41,18 +41,40 @@ type AffiliateSpec struct {
 	MachineType     string       `yaml:"machineType" json:"machineType"`
 	OperatingSystem string       `yaml:"operatingSystem" json:"operatingSystem"`
 	Addresses       []netip.Addr `yaml:"addresses" json:"addresses"`
+	// ControlPlane is set on control planes (Talos's affiliate field).
+	// Records from earlier versions lack it.
+	ControlPlane *ControlPlane `yaml:"controlPlane,omitempty" json:"controlPlane,omitempty"`
 }
 
-// DeepCopy copies the addresses.
+// ControlPlane is what a control plane's record adds: where its API
+// server listens, which KubePrism on every node balances over.
+type ControlPlane struct {
+	APIServerPort int `yaml:"apiServerPort" json:"apiServerPort"`
+}
+
+// DeepCopy copies the addresses and the control-plane part.
 func (s AffiliateSpec) DeepCopy() AffiliateSpec {
 	s.Addresses = slices.Clone(s.Addresses)
+	s.ControlPlane = cloneControlPlane(s.ControlPlane)
+
 	return s
+}
+
+func cloneControlPlane(c *ControlPlane) *ControlPlane {
+	if c == nil {
+		return nil
+	}
+
+	cp := *c
+
+	return &cp
 }
 
 // Equal says whether two records are the same, addresses in order.
 func (s AffiliateSpec) Equal(o AffiliateSpec) bool {
 	return s.NodeID == o.NodeID && s.Hostname == o.Hostname && s.Nodename == o.Nodename && s.MachineType == o.MachineType &&
-		s.OperatingSystem == o.OperatingSystem && slices.Equal(s.Addresses, o.Addresses)
+		s.OperatingSystem == o.OperatingSystem && slices.Equal(s.Addresses, o.Addresses) &&
+		(s.ControlPlane == nil) == (o.ControlPlane == nil) && (s.ControlPlane == nil || *s.ControlPlane == *o.ControlPlane)
 }
 
 // Affiliate is an Affiliates resource.
@@ -60,16 +82,19 @@ type Affiliate = bus.Typed[AffiliateSpec]
 
 // MemberSpec is a cluster member, named by its node name (the ID).
 type MemberSpec struct {
-	NodeID          string       `yaml:"nodeId" json:"nodeId"`
-	Addresses       []netip.Addr `yaml:"addresses" json:"addresses"`
-	Hostname        string       `yaml:"hostname" json:"hostname"`
-	MachineType     string       `yaml:"machineType" json:"machineType"`
-	OperatingSystem string       `yaml:"operatingSystem" json:"operatingSystem"`
+	NodeID          string        `yaml:"nodeId" json:"nodeId"`
+	Addresses       []netip.Addr  `yaml:"addresses" json:"addresses"`
+	Hostname        string        `yaml:"hostname" json:"hostname"`
+	MachineType     string        `yaml:"machineType" json:"machineType"`
+	OperatingSystem string        `yaml:"operatingSystem" json:"operatingSystem"`
+	ControlPlane    *ControlPlane `yaml:"controlPlane,omitempty" json:"controlPlane,omitempty"`
 }
 
-// DeepCopy copies the addresses.
+// DeepCopy copies the addresses and the control-plane part.
 func (s MemberSpec) DeepCopy() MemberSpec {
 	s.Addresses = slices.Clone(s.Addresses)
+	s.ControlPlane = cloneControlPlane(s.ControlPlane)
+
 	return s
 }
 
@@ -114,6 +139,8 @@ func (s AffiliateSpec) Validate() error {
 		return fmt.Errorf("affiliate %s: operating system name too long", s.NodeID)
 	case len(s.Addresses) > maxAddresses:
 		return fmt.Errorf("affiliate %s: %d addresses, at most %d", s.NodeID, len(s.Addresses), maxAddresses)
+	case s.ControlPlane != nil && (s.ControlPlane.APIServerPort < 1 || s.ControlPlane.APIServerPort > 65535):
+		return fmt.Errorf("affiliate %s: invalid API server port %d", s.NodeID, s.ControlPlane.APIServerPort)
 	}
 
 	for _, a := range s.Addresses {
@@ -127,7 +154,8 @@ func (s AffiliateSpec) Validate() error {
 
 // Member is the member record of an affiliate.
 func (s AffiliateSpec) Member() MemberSpec {
-	return MemberSpec{NodeID: s.NodeID, Addresses: slices.Clone(s.Addresses), Hostname: s.Hostname, MachineType: s.MachineType, OperatingSystem: s.OperatingSystem}
+	return MemberSpec{NodeID: s.NodeID, Addresses: slices.Clone(s.Addresses), Hostname: s.Hostname, MachineType: s.MachineType,
+		OperatingSystem: s.OperatingSystem, ControlPlane: cloneControlPlane(s.ControlPlane)}
 }
 
 // MemberID is the member's resource ID: the node name, else the hostname.

@@ -14,7 +14,7 @@ import (
 
 // Defaults Talos applies when the config is silent.
 const (
-	DefaultAPIServerPort = 6443
+	DefaultAPIServerPort = configs.DefaultLocalAPIServerPort
 	DefaultDNSDomain     = "cluster.local"
 	DefaultPodSubnet     = "10.244.0.0/16"
 	DefaultServiceSubnet = "10.96.0.0/12"

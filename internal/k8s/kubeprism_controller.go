@@ -192,11 +192,12 @@ const DefaultKubePrismPort = generate.DefaultKubePrismPort
 
 // kubePrismUpstreams are the API servers KubePrism balances, the node's
 // own first (on a control plane that is the one its kubelet runs), then
-// the cluster endpoint, then the control planes among members: with those,
-// a node whose endpoint is down (a Docker cluster's first control plane)
-// still reaches the cluster. Talos's affiliate records carry each control
-// plane's API server port; ours do not, so members are taken to listen on
-// this node's localAPIServerPort, which a cluster's nodes share.
+// the cluster endpoint, then the control planes among members, at the API
+// server port their records carry: with those, a node whose endpoint is
+// down (a Docker cluster's first control plane) still reaches the
+// cluster. A record from an earlier version carries no port; its node is
+// taken to listen on this node's localAPIServerPort, which a cluster's
+// nodes share.
 func kubePrismUpstreams(cfg *configs.Config, members []*discovery.Member) ([]string, error) {
 	if cfg == nil || cfg.Cluster == nil {
 		return nil, nil
@@ -227,10 +228,18 @@ func kubePrismUpstreams(cfg *configs.Config, members []*discovery.Member) ([]str
 	add(net.JoinHostPort(cl.Endpoint.Hostname(), port))
 
 	for _, m := range members {
-		if spec := m.TypedSpec(); spec.MachineType == "controlplane" || spec.MachineType == "init" {
-			for _, a := range spec.Addresses {
-				add(net.JoinHostPort(a.String(), strconv.Itoa(cl.LocalPort)))
-			}
+		spec := m.TypedSpec()
+		if spec.MachineType != "controlplane" && spec.MachineType != "init" {
+			continue
+		}
+
+		apiPort := cl.LocalPort
+		if spec.ControlPlane != nil {
+			apiPort = spec.ControlPlane.APIServerPort
+		}
+
+		for _, a := range spec.Addresses {
+			add(net.JoinHostPort(a.String(), strconv.Itoa(apiPort)))
 		}
 	}
 

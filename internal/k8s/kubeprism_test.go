@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,16 +229,21 @@ func TestKubePrismController(t *testing.T) {
 	fmt.Sscan(localPort, &cp.Cluster.ControlPlane.LocalAPIServerPort) //nolint:errcheck // a port
 	fmt.Sscan(portS, &cp.Machine.Features.KubePrism.Port)             //nolint:errcheck // a port
 
-	// Another control plane, on another loopback address and the same
-	// API server port, as discovery lists it; a worker's address is no
+	// Another control plane, on another loopback address and its own API
+	// server port, as discovery lists it. A record from an earlier version
+	// (no port) is taken to use this node's; a worker's address is no
 	// upstream.
-	peer := startNamedAt(t, net.JoinHostPort("127.0.0.2", localPort), "peer")
+	peer := startNamedAt(t, "127.0.0.2:0", "peer")
+	_, peerPortS, _ := net.SplitHostPort(peer.addr())
+	peerPort, _ := strconv.Atoi(peerPortS)
 
 	g := startGraphOf(t, t.TempDir(), &KubePrismController{Interval: 50 * time.Millisecond})
 	g.setConfig(cp)
 
 	for name, m := range map[string]discovery.MemberSpec{
-		"cp2": {MachineType: "controlplane", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.2")}},
+		"cp2": {MachineType: "controlplane", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.2")},
+			ControlPlane: &discovery.ControlPlane{APIServerPort: peerPort}},
+		"cp3": {MachineType: "controlplane", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.4")}},
 		"w1":  {MachineType: "worker", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.3")}},
 	} {
 		put(g, bus.NewTyped(discovery.Namespace, discovery.MemberType, name, m), "cluster.DiscoveryController")
@@ -259,7 +265,7 @@ func TestKubePrismController(t *testing.T) {
 	}
 
 	// The members come in after the config: the list grows to them.
-	want := []string{local.addr(), endpoint.addr(), peer.addr()}
+	want := []string{local.addr(), endpoint.addr(), peer.addr(), net.JoinHostPort("127.0.0.4", localPort)}
 
 	var got []string
 

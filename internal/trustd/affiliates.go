@@ -135,6 +135,10 @@ func affiliateFromProto(p *security.Affiliate) (discovery.AffiliateSpec, error) 
 		MachineType: p.GetMachineType(), OperatingSystem: p.GetOperatingSystem(),
 	}
 
+	if cp := p.GetControlPlane(); cp != nil {
+		a.ControlPlane = &discovery.ControlPlane{APIServerPort: int(cp.GetApiServerPort())}
+	}
+
 	for _, s := range p.GetAddresses() {
 		ip, err := netip.ParseAddr(s)
 		if err != nil {
@@ -151,6 +155,10 @@ func affiliateToProto(a discovery.AffiliateSpec) *security.Affiliate {
 	p := &security.Affiliate{
 		NodeId: a.NodeID, Hostname: a.Hostname, Nodename: a.Nodename,
 		MachineType: a.MachineType, OperatingSystem: a.OperatingSystem,
+	}
+
+	if a.ControlPlane != nil {
+		p.ControlPlane = &security.ControlPlane{ApiServerPort: int32(a.ControlPlane.APIServerPort)} //nolint:gosec // validated: a port
 	}
 
 	for _, ip := range a.Addresses {

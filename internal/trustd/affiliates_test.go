@@ -24,7 +24,8 @@ func TestAffiliatesThroughTrustd(t *testing.T) {
 	ctx := testContext(t)
 
 	cp := discovery.AffiliateSpec{NodeID: "cpnode1", Hostname: "cp-1", Nodename: "cp-1", MachineType: "controlplane",
-		OperatingSystem: discovery.OperatingSystem(), Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.2")}}
+		OperatingSystem: discovery.OperatingSystem(), Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.2")},
+		ControlPlane: &discovery.ControlPlane{APIServerPort: 6443}}
 	if err := reg.Publish(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +50,14 @@ func TestAffiliatesThroughTrustd(t *testing.T) {
 
 	if want := []string{"cpnode1/controlplane", "worker1/worker"}; !slices.Equal(ids, want) {
 		t.Fatalf("the worker sees %v, want %v", ids, want)
+	}
+
+	// The records cross trustd whole: the control plane's API server port
+	// (KubePrism's upstreams on workers), and none for the worker.
+	for _, a := range got {
+		if want := map[string]discovery.AffiliateSpec{cp.NodeID: cp, worker.NodeID: worker}[a.NodeID]; !a.Equal(want) {
+			t.Errorf("the worker sees %+v, want %+v", a, want)
+		}
 	}
 
 	// The control plane sees the worker's record in etcd.

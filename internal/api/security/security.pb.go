@@ -135,8 +135,10 @@ type Affiliate struct {
 	MachineType     string                 `protobuf:"bytes,4,opt,name=machine_type,json=machineType,proto3" json:"machine_type,omitempty"`
 	OperatingSystem string                 `protobuf:"bytes,5,opt,name=operating_system,json=operatingSystem,proto3" json:"operating_system,omitempty"`
 	Addresses       []string               `protobuf:"bytes,6,rep,name=addresses,proto3" json:"addresses,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// control_plane is set on control planes: where their API server listens.
+	ControlPlane  *ControlPlane `protobuf:"bytes,7,opt,name=control_plane,json=controlPlane,proto3" json:"control_plane,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Affiliate) Reset() {
@@ -211,6 +213,58 @@ func (x *Affiliate) GetAddresses() []string {
 	return nil
 }
 
+func (x *Affiliate) GetControlPlane() *ControlPlane {
+	if x != nil {
+		return x.ControlPlane
+	}
+	return nil
+}
+
+// ControlPlane is what a control plane's record adds.
+type ControlPlane struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiServerPort int32                  `protobuf:"varint,1,opt,name=api_server_port,json=apiServerPort,proto3" json:"api_server_port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ControlPlane) Reset() {
+	*x = ControlPlane{}
+	mi := &file_security_security_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ControlPlane) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ControlPlane) ProtoMessage() {}
+
+func (x *ControlPlane) ProtoReflect() protoreflect.Message {
+	mi := &file_security_security_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ControlPlane.ProtoReflect.Descriptor instead.
+func (*ControlPlane) Descriptor() ([]byte, []int) {
+	return file_security_security_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ControlPlane) GetApiServerPort() int32 {
+	if x != nil {
+		return x.ApiServerPort
+	}
+	return 0
+}
+
 type AffiliatesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// self is the caller's record, stored under a lease on the control plane.
@@ -225,7 +279,7 @@ type AffiliatesRequest struct {
 
 func (x *AffiliatesRequest) Reset() {
 	*x = AffiliatesRequest{}
-	mi := &file_security_security_proto_msgTypes[3]
+	mi := &file_security_security_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -237,7 +291,7 @@ func (x *AffiliatesRequest) String() string {
 func (*AffiliatesRequest) ProtoMessage() {}
 
 func (x *AffiliatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_security_security_proto_msgTypes[3]
+	mi := &file_security_security_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -250,7 +304,7 @@ func (x *AffiliatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AffiliatesRequest.ProtoReflect.Descriptor instead.
 func (*AffiliatesRequest) Descriptor() ([]byte, []int) {
-	return file_security_security_proto_rawDescGZIP(), []int{3}
+	return file_security_security_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AffiliatesRequest) GetSelf() *Affiliate {
@@ -275,7 +329,7 @@ type WatchAffiliatesRequest struct {
 
 func (x *WatchAffiliatesRequest) Reset() {
 	*x = WatchAffiliatesRequest{}
-	mi := &file_security_security_proto_msgTypes[4]
+	mi := &file_security_security_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +341,7 @@ func (x *WatchAffiliatesRequest) String() string {
 func (*WatchAffiliatesRequest) ProtoMessage() {}
 
 func (x *WatchAffiliatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_security_security_proto_msgTypes[4]
+	mi := &file_security_security_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +354,7 @@ func (x *WatchAffiliatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAffiliatesRequest.ProtoReflect.Descriptor instead.
 func (*WatchAffiliatesRequest) Descriptor() ([]byte, []int) {
-	return file_security_security_proto_rawDescGZIP(), []int{4}
+	return file_security_security_proto_rawDescGZIP(), []int{5}
 }
 
 type AffiliatesResponse struct {
@@ -312,7 +366,7 @@ type AffiliatesResponse struct {
 
 func (x *AffiliatesResponse) Reset() {
 	*x = AffiliatesResponse{}
-	mi := &file_security_security_proto_msgTypes[5]
+	mi := &file_security_security_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -324,7 +378,7 @@ func (x *AffiliatesResponse) String() string {
 func (*AffiliatesResponse) ProtoMessage() {}
 
 func (x *AffiliatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_security_security_proto_msgTypes[5]
+	mi := &file_security_security_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -337,7 +391,7 @@ func (x *AffiliatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AffiliatesResponse.ProtoReflect.Descriptor instead.
 func (*AffiliatesResponse) Descriptor() ([]byte, []int) {
-	return file_security_security_proto_rawDescGZIP(), []int{5}
+	return file_security_security_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AffiliatesResponse) GetAffiliates() []*Affiliate {
@@ -356,14 +410,17 @@ const file_security_security_proto_rawDesc = "" +
 	"\x03csr\x18\x01 \x01(\fR\x03csr\"7\n" +
 	"\x13CertificateResponse\x12\x0e\n" +
 	"\x02ca\x18\x01 \x01(\fR\x02ca\x12\x10\n" +
-	"\x03crt\x18\x02 \x01(\fR\x03crt\"\xc8\x01\n" +
+	"\x03crt\x18\x02 \x01(\fR\x03crt\"\x88\x02\n" +
 	"\tAffiliate\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x1a\n" +
 	"\bnodename\x18\x03 \x01(\tR\bnodename\x12!\n" +
 	"\fmachine_type\x18\x04 \x01(\tR\vmachineType\x12)\n" +
 	"\x10operating_system\x18\x05 \x01(\tR\x0foperatingSystem\x12\x1c\n" +
-	"\taddresses\x18\x06 \x03(\tR\taddresses\"U\n" +
+	"\taddresses\x18\x06 \x03(\tR\taddresses\x12>\n" +
+	"\rcontrol_plane\x18\a \x01(\v2\x19.securityapi.ControlPlaneR\fcontrolPlane\"6\n" +
+	"\fControlPlane\x12&\n" +
+	"\x0fapi_server_port\x18\x01 \x01(\x05R\rapiServerPort\"U\n" +
 	"\x11AffiliatesRequest\x12*\n" +
 	"\x04self\x18\x01 \x01(\v2\x16.securityapi.AffiliateR\x04self\x12\x14\n" +
 	"\x05leave\x18\x02 \x01(\bR\x05leave\"\x18\n" +
@@ -390,29 +447,31 @@ func file_security_security_proto_rawDescGZIP() []byte {
 	return file_security_security_proto_rawDescData
 }
 
-var file_security_security_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_security_security_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_security_security_proto_goTypes = []any{
 	(*CertificateRequest)(nil),     // 0: securityapi.CertificateRequest
 	(*CertificateResponse)(nil),    // 1: securityapi.CertificateResponse
 	(*Affiliate)(nil),              // 2: securityapi.Affiliate
-	(*AffiliatesRequest)(nil),      // 3: securityapi.AffiliatesRequest
-	(*WatchAffiliatesRequest)(nil), // 4: securityapi.WatchAffiliatesRequest
-	(*AffiliatesResponse)(nil),     // 5: securityapi.AffiliatesResponse
+	(*ControlPlane)(nil),           // 3: securityapi.ControlPlane
+	(*AffiliatesRequest)(nil),      // 4: securityapi.AffiliatesRequest
+	(*WatchAffiliatesRequest)(nil), // 5: securityapi.WatchAffiliatesRequest
+	(*AffiliatesResponse)(nil),     // 6: securityapi.AffiliatesResponse
 }
 var file_security_security_proto_depIdxs = []int32{
-	2, // 0: securityapi.AffiliatesRequest.self:type_name -> securityapi.Affiliate
-	2, // 1: securityapi.AffiliatesResponse.affiliates:type_name -> securityapi.Affiliate
-	0, // 2: securityapi.SecurityService.Certificate:input_type -> securityapi.CertificateRequest
-	3, // 3: securityapi.SecurityService.Affiliates:input_type -> securityapi.AffiliatesRequest
-	4, // 4: securityapi.SecurityService.WatchAffiliates:input_type -> securityapi.WatchAffiliatesRequest
-	1, // 5: securityapi.SecurityService.Certificate:output_type -> securityapi.CertificateResponse
-	5, // 6: securityapi.SecurityService.Affiliates:output_type -> securityapi.AffiliatesResponse
-	5, // 7: securityapi.SecurityService.WatchAffiliates:output_type -> securityapi.AffiliatesResponse
-	5, // [5:8] is the sub-list for method output_type
-	2, // [2:5] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	3, // 0: securityapi.Affiliate.control_plane:type_name -> securityapi.ControlPlane
+	2, // 1: securityapi.AffiliatesRequest.self:type_name -> securityapi.Affiliate
+	2, // 2: securityapi.AffiliatesResponse.affiliates:type_name -> securityapi.Affiliate
+	0, // 3: securityapi.SecurityService.Certificate:input_type -> securityapi.CertificateRequest
+	4, // 4: securityapi.SecurityService.Affiliates:input_type -> securityapi.AffiliatesRequest
+	5, // 5: securityapi.SecurityService.WatchAffiliates:input_type -> securityapi.WatchAffiliatesRequest
+	1, // 6: securityapi.SecurityService.Certificate:output_type -> securityapi.CertificateResponse
+	6, // 7: securityapi.SecurityService.Affiliates:output_type -> securityapi.AffiliatesResponse
+	6, // 8: securityapi.SecurityService.WatchAffiliates:output_type -> securityapi.AffiliatesResponse
+	6, // [6:9] is the sub-list for method output_type
+	3, // [3:6] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_security_security_proto_init() }
@@ -426,7 +485,7 @@ func file_security_security_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_security_security_proto_rawDesc), len(file_security_security_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
