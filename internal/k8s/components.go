@@ -14,7 +14,6 @@ import (
 
 // Defaults Talos applies when the config is silent.
 const (
-	DefaultAPIServerPort = configs.DefaultLocalAPIServerPort
 	DefaultDNSDomain     = "cluster.local"
 	DefaultPodSubnet     = "10.244.0.0/16"
 	DefaultServiceSubnet = "10.96.0.0/12"
@@ -46,7 +45,7 @@ func ClusterFrom(cfg *configs.Config) (Cluster, error) {
 	}
 
 	c := cfg.Cluster
-	out := Cluster{Name: c.ClusterName, LocalPort: DefaultAPIServerPort, DNSDomain: DefaultDNSDomain,
+	out := Cluster{Name: c.ClusterName, LocalPort: cfg.LocalAPIServerPort(), DNSDomain: DefaultDNSDomain,
 		PodSubnets: []string{DefaultPodSubnet}, ServiceSubnets: []string{DefaultServiceSubnet}, Version: images.Kubernetes}
 
 	if c.ControlPlane == nil || c.ControlPlane.Endpoint == "" {
@@ -59,10 +58,6 @@ func ClusterFrom(cfg *configs.Config) (Cluster, error) {
 	}
 
 	out.Endpoint = u
-
-	if c.ControlPlane.LocalAPIServerPort != 0 {
-		out.LocalPort = c.ControlPlane.LocalAPIServerPort
-	}
 
 	if n := c.Network; n != nil {
 		out.DNSDomain = cmp.Or(n.DNSDomain, out.DNSDomain)

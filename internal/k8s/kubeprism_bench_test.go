@@ -14,7 +14,7 @@ import (
 // one round trip (clients reconnect after an upstream ends); stream is
 // 32 KiB echoed on an open connection (a watch or a list).
 func BenchmarkPrism(b *testing.B) {
-	up := startNamedB(b)
+	up := startNamed(b, "up").addr()
 
 	p := &Prism{}
 	p.SetUpstreams([]string{up})
@@ -69,37 +69,6 @@ func BenchmarkPrism(b *testing.B) {
 			}
 		})
 	}
-}
-
-// startNamedB is an echo upstream that first says its name, for
-// benchmarks (startNamed needs a *testing.T).
-func startNamedB(b *testing.B) string {
-	b.Helper()
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	b.Cleanup(func() { ln.Close() })
-
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-
-			go func() {
-				defer c.Close()
-
-				io.WriteString(c, "up\n") //nolint:errcheck // the client sees a short read
-				io.Copy(c, c)             //nolint:errcheck // until either side closes
-			}()
-		}
-	}()
-
-	return ln.Addr().String()
 }
 
 // dialNamed connects and reads the upstream's name line.

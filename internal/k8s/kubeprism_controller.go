@@ -229,7 +229,7 @@ func kubePrismUpstreams(cfg *configs.Config, members []*discovery.Member) ([]str
 
 	for _, m := range members {
 		spec := m.TypedSpec()
-		if spec.MachineType != "controlplane" && spec.MachineType != "init" {
+		if spec.MachineType != configs.MachineTypeControlPlane && spec.MachineType != configs.MachineTypeInit {
 			continue
 		}
 

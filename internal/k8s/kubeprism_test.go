@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +23,26 @@ import (
 // then echoes what it reads, until it is closed.
 type namedServer struct {
 	ln    net.Listener
-	conns chan net.Conn
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
 }
 
-func startNamed(t *testing.T, name string) *namedServer {
-	t.Helper()
+func startNamed(tb testing.TB, name string) *namedServer {
+	tb.Helper()
 
-	return startNamedAt(t, "127.0.0.1:0", name)
+	return startNamedAt(tb, "127.0.0.1:0", name)
 }
 
 // startNamedAt is startNamed on a given address.
-func startNamedAt(t *testing.T, addr, name string) *namedServer {
-	t.Helper()
+func startNamedAt(tb testing.TB, addr, name string) *namedServer {
+	tb.Helper()
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 
-	s := &namedServer{ln: ln, conns: make(chan net.Conn, 16)}
+	s := &namedServer{ln: ln, conns: map[net.Conn]struct{}{}}
 
 	go func() {
 		for {
@@ -49,17 +51,23 @@ func startNamedAt(t *testing.T, addr, name string) *namedServer {
 				return
 			}
 
-			s.conns <- c
+			s.mu.Lock()
+			s.conns[c] = struct{}{}
+			s.mu.Unlock()
 
 			go func() {
 				fmt.Fprintf(c, "%s\n", name)
 				io.Copy(c, c) //nolint:errcheck // until either side closes
 				c.Close()
+
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
 			}()
 		}
 	}()
 
-	t.Cleanup(s.close)
+	tb.Cleanup(s.close)
 
 	return s
 }
@@ -70,13 +78,11 @@ func (s *namedServer) addr() string { return s.ln.Addr().String() }
 func (s *namedServer) close() {
 	s.ln.Close()
 
-	for {
-		select {
-		case c := <-s.conns:
-			c.Close()
-		default:
-			return
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	for c := range s.conns {
+		c.Close()
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 
 // Defaults applied by FromConfig, as in Talos.
 const (
-	DefaultLocalAPIServerPort = 6443
+	DefaultLocalAPIServerPort = configs.DefaultLocalAPIServerPort
 	DefaultDNSDomain          = "cluster.local"
 	DefaultServiceSubnet      = "10.96.0.0/12"
 	// DefaultValidity is Talos' KubernetesDefaultCertificateValidityDuration.

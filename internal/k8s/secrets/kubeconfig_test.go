@@ -93,82 +93,58 @@ func checkKubeconfig(t *testing.T, data []byte, want kubeconfigWant, caBundle []
 	return crt
 }
 
+// The components' kubeconfigs: the controller-manager and the scheduler go
+// through KubePrism when it is on, else to the node's own API server;
+// Talos-internal admin access is always to the node's own API server.
 func TestStaticPodKubeconfigs(t *testing.T) {
 	cas := newTestCAs(t)
-	in := testInputs(t, cas)
-	in.LocalAPIServerPort = 7443
 
-	certs, err := IssueStaticPodCerts(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	bundle := AcceptedCABundle(in)
-	if pemCount(bundle) != 2 {
-		t.Fatalf("accepted CA bundle holds %d certificates, want 2", pemCount(bundle))
-	}
-
-	tests := []struct {
-		name string
-		data []byte
-		want kubeconfigWant
+	for _, mode := range []struct {
+		name       string
+		prismPort  int
+		components string
 	}{
-		{"controller-manager", certs.ControllerManagerKubeconfig, kubeconfigWant{
-			cluster: "talos-test", server: "https://localhost:7443", user: "system:kube-controller-manager@talos-test",
-			context: "default@talos-test", cn: "system:kube-controller-manager", orgs: []string{"system:kube-controller-manager"},
-		}},
-		{"scheduler", certs.SchedulerKubeconfig, kubeconfigWant{
-			cluster: "talos-test", server: "https://localhost:7443", user: "system:kube-scheduler@talos-test",
-			context: "default@talos-test", cn: "system:kube-scheduler", orgs: []string{"system:kube-scheduler"},
-		}},
-		{"localhost admin", certs.LocalhostAdminKubeconfig, kubeconfigWant{
-			cluster: "talos-test", server: "https://localhost:7443", user: "admin@talos-test",
-			context: "admin@talos-test", cn: "talos:admin", orgs: []string{"system:masters"},
-		}},
-	}
-
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.want.lifetime = DefaultValidity
-			checkKubeconfig(t, tt.data, tt.want, bundle, cas.k8s)
-		})
-	}
-}
-
-// With KubePrism on, the controller-manager and the scheduler go through
-// it; Talos-internal admin access stays on the node's own API server.
-func TestStaticPodKubeconfigsKubePrism(t *testing.T) {
-	cas := newTestCAs(t)
-	in := testInputs(t, cas)
-	in.LocalAPIServerPort = 7443
-	in.KubePrismPort = 7445
-
-	certs, err := IssueStaticPodCerts(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	for _, tt := range []struct {
-		name string
-		data []byte
-		want kubeconfigWant
-	}{
-		{"controller-manager", certs.ControllerManagerKubeconfig, kubeconfigWant{
-			cluster: "talos-test", server: "https://127.0.0.1:7445", user: "system:kube-controller-manager@talos-test",
-			context: "default@talos-test", cn: "system:kube-controller-manager", orgs: []string{"system:kube-controller-manager"},
-		}},
-		{"scheduler", certs.SchedulerKubeconfig, kubeconfigWant{
-			cluster: "talos-test", server: "https://127.0.0.1:7445", user: "system:kube-scheduler@talos-test",
-			context: "default@talos-test", cn: "system:kube-scheduler", orgs: []string{"system:kube-scheduler"},
-		}},
-		{"localhost admin", certs.LocalhostAdminKubeconfig, kubeconfigWant{
-			cluster: "talos-test", server: "https://localhost:7443", user: "admin@talos-test",
-			context: "admin@talos-test", cn: "talos:admin", orgs: []string{"system:masters"},
-		}},
+		{"own API server", 0, "https://localhost:7443"},
+		{"kubeprism", 7445, "https://127.0.0.1:7445"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.want.lifetime = DefaultValidity
-			checkKubeconfig(t, tt.data, tt.want, AcceptedCABundle(in), cas.k8s)
+		t.Run(mode.name, func(t *testing.T) {
+			in := testInputs(t, cas)
+			in.LocalAPIServerPort = 7443
+			in.KubePrismPort = mode.prismPort
+
+			certs, err := IssueStaticPodCerts(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			bundle := AcceptedCABundle(in)
+			if pemCount(bundle) != 2 {
+				t.Fatalf("accepted CA bundle holds %d certificates, want 2", pemCount(bundle))
+			}
+
+			for _, tt := range []struct {
+				name string
+				data []byte
+				want kubeconfigWant
+			}{
+				{"controller-manager", certs.ControllerManagerKubeconfig, kubeconfigWant{
+					cluster: "talos-test", server: mode.components, user: "system:kube-controller-manager@talos-test",
+					context: "default@talos-test", cn: "system:kube-controller-manager", orgs: []string{"system:kube-controller-manager"},
+				}},
+				{"scheduler", certs.SchedulerKubeconfig, kubeconfigWant{
+					cluster: "talos-test", server: mode.components, user: "system:kube-scheduler@talos-test",
+					context: "default@talos-test", cn: "system:kube-scheduler", orgs: []string{"system:kube-scheduler"},
+				}},
+				{"localhost admin", certs.LocalhostAdminKubeconfig, kubeconfigWant{
+					cluster: "talos-test", server: "https://localhost:7443", user: "admin@talos-test",
+					context: "admin@talos-test", cn: "talos:admin", orgs: []string{"system:masters"},
+				}},
+			} {
+				t.Run(tt.name, func(t *testing.T) {
+					tt.want.lifetime = DefaultValidity
+					checkKubeconfig(t, tt.data, tt.want, bundle, cas.k8s)
+				})
+			}
 		})
 	}
 }
