@@ -53,6 +53,9 @@ type Drainer struct {
 	// Poll paces the retries of an eviction a disruption budget refuses
 	// and the checks that an evicted pod is gone (1 s when zero).
 	Poll time.Duration
+
+	// logMu serializes Log: pods are evicted in parallel, each logging.
+	logMu sync.Mutex
 }
 
 // NewDrainer makes a Drainer with the credentials of rc; a kubelet's own
@@ -69,6 +72,9 @@ func NewDrainer(rc *rest.Config) (*Drainer, error) {
 
 func (d *Drainer) logf(format string, args ...any) {
 	if d.Log != nil {
+		d.logMu.Lock()
+		defer d.logMu.Unlock()
+
 		fmt.Fprintf(d.Log, "[talos] "+format+"\n", args...)
 	}
 }
