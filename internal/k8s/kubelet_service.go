@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
-	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -225,50 +225,26 @@ func kubeletHealthy(ctx context.Context) error {
 // kubeletFiles are what the kubelet reads besides its image: its
 // configuration, the bootstrap kubeconfig and the accepted CAs.
 func kubeletFiles(cfg *configs.Config, spec KubeletSpecSpec) ([]File, error) {
-	conf, err := yaml.Marshal(spec.Config)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet config: %w", err)
-	}
-
-	cl, err := ClusterFrom(cfg)
+	conf, err := k8srender.KubeletConfigYAML(spec)
 	if err != nil {
 		return nil, err
 	}
 
-	cas := [][]byte{}
-	if cfg.Cluster.CA != nil {
-		cas = append(cas, cfg.Cluster.CA.Crt)
+	server, err := k8srender.KubeletServer(cfg)
+	if err != nil {
+		return nil, err
 	}
 
-	for _, ca := range cfg.Cluster.AcceptedCAs {
-		cas = append(cas, ca.Crt)
-	}
-
-	// With KubePrism the kubelet goes through it, so that it reaches an
-	// API server while its own is down; without, control planes reach
-	// their own (one of their static pods) and workers the endpoint.
-	server := cl.Endpoint.String()
-
-	switch {
-	case KubePrismPort(cfg) != 0:
-		server = fmt.Sprintf("https://127.0.0.1:%d", KubePrismPort(cfg))
-	case cfg.IsControlPlane():
-		server = fmt.Sprintf("https://localhost:%d", cl.LocalPort)
-	}
+	cas := k8srender.KubeletCAs(cfg)
 
 	boot, err := secrets.BootstrapKubeconfig(server, cas, cfg.Cluster.Token)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap kubeconfig: %w", err)
 	}
 
-	var bundle []byte
-	for _, ca := range cas {
-		bundle = append(bundle, ca...)
-	}
-
 	return []File{
 		{Path: KubeletConfigPath, Mode: 0o600, Data: conf},
 		{Path: KubeletBootstrapPath, Mode: 0o600, Data: boot},
-		{Path: KubeletCAPath, Mode: 0o400, Data: bundle},
+		{Path: KubeletCAPath, Mode: 0o400, Data: k8srender.KubeletCABundle(cas)},
 	}, nil
 }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/discovery"
+	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 )
 
 // KubePrismController runs KubePrism while machine.features.kubePrism is
@@ -167,28 +167,12 @@ func (s *prismServer) stop() {
 }
 
 // KubePrismPort is the port KubePrism listens on for cfg, 0 when it is
-// off (no config, no cluster, or machine.features.kubePrism.enabled not
-// true: generated configs turn it on, as Talos 1.6+ does).
-func KubePrismPort(cfg *configs.Config) int {
-	if cfg == nil || cfg.Cluster == nil || cfg.Machine == nil || cfg.Machine.Features == nil {
-		return 0
-	}
-
-	kp := cfg.Machine.Features.KubePrism
-	if kp == nil || kp.Enabled == nil || !*kp.Enabled {
-		return 0
-	}
-
-	if kp.Port == 0 {
-		return DefaultKubePrismPort
-	}
-
-	return kp.Port
-}
+// off (see k8srender.KubePrismPort).
+func KubePrismPort(cfg *configs.Config) int { return k8srender.KubePrismPort(cfg) }
 
 // DefaultKubePrismPort is KubePrism's port when the config names none,
 // the one gen config writes.
-const DefaultKubePrismPort = generate.DefaultKubePrismPort
+const DefaultKubePrismPort = k8srender.DefaultKubePrismPort
 
 // kubePrismUpstreams are the API servers KubePrism balances, the node's
 // own first (on a control plane that is the one its kubelet runs), then

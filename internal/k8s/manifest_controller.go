@@ -12,6 +12,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/k8s/manifests"
+	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 )
 
 // ManifestController renders the bootstrap manifests of a control plane
@@ -111,37 +112,7 @@ func (c *ManifestController) Run(ctx context.Context, r bus.ControllerRuntime) e
 
 // ManifestOptions are the bootstrap manifests' settings from the config.
 func ManifestOptions(cfg *configs.Config) (manifests.Options, error) {
-	cl, err := ClusterFrom(cfg)
-	if err != nil {
-		return manifests.Options{}, err
-	}
-
-	c := cfg.Cluster
-	o := manifests.Options{
-		ClusterName: cl.Name, Server: cl.Endpoint.String(),
-		PodSubnets: cl.PodSubnets, ServiceSubnets: cl.ServiceSubnets, DNSDomain: cl.DNSDomain,
-		BootstrapToken: c.Token, KubePrismPort: KubePrismPort(cfg),
-		ProxyEnabled: true, CoreDNSEnabled: true, FlannelEnabled: true,
-	}
-
-	if p := c.Proxy; p != nil {
-		o.ProxyEnabled = !p.Disabled
-		o.ProxyImage, o.ProxyMode, o.ProxyExtraArgs = p.Image, p.Mode, p.ExtraArgs
-	}
-
-	if d := c.CoreDNS; d != nil {
-		o.CoreDNSEnabled = !d.Disabled
-		o.CoreDNSImage = d.Image
-	}
-
-	if n := c.Network; n != nil && n.CNI != nil {
-		o.FlannelEnabled = n.CNI.Name == "" || n.CNI.Name == "flannel"
-		if n.CNI.Flannel != nil {
-			o.FlannelExtraArgs = n.CNI.Flannel.ExtraArgs
-		}
-	}
-
-	return o, nil
+	return k8srender.ManifestOptions(cfg)
 }
 
 // render renders the manifests of cfg. failed are the manifests that

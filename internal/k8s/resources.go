@@ -7,10 +7,8 @@
 package k8s
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/talosbox/talosbox/internal/bus"
+	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 )
 
 // Namespaces, as Talos has them.
@@ -53,9 +51,9 @@ const (
 	ManifestStatusID    = "manifests"
 	KubePrismID         = "k8s-cluster"
 	BootstrapStatusID   = "control-plane"
-	APIServerID         = "kube-apiserver"
-	ControllerManagerID = "kube-controller-manager"
-	SchedulerID         = "kube-scheduler"
+	APIServerID         = k8srender.APIServerID
+	ControllerManagerID = k8srender.ControllerManagerID
+	SchedulerID         = k8srender.SchedulerID
 )
 
 // Definitions are the types this package publishes, for `talosctl get`.
@@ -116,63 +114,9 @@ type NodenameSpec struct {
 	SkipNodeRegistry bool   `yaml:"skipNodeRegistration,omitempty" json:"skipNodeRegistration,omitempty"`
 }
 
-// NodeIPConfigSpec is how the node IP is chosen.
-type NodeIPConfigSpec struct {
-	ValidSubnets   []string `yaml:"validSubnets" json:"validSubnets"`
-	ExcludeSubnets []string `yaml:"excludeSubnets" json:"excludeSubnets"`
-}
-
 // NodeIPSpec is the chosen node IP (one per family).
 type NodeIPSpec struct {
 	Addresses []string `yaml:"addresses" json:"addresses"`
-}
-
-// ComponentConfigSpec is one control-plane component's rendered config:
-// what its static pod is built from.
-type ComponentConfigSpec struct {
-	Image         string            `yaml:"image" json:"image"`
-	ExtraArgs     map[string]string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
-	ExtraVolumes  []ExtraVolume     `yaml:"extraVolumes,omitempty" json:"extraVolumes,omitempty"`
-	Env           map[string]string `yaml:"environmentVariables,omitempty" json:"environmentVariables,omitempty"`
-	Resources     Resources         `yaml:"resources" json:"resources"`
-	Enabled       bool              `yaml:"enabled" json:"enabled"`
-	CloudProvider string            `yaml:"cloudProvider,omitempty" json:"cloudProvider,omitempty"`
-
-	// The apiserver's.
-	EtcdServers          []string `yaml:"etcdServers,omitempty" json:"etcdServers,omitempty"`
-	LocalPort            int      `yaml:"localPort,omitempty" json:"localPort,omitempty"`
-	ServiceCIDRs         []string `yaml:"serviceCIDRs,omitempty" json:"serviceCIDRs,omitempty"`
-	PodCIDRs             []string `yaml:"podCIDRs,omitempty" json:"podCIDRs,omitempty"`
-	AdvertisedAddress    string   `yaml:"advertisedAddress,omitempty" json:"advertisedAddress,omitempty"`
-	ControlPlaneEndpoint string   `yaml:"controlPlaneEndpoint,omitempty" json:"controlPlaneEndpoint,omitempty"`
-}
-
-// ExtraVolume is a hostPath volume added to a static pod.
-type ExtraVolume struct {
-	Name      string `yaml:"name" json:"name"`
-	HostPath  string `yaml:"hostPath" json:"hostPath"`
-	MountPath string `yaml:"mountPath" json:"mountPath"`
-	ReadOnly  bool   `yaml:"readonly" json:"readonly"`
-}
-
-// Resources are a container's requests and limits ("cpu": "200m").
-type Resources struct {
-	Requests map[string]string `yaml:"requests,omitempty" json:"requests,omitempty"`
-	Limits   map[string]string `yaml:"limits,omitempty" json:"limits,omitempty"`
-}
-
-// DeepCopy copies the maps and lists.
-func (s ComponentConfigSpec) DeepCopy() ComponentConfigSpec {
-	s.ExtraArgs = maps.Clone(s.ExtraArgs)
-	s.ExtraVolumes = slices.Clone(s.ExtraVolumes)
-	s.Env = maps.Clone(s.Env)
-	s.Resources.Requests = maps.Clone(s.Resources.Requests)
-	s.Resources.Limits = maps.Clone(s.Resources.Limits)
-	s.EtcdServers = slices.Clone(s.EtcdServers)
-	s.ServiceCIDRs = slices.Clone(s.ServiceCIDRs)
-	s.PodCIDRs = slices.Clone(s.PodCIDRs)
-
-	return s
 }
 
 // StatusSpec is SecretStatus and ConfigStatus: whether the files the
@@ -180,23 +124,6 @@ func (s ComponentConfigSpec) DeepCopy() ComponentConfigSpec {
 type StatusSpec struct {
 	Ready   bool   `yaml:"ready" json:"ready"`
 	Version string `yaml:"version" json:"version"`
-}
-
-// KubeletSpecSpec is what the kubelet runs with.
-type KubeletSpecSpec struct {
-	Image            string         `yaml:"image" json:"image"`
-	Args             []string       `yaml:"args,omitempty" json:"args,omitempty"`
-	ExtraMounts      []Mount        `yaml:"extraMounts,omitempty" json:"extraMounts,omitempty"`
-	ExpectedNodename string         `yaml:"expectedNodename,omitempty" json:"expectedNodename,omitempty"`
-	Config           map[string]any `yaml:"config" json:"config"`
-}
-
-// Mount is an OCI mount into the kubelet's container.
-type Mount struct {
-	Destination string   `yaml:"destination" json:"destination"`
-	Type        string   `yaml:"type,omitempty" json:"type,omitempty"`
-	Source      string   `yaml:"source" json:"source"`
-	Options     []string `yaml:"options,omitempty" json:"options,omitempty"`
 }
 
 // ManifestSpec is one bootstrap manifest: its objects, in order.

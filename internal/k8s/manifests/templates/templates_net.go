@@ -1,4 +1,4 @@
-package manifests
+package templates
 
 // kubeProxyTemplate is Talos's kube-proxy: a host-network DaemonSet on
 // every node, reaching the API server through the in-cluster kubeconfig

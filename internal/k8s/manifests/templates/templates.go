@@ -1,4 +1,4 @@
-package manifests
+package templates
 
 // The templates follow Talos v1.8's (controllers/k8s/templates.go) and the
 // objects Talos 1.11 builds (internal/k8stemplates), so a cluster created

@@ -1,4 +1,4 @@
-package k8s
+package render
 
 import (
 	"cmp"
@@ -8,7 +8,10 @@ import (
 	"slices"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/images"
 )
 
@@ -23,9 +26,12 @@ const (
 	ResolvConfPath          = "/system/resolved/resolv.conf"
 	KubeletHealthzURL       = "http://127.0.0.1:10248/healthz"
 	containerRuntimeSocket  = "unix:///run/containerd/containerd.sock"
-	controlPlaneTaint       = "node-role.kubernetes.io/control-plane"
 	kubeletConfigAPIVersion = "kubelet.config.k8s.io/v1beta1"
 )
+
+// ControlPlaneTaint is the taint control planes register with unless
+// cluster.allowSchedulingOnControlPlanes.
+const ControlPlaneTaint = "node-role.kubernetes.io/control-plane"
 
 // protectedKubeletFields may not come from machine.kubelet.extraConfig.
 var protectedKubeletFields = []string{"apiVersion", "authentication", "authorization", "cgroupRoot", "kind", "kubeletCgroups",
@@ -148,8 +154,8 @@ func kubeletConfiguration(cfg *configs.Config, k *configs.KubeletConfig, cl Clus
 	if cfg.IsControlPlane() && (cfg.Cluster == nil || !cfg.Cluster.AllowSchedulingOnControlPlanes) {
 		if _, ok := k.ExtraArgs["register-with-taints"]; !ok {
 			taints, _ := c["registerWithTaints"].([]any)
-			if !slices.ContainsFunc(taints, func(t any) bool { m, _ := t.(map[string]any); return m["key"] == controlPlaneTaint }) {
-				taints = append(taints, map[string]any{"key": controlPlaneTaint, "effect": "NoSchedule"})
+			if !slices.ContainsFunc(taints, func(t any) bool { m, _ := t.(map[string]any); return m["key"] == ControlPlaneTaint }) {
+				taints = append(taints, map[string]any{"key": ControlPlaneTaint, "effect": "NoSchedule"})
 			}
 
 			c["registerWithTaints"] = taints
@@ -230,3 +236,83 @@ func nthIPs(subnets []string, n int) ([]netip.Addr, error) {
 
 	return out, nil
 }
+
+// KubeletConfigYAML is the kubelet's configuration file (KubeletConfigPath)
+// as the node writes it.
+func KubeletConfigYAML(spec KubeletSpecSpec) ([]byte, error) {
+	conf, err := yaml.Marshal(spec.Config)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet config: %w", err)
+	}
+
+	return conf, nil
+}
+
+// KubeletServer is the API server the kubelet's bootstrap kubeconfig
+// names. With KubePrism the kubelet goes through it, so that it reaches an
+// API server while its own is down; without, control planes reach their
+// own (one of their static pods) and workers the endpoint.
+func KubeletServer(cfg *configs.Config) (string, error) {
+	cl, err := ClusterFrom(cfg)
+	if err != nil {
+		return "", err
+	}
+
+	switch {
+	case KubePrismPort(cfg) != 0:
+		return fmt.Sprintf("https://127.0.0.1:%d", KubePrismPort(cfg)), nil
+	case cfg.IsControlPlane():
+		return fmt.Sprintf("https://localhost:%d", cl.LocalPort), nil
+	}
+
+	return cl.Endpoint.String(), nil
+}
+
+// KubeletCAs are the CAs the kubelet trusts for the API server and its
+// clients: cluster.ca, then cluster.acceptedCAs.
+func KubeletCAs(cfg *configs.Config) [][]byte {
+	cas := [][]byte{}
+	if cfg.Cluster.CA != nil {
+		cas = append(cas, cfg.Cluster.CA.Crt)
+	}
+
+	for _, ca := range cfg.Cluster.AcceptedCAs {
+		cas = append(cas, ca.Crt)
+	}
+
+	return cas
+}
+
+// KubeletCABundle is KubeletCAPath's content: the CAs one after another.
+func KubeletCABundle(cas [][]byte) []byte {
+	var bundle []byte
+	for _, ca := range cas {
+		bundle = append(bundle, ca...)
+	}
+
+	return bundle
+}
+
+// KubePrismPort is the port KubePrism listens on for cfg, 0 when it is
+// off (no config, no cluster, or machine.features.kubePrism.enabled not
+// true: generated configs turn it on, as Talos 1.6+ does).
+func KubePrismPort(cfg *configs.Config) int {
+	if cfg == nil || cfg.Cluster == nil || cfg.Machine == nil || cfg.Machine.Features == nil {
+		return 0
+	}
+
+	kp := cfg.Machine.Features.KubePrism
+	if kp == nil || kp.Enabled == nil || !*kp.Enabled {
+		return 0
+	}
+
+	if kp.Port == 0 {
+		return DefaultKubePrismPort
+	}
+
+	return kp.Port
+}
+
+// DefaultKubePrismPort is KubePrism's port when the config names none,
+// the one gen config writes.
+const DefaultKubePrismPort = generate.DefaultKubePrismPort

@@ -1,4 +1,4 @@
-package k8s
+package render
 
 import (
 	"fmt"
@@ -18,14 +18,19 @@ const (
 
 var componentUIDs = map[string]int{APIServerID: APIServerUID, ControllerManagerID: ControllerManagerUID, SchedulerID: SchedulerUID}
 
-// podVersions are the annotations that make the kubelet restart a pod
+// PodVersions are the annotations that make the kubelet restart a pod
 // whenever what it reads changes.
-type podVersions struct {
-	secrets, config, configFile string
+type PodVersions struct {
+	// Secrets is the version of the files under SecretsDir.
+	Secrets string
+	// Config is the version of the component's config resource.
+	Config string
+	// ConfigFile is FilesVersion of ConfigFiles (the apiserver's only).
+	ConfigFile string
 }
 
 // StaticPodFor renders one control-plane component's pod.
-func StaticPodFor(id string, spec ComponentConfigSpec, v podVersions) (map[string]any, error) {
+func StaticPodFor(id string, spec ComponentConfigSpec, v PodVersions) (map[string]any, error) {
 	var (
 		args  []string
 		err   error
@@ -52,11 +57,11 @@ func StaticPodFor(id string, spec ComponentConfigSpec, v podVersions) (map[strin
 	uid := componentUIDs[id]
 
 	annotations := map[string]any{
-		"talos.dev/config-version":  v.config,
-		"talos.dev/secrets-version": v.secrets,
+		"talos.dev/config-version":  v.Config,
+		"talos.dev/secrets-version": v.Secrets,
 	}
 	if id == APIServerID {
-		annotations["talos.dev/config-file-version"] = v.configFile
+		annotations["talos.dev/config-file-version"] = v.ConfigFile
 	}
 
 	mounts := []any{

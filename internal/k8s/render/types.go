@@ -1,0 +1,91 @@
+// Package render turns a machine config into what a node runs Kubernetes
+// with: the control-plane components' configs and static pods, the files
+// they read, the kubelet's command line and configuration, the node IP
+// choice and the bootstrap manifests' options. Everything here is a pure
+// function of its inputs, with no bus, client or file system, so the node
+// (internal/k8s) and talosctl (validate --render, internal/render) share
+// one renderer and cannot disagree about what a config means.
+package render
+
+import (
+	"maps"
+	"slices"
+)
+
+// The control-plane components, by their static pod's name.
+const (
+	APIServerID         = "kube-apiserver"
+	ControllerManagerID = "kube-controller-manager"
+	SchedulerID         = "kube-scheduler"
+)
+
+// ComponentConfigSpec is one control-plane component's rendered config:
+// what its static pod is built from.
+type ComponentConfigSpec struct {
+	Image         string            `yaml:"image" json:"image"`
+	ExtraArgs     map[string]string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
+	ExtraVolumes  []ExtraVolume     `yaml:"extraVolumes,omitempty" json:"extraVolumes,omitempty"`
+	Env           map[string]string `yaml:"environmentVariables,omitempty" json:"environmentVariables,omitempty"`
+	Resources     Resources         `yaml:"resources" json:"resources"`
+	Enabled       bool              `yaml:"enabled" json:"enabled"`
+	CloudProvider string            `yaml:"cloudProvider,omitempty" json:"cloudProvider,omitempty"`
+
+	// The apiserver's.
+	EtcdServers          []string `yaml:"etcdServers,omitempty" json:"etcdServers,omitempty"`
+	LocalPort            int      `yaml:"localPort,omitempty" json:"localPort,omitempty"`
+	ServiceCIDRs         []string `yaml:"serviceCIDRs,omitempty" json:"serviceCIDRs,omitempty"`
+	PodCIDRs             []string `yaml:"podCIDRs,omitempty" json:"podCIDRs,omitempty"`
+	AdvertisedAddress    string   `yaml:"advertisedAddress,omitempty" json:"advertisedAddress,omitempty"`
+	ControlPlaneEndpoint string   `yaml:"controlPlaneEndpoint,omitempty" json:"controlPlaneEndpoint,omitempty"`
+}
+
+// ExtraVolume is a hostPath volume added to a static pod.
+type ExtraVolume struct {
+	Name      string `yaml:"name" json:"name"`
+	HostPath  string `yaml:"hostPath" json:"hostPath"`
+	MountPath string `yaml:"mountPath" json:"mountPath"`
+	ReadOnly  bool   `yaml:"readonly" json:"readonly"`
+}
+
+// Resources are a container's requests and limits ("cpu": "200m").
+type Resources struct {
+	Requests map[string]string `yaml:"requests,omitempty" json:"requests,omitempty"`
+	Limits   map[string]string `yaml:"limits,omitempty" json:"limits,omitempty"`
+}
+
+// DeepCopy copies the maps and lists.
+func (s ComponentConfigSpec) DeepCopy() ComponentConfigSpec {
+	s.ExtraArgs = maps.Clone(s.ExtraArgs)
+	s.ExtraVolumes = slices.Clone(s.ExtraVolumes)
+	s.Env = maps.Clone(s.Env)
+	s.Resources.Requests = maps.Clone(s.Resources.Requests)
+	s.Resources.Limits = maps.Clone(s.Resources.Limits)
+	s.EtcdServers = slices.Clone(s.EtcdServers)
+	s.ServiceCIDRs = slices.Clone(s.ServiceCIDRs)
+	s.PodCIDRs = slices.Clone(s.PodCIDRs)
+
+	return s
+}
+
+// KubeletSpecSpec is what the kubelet runs with.
+type KubeletSpecSpec struct {
+	Image            string         `yaml:"image" json:"image"`
+	Args             []string       `yaml:"args,omitempty" json:"args,omitempty"`
+	ExtraMounts      []Mount        `yaml:"extraMounts,omitempty" json:"extraMounts,omitempty"`
+	ExpectedNodename string         `yaml:"expectedNodename,omitempty" json:"expectedNodename,omitempty"`
+	Config           map[string]any `yaml:"config" json:"config"`
+}
+
+// Mount is an OCI mount into the kubelet's container.
+type Mount struct {
+	Destination string   `yaml:"destination" json:"destination"`
+	Type        string   `yaml:"type,omitempty" json:"type,omitempty"`
+	Source      string   `yaml:"source" json:"source"`
+	Options     []string `yaml:"options,omitempty" json:"options,omitempty"`
+}
+
+// NodeIPConfigSpec is how the node IP is chosen.
+type NodeIPConfigSpec struct {
+	ValidSubnets   []string `yaml:"validSubnets" json:"validSubnets"`
+	ExcludeSubnets []string `yaml:"excludeSubnets" json:"excludeSubnets"`
+}
