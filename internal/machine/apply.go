@@ -99,7 +99,7 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 	res := ApplyResult{Mode: opts.Mode, Warnings: warnings, Diff: formatChanges(changes)}
 
 	if cur == nil {
-		return n.applyInMaintenance(ctx, loadedConfig{cfg, data}, opts, res)
+		return n.applyInMaintenance(ctx, loadedConfig{cfg: cfg, data: data, source: "apply-config (maintenance mode)"}, opts, res)
 	}
 
 	// Nothing differs and nothing waits to be confirmed or booted into:
@@ -132,7 +132,7 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 		return res, nil
 	}
 
-	next := loadedConfig{cfg, data}
+	next := loadedConfig{cfg: cfg, data: data, source: "apply-config"}
 
 	switch res.Mode {
 	case ModeNoReboot:
@@ -166,7 +166,7 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 			timeout = DefaultTryTimeout
 		}
 
-		if err := n.applyTry(ctx, next, loadedConfig{cur, curData}, timeout); err != nil {
+		if err := n.applyTry(ctx, next, loadedConfig{cfg: cur, data: curData, source: "the config before the try"}, timeout); err != nil {
 			return ApplyResult{}, err
 		}
 
@@ -207,6 +207,8 @@ func formatChanges(changes []configs.Change) string {
 type loadedConfig struct {
 	cfg  *configs.Config
 	data []byte
+	// source says where the config came from, for messages.
+	source string
 }
 
 func (n *Node) validate(data []byte) (*configs.Config, []string, error) {
@@ -315,9 +317,22 @@ func (n *Node) commit(ctx context.Context, next loadedConfig, differs bool) erro
 	return n.publish(ctx, next)
 }
 
-// applyTry activates next in memory only, and restores prev after timeout
-// unless another apply confirms or replaces it first.
-func (n *Node) applyTry(ctx context.Context, next, prev loadedConfig, timeout time.Duration) error {
+// applyTry activates next in memory only, and restores what ran before
+// (cur, or what ran before the first of consecutive tries) after timeout
+// unless another apply confirms or replaces it first. The revert is the
+// node's own: it needs no client, so a try that cuts the node off its
+// clients (a new machine.ca, a network without the address they use)
+// undoes itself.
+func (n *Node) applyTry(ctx context.Context, next, cur loadedConfig, timeout time.Duration) error {
+	n.mu.Lock()
+	prev := cur
+	if n.tryTimer != nil {
+		// A try on a try: reverting to the first try would keep a config
+		// nobody confirmed for good.
+		prev = n.tryPrev
+	}
+	n.mu.Unlock()
+
 	if err := n.publish(ctx, next); err != nil {
 		return err
 	}
@@ -328,6 +343,8 @@ func (n *Node) applyTry(ctx context.Context, next, prev loadedConfig, timeout ti
 	if n.tryTimer != nil {
 		n.tryTimer.Stop()
 	}
+
+	n.tryPrev = prev
 
 	var t *time.Timer
 

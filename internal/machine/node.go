@@ -158,6 +158,19 @@ type Node struct {
 	crypted map[string]disk.BlockDevice
 	// upgradeMu is held by an upgrade or a rollback: one at a time.
 	upgradeMu sync.Mutex
+	// failedPhase and failedTask name what failed the last sequence.
+	failedPhase, failedTask string
+	// tryPrev is the config a pending "try" reverts to: the one in effect
+	// before the first of consecutive tries.
+	tryPrev loadedConfig
+	// bootWatch hears of service failures while a boot waits for the
+	// services (startServices), nil otherwise.
+	bootWatch chan string
+
+	// envBase holds what machine.env variables were before a config set
+	// them (nil: unset), to undo them.
+	envMu   sync.Mutex
+	envBase map[string]*string
 
 	meta metaState
 }
@@ -186,6 +199,8 @@ func New(opts Options) (*Node, error) {
 
 	n.console = io.MultiWriter(opts.Console, n.log)
 	n.seq = &sequencer.Runner{Console: n.console, Observe: func(kind, name, action string, err error) {
+		n.noteSequence(kind, name, action)
+
 		ev := Event{
 			Type:    "machine." + map[string]string{"sequence": "SequenceEvent", "phase": "PhaseEvent", "task": "TaskEvent"}[kind],
 			Message: fmt.Sprintf("%s %s: %s", kind, name, action),
@@ -293,6 +308,15 @@ func (n *Node) Run(ctx context.Context) error {
 				return ErrReboot
 			}
 
+			switch n.fallBack(ctx, err) {
+			case fallbackBootAgain:
+				continue
+			case fallbackReboot:
+				n.setStage(ctx, StageRebooting)
+				return ErrReboot
+			case fallbackNone:
+			}
+
 			return err
 		}
 
@@ -329,7 +353,8 @@ func (n *Node) boot(ctx context.Context) error {
 	}
 
 	if err := n.seq.Run(ctx, n.bootSequence(loaded)); err != nil {
-		return err
+		phase, task := n.lastFailure()
+		return &bootError{loaded: loaded, phase: phase, task: task, err: err}
 	}
 
 	n.logServices(ctx)
@@ -405,65 +430,6 @@ func (n *Node) shutdown(ctx context.Context, drain bool) error {
 	}
 
 	return n.seq.Run(ctx, n.appendStop(seq))
-}
-
-// ask hands a lifecycle request to Run and waits for it to be handled.
-func (n *Node) ask(ctx context.Context, req request) error {
-	req.done = make(chan error, 1)
-
-	select {
-	case n.requests <- req:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-
-	select {
-	case err := <-req.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Reboot stops the services and boots again (in-process in container
-// mode; the caller reboots the machine on metal).
-func (n *Node) Reboot(ctx context.Context) error { return n.ask(ctx, request{kind: reqReboot}) }
-
-// RebootForUpgrade reboots into an upgrade (or a rollback) just written:
-// the node is cordoned and drained first (Options.Drain), and its stage
-// reads upgrading meanwhile.
-func (n *Node) RebootForUpgrade(ctx context.Context) error {
-	return n.ask(ctx, request{kind: reqUpgradeReboot})
-}
-
-// Shutdown stops the node; Run then returns ErrPowerOff.
-func (n *Node) Shutdown(ctx context.Context) error { return n.ask(ctx, request{kind: reqShutdown}) }
-
-// ShutdownGracefully is Shutdown that cordons and drains the node's
-// Kubernetes first (Options.Drain), as talosctl shutdown does without
-// --force.
-func (n *Node) ShutdownGracefully(ctx context.Context) error {
-	return n.ask(ctx, request{kind: reqShutdown, drain: true})
-}
-
-// ResetOptions are `talosctl reset`'s.
-type ResetOptions struct {
-	Graceful bool
-	Reboot   bool
-	// SystemLabelsToWipe limits the wipe to these of STATE and EPHEMERAL;
-	// empty wipes both.
-	SystemLabelsToWipe []string
-}
-
-// Reset wipes the node and reboots or powers off.
-func (n *Node) Reset(ctx context.Context, opts ResetOptions) error {
-	for _, l := range opts.SystemLabelsToWipe {
-		if l != "STATE" && l != "EPHEMERAL" {
-			return fmt.Errorf("reset: unknown system label %q: use STATE or EPHEMERAL", l)
-		}
-	}
-
-	return n.ask(ctx, request{kind: reqReset, reset: opts})
 }
 
 func (n *Node) setStage(ctx context.Context, st Stage) {

@@ -6,13 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
-	"time"
 
-	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/kmod"
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/platform"
@@ -46,7 +42,7 @@ func (n *Node) initializeSequence(cfg *loadedConfig) *sequencer.Sequence {
 	seq.AppendWhen(metal || n.opts.MetaPath != "", "meta", task("loadMeta", n.loadMeta))
 	// Before the identity: it lives on STATE.
 	seq.AppendWhen(metal, "state", task("mountStatePartition", n.mountState))
-	seq.Append("identity", task("loadNodeIdentity", func(_ context.Context, w io.Writer) error {
+	seq.Append("identity", task("loadNodeIdentity", func(ctx context.Context, w io.Writer) error {
 		if err := n.state.RemoveStaleTemps(); err != nil {
 			return err
 		}
@@ -55,6 +51,9 @@ func (n *Node) initializeSequence(cfg *loadedConfig) *sequencer.Sequence {
 		if err == nil {
 			fmt.Fprintf(w, "[talos] node identity %s…\n", id[:8])
 		}
+
+		// A config that failed an earlier boot stays on record.
+		n.publishBootRecord(ctx, false)
 
 		return err
 	}))
@@ -98,112 +97,6 @@ func (n *Node) applyCmdline(_ context.Context, w io.Writer) error {
 	}
 
 	return nil
-}
-
-// acquire finds the config: --config or $TALOSBOX_CONFIG, then the one
-// persisted on STATE, then talos.config= (metal) or $USERDATA (container),
-// then maintenance mode, where it waits for an apply. A config that does not decode or validate is
-// recorded as a ConfigLoadError and the node waits in maintenance.
-func (n *Node) acquire(ctx context.Context, w io.Writer) (loadedConfig, error) {
-	var (
-		data   []byte
-		source string
-		err    error
-	)
-
-	// --config seeds the first boot of this process; after that (an
-	// in-process reboot) what apply-config persisted on STATE wins.
-	n.mu.Lock()
-	booted := n.booted
-	n.mu.Unlock()
-
-	if booted {
-		source = n.state.ConfigPath()
-		data, err = n.state.LoadConfig()
-	}
-
-	if data == nil && err == nil && n.opts.ConfigPath != "" {
-		source = n.opts.ConfigPath
-		data, err = platform.FetchConfig(ctx, source)
-	}
-
-	if data == nil && err == nil && !booted {
-		source = n.state.ConfigPath()
-		data, err = n.state.LoadConfig()
-	}
-
-	if data == nil && err == nil && n.cmdlineConfig != "" {
-		source = platform.ParamConfig + "=" + platform.DescribeSource(n.cmdlineConfig)
-		data, err = platform.FetchConfig(ctx, n.cmdlineConfig)
-	}
-
-	if data == nil && err == nil && n.opts.PlatformConfig != nil {
-		source, data = "the platform ($USERDATA)", n.opts.PlatformConfig
-	}
-
-	if err == nil && data != nil {
-		var cfg *configs.Config
-		if cfg, err = n.check(data); err == nil {
-			fmt.Fprintf(w, "[talos] loaded config from %s\n", source)
-
-			return loadedConfig{cfg, data}, nil
-		}
-	}
-
-	if err != nil {
-		n.recordLoadError(ctx, source, err)
-		fmt.Fprintf(w, "[talos] config from %s refused: %v\n", source, err)
-	}
-
-	n.setStage(ctx, StageMaintenance)
-	fmt.Fprintln(w, "[talos] entering maintenance mode: waiting for a config (talosctl apply-config --insecure)")
-
-	select {
-	case offered := <-n.offered:
-		n.setStage(ctx, StageBooting)
-		return offered, nil
-	case <-ctx.Done():
-		return loadedConfig{}, ctx.Err()
-	}
-}
-
-// mode is what configs are validated for here.
-func (n *Node) mode() configs.Mode {
-	if n.opts.Platform.IsMetal() {
-		return configs.ModeMetal
-	}
-
-	return configs.ModeContainer
-}
-
-// check decodes and validates a config for this platform.
-func (n *Node) check(data []byte) (*configs.Config, error) {
-	cfg, err := configs.Decode(data)
-	if err != nil {
-		return nil, err
-	}
-
-	if _, err = cfg.Validate(n.mode()); err != nil {
-		return nil, err
-	}
-
-	if err := n.checkInstallable(cfg); err != nil {
-		return nil, err
-	}
-
-	return cfg, nil
-}
-
-func (n *Node) recordLoadError(ctx context.Context, source string, err error) {
-	_, merr := n.store.Modify(ctx, bus.NewTyped(NamespaceRuntime, ConfigLoadErrorType, "last", ConfigLoadErrorSpec{}), func(r bus.Resource) error {
-		*r.(*ConfigLoadError).TypedSpec() = ConfigLoadErrorSpec{Source: source, Error: err.Error(), Time: time.Now().UTC()} //nolint:forcetypeassert
-		return nil
-	}, bus.WithOwner(owner))
-	if merr != nil {
-		n.logf("record config error: %v", merr)
-	}
-
-	n.emit(Event{Type: "machine.ConfigLoadErrorEvent", Message: err.Error(), Fields: map[string]string{"source": source}})
 }
 
 // bootSequence sets the machine up from the config and starts the services.
@@ -252,7 +145,12 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 		return errors.New("this build fails every boot on purpose (built with BROKEN_BOOT=1, to test rollbacks)")
 	}))
 	seq.Append("env", task("setUserEnvVars", func(context.Context, io.Writer) error {
-		return setEnv(cfg)
+		var env map[string]string
+		if cfg.Machine != nil {
+			env = cfg.Machine.Env
+		}
+
+		return n.setEnv(env)
 	}))
 	seq.Append("userSetup", task("writeUserFiles", func(_ context.Context, w io.Writer) error {
 		if cfg.Machine == nil || len(cfg.Machine.Files) == 0 {
@@ -308,6 +206,8 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 		return n.startServices(ctx, cfg, w)
 	}))
 	seq.Append("running", task("markRunning", func(ctx context.Context, w io.Writer) error {
+		// Before the stage says running: whoever sees it may rely on it.
+		n.bootedGood(ctx, loaded, w)
 		n.setStage(ctx, StageRunning)
 
 		if metal {
@@ -318,21 +218,6 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	}))
 
 	return seq
-}
-
-// setEnv exports machine.env to machined and so to every service it starts.
-func setEnv(cfg *configs.Config) error {
-	if cfg.Machine == nil {
-		return nil
-	}
-
-	for _, k := range slices.Sorted(maps.Keys(cfg.Machine.Env)) {
-		if err := os.Setenv(k, cfg.Machine.Env[k]); err != nil {
-			return fmt.Errorf("machine.env %s: %w", k, err)
-		}
-	}
-
-	return nil
 }
 
 // stopSequence stops every service, in reverse dependency order.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
@@ -28,6 +30,11 @@ func (n *Node) startEarlyServices(ctx context.Context, _ io.Writer) error {
 				Message: ev.Message,
 				Fields:  map[string]string{"service": id, "state": ev.State.String()},
 			})
+
+			// The supervisor's restart after a failed run.
+			if ev.State == supervisor.Waiting && strings.HasPrefix(ev.Message, "Error running") {
+				n.serviceFailed(id)
+			}
 		},
 	})
 
@@ -107,7 +114,82 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 
 	fmt.Fprintf(w, "[talos] waiting for %d service(s) to be up\n", len(ids))
 
-	return sup.WaitUp(ctx, ids...)
+	return n.waitServicesUp(ctx, sup, ids)
+}
+
+// bootServiceFailures is how many failed runs of one service fail the
+// boot: a service restarted forever that keeps refusing its config would
+// otherwise hold the boot at startAllServices for good, where no fallback
+// can reach it. With the supervisor's backoff (5 s, doubling) that is
+// about 15 s of a service failing.
+const bootServiceFailures = 3
+
+// waitServicesUp waits until the services in ids are up, or fails when
+// one fails (Failed, as WaitUp says) or keeps failing and restarting.
+func (n *Node) waitServicesUp(ctx context.Context, sup *supervisor.Supervisor, ids []string) error {
+	failures := make(chan string, 16)
+
+	n.mu.Lock()
+	n.bootWatch = failures
+	n.mu.Unlock()
+
+	defer func() {
+		n.mu.Lock()
+		n.bootWatch = nil
+		n.mu.Unlock()
+	}()
+
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	go func() {
+		counts := map[string]int{}
+
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case id := <-failures:
+				if !slices.Contains(ids, id) {
+					continue
+				}
+
+				if counts[id]++; counts[id] >= bootServiceFailures {
+					msg := ""
+					if st, ok := sup.Status(id); ok && len(st.Events) > 0 {
+						msg = ": " + st.Events[len(st.Events)-1].Message
+					}
+
+					cancel(fmt.Errorf("service %q failed %d times while the node booted%s", id, counts[id], msg))
+
+					return
+				}
+			}
+		}
+	}()
+
+	err := sup.WaitUp(wctx, ids...)
+	if cause := context.Cause(wctx); err != nil && ctx.Err() == nil && cause != nil {
+		return cause
+	}
+
+	return err
+}
+
+// serviceFailed hands a service's failed run to a boot waiting for the
+// services; it never blocks the supervisor.
+func (n *Node) serviceFailed(id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	if n.bootWatch == nil {
+		return
+	}
+
+	select {
+	case n.bootWatch <- id:
+	default:
+	}
 }
 
 // machinedService runs the node's controllers on the bus.

@@ -1,0 +1,177 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/platform"
+)
+
+// configSource is one place a config may come from, in the order acquire
+// asks them.
+type configSource struct {
+	name string
+	// state: STATE's config.yaml, which only apply-config (or the
+	// fallback) writes, so it is never skipped as a failed config.
+	state bool
+	fetch func(context.Context) ([]byte, error)
+}
+
+// configSources lists where acquire looks: --config or $TALOSBOX_CONFIG,
+// then the one persisted on STATE, then talos.config= (metal) or
+// $USERDATA (container). --config seeds the first boot of this process;
+// after that (an in-process reboot) what apply-config persisted on STATE
+// wins.
+func (n *Node) configSources() []configSource {
+	n.mu.Lock()
+	booted := n.booted
+	n.mu.Unlock()
+
+	state := configSource{name: n.state.ConfigPath(), state: true, fetch: func(context.Context) ([]byte, error) { return n.state.LoadConfig() }}
+
+	var out []configSource
+
+	if booted {
+		out = append(out, state)
+	}
+
+	if p := n.opts.ConfigPath; p != "" {
+		out = append(out, configSource{name: p, fetch: func(ctx context.Context) ([]byte, error) { return platform.FetchConfig(ctx, p) }})
+	}
+
+	if !booted {
+		out = append(out, state)
+	}
+
+	if c := n.cmdlineConfig; c != "" {
+		out = append(out, configSource{name: platform.ParamConfig + "=" + platform.DescribeSource(c), fetch: func(ctx context.Context) ([]byte, error) {
+			return platform.FetchConfig(ctx, c)
+		}})
+	}
+
+	if pc := n.opts.PlatformConfig; pc != nil {
+		out = append(out, configSource{name: "the platform ($USERDATA)", fetch: func(context.Context) ([]byte, error) { return pc, nil }})
+	}
+
+	return out
+}
+
+// acquire finds the config in the first source that has one (see
+// configSources), then waits in maintenance mode for an apply when none
+// has. A config that does not decode or validate is recorded as a
+// ConfigLoadError and the node waits in maintenance, unless it is STATE's
+// and the last good config can take its place (loadTimeFallback). A seed
+// that failed to boot before is skipped: it would fail again.
+func (n *Node) acquire(ctx context.Context, w io.Writer) (loadedConfig, error) {
+	for _, src := range n.configSources() {
+		data, err := src.fetch(ctx)
+		if err == nil && data == nil {
+			continue
+		}
+
+		if err == nil && !src.state {
+			failed, ferr := n.state.failedBefore(data)
+			if ferr != nil {
+				fmt.Fprintf(w, "[talos] %v\n", ferr)
+			}
+
+			if failed {
+				fmt.Fprintf(w, "[talos] the config from %s failed to boot before (%s): not loading it again; apply a fixed config\n",
+					src.name, n.state.path(FailedConfigFile))
+
+				continue
+			}
+		}
+
+		var cfg *configs.Config
+		if err == nil {
+			if cfg, err = n.check(data); err == nil {
+				fmt.Fprintf(w, "[talos] loaded config from %s\n", src.name)
+
+				return loadedConfig{cfg: cfg, data: data, source: src.name}, nil
+			}
+		}
+
+		if src.state && data != nil {
+			if good, ok := n.loadTimeFallback(ctx, src.name, data, err, w); ok {
+				return good, nil
+			}
+		}
+
+		n.recordLoadError(ctx, src.name, err)
+		fmt.Fprintf(w, "[talos] config from %s refused: %v\n", src.name, err)
+
+		break
+	}
+
+	n.setStage(ctx, StageMaintenance)
+	fmt.Fprintln(w, "[talos] entering maintenance mode: waiting for a config (talosctl apply-config --insecure)")
+
+	select {
+	case offered := <-n.offered:
+		n.setStage(ctx, StageBooting)
+		return offered, nil
+	case <-ctx.Done():
+		return loadedConfig{}, ctx.Err()
+	}
+}
+
+// mode is what configs are validated for here.
+func (n *Node) mode() configs.Mode {
+	if n.opts.Platform.IsMetal() {
+		return configs.ModeMetal
+	}
+
+	return configs.ModeContainer
+}
+
+// check decodes and validates a config for this platform.
+func (n *Node) check(data []byte) (*configs.Config, error) {
+	cfg, err := configs.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+
+	if _, err = cfg.Validate(n.mode()); err != nil {
+		return nil, err
+	}
+
+	if err := n.checkInstallable(cfg); err != nil {
+		return nil, err
+	}
+
+	return cfg, nil
+}
+
+func (n *Node) recordLoadError(ctx context.Context, source string, err error) {
+	n.publishLoadError(ctx, LastLoadErrorID, ConfigLoadErrorSpec{Source: source, Error: err.Error(), Time: time.Now().UTC()}, true)
+}
+
+// publishLoadError writes a ConfigLoadError and, for a new one, emits
+// Talos's event for it.
+func (n *Node) publishLoadError(ctx context.Context, id string, spec ConfigLoadErrorSpec, event bool) {
+	_, merr := n.store.Modify(ctx, bus.NewTyped(NamespaceRuntime, ConfigLoadErrorType, id, ConfigLoadErrorSpec{}), func(r bus.Resource) error {
+		*r.(*ConfigLoadError).TypedSpec() = spec //nolint:forcetypeassert // our own type
+		return nil
+	}, bus.WithOwner(owner))
+	if merr != nil {
+		n.logf("record config error: %v", merr)
+	}
+
+	if !event {
+		return
+	}
+
+	fields := map[string]string{"source": spec.Source}
+	for k, v := range map[string]string{"phase": spec.Phase, "task": spec.Task, "action": spec.Action} {
+		if v != "" {
+			fields[k] = v
+		}
+	}
+
+	n.emit(Event{Type: "machine.ConfigLoadErrorEvent", Message: spec.Error, Fields: fields})
+}
