@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/talosbox/talosbox/configs"
@@ -125,13 +124,8 @@ func RegistryHosts(r *configs.RegistriesConfig, hostsDir string) ([]File, error)
 			return nil, errors.New("cri: registries.config[\"*\"]: wildcard host TLS configuration is not supported")
 		}
 
-		defaultHost, err := docker.DefaultHost(host)
-		if err != nil {
-			return nil, fmt.Errorf("cri: registry %q: %w", host, err)
-		}
-
 		files := map[string]File{}
-		server := endpoint{url: "https://" + defaultHost}
+		server := endpoint{url: "https://" + defaultHost(host)}
 		addTLS(r, host, hostsDir, dir, &server.hostsEntry, files)
 
 		data, err := renderHosts(&server, nil)
@@ -220,6 +214,18 @@ func renderHosts(server *endpoint, hosts []endpoint) ([]byte, error) {
 // with indented sub-tables, Talos's layout.
 func encode(buf *bytes.Buffer, v any) error {
 	return toml.NewEncoder(buf).SetIndentTables(true).Encode(v)
+}
+
+// defaultHost is the host containerd connects to for a registry:
+// docker.io's is registry-1.docker.io. It is containerd's
+// docker.DefaultHost, not imported so that this package stays free of
+// containerd and talosctl can render its files offline.
+func defaultHost(host string) string {
+	if host == "docker.io" {
+		return "registry-1.docker.io"
+	}
+
+	return host
 }
 
 // HostDirectory is the hosts-tree directory containerd looks up for a

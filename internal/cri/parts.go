@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/talosbox/talosbox/configs"
@@ -170,12 +169,7 @@ func RegistriesPart(r *configs.RegistriesConfig, hostsDir string) ([]byte, error
 
 			// The CRI looks credentials up by the host it connects to,
 			// and for docker.io that is registry-1.docker.io.
-			key, err := docker.DefaultHost(host)
-			if err != nil {
-				return nil, fmt.Errorf("cri: registry %q: %w", host, err)
-			}
-
-			reg.Configs[key] = registryConfig{Auth: &authConfig{
+			reg.Configs[defaultHost(host)] = registryConfig{Auth: &authConfig{
 				Username:      a.Username,
 				Password:      a.Password,
 				Auth:          a.Auth,
@@ -231,13 +225,9 @@ func MergeParts(dir string) (merged []byte, sources []string, err error) {
 
 	slices.Sort(paths)
 
-	var header bytes.Buffer
-
-	root := map[string]any{}
+	parts := make([]Part, 0, len(paths))
 
 	for _, p := range paths {
-		name := filepath.Base(p)
-
 		// A directory named *.part is not a part (and Talos skips it too).
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 			continue
@@ -248,18 +238,39 @@ func MergeParts(dir string) (merged []byte, sources []string, err error) {
 			return nil, nil, fmt.Errorf("cri: %w", err)
 		}
 
-		table, err := decodePart(name, data)
+		parts = append(parts, Part{Name: filepath.Base(p), Data: data})
+	}
+
+	return MergePartData(parts)
+}
+
+// Part is one CRI config part: its file name and content.
+type Part struct {
+	Name string
+	Data []byte
+}
+
+// MergePartData is MergeParts on parts already read, merged in the order
+// given (MergeParts gives them in name order); it touches no file, so a
+// config's merged cri.toml can be rendered without a node.
+func MergePartData(parts []Part) (merged []byte, sources []string, err error) {
+	var header bytes.Buffer
+
+	root := map[string]any{}
+
+	for _, p := range parts {
+		table, err := decodePart(p.Name, p.Data)
 		if err != nil {
 			return nil, nil, err
 		}
 
 		if err := mergeTable(root, table, ""); err != nil {
-			return nil, nil, fmt.Errorf("cri: %s: %w", name, err)
+			return nil, nil, fmt.Errorf("cri: %s: %w", p.Name, err)
 		}
 
-		fmt.Fprintf(&header, "## %s (sha256:%x)\n", name, sha256.Sum256(data))
+		fmt.Fprintf(&header, "## %s (sha256:%x)\n", p.Name, sha256.Sum256(p.Data))
 
-		sources = append(sources, name)
+		sources = append(sources, p.Name)
 	}
 
 	var out bytes.Buffer
