@@ -34,14 +34,6 @@ var (
 // as the seed explains.
 const splitBrainWarning = `machine type "init" is deprecated: it bootstraps etcd on every first boot, and a second init node would form a separate cluster (split brain); use "controlplane" and 'talosctl bootstrap'`
 
-// bootstrapRequest asks the waiting etcd service to start a new cluster.
-type bootstrapRequest struct {
-	// snapshot, when set, is restored first (bootstrap --recover-from).
-	snapshot      string
-	skipHashCheck bool
-	done          chan error
-}
-
 // dataDir is where the member lives: /var/lib/etcd on EPHEMERAL (metal),
 // under the state volume's ephemeral dir in container mode.
 func dataDir(n *machine.Node) string {
@@ -122,10 +114,17 @@ func (p *Plane) joinEndpoints(cfg *configs.Config) []string {
 func (p *Plane) etcdService(n *machine.Node, cfg *configs.Config) supervisor.Service {
 	return supervisor.Service{
 		ID: "etcd",
-		Runner: supervisor.GoroutineRunner(func(ctx context.Context, log io.Writer) error {
+		Runner: supervisor.GoroutineRunner(func(ctx context.Context, log io.Writer) (err error) {
+			// Until the next run, a bootstrap request is answered with this.
+			defer func() {
+				if err != nil && ctx.Err() == nil {
+					p.setEtcdBlocked("etcd failed to start (the service tries again): " + err.Error())
+				}
+			}()
+
 			// On a boot from disk etcd starts before DHCP has an address:
 			// wait for one rather than fail and restart.
-			if err := waitForAddress(ctx, log); err != nil {
+			if err := p.waitForAddress(ctx, log); err != nil {
 				return err
 			}
 
@@ -230,30 +229,6 @@ func (p *Plane) startMember(ctx context.Context, n *machine.Node, cfg *configs.C
 	}
 }
 
-// bootstrapMember starts a one-member cluster, from a snapshot if asked.
-func (p *Plane) bootstrapMember(ctx context.Context, opts etcd.Options, req bootstrapRequest, log io.Writer) (*etcd.Server, error) {
-	mode := etcd.Bootstrap
-
-	if req.snapshot != "" {
-		if err := os.RemoveAll(opts.DataDir); err != nil {
-			return nil, err
-		}
-
-		if err := etcd.Restore(req.snapshot, opts, req.skipHashCheck); err != nil {
-			return nil, err
-		}
-
-		os.Remove(req.snapshot) //nolint:errcheck // restored; best effort
-		fmt.Fprintln(log, "etcd recovered from the uploaded snapshot")
-
-		mode = etcd.Resume
-	}
-
-	fmt.Fprintln(log, "bootstrapping etcd: a new one-member cluster")
-
-	return etcd.Start(ctx, opts, mode)
-}
-
 // hasLeft reports whether srv stopped because it left the cluster.
 func (p *Plane) hasLeft(srv *etcd.Server) bool {
 	p.mu.Lock()
@@ -305,44 +280,6 @@ func (p *Plane) healthy(ctx context.Context) error {
 	}
 
 	return srv.Healthy(ctx)
-}
-
-// Bootstrap starts a new cluster on this node (talosctl bootstrap). With
-// recover it restores the snapshot uploaded by Recover first.
-func (p *Plane) Bootstrap(ctx context.Context, recover, skipHashCheck bool) error {
-	p.mu.Lock()
-	cfg, n := p.cfg, p.node
-	p.mu.Unlock()
-
-	if !isControlPlane(cfg) {
-		return errors.New("bootstrap can only be performed on a control plane node")
-	}
-
-	if srv, _ := p.server(); srv != nil || etcd.IsInitialized(dataDir(n)) {
-		return ErrAlreadyBootstrapped
-	}
-
-	req := bootstrapRequest{skipHashCheck: skipHashCheck, done: make(chan error, 1)}
-
-	if recover {
-		req.snapshot = recoverPath(n)
-		if _, err := os.Stat(req.snapshot); err != nil {
-			return fmt.Errorf("no uploaded snapshot to recover from: %w", err)
-		}
-	}
-
-	select {
-	case p.bootstrap <- req:
-	case <-ctx.Done():
-		return fmt.Errorf("etcd is not waiting for a bootstrap (is the service running?): %w", ctx.Err())
-	}
-
-	select {
-	case err := <-req.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Recover stores an uploaded snapshot for Bootstrap(recover=true).
@@ -419,14 +356,19 @@ func (p *Plane) Leave(ctx context.Context, w io.Writer) error {
 // Server is the running member for apid's etcd calls.
 func (p *Plane) Server() (*etcd.Server, error) { return p.server() }
 
-// waitForAddress waits until the node has a global unicast address.
-func waitForAddress(ctx context.Context, log io.Writer) error {
+// waitForAddress waits until the node has a global unicast address;
+// meanwhile a bootstrap request is refused, saying so.
+func (p *Plane) waitForAddress(ctx context.Context, log io.Writer) error {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+
+	defer p.setEtcdBlocked("")
 
 	for said := false; len(nodeAddrs()) == 0; {
 		if !said {
 			fmt.Fprintln(log, "etcd waits for the node to have an address")
+			p.setEtcdBlocked(noAddress)
+
 			said = true
 		}
 

@@ -65,6 +65,11 @@ type Plane struct {
 	trustdRegKey string
 	// withdrawn is set once the node left discovery (graceful reset).
 	withdrawn bool
+	// etcdBlocked says why the etcd service cannot take a bootstrap
+	// request now ("" when it may); etcdChanged is closed and replaced
+	// when it changes.
+	etcdBlocked string
+	etcdChanged chan struct{}
 }
 
 // New makes a Plane for node.
@@ -81,7 +86,7 @@ func New(opts Options) *Plane {
 		opts.EtcdPeerPort = 2380
 	}
 
-	return &Plane{opts: opts, bootstrap: make(chan bootstrapRequest), changed: make(chan struct{})}
+	return &Plane{opts: opts, bootstrap: make(chan bootstrapRequest), changed: make(chan struct{}), etcdChanged: make(chan struct{})}
 }
 
 // Services is machine.Options.Services: etcd and trustd on control-plane
