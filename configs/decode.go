@@ -18,27 +18,70 @@ import (
 // documents are errors, each located by line and config path. When there is
 // more than one problem the error is *Errors listing every *DecodeError.
 func Decode(data []byte) (*Config, error) {
+	cfg, _, err := decode(data, false)
+
+	return cfg, err
+}
+
+// DecodeWithPositions is Decode that also says where each element of the
+// config was written, so that validation can name the line of a problem
+// (WithPositions).
+func DecodeWithPositions(data []byte) (*Config, *Positions, error) {
+	return decode(data, true)
+}
+
+func decode(data []byte, positions bool) (*Config, *Positions, error) {
 	if len(data) > MaxSize {
-		return nil, &DecodeError{Msg: fmt.Sprintf(
+		return nil, nil, &DecodeError{Msg: fmt.Sprintf(
 			"config is %d bytes, larger than the %d bytes (16 MiB) the Talos API accepts in one ApplyConfiguration message",
 			len(data), MaxSize)}
 	}
 
+	if err := checkText(data); err != nil {
+		return nil, nil, err
+	}
+
 	root, err := parseDocument(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	var cfg Config
 
 	d := decoder{}
+	if positions {
+		d.lines = map[string]int{}
+	}
+
 	d.value(root, reflect.ValueOf(&cfg).Elem())
 
 	if err := d.result(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
-	return &cfg, nil
+	// As in Talos, a config that does not say persists: a node that kept
+	// its config in memory would lose it at the next boot.
+	if !hasKey(root, "persist") {
+		cfg.Persist = true
+	}
+
+	var pos *Positions
+	if positions {
+		pos = &Positions{lines: d.lines}
+	}
+
+	return &cfg, pos, nil
+}
+
+// hasKey reports whether a mapping node has the key.
+func hasKey(n *yaml.Node, key string) bool {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+
+	return false
 }
 
 // MaxSize is the largest config accepted, in bytes: the Talos API's limit on
@@ -144,19 +187,18 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &DecodeError{Msg: "config is empty"}
-		}
-
-		return nil, syntaxError(data, err)
-	}
+	// Empty documents (a leading "---", a document of comments only) are
+	// skipped, as Talos skips them; the config is the first document with
+	// content, and it must be the only one.
+	var (
+		root    *yaml.Node
+		lastDoc int
+	)
 
 	for {
-		var next yaml.Node
+		var doc yaml.Node
 
-		err := dec.Decode(&next)
+		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -165,20 +207,27 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 			return nil, syntaxError(data, err)
 		}
 
-		// A trailing "---" or a document of comments only is harmless;
-		// anything else would be silently ignored by a single-document
-		// reader, so refuse it.
-		if content := documentContent(&next); content != nil {
+		lastDoc = doc.Line
+
+		content := documentContent(&doc)
+		if content == nil {
+			continue
+		}
+
+		if root != nil {
+			// Anything after the config would be silently ignored by a
+			// single-document reader, so refuse it.
 			return nil, &DecodeError{
 				Line: content.Line,
 				Msg:  "unexpected second YAML document: a v1alpha1 machine config is a single document",
 			}
 		}
+
+		root = content
 	}
 
-	root := documentContent(&doc)
 	if root == nil {
-		return nil, &DecodeError{Line: doc.Line, Msg: "config is empty"}
+		return nil, &DecodeError{Line: lastDoc, Msg: "config is empty"}
 	}
 
 	return root, nil

@@ -43,6 +43,8 @@ type decoder struct {
 	path    []string
 	visits  int
 	aborted bool
+	// lines, when not nil, collects Positions.
+	lines map[string]int
 }
 
 func (d *decoder) pathString() string {
@@ -76,6 +78,8 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value) {
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
+
+	d.record(n)
 
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == nullTag {
 		// An explicit null leaves the zero value, like an absent key, so
@@ -213,6 +217,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value) {
 		}
 
 		d.path = append(d.path, "."+name)
+		d.record(key) // a section is where its key is written
 		d.value(val, v.Field(idx))
 		d.path = d.path[:len(d.path)-1]
 	})
@@ -297,10 +302,11 @@ func (d *decoder) mapValue(n *yaml.Node, v reflect.Value) {
 	t := v.Type()
 	m := reflect.MakeMapWithSize(t, len(n.Content)/2)
 
-	d.eachPair(n, func(_, val *yaml.Node, name string) {
+	d.eachPair(n, func(key, val *yaml.Node, name string) {
 		elem := reflect.New(t.Elem()).Elem()
 
 		d.path = append(d.path, "["+strconv.Quote(name)+"]")
+		d.record(key)
 		d.value(val, elem)
 		d.path = d.path[:len(d.path)-1]
 
@@ -432,6 +438,8 @@ func (d *decoder) unstructured(n *yaml.Node, v reflect.Value) {
 		m[k] = stringKeyed(val)
 	}
 
+	d.recordFreeForm(n, d.pathString(), 0)
+
 	v.Set(reflect.ValueOf(Unstructured(m)))
 }
 
@@ -514,6 +522,13 @@ func suggest(name string, known []string) string {
 	for _, k := range known {
 		if strings.EqualFold(k, name) {
 			return k
+		}
+
+		// A word cut short or run on ("warn" for "warnings", "users" for
+		// "usernames") is farther than two edits but plainly meant.
+		if lk, ln := strings.ToLower(k), strings.ToLower(name); len(ln) >= 4 && len(lk) >= 4 &&
+			(strings.HasPrefix(lk, ln) || strings.HasPrefix(ln, lk)) && best == "" {
+			best, bestDist = k, limit
 		}
 
 		if d := levenshtein.Distance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {

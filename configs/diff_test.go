@@ -126,14 +126,20 @@ version: v1alpha1
 			name: "from nothing, every leaf is added",
 			new:  "version: v1alpha1\nmachine: {type: worker, network: {hostname: a}}\n",
 			want: []string{
-				`+ version: "v1alpha1"`, `+ debug: false`, `+ persist: false`,
+				`+ version: "v1alpha1"`, `+ debug: false`, `+ persist: true`,
 				`+ machine.type: "worker"`, `+ machine.network.hostname: "a"`,
 			},
 		},
 		{
-			name: "persist omitted is persist: false, a real change",
+			// Talos reads an omitted persist as true.
+			name: "persist omitted is persist: true, no change",
 			old:  diffBase,
 			new:  strings.Replace(diffBase, "persist: true\n", "", 1),
+		},
+		{
+			name: "persist: false is a real change",
+			old:  diffBase,
+			new:  strings.Replace(diffBase, "persist: true\n", "persist: false\n", 1),
 			want: []string{`~ persist: true -> false`},
 		},
 	}

@@ -27,6 +27,9 @@ func (e *DecodeError) Error() string {
 type ValidationError struct {
 	Path string
 	Msg  string
+	// Line is where Path was written, when the config came with its
+	// Positions (0 otherwise, or for an element never written).
+	Line int
 	// Warning marks a warning promoted to an error by strict validation.
 	Warning bool
 }
@@ -35,6 +38,11 @@ func (e *ValidationError) Error() string {
 	msg := e.Msg
 	if e.Path != "" {
 		msg = e.Path + ": " + msg
+	}
+
+	// The same shape as DecodeError: "line 12: machine.files[0].path: ...".
+	if e.Line > 0 {
+		msg = fmt.Sprintf("line %d: %s", e.Line, msg)
 	}
 
 	if e.Warning {

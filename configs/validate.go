@@ -43,7 +43,8 @@ func (m Mode) String() string {
 type ValidateOption func(*validateOptions)
 
 type validateOptions struct {
-	strict bool
+	strict    bool
+	positions *Positions
 }
 
 // WithStrict turns every warning into an error, like talosctl validate
@@ -77,7 +78,13 @@ func (c *Config) Validate(mode Mode, opts ...ValidateOption) ([]string, error) {
 
 	var warnings []string
 
+	for _, e := range v.errs {
+		o.positions.Locate(e)
+	}
+
 	for _, w := range v.warns {
+		w.Line = o.positions.Line(w.Path)
+
 		if o.strict {
 			w.Warning = true
 			v.errs = append(v.errs, w)
@@ -134,10 +141,10 @@ func (v *validator) config() {
 		v.errorf("version", "invalid config version %q (expected %q)", c.Version, Version)
 	}
 
-	// A warning, not an error: a node told not to persist keeps its
-	// config in memory only, which is a legitimate (if unusual) choice.
+	// Talos refuses it too: a metal node that keeps its config in memory
+	// only boots into maintenance mode at its next reboot.
 	if !c.Persist {
-		v.warnf("persist", ".persist should be enabled")
+		v.errorf("persist", ".persist should be enabled: a node that does not persist its config loses it at the next reboot")
 	}
 
 	if c.Machine == nil {
@@ -152,7 +159,9 @@ func (v *validator) config() {
 		v.cluster(c.Cluster)
 	}
 
-	v.componentExtraArgs(c)
+	v.kubernetes(c)
+	v.componentConfigs(c)
+	v.ports(c)
 }
 
 // sortedKeys gives map keys in a stable order so problems are reported the
@@ -174,4 +183,20 @@ func keyPath(path, key string) string {
 
 func indexPath(path string, i int) string {
 	return fmt.Sprintf("%s[%d]", path, i)
+}
+
+// Load decodes data and validates it for mode: the way every path that
+// takes a config (talosctl validate, apply-config, the node's boot,
+// maintenance mode) reads one. Every problem is located by its line. The
+// config is returned when it decoded, even if it is invalid, so callers
+// can say what it would have changed.
+func Load(data []byte, mode Mode, opts ...ValidateOption) (*Config, []string, error) {
+	cfg, pos, err := DecodeWithPositions(data)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	warnings, err := cfg.Validate(mode, append(opts, WithPositions(pos))...)
+
+	return cfg, warnings, err
 }

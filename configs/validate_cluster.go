@@ -3,7 +3,6 @@ package configs
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -53,10 +52,11 @@ func (v *validator) cluster(c *ClusterConfig) {
 	}
 
 	v.clusterNetwork(c.Network)
+	v.podAndServiceSubnets(c)
 	v.clusterSecrets(c)
 
 	for i, ca := range c.AcceptedCAs {
-		v.pemCertificate(indexPath(p+".acceptedCAs", i)+".crt", ca.Crt, true)
+		v.acceptedCA(indexPath(p+".acceptedCAs", i), ca.Crt)
 	}
 
 	v.controlPlaneComponents(c)
@@ -74,6 +74,8 @@ func (v *validator) endpoint(cp *ControlPlaneConfig) {
 
 	if !hasScheme(cp.Endpoint) {
 		v.errorf(p+".endpoint", "%q has no scheme: want https://HOST:PORT", cp.Endpoint)
+	} else if fix := bracketIPv6(cp.Endpoint); fix != "" {
+		v.errorf(p+".endpoint", "invalid controlplane endpoint %q: an IPv6 address in a URL goes in brackets: %s", cp.Endpoint, fix)
 	} else if err := checkEndpoint(cp.Endpoint); err != nil {
 		v.errorf(p+".endpoint", "invalid controlplane endpoint: %v", err)
 	}
@@ -119,9 +121,13 @@ func (v *validator) clusterNetwork(n *ClusterNetworkConfig) {
 		case !slices.Contains(cniNames, cni.Name):
 			v.errorf(p+".cni.name", "unsupported CNI driver %q (expected flannel, custom or none)", cni.Name)
 		case cni.Name == "custom" && len(cni.URLs) == 0:
-			v.errorf(p+".cni.urls", "at least one manifest URL is required for the custom CNI")
+			v.warnf(p+".cni.urls", "no manifest URLs for the custom CNI: install it yourself, or pods will not get networking")
 		case cni.Name != "custom" && len(cni.URLs) > 0:
-			v.errorf(p+".cni.urls", "manifest URLs are only allowed for the custom CNI")
+			v.errorf(p+".cni.urls", "manifest URLs are only allowed for the custom CNI, not %q", cni.Name)
+		}
+
+		if cni.Name != "flannel" && cni.Flannel != nil && len(cni.Flannel.ExtraArgs) > 0 {
+			v.errorf(p+".cni.flannel.extraArgs", "flannel options apply only to the flannel CNI, not %q", cni.Name)
 		}
 
 		for i, u := range cni.URLs {
@@ -129,33 +135,12 @@ func (v *validator) clusterNetwork(n *ClusterNetworkConfig) {
 		}
 	}
 
-	if n.DNSDomain != "" && !isDNSName(n.DNSDomain) {
-		v.errorf(p+".dnsDomain", "invalid DNS domain %q", n.DNSDomain)
-	}
-
-	v.subnets(p+".podSubnets", n.PodSubnets)
-	v.subnets(p+".serviceSubnets", n.ServiceSubnets)
-}
-
-// subnets checks a Kubernetes subnet list: one subnet, or two for dual
-// stack (one of each family).
-func (v *validator) subnets(p string, subnets []string) {
-	families := map[bool]int{}
-
-	for i, s := range subnets {
-		prefix, err := netip.ParsePrefix(s)
-		if err != nil {
-			v.errorf(indexPath(p, i), "invalid CIDR %q", s)
-
-			continue
+	if n.DNSDomain != "" {
+		if why := dnsNameProblem(n.DNSDomain); why != "" {
+			v.errorf(p+".dnsDomain", "invalid DNS domain %q: %s", n.DNSDomain, why)
 		}
-
-		families[prefix.Addr().Is4()]++
 	}
 
-	if families[true] > 1 || families[false] > 1 {
-		v.errorf(p, "at most one IPv4 and one IPv6 subnet are allowed")
-	}
 }
 
 // clusterSecrets checks which CA keys a node may hold: control-plane nodes
@@ -215,12 +200,10 @@ func (v *validator) clusterSecrets(c *ClusterConfig) {
 			}
 		}
 
-		if len(s.crt) > 0 {
-			v.check(s.path+".crt", checkPEMCertificate(s.crt))
-		}
-
-		if len(s.key) > 0 {
-			v.check(s.path+".key", checkPEMKey(s.key))
+		if s.hasCrt {
+			v.caPair(s.path, &PEMCertificateAndKey{Crt: s.crt, Key: s.key})
+		} else {
+			v.serviceAccountKey(s.path+".key", s.key)
 		}
 	}
 
@@ -274,6 +257,7 @@ func (v *validator) controlPlaneComponents(c *ClusterConfig) {
 
 	if e := c.Etcd; e != nil {
 		v.image("cluster.etcd.image", e.Image)
+		v.etcdExtraArgs(e.ExtraArgs)
 
 		for i, s := range e.AdvertisedSubnets {
 			v.check(indexPath("cluster.etcd.advertisedSubnets", i), checkSubnetFilter(s))
@@ -288,19 +272,7 @@ func (v *validator) controlPlaneComponents(c *ClusterConfig) {
 		v.image("cluster.coreDNS.image", c.CoreDNS.Image)
 	}
 
-	if d := c.Discovery; d != nil && d.Registries != nil {
-		r := d.Registries
-		if r.Service != nil && r.Service.Endpoint != "" {
-			v.check("cluster.discovery.registries.service.endpoint", checkURL("discovery service endpoint", r.Service.Endpoint, "https", "http"))
-		}
-
-		kubernetesOff := r.Kubernetes != nil && r.Kubernetes.Disabled
-		serviceOff := r.Service != nil && r.Service.Disabled
-
-		if d.Enabled && kubernetesOff && serviceOff {
-			v.warnf("cluster.discovery", "discovery is enabled but every registry is disabled")
-		}
-	}
+	v.discovery(c)
 
 	if a := c.AdminKubeconfig; a != nil && a.CertLifetime < 0 {
 		v.errorf("cluster.adminKubeconfig.certLifetime", "must not be negative")
@@ -338,7 +310,7 @@ func (v *validator) manifests(c *ClusterConfig) {
 		}
 
 		if !ecp.Enabled && len(ecp.Manifests) > 0 {
-			v.warnf("cluster.externalCloudProvider.manifests", "manifests are not applied while the external cloud provider is disabled")
+			v.errorf("cluster.externalCloudProvider.manifests", "external cloud provider is disabled, but manifests are provided (set enabled: true, or remove them)")
 		}
 	}
 
@@ -359,5 +331,51 @@ func (v *validator) manifests(c *ClusterConfig) {
 		if strings.TrimSpace(m.Contents) == "" {
 			v.warnf(mp+".contents", "inline manifest %q is empty", m.Name)
 		}
+	}
+}
+
+// discovery checks cluster discovery and what depends on it.
+func (v *validator) discovery(c *ClusterConfig) {
+	const p = "cluster.discovery"
+
+	d := c.Discovery
+	if d == nil {
+		d = &DiscoveryConfig{}
+	}
+
+	r := d.Registries
+	if r == nil {
+		r = &DiscoveryRegistries{}
+	}
+
+	if s := r.Service; s != nil && s.Endpoint != "" {
+		if err := checkURL("discovery service endpoint", s.Endpoint, "https", "http"); err != nil {
+			v.errorf(p+".registries.service.endpoint", "%v", err)
+		} else if u, _ := url.Parse(s.Endpoint); u.Path != "" && u.Path != "/" {
+			v.errorf(p+".registries.service.endpoint", "cluster discovery service path should be empty, got %q", u.Path)
+		}
+	}
+
+	kubernetesOff := r.Kubernetes != nil && r.Kubernetes.Disabled
+	serviceOff := r.Service != nil && r.Service.Disabled
+
+	if d.Enabled && kubernetesOff && serviceOff {
+		v.warnf(p, "discovery is enabled but every registry is disabled")
+	}
+
+	// Affiliates are encrypted with the cluster secret and keyed by the
+	// cluster ID, on the service as in etcd.
+	if d.Enabled && !serviceOff {
+		if c.ID == "" {
+			v.errorf("cluster.id", "cluster discovery service requires .cluster.id")
+		}
+
+		if c.Secret == "" {
+			v.errorf("cluster.secret", "cluster discovery service requires .cluster.secret")
+		}
+	}
+
+	if m := v.cfg.Machine; m != nil && m.Network != nil && m.Network.KubeSpan != nil && m.Network.KubeSpan.Enabled && !d.Enabled {
+		v.errorf("machine.network.kubespan.enabled", "KubeSpan requires cluster discovery to be enabled (cluster.discovery.enabled: true): its peers come from discovery")
 	}
 }

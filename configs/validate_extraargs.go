@@ -1,10 +1,5 @@
 package configs
 
-import (
-	"maps"
-	"slices"
-)
-
 // DeniedExtraArgs are the flags talosbox sets itself on each component,
 // by the config path of its extraArgs (REFERENCE-K8S §1.4 to §1.6, §3.1):
 // overriding one would point a component at files or peers the node does
@@ -19,42 +14,4 @@ var DeniedExtraArgs = map[string][]string{
 	"cluster.scheduler.extraArgs": {"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig", "config"},
 	"machine.kubelet.extraArgs":   {"bootstrap-kubeconfig", "kubeconfig", "container-runtime", "container-runtime-endpoint", "config", "cert-dir"},
 	"cluster.proxy.extraArgs":     {"kubeconfig"},
-}
-
-func (v *validator) extraArgs(path string, args map[string]string) {
-	denied := DeniedExtraArgs[path]
-
-	for _, k := range slices.Sorted(maps.Keys(args)) {
-		if slices.Contains(denied, k) {
-			v.errorf(path+"."+k, "extra arg %q is not allowed: talosbox sets it itself", k)
-		}
-	}
-}
-
-// componentExtraArgs checks every component's extraArgs.
-func (v *validator) componentExtraArgs(c *Config) {
-	if m := c.Machine; m != nil && m.Kubelet != nil {
-		v.extraArgs("machine.kubelet.extraArgs", m.Kubelet.ExtraArgs)
-	}
-
-	cl := c.Cluster
-	if cl == nil {
-		return
-	}
-
-	if cl.APIServer != nil {
-		v.extraArgs("cluster.apiServer.extraArgs", cl.APIServer.ExtraArgs)
-	}
-
-	if cl.ControllerManager != nil {
-		v.extraArgs("cluster.controllerManager.extraArgs", cl.ControllerManager.ExtraArgs)
-	}
-
-	if cl.Scheduler != nil {
-		v.extraArgs("cluster.scheduler.extraArgs", cl.Scheduler.ExtraArgs)
-	}
-
-	if cl.Proxy != nil {
-		v.extraArgs("cluster.proxy.extraArgs", cl.Proxy.ExtraArgs)
-	}
 }

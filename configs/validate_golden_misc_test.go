@@ -25,7 +25,7 @@ func TestValidateGoldenMisc(t *testing.T) {
 			wantErrs: []string{
 				`machine.disks[0].device: disk device "sdb" must be a path under /dev/`,
 				`machine.disks[0].partitions[1].mountpoint: partition mountpoint "mnt" must be an absolute path`,
-				`machine.disks[0].partitions[1].size: invalid partition size "lots"`,
+				`machine.disks[0].partitions[1].size: invalid size "lots": want a size such as "10 GiB", "500MB" or a number of bytes`,
 			},
 		},
 		{
@@ -42,8 +42,8 @@ func TestValidateGoldenMisc(t *testing.T) {
 			name:  "kernel settings",
 			patch: `machine: {sysctls: {"net.ipv4.ip_forward": "1", "bad key": "1"}, sysfs: {"": x}, kernel: {modules: [{name: ""}, {name: ../evil}]}}`,
 			wantErrs: []string{
-				`machine.sysctls["bad key"]: invalid key "bad key"`,
-				`machine.sysfs[""]: invalid key ""`,
+				`machine.sysctls["bad key"]: invalid key: key "bad key" has a space, newline or NUL`,
+				`machine.sysfs[""]: invalid key: empty key`,
 				`machine.kernel.modules[0].name: invalid kernel module name ""`,
 				`machine.kernel.modules[1].name: invalid kernel module name "../evil"`,
 			},
@@ -81,7 +81,7 @@ func TestValidateGoldenMisc(t *testing.T) {
 		{
 			name:     "accepted CAs",
 			patch:    `machine: {acceptedCAs: [{crt: aGk=}, {}]}`,
-			wantErrs: []string{`machine.acceptedCAs[0].crt: invalid certificate: expected a PEM CERTIFICATE block`, `machine.acceptedCAs[1].crt: certificate is required`},
+			wantErrs: []string{`machine.acceptedCAs[0].crt: invalid certificate: expected a PEM CERTIFICATE block (base64 of -----BEGIN CERTIFICATE-----...)`, `machine.acceptedCAs[1].crt: certificate is required`},
 		},
 		{
 			name:      "DHCP options without DHCP",
@@ -112,10 +112,10 @@ func TestValidateGoldenMisc(t *testing.T) {
 			wantErrs: []string{
 				`cluster.discovery.registries.service.endpoint: invalid discovery service endpoint "discovery.talos.dev": has no scheme: want https:// or http://`,
 				`cluster.extraManifestHeaders["Bad Header"]: invalid HTTP header name "Bad Header"`,
+				`cluster.externalCloudProvider.manifests: external cloud provider is disabled, but manifests are provided (set enabled: true, or remove them)`,
 			},
 			wantWarns: []string{
 				`cluster.discovery: discovery is enabled but every registry is disabled`,
-				`cluster.externalCloudProvider.manifests: manifests are not applied while the external cloud provider is disabled`,
 				`cluster.inlineManifests[0].contents: inline manifest "empty" is empty`,
 			},
 		},
@@ -133,6 +133,7 @@ func TestValidateGoldenMisc(t *testing.T) {
 			wantErrs: []string{
 				`cluster.aggregatorCA.key: aggregator CA key is not allowed on non-controlplane nodes (.cluster.aggregatorCA)`,
 				`cluster.serviceAccount.key: service account key is not allowed on non-controlplane nodes (.cluster.serviceAccount)`,
+				`cluster.serviceAccount.key: the service account key must be RSA or ECDSA (kube-apiserver cannot sign tokens with a ed25519.PrivateKey)`,
 			},
 		},
 		{
@@ -172,7 +173,7 @@ func TestValidateGoldenMisc(t *testing.T) {
 		{
 			name:     "private key that is not PEM",
 			patch:    `cluster: {serviceAccount: {key: aGk=}}`,
-			wantErrs: []string{`cluster.serviceAccount.key: invalid private key: expected a PEM PRIVATE KEY block`},
+			wantErrs: []string{`cluster.serviceAccount.key: invalid private key: expected a PEM PRIVATE KEY block (base64 of -----BEGIN ... PRIVATE KEY-----...)`},
 		},
 	})
 }

@@ -73,9 +73,9 @@ func TestValidateGoldenNetwork(t *testing.T) {
 			name:  "bad host settings",
 			patch: `machine: {network: {hostname: "-bad-", nameservers: [dns.example.com], searchDomains: ["a..b"], extraHostEntries: [{ip: 10.0.0.1}]}}`,
 			wantErrs: []string{
-				`machine.network.hostname: invalid hostname "-bad-"`,
+				`machine.network.hostname: invalid hostname "-bad-": its label "-bad-" may only hold letters, digits and '-', and must not start or end with '-'`,
 				`machine.network.nameservers[0]: invalid nameserver address "dns.example.com"`,
-				`machine.network.searchDomains[0]: invalid search domain "a..b"`,
+				`machine.network.searchDomains[0]: invalid search domain "a..b": it has an empty label (two dots in a row, or a leading dot)`,
 				`machine.network.extraHostEntries[0].aliases: at least one alias is required`,
 			},
 		},

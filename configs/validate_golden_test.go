@@ -69,10 +69,13 @@ func TestValidateGolden(t *testing.T) {
 			wantErrs: []string{`machine.ca.key: issuing CA key is required for controlplane nodes (.machine.ca.key)`},
 		},
 		{
-			name:     "worker must not hold the CA key",
-			base:     "worker",
-			patch:    `machine: {ca: {key: ` + osKey + `}}`,
-			wantErrs: []string{`machine.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)`},
+			name:  "worker must not hold the CA key",
+			base:  "worker",
+			patch: `machine: {ca: {key: ` + osKey + `}}`,
+			wantErrs: []string{
+				`machine.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)`,
+				`machine.ca.key: the private key does not belong to the certificate in .machine.ca.crt: the pair cannot sign anything (was one of them replaced without the other?)`,
+			},
 		},
 		{
 			name:     "worker needs a trusted CA",
@@ -81,10 +84,13 @@ func TestValidateGolden(t *testing.T) {
 			wantErrs: []string{`machine.ca.crt: trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)`},
 		},
 		{
-			name:     "worker must not hold the kubernetes CA key",
-			base:     "worker",
-			patch:    `cluster: {ca: {key: ` + osKey + `}}`,
-			wantErrs: []string{`cluster.ca.key: cluster CA key is not allowed on non-controlplane nodes (.cluster.ca)`},
+			name:  "worker must not hold the kubernetes CA key",
+			base:  "worker",
+			patch: `cluster: {ca: {key: ` + osKey + `}}`,
+			wantErrs: []string{
+				`cluster.ca.key: cluster CA key is not allowed on non-controlplane nodes (.cluster.ca)`,
+				`cluster.ca.key: the private key does not belong to the certificate in .cluster.ca.crt: the pair cannot sign anything (was one of them replaced without the other?)`,
+			},
 		},
 		{
 			name:     "worker must not have etcd",
@@ -106,7 +112,7 @@ func TestValidateGolden(t *testing.T) {
 		{
 			name:     "certificate is not PEM",
 			patch:    `machine: {ca: {crt: aGVsbG8=}}`,
-			wantErrs: []string{`machine.ca.crt: invalid certificate: expected a PEM CERTIFICATE block`},
+			wantErrs: []string{`machine.ca.crt: invalid certificate: expected a PEM CERTIFICATE block (base64 of -----BEGIN CERTIFICATE-----...)`},
 		},
 		{
 			name: "encryption key slots and kinds",
@@ -152,27 +158,37 @@ func TestValidateGolden(t *testing.T) {
 		{
 			name: "files",
 			patch: `machine: {files: [
-				{path: /etc/motd, op: prepend, content: hi},
-				{path: etc/motd, op: create, content: hi},
-				{path: /etc/a, op: create, permissions: 0o17777},
-				{path: /etc/b, op: overwrite}]}`,
+				{path: /var/motd, op: prepend, content: hi},
+				{path: var/motd, op: create, content: hi},
+				{path: /var/a, op: create, permissions: 0o17777},
+				{path: /etc/motd, op: overwrite},
+				{path: /var/lib/../../etc/shadow, op: append},
+				{path: /var/lib/, op: create},
+				{path: /var/a, op: create},
+				{path: /var/a, op: append},
+				{path: /var/a/b, op: create},
+				{path: /usr/local/bin/x, op: create}]}`,
 			wantErrs: []string{
 				`machine.files[0].op: unsupported file op "prepend" (expected create, append or overwrite)`,
-				`machine.files[1].path: file path "etc/motd" must be an absolute path`,
+				`machine.files[1].path: path "var/motd" is not absolute`,
 				`machine.files[2].permissions: invalid file permissions 0o17777: only the bits 0o7777 may be set`,
+				`machine.files[3].path: path "/etc/motd" is not writable: files may only be written under /var/, /etc/cri/conf.d/hosts/ or to /etc/cri/conf.d/20-customization.part, /etc/ssl/certs/ca-certificates`,
+				`machine.files[4].path: path "/var/lib/../../etc/shadow" must not contain ".."`,
+				`machine.files[5].path: path "/var/lib/" names a directory, not a file`,
+				`machine.files[6].path: /var/a is already written by machine.files[2] (op create): give each file one create or overwrite, then appends`,
+				`machine.files[8].path: /var/a/b needs /var/a to be a directory, but machine.files[2] writes it as a file`,
+				`machine.files[9].path: path "/usr/local/bin/x" is not writable: files may only be written under /var/, /etc/cri/conf.d/hosts/ or to /etc/cri/conf.d/20-customization.part, /etc/ssl/certs/ca-certificates`,
 			},
 		},
 		{
 			name: "CRI parts must be TOML",
 			patch: `machine: {files: [
 				{path: /etc/cri/conf.d/20-customization.part, op: create, content: "[plugins]\nx =\n"},
-				{path: /etc/cri/conf.d/30-extra.part, op: append, content: "[plugins\n"},
-				{path: /etc/cri/conf.d/20-customization.part, op: create, content: "[plugins.'io.containerd.cri.v1.runtime']\nenable_unprivileged_ports = true\n"},
-				{path: /etc/cri/conf.d/hosts/r.local/hosts.toml, op: create, content: "not = toml = here"},
-				{path: /etc/cri/conf.d/notes.txt, op: create, content: "[not toml"}]}`,
+				{path: /etc/cri/conf.d/20-customization.part, op: append, content: "[plugins\n"},
+				{path: /etc/cri/conf.d/hosts/r.local/hosts.toml, op: create, content: "not = toml = here"}]}`,
 			wantErrs: []string{
 				`machine.files[0].content: /etc/cri/conf.d/20-customization.part: line 2: unexpected character U+000A at start of value`,
-				`machine.files[1].content: /etc/cri/conf.d/30-extra.part: line 1: expected ']' to close table name`,
+				`machine.files[1].content: /etc/cri/conf.d/20-customization.part: line 1: expected ']' to close table name`,
 			},
 		},
 		{
@@ -183,12 +199,13 @@ func TestValidateGolden(t *testing.T) {
 				{path: /var/cri/conf.d.bak/x, op: create, content: ""}]}`,
 			wantErrs: []string{
 				`machine.files[0].path: /var/cri/conf.d is no longer read: put CRI customisations in /etc/cri/conf.d/20-customization.part (op: create)`,
+				`machine.files[1].path: /var/cri/conf.d is a directory of machine.files[0] (/var/cri/conf.d/metrics.toml): it cannot also be a file`,
 				`machine.files[1].path: /var/cri/conf.d is no longer read: put CRI customisations in /etc/cri/conf.d/20-customization.part (op: create)`,
 			},
 		},
 		{
 			name:      "file permissions written in decimal",
-			patch:     `machine: {files: [{path: /etc/motd, op: create, permissions: 644}]}`,
+			patch:     `machine: {files: [{path: /var/etc/motd, op: create, permissions: 644}]}`,
 			wantWarns: []string{`machine.files[0].permissions: file permissions 0o1204 set setuid, setgid or sticky bits; write octal modes with a leading 0 (0644)`},
 		},
 		{
@@ -206,8 +223,8 @@ func TestValidateGolden(t *testing.T) {
 			name:  "registry config",
 			patch: `machine: {registries: {config: {r.example.com: {tls: {ca: aGk=, clientIdentity: {crt: aGk=}}, auth: {password: x}}}}}`,
 			wantErrs: []string{
-				`machine.registries.config["r.example.com"].tls.ca: invalid certificate: expected a PEM CERTIFICATE block`,
-				`machine.registries.config["r.example.com"].tls.clientIdentity.crt: invalid certificate: expected a PEM CERTIFICATE block`,
+				`machine.registries.config["r.example.com"].tls.ca: invalid certificate: expected a PEM CERTIFICATE block (base64 of -----BEGIN CERTIFICATE-----...)`,
+				`machine.registries.config["r.example.com"].tls.clientIdentity.crt: invalid certificate: expected a PEM CERTIFICATE block (base64 of -----BEGIN CERTIFICATE-----...)`,
 				`machine.registries.config["r.example.com"].tls.clientIdentity.key: client identity key is required`,
 				`machine.registries.config["r.example.com"].auth.username: username is required with a password`,
 			},
@@ -238,9 +255,9 @@ func TestValidateGolden(t *testing.T) {
 			patch: `machine: {install: {disk: sda, diskSelector: {size: ">= lots", type: floppy}, image: "Ghcr.io/x y"}}`,
 			wantErrs: []string{
 				`machine.install.disk: install disk "sda" must be a path under /dev/`,
-				`machine.install.diskSelector.size: invalid disk size "lots"`,
+				`machine.install.diskSelector.size: invalid disk size ">= lots": want a size with an optional comparison, such as ">= 100GB"`,
 				`machine.install.diskSelector.type: unsupported disk type "floppy" (expected ssd, hdd, nvme or sd)`,
-				`machine.install.image: invalid image reference "Ghcr.io/x y"`,
+				`machine.install.image: invalid image reference "Ghcr.io/x y": it contains whitespace`,
 			},
 			wantWarns: []string{`machine.install: both disk and diskSelector are set; diskSelector wins`},
 		},
@@ -265,17 +282,26 @@ func TestValidateGolden(t *testing.T) {
 			patch: `cluster: {network: {cni: {name: calico}, dnsDomain: "cluster local", podSubnets: [10.244.0.0/33], serviceSubnets: [10.96.0.0/12, 10.100.0.0/16]}}`,
 			wantErrs: []string{
 				`cluster.network.cni.name: unsupported CNI driver "calico" (expected flannel, custom or none)`,
-				`cluster.network.dnsDomain: invalid DNS domain "cluster local"`,
+				`cluster.network.dnsDomain: invalid DNS domain "cluster local": its label "cluster local" may only hold letters, digits and '-', and must not start or end with '-'`,
 				`cluster.network.podSubnets[0]: invalid CIDR "10.244.0.0/33"`,
 				`cluster.network.serviceSubnets: at most one IPv4 and one IPv6 subnet are allowed`,
 			},
 		},
 		{
-			name:  "custom CNI needs URLs",
+			// Talos warns too: the CNI may be installed by hand later.
+			name:  "custom CNI without URLs",
 			patch: `cluster: {network: {cni: {name: custom}}, extraManifests: ["example.com/x.yaml"]}`,
 			wantErrs: []string{
-				`cluster.network.cni.urls: at least one manifest URL is required for the custom CNI`,
 				`cluster.extraManifests[0]: invalid manifest URL "example.com/x.yaml": has no scheme: want http:// or https://`,
+			},
+			wantWarns: []string{`cluster.network.cni.urls: no manifest URLs for the custom CNI: install it yourself, or pods will not get networking`},
+		},
+		{
+			name:  "flannel options with another CNI",
+			patch: `cluster: {network: {cni: {name: none, urls: ["https://x/cni.yaml"], flannel: {extraArgs: [--iface=eth1]}}}}`,
+			wantErrs: []string{
+				`cluster.network.cni.urls: manifest URLs are only allowed for the custom CNI, not "none"`,
+				`cluster.network.cni.flannel.extraArgs: flannel options apply only to the flannel CNI, not "none"`,
 			},
 		},
 		{
@@ -288,9 +314,9 @@ func TestValidateGolden(t *testing.T) {
 			},
 		},
 		{
-			name:      "persist should be enabled",
-			patch:     `persist: false`,
-			wantWarns: []string{`persist: .persist should be enabled`},
+			name:     "persist should be enabled",
+			patch:    `persist: false`,
+			wantErrs: []string{`persist: .persist should be enabled: a node that does not persist its config loses it at the next reboot`},
 		},
 		{
 			name:  "version and sections",
@@ -308,13 +334,14 @@ func TestValidateGolden(t *testing.T) {
 		},
 		{
 			name:  "components",
-			patch: `cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.34.1 ", certSANs: ["bad san"], disablePodSecurityPolicy: true}, proxy: {mode: userspace}, inlineManifests: [{name: a, contents: x}, {name: a, contents: y}, {contents: z}]}`,
+			patch: `cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.34.1 ", certSANs: ["bad san"], disablePodSecurityPolicy: true}, proxy: {mode: userspace}, inlineManifests: [{name: a, contents: "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n"}, {name: a, contents: "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}"}, {contents: "[z]"}]}`,
 			wantErrs: []string{
-				`cluster.apiServer.image: invalid image reference "registry.k8s.io/kube-apiserver:v1.34.1 "`,
+				`cluster.apiServer.image: invalid image reference "registry.k8s.io/kube-apiserver:v1.34.1 ": it contains whitespace`,
 				`cluster.apiServer.certSANs[0]: invalid certificate SAN "bad san": must be an IP address or a DNS name`,
 				`cluster.proxy.mode: unsupported kube-proxy mode "userspace" (expected iptables, ipvs or nftables)`,
 				`cluster.inlineManifests[1].name: inline manifest name "a" is duplicate`,
 				`cluster.inlineManifests[2].name: inline manifest name can't be empty`,
+				`cluster.inlineManifests[2].contents: inline manifest "": document 1 (line 1): a manifest document must be a Kubernetes object (a mapping with apiVersion and kind), got a sequence`,
 			},
 			wantWarns: []string{`cluster.apiServer.disablePodSecurityPolicy: has no effect: PodSecurityPolicy was removed in Kubernetes 1.25`},
 		},
@@ -335,8 +362,8 @@ func TestValidateGolden(t *testing.T) {
 				`machine.env["1BAD"]: invalid environment variable name "1BAD"`,
 				`machine.logging.destinations[0].endpoint: invalid log destination "http://x:1": scheme must be tcp or udp`,
 				`machine.logging.destinations[0].format: unsupported logging format "text" (expected json_lines)`,
-				`machine.nodeLabels["bad key!"]: invalid key "bad key!"`,
-				`machine.nodeTaints["dedicated"]: invalid taint "infra:Sometimes": expected [value:]effect with effect NoSchedule, PreferNoSchedule or NoExecute`,
+				`machine.nodeLabels["bad key!"]: invalid key "bad key!": the name must start and end with a letter or digit, with only letters, digits, '-', '_' and '.' between`,
+				`machine.nodeTaints["dedicated"]: invalid taint "infra:Sometimes": the effect "Sometimes" must be NoSchedule, PreferNoSchedule or NoExecute (write [value:]effect)`,
 			},
 		},
 		{

@@ -2,7 +2,6 @@ package configs
 
 import (
 	"errors"
-	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -10,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/talosbox/talosbox/internal/sysctl"
 )
 
 func (v *validator) machine(m *MachineConfig) {
@@ -47,7 +48,7 @@ func (v *validator) machine(m *MachineConfig) {
 		v.network(m.Network)
 	}
 
-	v.disks(m.Disks)
+	v.disks(m.Disks, m.Install)
 	v.install(m.Install)
 	v.files(m.Files)
 
@@ -94,33 +95,10 @@ func (v *validator) machineCA(m *MachineConfig) {
 		}
 	}
 
-	v.certAndKey("machine.ca", m.CA)
+	v.caPair("machine.ca", m.CA)
 
 	for i, c := range m.AcceptedCAs {
-		v.pemCertificate(indexPath("machine.acceptedCAs", i)+".crt", c.Crt, true)
-	}
-}
-
-// certAndKey checks the PEM of whatever parts are present; which parts are
-// required depends on the node type and is checked by the caller.
-func (v *validator) certAndKey(path string, ck *PEMCertificateAndKey) {
-	if ck == nil {
-		return
-	}
-
-	v.pemCertificate(path+".crt", ck.Crt, false)
-
-	if len(ck.Key) > 0 {
-		v.check(path+".key", checkPEMKey(ck.Key))
-	}
-}
-
-func (v *validator) pemCertificate(path string, crt Base64, required bool) {
-	switch {
-	case len(crt) > 0:
-		v.check(path, checkPEMCertificate(crt))
-	case required:
-		v.errorf(path, "certificate is required")
+		v.acceptedCA(indexPath("machine.acceptedCAs", i), c.Crt)
 	}
 }
 
@@ -164,95 +142,6 @@ func (v *validator) staticPods(pods []Unstructured) {
 	}
 }
 
-func (v *validator) disks(disks []MachineDisk) {
-	for i, d := range disks {
-		dp := indexPath("machine.disks", i)
-
-		if !strings.HasPrefix(d.Device, "/dev/") {
-			v.errorf(dp+".device", "disk device %q must be a path under /dev/", d.Device)
-		}
-
-		for j, part := range d.Partitions {
-			pp := indexPath(dp+".partitions", j)
-
-			v.check(pp+".mountpoint", checkAbsPath("partition mountpoint", part.MountPoint))
-
-			if part.Size != "" {
-				v.check(pp+".size", checkSize("partition size", part.Size))
-			}
-		}
-	}
-}
-
-var diskTypes = []string{"ssd", "hdd", "nvme", "sd"}
-
-func (v *validator) install(in *InstallConfig) {
-	const p = "machine.install"
-
-	if in == nil {
-		if v.mode.RequiresInstall() {
-			v.errorf(p, "install instructions are required in %q mode", v.mode)
-		}
-
-		return
-	}
-
-	if in.Disk == "" && in.DiskSelector == nil && v.mode.RequiresInstall() {
-		v.errorf(p, "either install disk or diskSelector should be defined")
-	}
-
-	if in.Disk != "" && !strings.HasPrefix(in.Disk, "/dev/") {
-		v.errorf(p+".disk", "install disk %q must be a path under /dev/", in.Disk)
-	}
-
-	if sel := in.DiskSelector; sel != nil {
-		if in.Disk != "" {
-			v.warnf(p, "both disk and diskSelector are set; diskSelector wins")
-		}
-
-		if sel.Size != "" {
-			size := strings.TrimLeft(sel.Size, "<>=! ")
-			v.check(p+".diskSelector.size", checkSize("disk size", size))
-		}
-
-		if sel.Type != "" && !slices.Contains(diskTypes, sel.Type) {
-			v.errorf(p+".diskSelector.type", "unsupported disk type %q (expected ssd, hdd, nvme or sd)", sel.Type)
-		}
-	}
-
-	if in.Image != "" {
-		v.check(p+".image", checkImage(in.Image))
-	}
-
-	for i, ext := range in.Extensions {
-		v.check(indexPath(p+".extensions", i)+".image", checkImage(ext.Image))
-	}
-}
-
-var fileOps = []string{"create", "append", "overwrite"}
-
-func (v *validator) files(files []MachineFile) {
-	for i, f := range files {
-		fp := indexPath("machine.files", i)
-
-		if !slices.Contains(fileOps, f.Op) {
-			v.errorf(fp+".op", "unsupported file op %q (expected create, append or overwrite)", f.Op)
-		}
-
-		v.check(fp+".path", checkAbsPath("file path", f.Path))
-		v.criFile(fp, f)
-
-		switch {
-		case f.Permissions > 0o7777:
-			v.errorf(fp+".permissions", "invalid file permissions 0o%o: only the bits 0o7777 may be set", uint32(f.Permissions))
-		case f.Permissions > 0o777:
-			// A decimal 644 (0o1204) sets the sticky bit: almost always an
-			// octal mode written without its leading zero.
-			v.warnf(fp+".permissions", "file permissions 0o%o set setuid, setgid or sticky bits; write octal modes with a leading 0 (0644)", uint32(f.Permissions))
-		}
-	}
-}
-
 const (
 	// criConfDir holds the TOML parts merged into the CRI config, in
 	// name order; the user's is 20-customization.part.
@@ -268,6 +157,10 @@ const (
 // directory is written but never read.
 func (v *validator) criFile(fp string, f MachineFile) {
 	p := path.Clean(f.Path)
+
+	if _, _, err := MachineFilePlace(f.Path, nil); err != nil {
+		return // never written: its place is the problem
+	}
 
 	if p == legacyCRIConfDir || strings.HasPrefix(p, legacyCRIConfDir+"/") {
 		v.errorf(fp+".path", "%s is no longer read: put CRI customisations in %s/20-customization.part (op: create)", legacyCRIConfDir, criConfDir)
@@ -317,8 +210,10 @@ var kernelKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 
 func (v *validator) kernelSettings(path string, settings map[string]string) {
 	for _, k := range sortedKeys(settings) {
-		if !kernelKey().MatchString(k) {
-			v.errorf(keyPath(path, k), "invalid key %q", k)
+		if _, err := sysctl.SplitKey(k); err != nil {
+			v.errorf(keyPath(path, k), "invalid key: %v", err)
+		} else if !kernelKey().MatchString(k) {
+			v.errorf(keyPath(path, k), "invalid key %q: only letters, digits and _ . * / : - are allowed", k)
 		}
 	}
 }
@@ -352,18 +247,10 @@ func (v *validator) registries(r *RegistriesConfig) {
 		rc := r.Config[host]
 
 		if rc.TLS != nil {
-			if len(rc.TLS.CA) > 0 {
-				v.check(cp+".tls.ca", checkPEMCertificate(rc.TLS.CA))
-			}
+			v.pemCertificate(cp+".tls.ca", rc.TLS.CA, false)
 
 			if id := rc.TLS.ClientIdentity; id != nil {
-				v.pemCertificate(cp+".tls.clientIdentity.crt", id.Crt, true)
-
-				if len(id.Key) == 0 {
-					v.errorf(cp+".tls.clientIdentity.key", "client identity key is required")
-				} else {
-					v.check(cp+".tls.clientIdentity.key", checkPEMKey(id.Key))
-				}
+				v.leafPair(cp+".tls.clientIdentity", id)
 			}
 		}
 
@@ -396,6 +283,16 @@ func (v *validator) features(f *FeaturesConfig) {
 
 	if f.KubePrism != nil {
 		v.check(p+".kubePrism.port", checkPort("KubePrism port", f.KubePrism.Port))
+	}
+
+	if h := f.HostDNS; h != nil && h.Enabled != nil && !*h.Enabled {
+		if h.ForwardKubeDNSToHost != nil && *h.ForwardKubeDNSToHost {
+			v.errorf(p+".hostDNS.forwardKubeDNSToHost", "feature hostDNS.forwardKubeDNSToHost requires hostDNS.enabled to be true (.machine.features.hostDNS)")
+		}
+
+		if h.ResolveMemberNames != nil && *h.ResolveMemberNames {
+			v.errorf(p+".hostDNS.resolveMemberNames", "feature hostDNS.resolveMemberNames requires hostDNS.enabled to be true (.machine.features.hostDNS)")
+		}
 	}
 
 	switch f.NodeAddressSortAlgorithm {
@@ -454,55 +351,6 @@ func (v *validator) machineMisc(m *MachineConfig) {
 
 		if len(prof.Value) == 0 {
 			v.errorf(sp+".value", "seccomp profile value is required")
-		}
-	}
-}
-
-// A Kubernetes label or annotation key is [DNS prefix/]name; values are
-// short names too, possibly empty.
-var (
-	labelName  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$`) })
-	labelValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$`) })
-)
-
-func checkQualifiedName(k string) error {
-	prefix, name, found := strings.Cut(k, "/")
-	if !found {
-		name, prefix = prefix, ""
-	}
-
-	if (found && !isDNSName(prefix)) || !labelName().MatchString(name) {
-		return fmt.Errorf("invalid key %q", k)
-	}
-
-	return nil
-}
-
-var taintEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
-
-func (v *validator) kubernetesMetadata(m *MachineConfig) {
-	for _, k := range sortedKeys(m.NodeLabels) {
-		kp := keyPath("machine.nodeLabels", k)
-		v.check(kp, checkQualifiedName(k))
-
-		if val := m.NodeLabels[k]; len(val) > 63 || !labelValue().MatchString(val) {
-			v.errorf(kp, "invalid label value %q", val)
-		}
-	}
-
-	for _, k := range sortedKeys(m.NodeAnnotations) {
-		v.check(keyPath("machine.nodeAnnotations", k), checkQualifiedName(k))
-	}
-
-	for _, k := range sortedKeys(m.NodeTaints) {
-		kp := keyPath("machine.nodeTaints", k)
-		v.check(kp, checkQualifiedName(k))
-
-		val := m.NodeTaints[k]
-		effect := val[strings.LastIndex(val, ":")+1:]
-
-		if !slices.Contains(taintEffects, effect) {
-			v.errorf(kp, "invalid taint %q: expected [value:]effect with effect NoSchedule, PreferNoSchedule or NoExecute", val)
 		}
 	}
 }

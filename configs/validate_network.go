@@ -14,11 +14,16 @@ var (
 	hashModes = []string{"layer2", "layer3+4", "layer2+3", "encap2+3", "encap3+4", "vlan+srcmac"}
 )
 
+// kubeSpanMinMTU is the smallest MTU of the KubeSpan WireGuard link.
+const kubeSpanMinMTU = 1280
+
 func (v *validator) network(n *NetworkConfig) {
 	const p = "machine.network"
 
-	if n.Hostname != "" && !isDNSName(n.Hostname) {
-		v.errorf(p+".hostname", "invalid hostname %q", n.Hostname)
+	if n.Hostname != "" {
+		if why := dnsNameProblem(n.Hostname); why != "" {
+			v.errorf(p+".hostname", "invalid hostname %q: %s", n.Hostname, why)
+		}
 	}
 
 	for i, ns := range n.Nameservers {
@@ -26,8 +31,8 @@ func (v *validator) network(n *NetworkConfig) {
 	}
 
 	for i, d := range n.SearchDomains {
-		if !isDNSName(d) {
-			v.errorf(indexPath(p+".searchDomains", i), "invalid search domain %q", d)
+		if why := dnsNameProblem(d); why != "" {
+			v.errorf(indexPath(p+".searchDomains", i), "invalid search domain %q: %s", d, why)
 		}
 	}
 
@@ -40,10 +45,14 @@ func (v *validator) network(n *NetworkConfig) {
 		}
 
 		for j, a := range h.Aliases {
-			if !isDNSName(a) {
-				v.errorf(indexPath(hp+".aliases", j), "invalid host alias %q", a)
+			if why := dnsNameProblem(a); why != "" {
+				v.errorf(indexPath(hp+".aliases", j), "invalid host alias %q: %s", a, why)
 			}
 		}
+	}
+
+	if ks := n.KubeSpan; ks != nil && ks.Enabled && ks.MTU != 0 && ks.MTU < kubeSpanMinMTU {
+		v.errorf(p+".kubespan.mtu", "kubespan link MTU must be at least %d (the IPv6 minimum), got %d", kubeSpanMinMTU, ks.MTU)
 	}
 
 	if ks := n.KubeSpan; ks != nil && ks.Filters != nil {

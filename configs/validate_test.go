@@ -169,14 +169,14 @@ func TestValidateErrorFormat(t *testing.T) {
 		t.Fatalf("want the first *ValidationError reachable with errors.As, got %#v", ve)
 	}
 
-	warnings, err := configWith(t, "worker", `persist: false`).Validate(configs.ModeMetal)
-	if err != nil || len(warnings) != 1 || warnings[0] != "persist: .persist should be enabled" {
-		t.Fatalf("persist: false: warnings %q, err %v; want one warning and no error", warnings, err)
+	warnings, err := configWith(t, "minimal-controlplane", `machine: {type: init}`).Validate(configs.ModeMetal)
+	if err != nil || len(warnings) != 1 || !strings.HasPrefix(warnings[0], `machine.type: machine type "init" is deprecated`) {
+		t.Fatalf("type init: warnings %q, err %v; want one warning and no error", warnings, err)
 	}
 
-	_, err = configWith(t, "worker", `persist: false`).Validate(configs.ModeMetal, configs.WithStrict(true))
-	if want := "1 error occurred:\n\t* warning: persist: .persist should be enabled\n\n"; err == nil || err.Error() != want {
-		t.Fatalf("strict: got %q\nwant %q", err, want)
+	_, err = configWith(t, "minimal-controlplane", `machine: {type: init}`).Validate(configs.ModeMetal, configs.WithStrict(true))
+	if err == nil || !strings.HasPrefix(err.Error(), "1 error occurred:\n\t* warning: machine.type: machine type \"init\" is deprecated") {
+		t.Fatalf("strict: got %q", err)
 	}
 }
 

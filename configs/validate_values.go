@@ -1,9 +1,7 @@
 package configs
 
 import (
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +58,10 @@ func checkURL(what, s string, schemes ...string) error {
 		}
 
 		return fmt.Errorf("invalid %s %q: has no scheme: want %s", what, s, strings.Join(want, " or "))
+	}
+
+	if fix := bracketIPv6(s); fix != "" {
+		return fmt.Errorf("invalid %s %q: an IPv6 address in a URL goes in brackets: %s", what, s, fix)
 	}
 
 	u, err := url.Parse(s)
@@ -135,18 +137,33 @@ var dnsLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 
 // isDNSName accepts RFC 1123 host names, with an optional trailing dot.
 func isDNSName(s string) bool {
+	return dnsNameProblem(s) == ""
+}
+
+// dnsNameProblem says what keeps s from being an RFC 1123 host name (with
+// an optional trailing dot), naming the limit it breaks; "" when it is one.
+func dnsNameProblem(s string) string {
 	s = strings.TrimSuffix(s, ".")
-	if s == "" || len(s) > 253 {
-		return false
+
+	switch {
+	case s == "":
+		return "it is empty"
+	case len(s) > 253:
+		return fmt.Sprintf("it is %d characters long, the limit is 253", len(s))
 	}
 
 	for label := range strings.SplitSeq(s, ".") {
-		if !dnsLabel().MatchString(label) {
-			return false
+		switch {
+		case label == "":
+			return "it has an empty label (two dots in a row, or a leading dot)"
+		case len(label) > 63:
+			return fmt.Sprintf("its label %q is %d characters long, the limit is 63", truncate(label, 20), len(label))
+		case !dnsLabel().MatchString(label):
+			return fmt.Sprintf("its label %q may only hold letters, digits and '-', and must not start or end with '-'", label)
 		}
 	}
 
-	return true
+	return ""
 }
 
 // checkSAN accepts what can go into a certificate's subject alternative
@@ -157,28 +174,6 @@ func checkSAN(s string) error {
 	}
 
 	return fmt.Errorf("invalid certificate SAN %q: must be an IP address or a DNS name", s)
-}
-
-func checkPEMCertificate(b []byte) error {
-	block, _ := pem.Decode(b)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return errors.New("invalid certificate: expected a PEM CERTIFICATE block")
-	}
-
-	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-		return fmt.Errorf("invalid certificate: %w", err)
-	}
-
-	return nil
-}
-
-func checkPEMKey(b []byte) error {
-	block, _ := pem.Decode(b)
-	if block == nil || !strings.HasSuffix(block.Type, "PRIVATE KEY") {
-		return errors.New("invalid private key: expected a PEM PRIVATE KEY block")
-	}
-
-	return nil
 }
 
 // checkBase64Key requires base64 of one of the given lengths in bytes.
@@ -211,27 +206,35 @@ var imageRef = sync.OnceValue(func() *regexp.Regexp {
 })
 
 func checkImage(s string) error {
-	if !imageRef().MatchString(s) {
-		return fmt.Errorf("invalid image reference %q", s)
+	if imageRef().MatchString(s) {
+		return nil
 	}
 
-	return nil
+	if hasScheme(s) {
+		return fmt.Errorf("invalid image reference %q: an image is named without a scheme (registry/path:tag)", s)
+	}
+
+	// The registry host may have capitals (DNS is case-blind); the path
+	// may not.
+	host, rest, found := strings.Cut(s, "/")
+	if found && (strings.ContainsAny(host, ".:") || host == "localhost") {
+		if lower := host + "/" + strings.ToLower(rest); lower != s && imageRef().MatchString(lower) {
+			return fmt.Errorf("invalid image reference %q: image paths are lowercase (did you mean %q?)", s, lower)
+		}
+	} else if lower := strings.ToLower(s); lower != s && imageRef().MatchString(lower) {
+		return fmt.Errorf("invalid image reference %q: image paths are lowercase (did you mean %q?)", s, lower)
+	}
+
+	if strings.ContainsAny(s, " \t\n") {
+		return fmt.Errorf("invalid image reference %q: it contains whitespace", s)
+	}
+
+	return fmt.Errorf("invalid image reference %q: want [registry[:port]/]path[:tag][@digest]", s)
 }
 
 func checkAbsPath(what, s string) error {
 	if !strings.HasPrefix(s, "/") {
 		return fmt.Errorf("%s %q must be an absolute path", what, s)
-	}
-
-	return nil
-}
-
-var sizePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?i)\d+(\.\d+)?\s*([kmgtpe]i?b?|b)?$`) })
-
-// checkSize accepts a byte count or a size with a unit ("100 GB", "4GiB").
-func checkSize(what, s string) error {
-	if !sizePattern().MatchString(strings.TrimSpace(s)) {
-		return fmt.Errorf("invalid %s %q", what, s)
 	}
 
 	return nil
@@ -243,4 +246,37 @@ func checkPort(what string, p int) error {
 	}
 
 	return nil
+}
+
+// bracketIPv6 returns s with the IPv6 address of its host in brackets when
+// it was written without them (https://fd00::1:6443), "" otherwise.
+func bracketIPv6(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return ""
+	}
+
+	authority, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+
+	if strings.Contains(authority, "[") || strings.Count(authority, ":") < 2 {
+		return ""
+	}
+
+	// fd00::1:6443 is also an address; in a URL the last group is far
+	// more likely a port, so that reading goes first.
+	last := strings.LastIndex(authority, ":")
+	if port := authority[last+1:]; port != "" && strings.Trim(port, "0123456789") == "" && checkPortString(port) == nil {
+		if a, err := netip.ParseAddr(authority[:last]); err == nil && a.Is6() {
+			return scheme + "://[" + authority[:last] + "]" + authority[last:] + path
+		}
+	}
+
+	if a, err := netip.ParseAddr(authority); err == nil && a.Is6() {
+		return scheme + "://[" + authority + "]" + path
+	}
+
+	return ""
 }

@@ -114,7 +114,7 @@ func newPatchCommand(g *GlobalFlags) *cobra.Command {
 		Long: `Fetches each node's machine config, applies the patches locally and sends the
 result back with the chosen apply mode. A patch is inline YAML/JSON or @file;
 --patch-file names a file.`,
-		Example: `  talosctl -n 10.5.0.2 patch mc --immediate -p '[{"op": "replace", "path": "/machine/kubelet/image", "value": "ghcr.io/talos-systems/kubelet:v1.20.5"}]'
+		Example: `  talosctl -n 10.5.0.2 patch mc --immediate -p '[{"op": "replace", "path": "/machine/kubelet/image", "value": "ghcr.io/siderolabs/kubelet:v1.34.12"}]'
   talosctl -n 10.5.0.2 patch machineconfig -p @patch.yaml --dry-run`,
 		Args: machineConfigArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

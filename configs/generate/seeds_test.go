@@ -19,6 +19,10 @@ import (
 // with the error text that must point the user to the new shape.
 var refusedSeeds = map[string]string{
 	"containerd-metrics-file.yaml": "/etc/cri/conf.d/20-customization.part",
+	// Talos v0.9's Kubernetes 1.20: today's Talos refuses versions it
+	// cannot run, and a kubelet newer than its API server.
+	"kubelet-image.yaml":   "machine.kubelet.image: version of Kubernetes 1.20.5 is too old: talosbox runs 1.29 to 1.34.x",
+	"apiserver-image.yaml": "cluster.apiServer.image: version of Kubernetes 1.20.5 is too old: talosbox runs 1.29 to 1.34.x",
 }
 
 func TestSeedFixturesPatchGeneratedConfig(t *testing.T) {

@@ -134,7 +134,11 @@ func (c *Config) Render() ([]byte, error) {
 	fmt.Fprintf(&b, "terminal_input %s\nterminal_output %s\n", terminal, terminal)
 
 	for _, e := range c.Entries {
-		if strings.ContainsAny(e.Cmdline, "\n\"") || strings.ContainsAny(e.Version, "\n\"") {
+		if err := CheckCmdline(e.Cmdline); err != nil {
+			return nil, fmt.Errorf("grub.cfg: entry %s: %w", e.Label, err)
+		}
+
+		if strings.ContainsAny(e.Version, "\n\"") {
 			return nil, fmt.Errorf("grub.cfg: entry %s: a newline or a double quote cannot be written", e.Label)
 		}
 
@@ -217,4 +221,22 @@ func splitName(name string) (label, version string, err error) {
 	}
 
 	return label, strings.TrimSuffix(rest, ")"), nil
+}
+
+// cmdlineSpecial are the characters GRUB's script lexer gives a meaning on
+// a linux line (quoting, variables, command separators, blocks, comments):
+// written there, an argument would reach the kernel changed, or break the
+// whole grub.cfg.
+const cmdlineSpecial = "\"'\\$;|&<>{}#\n\r\t\x00"
+
+// CheckCmdline refuses a kernel command line (or one argument of it) that
+// grub.cfg cannot carry as written. Config validation calls it for each of
+// machine.install.extraKernelArgs, so an install or upgrade never fails on
+// one after the config was accepted.
+func CheckCmdline(s string) error {
+	if i := strings.IndexAny(s, cmdlineSpecial); i >= 0 {
+		return fmt.Errorf("a kernel argument cannot hold %q: the boot loader's config (grub.cfg) could not carry it", s[i:i+1])
+	}
+
+	return nil
 }

@@ -2,6 +2,7 @@ package bootloader
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -97,7 +98,33 @@ func TestRenderRefusesQuotes(t *testing.T) {
 	c := &Config{}
 	c.Put(Entry{Label: LabelA, Version: "v1", Cmdline: `a="b"`})
 
-	if _, err := c.Render(); err == nil || !strings.Contains(err.Error(), "double quote") {
+	if _, err := c.Render(); err == nil || !strings.Contains(err.Error(), `cannot hold "\""`) {
 		t.Fatalf("a quote in the command line: %v", err)
+	}
+}
+
+func TestCheckCmdline(t *testing.T) {
+	for _, tc := range []struct {
+		arg, bad string
+	}{
+		{arg: "console=ttyS0,115200n8"},
+		{arg: "talos.config=http://10.5.0.1:8080/config?node=a"},
+		{arg: "net.ifnames=0 ipv6.disable=1"},
+		{arg: `a="b"`, bad: `"`},
+		{arg: "a='b'", bad: "'"},
+		{arg: "a=$root", bad: "$"},
+		{arg: "a;reboot", bad: ";"},
+		{arg: "a\nlinux /evil", bad: "\n"},
+		{arg: "#x", bad: "#"},
+		{arg: "a\\b", bad: "\\"},
+	} {
+		err := CheckCmdline(tc.arg)
+
+		switch {
+		case tc.bad == "" && err != nil:
+			t.Errorf("%q: %v", tc.arg, err)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), "cannot hold "+strconv.Quote(tc.bad))):
+			t.Errorf("%q: error %v, want one naming %q", tc.arg, err, tc.bad)
+		}
 	}
 }

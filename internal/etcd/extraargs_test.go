@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/pkg/v3/featuregate"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/features"
+
+	"github.com/talosbox/talosbox/configs"
 )
 
 func TestExtraArgs(t *testing.T) {
@@ -106,7 +109,7 @@ func TestExtraArgs(t *testing.T) {
 		{name: "bad duration", args: map[string]string{"corrupt-check-time": "5"}, errText: `want a duration such as "5s"`},
 		{name: "bad enum", args: map[string]string{"auto-compaction-mode": "hourly"}, errText: "want one of periodic, revision"},
 		{name: "bad bool gate", args: map[string]string{"experimental-initial-corrupt-check": "yes"}, errText: "want true or false"},
-		{name: "unknown gate", args: map[string]string{"feature-gates": "Frobnicate=true"}, errText: "unrecognized feature gate"},
+		{name: "unknown gate", args: map[string]string{"feature-gates": "Frobnicate=true"}, errText: "unknown feature gate \"Frobnicate\""},
 		{name: "bad metrics URL", args: map[string]string{"listen-metrics-urls": "0.0.0.0:2381"}, errText: "want http(s)://host:port"},
 		{
 			name:    "every bad key is reported",
@@ -182,5 +185,48 @@ func TestOptionsOverriddenByExtraArgs(t *testing.T) {
 
 	if !cfg.ClientTLSInfo.ClientCertAuth || !cfg.PeerTLSInfo.ClientCertAuth || cfg.ClientTLSInfo.TrustedCAFile == "" {
 		t.Fatal("mutual TLS is not required on both ports")
+	}
+}
+
+// TestExtraArgsTablesAgree: every flag configs lets through lands
+// somewhere here, and nothing lands that configs would refuse, so
+// validation and the member agree on what extraArgs may hold.
+func TestExtraArgsTablesAgree(t *testing.T) {
+	t.Parallel()
+
+	for name := range configs.EtcdArgs {
+		if _, ok := extraArgs[name]; !ok {
+			t.Errorf("configs.EtcdArgs has %q, which the member does not apply", name)
+		}
+	}
+
+	for name := range extraArgs {
+		if _, ok := configs.EtcdArgs[name]; !ok {
+			t.Errorf("the member applies %q, which configs.EtcdArgs does not list", name)
+		}
+	}
+}
+
+// TestFeatureGatesCurrent: configs' generated list of etcd's gates is the
+// one the linked etcd has (make generate rewrites it).
+func TestFeatureGatesCurrent(t *testing.T) {
+	t.Parallel()
+
+	gates, ok := features.NewDefaultServerFeatureGate("etcd", nil).(featuregate.MutableFeatureGate)
+	if !ok {
+		t.Fatal("not a mutable gate")
+	}
+
+	all := gates.GetAll()
+
+	if len(all) != len(configs.EtcdFeatureGates) {
+		t.Errorf("etcd has %d gates, configs.EtcdFeatureGates %d: run make generate", len(all), len(configs.EtcdFeatureGates))
+	}
+
+	for f, spec := range all {
+		got, ok := configs.EtcdFeatureGates[string(f)]
+		if !ok || got.Default != spec.Default || got.LockToDefault != spec.LockToDefault {
+			t.Errorf("gate %s: configs has %+v (known %t), etcd %+v: run make generate", f, got, ok, spec)
+		}
 	}
 }

@@ -33,15 +33,9 @@ func userLayout(d configs.MachineDisk) ([]disk.PartitionSpec, error) {
 	layout := make([]disk.PartitionSpec, len(d.Partitions))
 
 	for i, p := range d.Partitions {
-		var size uint64
-
-		if s := strings.TrimSpace(p.Size); s != "" && s != "0" {
-			n, err := humanize.ParseBytes(s)
-			if err != nil {
-				return nil, fmt.Errorf("machine.disks %s: partition %d: size %q: %w", d.Device, i+1, p.Size, err)
-			}
-
-			size = (n + disk.MiB - 1) / disk.MiB * disk.MiB
+		size, err := configs.PartitionSize(p.Size)
+		if err != nil {
+			return nil, fmt.Errorf("machine.disks %s: partition %d: %w", d.Device, i+1, err)
 		}
 
 		label := "u-" + strings.ReplaceAll(strings.Trim(p.MountPoint, "/"), "/", "-")

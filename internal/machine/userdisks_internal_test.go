@@ -23,7 +23,7 @@ func TestUserLayout(t *testing.T) {
 			}, ""},
 		{"a long mountpoint is cut to a GPT name", []configs.DiskPartition{{MountPoint: "/var/mnt/" + strings.Repeat("x", 40)}},
 			[]disk.PartitionSpec{{Label: "u-var-mnt-" + strings.Repeat("x", 26), Type: disk.TypeLinuxData, FS: disk.FSExt4}}, ""},
-		{"bad size", []configs.DiskPartition{{Size: "lots", MountPoint: "/var/mnt/a"}}, nil, `partition 1: size "lots"`},
+		{"bad size", []configs.DiskPartition{{Size: "lots", MountPoint: "/var/mnt/a"}}, nil, `partition 1: invalid size "lots"`},
 		{"no partitions", nil, nil, "no partitions"},
 	} {
 		got, err := userLayout(configs.MachineDisk{Device: "/dev/vdb", Partitions: c.parts})

@@ -202,13 +202,17 @@ func caSigner(ca *CertAndKey) (*x509.Certificate, crypto.Signer, error) {
 		return nil, nil, errors.New("CA is missing")
 	}
 
-	crt, err := ca.Certificate()
-	if err != nil {
+	if len(ca.Key) == 0 {
+		return nil, nil, errors.New("CA: private key is missing")
+	}
+
+	if err := CheckCA(ca); err != nil {
 		return nil, nil, fmt.Errorf("CA: %w", err)
 	}
 
-	if !crt.IsCA {
-		return nil, nil, errors.New("CA: certificate is not a certificate authority")
+	crt, err := ca.Certificate()
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA: %w", err)
 	}
 
 	key, err := ca.Signer()
@@ -216,11 +220,37 @@ func caSigner(ca *CertAndKey) (*x509.Certificate, crypto.Signer, error) {
 		return nil, nil, fmt.Errorf("CA: %w", err)
 	}
 
-	if !publicKeysEqual(key.Public(), crt.PublicKey) {
-		return nil, nil, fmt.Errorf("CA: %w", ErrKeyMismatch)
+	return crt, key, nil
+}
+
+// CheckCA is the rule for a certificate authority a node signs with or
+// trusts: the certificate parses and is a CA, and the key, when there is
+// one, parses and belongs to it. Config validation applies it to every CA
+// of the machine config, so a config it accepts never fails here later.
+func CheckCA(ca *CertAndKey) error {
+	crt, err := ca.Certificate()
+	if err != nil {
+		return err
 	}
 
-	return crt, key, nil
+	if !crt.IsCA {
+		return errors.New("certificate is not a certificate authority (its basic constraints say CA:FALSE)")
+	}
+
+	if len(ca.Key) == 0 {
+		return nil
+	}
+
+	key, err := ca.Signer()
+	if err != nil {
+		return err
+	}
+
+	if !publicKeysEqual(key.Public(), crt.PublicKey) {
+		return ErrKeyMismatch
+	}
+
+	return nil
 }
 
 // leafTemplate describes a leaf certificate to sign.

@@ -14,13 +14,14 @@ import (
 // DefaultProcSys is where the kernel exposes sysctls.
 const DefaultProcSys = "/proc/sys"
 
-// Path maps a key to its file under procSys. Keys are dotted
+// SplitKey splits a key into the parts of its path. Keys are dotted
 // ("net.ipv4.ip_forward") or, when a part itself holds dots such as a VLAN
 // interface name, slashed ("net/ipv4/conf/eth0.100/forwarding"); a key with
-// any slash is taken as slashed, like Talos does.
-func Path(key, procSys string) (string, error) {
+// any slash is taken as slashed, like Talos does. Config validation uses
+// it too, so a key the config accepts is one this package can write.
+func SplitKey(key string) ([]string, error) {
 	if key == "" {
-		return "", errors.New("empty key")
+		return nil, errors.New("empty key")
 	}
 
 	sep := "."
@@ -32,12 +33,24 @@ func Path(key, procSys string) (string, error) {
 	for _, p := range parts {
 		// Refusing these keeps every write inside procSys whatever the
 		// key says; the kernel has no sysctl named like this anyway.
-		switch p {
-		case "":
-			return "", fmt.Errorf("key %q has an empty part", key)
-		case ".", "..":
-			return "", fmt.Errorf("key %q has a %q part", key, p)
+		switch {
+		case p == "":
+			return nil, fmt.Errorf("key %q has an empty part", key)
+		case p == "." || p == "..":
+			return nil, fmt.Errorf("key %q has a %q part", key, p)
+		case strings.ContainsAny(p, "\x00\n "):
+			return nil, fmt.Errorf("key %q has a space, newline or NUL", key)
 		}
+	}
+
+	return parts, nil
+}
+
+// Path maps a key to its file under procSys (see SplitKey).
+func Path(key, procSys string) (string, error) {
+	parts, err := SplitKey(key)
+	if err != nil {
+		return "", err
 	}
 
 	return filepath.Join(append([]string{procSys}, parts...)...), nil

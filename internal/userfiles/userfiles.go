@@ -15,17 +15,9 @@ import (
 	"github.com/talosbox/talosbox/configs"
 )
 
-// DefaultAllowed is where Talos lets machine.files write: anywhere under
-// /var (the EPHEMERAL partition), the containerd drop-ins and registry
-// hosts files, and the CA bundle that the CA and proxy guides append to.
-// An entry ending in "/" allows everything below it; any other entry
-// allows that one file.
-var DefaultAllowed = []string{
-	"/var/",
-	"/etc/cri/conf.d/hosts/",
-	"/etc/cri/conf.d/20-customization.part",
-	"/etc/ssl/certs/ca-certificates",
-}
+// DefaultAllowed is where machine.files may write: configs.MachineFilePlaces,
+// the rule validation applies too.
+var DefaultAllowed = configs.MachineFilePlaces
 
 // DefaultPermissions apply when a file gives none.
 const DefaultPermissions configs.FileMode = 0o644
@@ -40,8 +32,9 @@ type Options struct {
 	Allowed []string
 }
 
-// Write applies the files in order: create fails when the file exists,
-// append creates it when missing, overwrite replaces it atomically. Every
+// Write applies the files in order: create and overwrite write the file
+// (replacing it atomically when it exists, as after an earlier boot),
+// append creates it when missing. Every
 // file that can be written is; the errors of the others are returned
 // together, each naming its file.
 //
@@ -98,62 +91,12 @@ type place struct {
 }
 
 func locate(p string, allowed []string) (place, error) {
-	if !strings.HasPrefix(p, "/") {
-		return place{}, fmt.Errorf("path %q is not absolute", p)
+	dir, name, err := configs.MachineFilePlace(p, allowed)
+	if err != nil {
+		return place{}, err
 	}
 
-	if strings.HasSuffix(p, "/") {
-		return place{}, fmt.Errorf("path %q names a directory, not a file", p)
-	}
-
-	// Checked on the raw path: path.Clean would quietly resolve
-	// "/var/../etc/shadow" into something that looks legitimate.
-	for _, elem := range strings.Split(p, "/") {
-		if elem == ".." {
-			return place{}, fmt.Errorf("path %q must not contain \"..\"", p)
-		}
-	}
-
-	clean := path.Clean(p)
-
-	for _, a := range allowed {
-		if dir, ok := strings.CutSuffix(a, "/"); ok {
-			if name, ok := strings.CutPrefix(clean, a); ok {
-				return place{dir: dir[1:], name: name}, nil
-			}
-
-			continue
-		}
-
-		if clean == a {
-			return place{dir: path.Dir(a)[1:], name: path.Base(a)}, nil
-		}
-	}
-
-	return place{}, fmt.Errorf("path %q is not writable: %s", p, describe(allowed))
-}
-
-func describe(allowed []string) string {
-	var dirs, files []string
-
-	for _, a := range allowed {
-		if strings.HasSuffix(a, "/") {
-			dirs = append(dirs, a)
-		} else {
-			files = append(files, a)
-		}
-	}
-
-	var parts []string
-	if len(dirs) > 0 {
-		parts = append(parts, "under "+strings.Join(dirs, ", "))
-	}
-
-	if len(files) > 0 {
-		parts = append(parts, "to "+strings.Join(files, ", "))
-	}
-
-	return "files may only be written " + strings.Join(parts, " or ")
+	return place{dir: strings.TrimPrefix(dir, "/"), name: name}, nil
 }
 
 // fileMode converts config permissions to an os.FileMode: Go keeps the
@@ -266,12 +209,13 @@ func mkdirs(r *os.Root, base, rel string) error {
 	return nil
 }
 
-// create writes a new file; an existing one, even a dangling symlink, is
-// an error.
-func create(r *os.Root, name, content string, mode os.FileMode, _ bool) error {
+// create writes the file. One that exists (the same file written by an
+// earlier boot: /var persists) is replaced as overwrite replaces it, as
+// Talos's create does; refusing it would fail every boot after the first.
+func create(r *os.Root, name, content string, mode os.FileMode, explicit bool) error {
 	fh, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return errors.New("already exists: op create never replaces a file (use overwrite or append)")
+		return overwrite(r, name, content, mode, explicit)
 	}
 
 	if err != nil {

@@ -1,0 +1,124 @@
+package configs_test
+
+import (
+	"testing"
+)
+
+// TestValidateKubernetes covers what the Kubernetes components themselves
+// would refuse at start, leaving a control plane or a kubelet down.
+func TestValidateKubernetes(t *testing.T) {
+	t.Parallel()
+
+	runValidateCases(t, []validateCase{
+		{
+			name: "PodSecurity configuration",
+			patch: `cluster: {apiServer: {admissionControl: [{name: PodSecurity, configuration: {
+				apiVersion: pod-security.admission.config.k8s.io/v1, kind: PodSecurityConfiguration,
+				defaults: {enforce: strict, enforce-version: "1.34", audit: restricted, warn-version: latest, warnings: x},
+				exemptions: {namespaces: [kube-system, 7], users: [a]}}}]}}`,
+			wantErrs: []string{
+				`cluster.apiServer.admissionControl[0].configuration.defaults.warnings: unknown field "warnings" (did you mean "warn"?)`,
+				`cluster.apiServer.admissionControl[0].configuration.defaults.enforce: invalid Pod Security level strict (expected privileged, baseline or restricted)`,
+				`cluster.apiServer.admissionControl[0].configuration.defaults.enforce-version: invalid Pod Security version 1.34 (expected latest or v1.N, such as v1.34)`,
+				`cluster.apiServer.admissionControl[0].configuration.exemptions.users: unknown field "users"`,
+				`cluster.apiServer.admissionControl[0].configuration.exemptions.namespaces[1]: must be a name, not 7`,
+			},
+		},
+		{
+			name: "audit policy",
+			patch: `cluster: {apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1beta1, kind: Policy, omitStage: [RequestReceived],
+				rules: [{level: Everything}, {level: Metadata, omitStages: [Done]}, {levels: None}]}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.auditPolicy.apiVersion: apiVersion must be audit.k8s.io/v1, not audit.k8s.io/v1beta1 (v1beta1 and v1alpha1 were removed in Kubernetes 1.24)`,
+				`cluster.apiServer.auditPolicy.omitStage: unknown field "omitStage" (did you mean "omitStages"?)`,
+				`cluster.apiServer.auditPolicy.rules[0].level: audit level "Everything" is not one of None, Metadata, Request, RequestResponse`,
+				`cluster.apiServer.auditPolicy.rules[1].omitStages[0]: unknown audit stage Done (expected RequestReceived, ResponseStarted, ResponseComplete, Panic)`,
+				`cluster.apiServer.auditPolicy.rules[2].levels: unknown field "levels" (did you mean "level"?)`,
+				`cluster.apiServer.auditPolicy.rules[2].level: audit level "<nil>" is not one of None, Metadata, Request, RequestResponse`,
+			},
+		},
+		{
+			name:     "an audit policy needs rules",
+			patch:    `cluster: {apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1, kind: Policy}}}`,
+			wantErrs: []string{`cluster.apiServer.auditPolicy.rules: an audit policy needs at least one rule: kube-apiserver refuses a policy with none`},
+		},
+		{
+			name:  "scheduler config",
+			patch: `cluster: {scheduler: {config: {apiVersion: kubescheduler.config.k8s.io/v1beta3, kind: KubeSchedulerConfiguration, clientConnection: {kubeconfig: /x}}}}`,
+			wantErrs: []string{
+				`cluster.scheduler.config.apiVersion: kube-scheduler reads kubescheduler.config.k8s.io/v1 only, not kubescheduler.config.k8s.io/v1beta3: write the config for it (or leave apiVersion out)`,
+				`cluster.scheduler.config.clientConnection.kubeconfig: can't be overridden: talosbox sets the scheduler's kubeconfig`,
+			},
+		},
+		{
+			name:  "pod and service subnets",
+			patch: `cluster: {network: {podSubnets: [10.244.0.0/25], serviceSubnets: [10.244.0.0/16]}}`,
+			wantErrs: []string{
+				`cluster.network.serviceSubnets[0]: service subnet 10.244.0.0/16 overlaps pod subnet 10.244.0.0/25 (podSubnets[0]): a Service address would also be a pod's`,
+				`cluster.network.podSubnets[0]: pod subnet 10.244.0.0/25 is smaller than one node's share (/24, kube-controller-manager's node-cidr-mask-size-ipv4): no node could get pod addresses; use a larger subnet or set cluster.controllerManager.extraArgs["node-cidr-mask-size-ipv4"]`,
+			},
+		},
+		{
+			name:  "subnet families",
+			patch: `cluster: {network: {podSubnets: ["fd00:10:244::/56"], serviceSubnets: [10.96.0.0/12]}}`,
+			wantErrs: []string{
+				`cluster.network: podSubnets (IPv6) and serviceSubnets (IPv4) must be of the same IP families, the same first: pods could not reach Services`,
+			},
+		},
+		{
+			name:  "service subnet sizes, and node masks too far apart",
+			patch: `cluster: {network: {podSubnets: [172.16.0.0/12, "fd00::/32"], serviceSubnets: [10.96.0.0/29, "fd01::/64"]}}`,
+			wantErrs: []string{
+				`cluster.network.serviceSubnets[0]: service subnet 10.96.0.0/29 is too small: it must hold the DNS service's address (the 10th), so at least /28`,
+				`cluster.network.serviceSubnets[1]: service subnet fd01::/64 is too large: kube-apiserver allows at most /108 for this family (2^20 addresses)`,
+				`cluster.network.podSubnets[1]: pod subnet fd00::/32 is split into /64 node subnets: kube-controller-manager refuses masks more than 16 bits apart (set node-cidr-mask-size-ipv6 to at most 48)`,
+			},
+		},
+		{
+			name:     "a larger node mask makes a small pod subnet fit",
+			patch:    `cluster: {network: {podSubnets: [10.244.0.0/25]}, controllerManager: {extraArgs: {node-cidr-mask-size-ipv4: "26"}}}`,
+			wantErrs: nil,
+		},
+		{
+			name:     "KubePrism on the API server's port",
+			patch:    `{machine: {features: {kubePrism: {enabled: true, port: 6443}}}, cluster: {controlPlane: {localAPIServerPort: 6443}}}`,
+			wantErrs: []string{`machine.features.kubePrism.port: port 6443 is the API server's (cluster.controlPlane.localAPIServerPort): KubePrism needs a port of its own`},
+		},
+		{
+			name:  "ports the node's own services listen on",
+			patch: `{machine: {features: {kubePrism: {port: 10250}}}, cluster: {controlPlane: {localAPIServerPort: 50000}}}`,
+			wantErrs: []string{
+				`cluster.controlPlane.localAPIServerPort: port 50000 is apid's: the API server cannot listen there`,
+				`machine.features.kubePrism.port: port 10250 is the kubelet's: KubePrism needs a port of its own`,
+			},
+		},
+		{
+			name: "versions and version skew",
+			patch: `{machine: {kubelet: {image: "ghcr.io/siderolabs/kubelet:v1.34.1"}}, cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.33.0"},
+				controllerManager: {image: "registry.k8s.io/kube-controller-manager:v1.31.0"}, scheduler: {image: "registry.k8s.io/kube-scheduler:latest"},
+				proxy: {image: "registry.k8s.io/kube-proxy:v1.40.0"}}}`,
+			wantErrs: []string{
+				`cluster.scheduler.image: cannot tell the Kubernetes version of image "registry.k8s.io/kube-scheduler:latest": its tag must be a version such as v1.34.12`,
+				`cluster.proxy.image: version of Kubernetes 1.40.0 is too new: talosbox runs 1.29 to 1.34.x (image "registry.k8s.io/kube-proxy:v1.40.0")`,
+				`cluster.controllerManager.image: kube-controller-manager 1.31.0 is 2 minor versions older than kube-apiserver 1.33.0: Kubernetes supports at most 1`,
+				`machine.kubelet.image: kubelet 1.34.1 is newer than kube-apiserver 1.33.0: a component must never be newer than the API server (upgrade the API server first: talosctl upgrade-k8s)`,
+			},
+		},
+		{
+			name:     "a Kubernetes too old",
+			base:     "worker",
+			patch:    `machine: {kubelet: {image: "ghcr.io/siderolabs/kubelet:v1.28.4"}}`,
+			wantErrs: []string{`machine.kubelet.image: version of Kubernetes 1.28.4 is too old: talosbox runs 1.29 to 1.34.x (image "ghcr.io/siderolabs/kubelet:v1.28.4")`},
+		},
+		{
+			name:  "extraArgs written as flags",
+			patch: `cluster: {apiServer: {extraArgs: {"--v": "2", "event-ttl=2h": "", "": x, etcd-servers: "https://x:2379"}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.extraArgs[""]: extra arg name is empty`,
+				`cluster.apiServer.extraArgs["--v"]: write the flag without leading dashes: "v", not "--v" (talosbox adds them)`,
+				`cluster.apiServer.extraArgs["etcd-servers"]: extra arg "etcd-servers" is not allowed: talosbox sets it itself`,
+				`cluster.apiServer.extraArgs["event-ttl=2h"]: invalid flag name "event-ttl=2h": the value goes after the colon, not in the name`,
+			},
+		},
+	})
+}

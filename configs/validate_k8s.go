@@ -1,0 +1,223 @@
+package configs
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/talosbox/talosbox/configs/kubeflags"
+	"github.com/talosbox/talosbox/internal/images"
+)
+
+// kubeComponent is one Kubernetes component the config configures.
+type kubeComponent struct {
+	name  string // as kubeflags names it
+	path  string // its config section
+	image string // configured, or the default
+	args  map[string]string
+}
+
+// kubeComponents lists the components this node runs or renders, with
+// the image each will run.
+func (v *validator) kubeComponents(c *Config) []kubeComponent {
+	var out []kubeComponent
+
+	if m := c.Machine; m != nil {
+		img := images.Kubelet(images.Kubernetes).String()
+
+		var args map[string]string
+
+		if m.Kubelet != nil {
+			args = m.Kubelet.ExtraArgs
+			if m.Kubelet.Image != "" {
+				img = m.Kubelet.Image
+			}
+		}
+
+		out = append(out, kubeComponent{kubeflags.Kubelet, "machine.kubelet", img, args})
+	}
+
+	cl := c.Cluster
+	if cl == nil || !v.controlPlane() {
+		return out
+	}
+
+	pick := func(img string, def images.Ref) string {
+		if img != "" {
+			return img
+		}
+
+		return def.String()
+	}
+
+	var (
+		api   = &APIServerConfig{}
+		cm    = &ControllerManager{}
+		sched = &SchedulerConfig{}
+		proxy = &ProxyConfig{}
+	)
+
+	if cl.APIServer != nil {
+		api = cl.APIServer
+	}
+
+	if cl.ControllerManager != nil {
+		cm = cl.ControllerManager
+	}
+
+	if cl.Scheduler != nil {
+		sched = cl.Scheduler
+	}
+
+	if cl.Proxy != nil {
+		proxy = cl.Proxy
+	}
+
+	out = append(out,
+		kubeComponent{kubeflags.APIServer, "cluster.apiServer", pick(api.Image, images.APIServer(images.Kubernetes)), api.ExtraArgs},
+		kubeComponent{kubeflags.ControllerManager, "cluster.controllerManager", pick(cm.Image, images.ControllerManager(images.Kubernetes)), cm.ExtraArgs},
+		kubeComponent{kubeflags.Scheduler, "cluster.scheduler", pick(sched.Image, images.Scheduler(images.Kubernetes)), sched.ExtraArgs},
+	)
+
+	if !proxy.Disabled {
+		out = append(out, kubeComponent{kubeflags.Proxy, "cluster.proxy", pick(proxy.Image, images.Proxy(images.Kubernetes)), proxy.ExtraArgs})
+	}
+
+	return out
+}
+
+// kubernetes checks what the Kubernetes components would refuse at start:
+// versions talosbox cannot run, version skew between them, and extraArgs
+// the component that will run does not know or cannot parse.
+func (v *validator) kubernetes(c *Config) {
+	versions := map[string]KubeVersion{}
+
+	for _, comp := range v.kubeComponents(c) {
+		if checkImage(comp.image) != nil {
+			continue // reported with the image
+		}
+
+		ver, err := KubeVersionOfImage(comp.image)
+		if err != nil {
+			v.errorf(comp.path+".image", "%v", err)
+		} else if err := checkKubeSupported(ver); err != nil {
+			v.errorf(comp.path+".image", "%v (image %q)", err, comp.image)
+		} else {
+			versions[comp.name] = ver
+		}
+
+		ver, known := versions[comp.name]
+		v.componentArgs(comp, ver, known)
+	}
+
+	v.versionSkew(versions)
+}
+
+// componentArgs checks a component's extraArgs against the flags its
+// binary, at the version that will run, accepts.
+func (v *validator) componentArgs(comp kubeComponent, ver KubeVersion, known bool) {
+	p := comp.path + ".extraArgs"
+
+	var set *kubeflags.Set
+
+	if known {
+		s, match := kubeflags.For(comp.name, ver.String())
+		if match != kubeflags.None {
+			set = s
+		} else if len(comp.args) > 0 {
+			v.warnf(p, "no flag list for %s %s in this talosbox build: its extraArgs are not checked", comp.name, ver)
+		}
+	}
+
+	denied := DeniedExtraArgs[p]
+
+	for _, k := range sortedKeys(comp.args) {
+		kp := keyPath(p, k)
+		val := comp.args[k]
+
+		switch {
+		case k == "":
+			v.errorf(kp, "extra arg name is empty")
+
+			continue
+		case strings.HasPrefix(k, "-"):
+			v.errorf(kp, "write the flag without leading dashes: %q, not %q (talosbox adds them)", strings.TrimLeft(k, "-"), k)
+
+			continue
+		case strings.ContainsAny(k, "= \t\n"):
+			v.errorf(kp, "invalid flag name %q: the value goes after the colon, not in the name", k)
+
+			continue
+		case containsString(denied, k):
+			v.errorf(kp, "extra arg %q is not allowed: talosbox sets it itself", k)
+
+			continue
+		}
+
+		if set == nil {
+			continue
+		}
+
+		f, ok := set.Lookup(k)
+		if !ok {
+			msg := fmt.Sprintf("%s %s has no flag --%s: it would refuse to start", comp.name, ver, k)
+			if s := set.Suggest(k); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+
+			v.errorf(kp, "%s", msg)
+
+			continue
+		}
+
+		if err := f.CheckValue(val); err != nil {
+			v.errorf(kp, "invalid value %q for --%s (%s): %v", val, k, f.Type, err)
+		}
+
+		if f.Deprecated {
+			v.warnf(kp, "--%s is deprecated in %s %s", k, comp.name, ver)
+		}
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+
+	return false
+}
+
+// versionSkew applies Kubernetes' version skew policy between the
+// components of one node: nothing newer than the API server; the
+// controller-manager and scheduler at most one minor older, the kubelet
+// and kube-proxy at most three.
+func (v *validator) versionSkew(versions map[string]KubeVersion) {
+	api, ok := versions[kubeflags.APIServer]
+	if !ok {
+		return
+	}
+
+	for _, c := range []struct {
+		name, path string
+		older      int
+	}{
+		{kubeflags.ControllerManager, "cluster.controllerManager.image", 1},
+		{kubeflags.Scheduler, "cluster.scheduler.image", 1},
+		{kubeflags.Proxy, "cluster.proxy.image", 3},
+		{kubeflags.Kubelet, "machine.kubelet.image", 3},
+	} {
+		ver, ok := versions[c.name]
+		if !ok {
+			continue
+		}
+
+		switch d := ver.minorsAfter(api); {
+		case d > 0:
+			v.errorf(c.path, "%s %s is newer than kube-apiserver %s: a component must never be newer than the API server (upgrade the API server first: talosctl upgrade-k8s)", c.name, ver, api)
+		case -d > c.older:
+			v.errorf(c.path, "%s %s is %d minor versions older than kube-apiserver %s: Kubernetes supports at most %d", c.name, ver, -d, api, c.older)
+		}
+	}
+}

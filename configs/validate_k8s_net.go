@@ -1,0 +1,232 @@
+package configs
+
+import (
+	"net/netip"
+	"strconv"
+)
+
+// The defaults Kubernetes and talosbox use when the config says nothing.
+const (
+	defaultPodSubnet     = "10.244.0.0/16"
+	defaultServiceSubnet = "10.96.0.0/12"
+	// kube-controller-manager's --node-cidr-mask-size defaults.
+	defaultNodeMaskIPv4 = 24
+	defaultNodeMaskIPv6 = 64
+	// The controller-manager refuses a node mask more than this many bits
+	// longer than the cluster CIDR's ("cluster CIDR mask size and node
+	// CIDR mask size differ by more than 16 bits").
+	maxNodeMaskBits = 16
+	// kube-apiserver refuses a service range with more addresses than
+	// 2^20 (--service-cluster-ip-range "is too large").
+	maxServiceBits = 20
+	// The DNS service takes the range's 10th address, so a range needs at
+	// least 11 (the network address is never allocated).
+	dnsServiceIndex = 10
+)
+
+// podAndServiceSubnets checks the cluster's pod and service subnets as
+// kube-apiserver, kube-controller-manager and the node's renderers will:
+// valid CIDRs, one per family, the same families in the same order for
+// both, no overlap, a service range neither too large nor too small for
+// the DNS service, and pod subnets large enough to hand each node its
+// share (node-cidr-mask-size).
+func (v *validator) podAndServiceSubnets(c *ClusterConfig) {
+	const p = "cluster.network"
+
+	var podList, svcList []string
+
+	if n := c.Network; n != nil {
+		podList, svcList = n.PodSubnets, n.ServiceSubnets
+	}
+
+	pods := v.subnets(p+".podSubnets", podList)
+	svcs := v.subnets(p+".serviceSubnets", svcList)
+
+	if pods == nil || svcs == nil {
+		return // already reported
+	}
+
+	if len(podList) == 0 {
+		pods = []netip.Prefix{netip.MustParsePrefix(defaultPodSubnet)}
+	}
+
+	if len(svcList) == 0 {
+		svcs = []netip.Prefix{netip.MustParsePrefix(defaultServiceSubnet)}
+	}
+
+	// Pods reach Services in the Services' families, so the pods need
+	// them too; and the first (primary) family is the cluster's, for both.
+	if pods[0].Addr().Is4() != svcs[0].Addr().Is4() || len(svcs) > len(pods) {
+		v.errorf(p, "podSubnets (%s) and serviceSubnets (%s) must be of the same IP families, the same first: pods could not reach Services", families(pods), families(svcs))
+	}
+
+	for i, pod := range pods {
+		for j, svc := range svcs {
+			if pod.Overlaps(svc) {
+				v.errorf(indexPath(p+".serviceSubnets", j), "service subnet %s overlaps pod subnet %s (podSubnets[%d]): a Service address would also be a pod's", svc, pod, i)
+			}
+		}
+	}
+
+	for j, svc := range svcs {
+		sp := indexPath(p+".serviceSubnets", j)
+		hostBits := svc.Addr().BitLen() - svc.Bits()
+
+		switch {
+		case hostBits > maxServiceBits:
+			v.errorf(sp, "service subnet %s is too large: kube-apiserver allows at most /%d for this family (2^%d addresses)", svc, svc.Addr().BitLen()-maxServiceBits, maxServiceBits)
+		case hostBits < 64 && 1<<hostBits <= dnsServiceIndex:
+			v.errorf(sp, "service subnet %s is too small: it must hold the DNS service's address (the %dth), so at least /%d", svc, dnsServiceIndex, svc.Addr().BitLen()-4)
+		}
+	}
+
+	v.nodeCIDRMasks(c, pods)
+}
+
+// subnets parses a subnet list: one subnet, or two for dual stack (one of
+// each family). It returns nil when a problem was reported.
+func (v *validator) subnets(p string, subnets []string) []netip.Prefix {
+	var (
+		out []netip.Prefix
+		bad bool
+	)
+
+	count := map[bool]int{}
+
+	for i, s := range subnets {
+		prefix, err := netip.ParsePrefix(s)
+		if err != nil {
+			v.errorf(indexPath(p, i), "invalid CIDR %q", s)
+
+			bad = true
+
+			continue
+		}
+
+		if prefix.Masked() != prefix {
+			v.warnf(indexPath(p, i), "%s has host bits set: it means %s", s, prefix.Masked())
+		}
+
+		count[prefix.Addr().Is4()]++
+		out = append(out, prefix.Masked())
+	}
+
+	if count[true] > 1 || count[false] > 1 {
+		v.errorf(p, "at most one IPv4 and one IPv6 subnet are allowed")
+
+		bad = true
+	}
+
+	if bad {
+		return nil
+	}
+
+	if out == nil {
+		out = []netip.Prefix{}
+	}
+
+	return out
+}
+
+func families(ps []netip.Prefix) string {
+	out := ""
+
+	for i, p := range ps {
+		if i > 0 {
+			out += ", "
+		}
+
+		if p.Addr().Is4() {
+			out += "IPv4"
+		} else {
+			out += "IPv6"
+		}
+	}
+
+	return out
+}
+
+// nodeCIDRMasks checks that every pod subnet can be split into the
+// per-node subnets the controller-manager allocates.
+func (v *validator) nodeCIDRMasks(c *ClusterConfig, pods []netip.Prefix) {
+	var args map[string]string
+	if c.ControllerManager != nil {
+		args = c.ControllerManager.ExtraArgs
+	}
+
+	if args["allocate-node-cidrs"] == "false" {
+		return
+	}
+
+	for i, pod := range pods {
+		key, mask := "node-cidr-mask-size-ipv4", defaultNodeMaskIPv4
+		if !pod.Addr().Is4() {
+			key, mask = "node-cidr-mask-size-ipv6", defaultNodeMaskIPv6
+		}
+
+		argKey := key
+		if len(pods) == 1 && args["node-cidr-mask-size"] != "" {
+			argKey = "node-cidr-mask-size"
+		}
+
+		if s, ok := args[argKey]; ok {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				continue // the flag's own check reports it
+			}
+
+			mask = n
+		}
+
+		pp := indexPath("cluster.network.podSubnets", i)
+
+		switch {
+		case mask < pod.Bits():
+			v.errorf(pp, "pod subnet %s is smaller than one node's share (/%d, kube-controller-manager's %s): no node could get pod addresses; use a larger subnet or set cluster.controllerManager.extraArgs[%q]", pod, mask, argKey, argKey)
+		case mask > pod.Addr().BitLen():
+			v.errorf(keyPath("cluster.controllerManager.extraArgs", argKey), "node CIDR mask /%d is longer than an %s address", mask, families([]netip.Prefix{pod}))
+		case mask-pod.Bits() > maxNodeMaskBits:
+			v.errorf(pp, "pod subnet %s is split into /%d node subnets: kube-controller-manager refuses masks more than %d bits apart (set %s to at most %d)", pod, mask, maxNodeMaskBits, argKey, pod.Bits()+maxNodeMaskBits)
+		}
+	}
+}
+
+// nodePorts are the ports a node's own services listen on, which another
+// configured port must not take.
+var nodePorts = map[int]string{
+	50000: "apid", 50001: "trustd", 2379: "etcd (clients)", 2380: "etcd (peers)",
+	10250: "the kubelet", 10257: "kube-controller-manager", 10259: "kube-scheduler",
+}
+
+// ports checks the listening ports the config chooses against each other
+// and the node's own.
+func (v *validator) ports(c *Config) {
+	apiPort := c.LocalAPIServerPort()
+
+	if v.controlPlane() {
+		if who, taken := nodePorts[apiPort]; taken {
+			v.errorf("cluster.controlPlane.localAPIServerPort", "port %d is %s's: the API server cannot listen there", apiPort, who)
+		}
+	}
+
+	if c.Machine == nil || c.Machine.Features == nil || c.Machine.Features.KubePrism == nil {
+		return
+	}
+
+	kp := c.Machine.Features.KubePrism
+	if kp.Enabled != nil && !*kp.Enabled {
+		return
+	}
+
+	port := kp.Port
+	if port == 0 {
+		return // the default, 7445, is no one else's
+	}
+
+	switch who, taken := nodePorts[port]; {
+	case v.controlPlane() && port == apiPort:
+		v.errorf("machine.features.kubePrism.port", "port %d is the API server's (cluster.controlPlane.localAPIServerPort): KubePrism needs a port of its own", port)
+	case taken:
+		v.errorf("machine.features.kubePrism.port", "port %d is %s's: KubePrism needs a port of its own", port, who)
+	}
+}
