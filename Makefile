@@ -32,7 +32,7 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$
 	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION) \
 	$(if $(BROKEN_BOOT),-X $(VERSION_PKG).BrokenBoot=1)
 
-.PHONY: all build images installer install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate bench clean
+.PHONY: all build images installer install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate check-kubeflags bench clean
 
 all: build
 
@@ -45,8 +45,9 @@ build:
 # source into the OCI layout _out/images/oci; kubectl lands in _out/bin. Incremental:
 # outputs are keyed by their inputs, and a run with nothing changed builds nothing.
 # K8S=all also builds the previous minor (upgrade-k8s); IMAGES_FLAGS adds flags.
+# Each version's component flags land in configs/kubeflags/data (config validation).
 images: install-links
-	./$(OUT) imager --out _out/images --kubernetes $${K8S:-default} --kubectl $(BIN_DIR) $(IMAGES_FLAGS)
+	./$(OUT) imager --out _out/images --kubernetes $${K8S:-default} --kubectl $(BIN_DIR) --kubeflags configs/kubeflags/data $(IMAGES_FLAGS)
 
 # The node's initramfs, _out/initramfs.cpio: this binary as /init, Debian's cloud kernel's
 # modules and the container runtime (runc, the CNI plugins) that make images builds
@@ -113,9 +114,14 @@ fuzz:
 check-generate: generate
 	@git diff --exit-code --stat -- '*.pb.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
+# The checked-in flag lists (configs/kubeflags/data) must be what the built binaries say.
+check-kubeflags: images
+	@test -z "$$(git status --porcelain configs/kubeflags/data)" || { git status --porcelain configs/kubeflags/data; \
+	  echo "the flag lists are stale: run make images and commit configs/kubeflags/data"; exit 1; }
+
 # The tests need the previous Kubernetes minor too (upgrade-k8s starts from it).
 test: export K8S = all
-test: deps lint check-generate images unit fuzz
+test: deps lint check-generate images check-kubeflags unit fuzz
 
 generate:
 	$(GO) generate ./...

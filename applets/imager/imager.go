@@ -25,7 +25,7 @@ var Applet = applet.Applet{
 	Main:    Main,
 }
 
-const usage = `Usage: talosbox imager [--out DIR] [--kubernetes VERSION[,VERSION]|default|all] [--src DIR] [--kubectl DIR]
+const usage = `Usage: talosbox imager [--out DIR] [--kubernetes VERSION[,VERSION]|default|all] [--src DIR] [--kubectl DIR] [--kubeflags DIR]
 
 Build every image a talosbox node runs, from source through the Go module
 proxy, and write them to the OCI image layout DIR/oci:
@@ -38,7 +38,9 @@ proxy, and write them to the OCI image layout DIR/oci:
 Versions are pinned in internal/images. Every output is cached under DIR by
 the hash of its inputs: a second run with nothing changed builds nothing and
 says so. The first build of Kubernetes takes about 15 minutes on 2 cores.
-The CNI plugins the node needs are left in DIR/cni/bin.
+The CNI plugins the node needs are left in DIR/cni/bin. --kubeflags writes
+each version's component flags, as their --help lists them, to
+v<VERSION>.json in its directory, for config validation (configs/kubeflags).
 
 talosbox imager installer builds the installer image instead (see
 talosbox imager installer --help).
@@ -62,6 +64,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.StringVar(&opts.Src, "src", ".", "talosbox's source tree")
 	fs.StringVar(&kube, "kubernetes", images.Kubernetes, "Kubernetes versions to build, comma-separated; default; or all ("+strings.Join(images.KubernetesVersions(), ", ")+")")
 	fs.StringVar(&kubectl, "kubectl", "", "also link kubectl (the default version's) into `DIR`")
+	fs.StringVar(&opts.KubeFlags, "kubeflags", "", "write each Kubernetes version's component flags to `DIR`/v<VERSION>.json (configs/kubeflags/data)")
 
 	if code, done := fs.Parse(args); done {
 		return code

@@ -36,6 +36,10 @@ type Options struct {
 	// HostRoot is prepended to host paths when Debian's files are copied
 	// into images; "" is the real root.
 	HostRoot string
+	// KubeFlags, when set, is the directory (configs/kubeflags/data) that
+	// receives v<VERSION>.json for each Kubernetes version built: the flags
+	// every component's --help lists, for config validation.
+	KubeFlags string
 	// Log receives progress lines; nothing is logged when nil.
 	Log io.Writer
 }

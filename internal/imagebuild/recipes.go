@@ -163,6 +163,13 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		bin := filepath.Join(dir, "kubernetes")
 		b.res.KubernetesBins[kv] = bin
 
+		// The keyed build directory holds the binary on a cached run too.
+		if b.opts.KubeFlags != "" {
+			if err := b.writeKubeFlags(ctx, kv, bin, b.opts.KubeFlags); err != nil {
+				return nil, err
+			}
+		}
+
 		entries := []entry{file("/usr/local/bin/kubernetes", bin)}
 		for _, c := range kubeComponents {
 			entries = append(entries, entry{path: "/usr/local/bin/" + c, link: "kubernetes", mode: 0o777})
