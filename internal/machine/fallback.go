@@ -296,7 +296,8 @@ func (n *Node) loadTimeFallback(ctx context.Context, source string, data []byte,
 	}
 
 	n.publishBootRecord(ctx, true)
-	fmt.Fprintf(w, "[talos] config fallback: kept the refused config as %s; loaded the last good config\n", spec.FailedConfigPath)
+	fmt.Fprintf(w, "[talos] config fallback: kept the failed config as %s\n", spec.FailedConfigPath)
+	fmt.Fprintf(w, "[talos] config fallback: loading the last good config instead\n")
 
 	return good, true
 }

@@ -54,7 +54,7 @@ func bootRecord(t *testing.T, n *testNode, want string) machine.ConfigLoadErrorS
 
 // fallbacks counts the failed boots the node fell back from.
 func fallbacks(n *testNode) int {
-	return strings.Count(n.console.String(), "[talos] config fallback: the boot with the config from ")
+	return strings.Count(n.console.String(), "[talos] config fallback: kept the failed config as ")
 }
 
 // assertFellBack checks what a fallback from bad to good leaves behind.
