@@ -6,9 +6,12 @@
 //   - TestMetalLifecycle: boot to maintenance mode, apply-config --insecure
 //     (the node partitions /dev/vda with Talos's layout and mounts STATE
 //     and EPHEMERAL), services up, bootstrap, etcd healthy, the read
-//     commands, a reboot that comes back with the config from the disk, a
-//     reset that wipes STATE and EPHEMERAL back into maintenance mode, and
-//     a shutdown that ends QEMU.
+//     commands, a reboot into a staged config whose boot fails (the node
+//     reboots into its last good config), then into /etc/motd written to
+//     STATE from the host, back with the last good config from the disk, a
+//     try that replaces the DHCP address and reverts by itself, a reset
+//     that wipes STATE and EPHEMERAL back into maintenance mode, and a
+//     shutdown that ends QEMU.
 //   - TestMetalBrokenCmdlineConfig: talos.config= names a config that does
 //     not parse: a clear console error, and maintenance mode answers.
 //   - TestMetalFatal: a fatal boot error (a STATE partition with

@@ -92,11 +92,8 @@ func TestMetalLifecycle(t *testing.T) {
 		}
 	}
 
-	t.Log("reboot: back with the config from STATE, no maintenance mode")
-	n.ok("reboot")
-	n.waitExit(markRebooting)
-
-	n.boot()
+	t.Log("reboot into a staged config that breaks the boot, then into /etc/motd written to STATE: back with the last good config from STATE, no maintenance mode")
+	n.configFallback(cp)
 	n.wait("[talos] mounted STATE (/dev/vda5) at /system/state", bootTimeout)
 	n.wait("[talos] loaded config from /system/state/config.yaml", bootTimeout)
 	n.wait("[talos] mounted /dev/vdb2 (", servicesTimeout)
@@ -119,6 +116,10 @@ func TestMetalLifecycle(t *testing.T) {
 	if out := n.ok("etcd", "members"); !strings.Contains(out, "10.0.2.15") {
 		t.Errorf("etcd members after the reboot (its data is on EPHEMERAL):\n%s", out)
 	}
+
+	t.Log("try: a static address in place of DHCP's cuts the node off; it reverts by itself")
+	n.tryCutsOffTheNetwork(cp)
+	n.etcdHealthy()
 
 	t.Log("reset: STATE and EPHEMERAL wiped, back to maintenance mode")
 	n.ok("reset", "--graceful=false", "--reboot")

@@ -98,6 +98,8 @@ func (n *Node) acquire(ctx context.Context, w io.Writer) (loadedConfig, error) {
 
 		if src.state && data != nil {
 			if good, ok := n.loadTimeFallback(ctx, src.name, data, err, w); ok {
+				fmt.Fprintf(w, "[talos] loaded config from %s\n", good.source)
+
 				return good, nil
 			}
 		}
