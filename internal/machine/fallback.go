@@ -139,11 +139,11 @@ func (n *Node) fallBack(ctx context.Context, bootErr error) fallbackAction {
 		return fallbackNone
 	}
 
-	if metal {
-		if _, ok := n.metaTag(meta.Upgrade); ok {
-			n.logf("config fallback: this was the first boot of an OS upgrade: the upgrade is reverted first, the config stays")
-			return fallbackNone
-		}
+	// META (metal, or a test's image) says an upgrade's first boot: its
+	// revert (machined's RevertFailedUpgrade) goes first.
+	if _, ok := n.metaTag(meta.Upgrade); ok {
+		n.logf("config fallback: this was the first boot of an OS upgrade: the upgrade is reverted first, the config stays")
+		return fallbackNone
 	}
 
 	good, why := n.lastGood(be.loaded.data)

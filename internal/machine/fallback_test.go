@@ -14,6 +14,8 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/meta"
+	"github.com/talosbox/talosbox/internal/meta/metatest"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -402,3 +404,54 @@ func TestTryOnTryRevertsToTheConfirmedConfig(t *testing.T) {
 		t.Fatalf("after the tries reverted the node runs %q, want the confirmed config", h)
 	}
 }
+
+// The first boot of an OS upgrade that fails is the upgrade's to revert
+// (the boot slot, by machined), not the config's: the fallback leaves
+// STATE alone and the boot error stands for machined to act on.
+func TestFailedUpgradeBootLeavesTheConfig(t *testing.T) {
+	path, _ := metatest.Image(t, map[uint8]string{})
+	good := workerConfig(t, "machine: {network: {hostname: good}}")
+	n := startNodeWith(t, "", good, func(o *machine.Options) { o.MetaPath = path })
+	ctx := context.Background()
+
+	waitReady(t, n)
+
+	// What an upgrade records before its reboot; the staged config that
+	// will fail comes with it.
+	if err := n.MetaWrite(ctx, meta.Upgrade, []byte("A")); err != nil {
+		t.Fatal(err)
+	}
+
+	blockPath(t, n.dir, "/var/upgrade/f")
+
+	bad := workerConfig(t, "machine: {network: {hostname: bad}, files: [{path: /var/upgrade/f, content: x, op: create}]}")
+	writeState(t, n, bad)
+
+	if err := n.Reboot(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case err := <-n.done:
+		if err == nil || !strings.Contains(err.Error(), "/var/upgrade/f") {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the node did not stop")
+	}
+
+	n.done <- nil
+
+	if got := stateFile(t, n, machine.ConfigFile); !bytes.Equal(got, bad) {
+		t.Error("the fallback changed config.yaml during an upgrade's first boot")
+	}
+
+	if _, err := os.Stat(filepath.Join(n.dir, "state", machine.FailedConfigFile)); !os.IsNotExist(err) {
+		t.Errorf("the config was moved aside during an upgrade's first boot (%v)", err)
+	}
+
+	if !strings.Contains(n.console.String(), "the upgrade is reverted first, the config stays") {
+		t.Error("no console line says the upgrade's revert goes first")
+	}
+}
+
