@@ -454,4 +454,3 @@ func TestFailedUpgradeBootLeavesTheConfig(t *testing.T) {
 		t.Error("no console line says the upgrade's revert goes first")
 	}
 }
-
