@@ -79,9 +79,11 @@ func (m Match) String() string {
 type Flag struct {
 	// Name is the long name, without dashes ("audit-log-maxage").
 	Name string
-	// Type is pflag's name for the value as --help prints it: "bool",
-	// "int", "duration", "string", "strings", "mapStringBool", ... or the
-	// placeholder the flag's usage names in backquotes.
+	// Type is pflag's name for the value as --help prints it: "int",
+	// "duration", "string", "strings", "mapStringBool", ..., "bool" where
+	// --help prints no type word, or the placeholder the flag's usage
+	// names in backquotes instead of the type (the kubelet's
+	// --seccomp-default, a bool, says "RuntimeDefault").
 	Type string
 	// Deprecated is set when the help says the flag is deprecated.
 	Deprecated bool
@@ -94,12 +96,26 @@ type Set struct {
 	names              []string // sorted, for Suggest
 }
 
-// Component is the component the set is of ("kube-apiserver").
-func (s *Set) Component() string { return s.component }
+// Component is the component the set is of ("kube-apiserver"); "" for a
+// nil Set, as For returns with None.
+func (s *Set) Component() string {
+	if s == nil {
+		return ""
+	}
+
+	return s.component
+}
 
 // Version is the Kubernetes release the list was taken from ("1.34.12"):
-// the one asked for, or with SameMinor another patch of its minor.
-func (s *Set) Version() string { return s.version }
+// the one asked for, or with SameMinor another patch of its minor; "" for
+// a nil Set.
+func (s *Set) Version() string {
+	if s == nil {
+		return ""
+	}
+
+	return s.version
+}
 
 // Lookup finds a flag by its long name, without dashes. Underscores match
 // dashes, as the components normalize them ("log_dir" is "log-dir").

@@ -145,6 +145,10 @@ func TestLookupAndSuggest(t *testing.T) {
 	if got := none.Suggest("v"); got != "" {
 		t.Errorf("a nil set suggested %q", got)
 	}
+
+	if none.Version() != "" || none.Component() != "" {
+		t.Errorf("a nil set is of %q %q", none.Component(), none.Version())
+	}
 }
 
 func newSet(component, version string, flags ...Flag) *Set {

@@ -12,14 +12,16 @@ import (
 // CheckValue refuses a value the component's flag parser would refuse, for
 // the types whose parser is known and simple; it mirrors pflag's Set (and
 // component-base's for mapStringBool and Kubernetes' IPVar for "ip").
-// Values of other types are accepted: only the component can judge them.
+// Values of other types are accepted: only the component can judge them;
+// so is any value of the zero Flag, which Lookup returns for a flag it
+// does not know.
 // That includes "mapStringString", whose name three parsers share:
 // key=value pairs (--system-reserved), key<value pairs
 // (--eviction-hard "memory.available<100Mi") and ConfigurationMap, which
 // takes bare keys too (--runtime-config "api/all", --node-labels).
 func (f Flag) CheckValue(v string) error {
 	switch f.Type {
-	case "bool", "": // pflag prints no type word for a bool
+	case "bool":
 		if _, err := strconv.ParseBool(v); err != nil {
 			return errors.New("want true or false")
 		}
