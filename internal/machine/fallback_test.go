@@ -454,3 +454,29 @@ func TestFailedUpgradeBootLeavesTheConfig(t *testing.T) {
 		t.Error("no console line says the upgrade's revert goes first")
 	}
 }
+
+// A reader (not os:admin) sees a failed boot's record with the failed
+// config's secrets masked, and its error.
+func TestBootRecordRedactedForReaders(t *testing.T) {
+	data := workerConfig(t)
+
+	cfg, err := configs.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	red, err := machine.ConfigLoadErrorSpec{Error: "boom", FailedConfig: string(data)}.RedactedYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if bytes.Contains(red, []byte(cfg.Machine.Token)) || !bytes.Contains(red, []byte("error: boom")) || !bytes.Contains(red, []byte("failedConfig: ")) {
+		t.Fatalf("redacted record:\n%s", red)
+	}
+
+	// A failed config that does not even decode is left out.
+	red, err = machine.ConfigLoadErrorSpec{Error: "bad", FailedConfig: "machine: [" + cfg.Machine.Token}.RedactedYAML()
+	if err != nil || bytes.Contains(red, []byte(cfg.Machine.Token)) {
+		t.Fatalf("redacted record of an undecodable config (%v):\n%s", err, red)
+	}
+}
