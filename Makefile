@@ -47,7 +47,7 @@ build:
 # K8S=all also builds the previous minor (upgrade-k8s); IMAGES_FLAGS adds flags.
 # Each version's component flags land in configs/kubeflags/data (config validation).
 images: install-links
-	./$(OUT) imager --out _out/images --kubernetes $${K8S:-default} --kubectl $(BIN_DIR) --kubeflags configs/kubeflags/data $(IMAGES_FLAGS)
+	./$(OUT) imager --out _out/images --kubernetes $${K8S:-default} --kubectl $(BIN_DIR) --kubeflags configs/kubeflags/data --kubeschema configs/kubeschema/data $(IMAGES_FLAGS)
 
 # The node's initramfs, _out/initramfs.cpio: this binary as /init, Debian's cloud kernel's
 # modules and the container runtime (runc, the CNI plugins) that make images builds
@@ -112,12 +112,13 @@ fuzz:
 
 # The checked-in generated code must be what `make generate` makes.
 check-generate: generate
-	@git diff --exit-code --stat -- '*.pb.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code --stat -- '*.pb.go' '*/zz_generated_*.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
-# The checked-in flag lists (configs/kubeflags/data) must be what the built binaries say.
+# The checked-in flag lists and config schemas (configs/kubeflags/data, configs/kubeschema/data)
+# must be what the built binaries say.
 check-kubeflags: images
-	@test -z "$$(git status --porcelain configs/kubeflags/data)" || { git status --porcelain configs/kubeflags/data; \
-	  echo "the flag lists are stale: run make images and commit configs/kubeflags/data"; exit 1; }
+	@test -z "$$(git status --porcelain configs/kubeflags/data configs/kubeschema/data)" || { git status --porcelain configs/kubeflags/data configs/kubeschema/data; \
+	  echo "the flag lists or config schemas are stale: run make images and commit configs/kubeflags/data configs/kubeschema/data"; exit 1; }
 
 # The tests need the previous Kubernetes minor too (upgrade-k8s starts from it).
 test: export K8S = all

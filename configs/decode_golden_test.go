@@ -40,7 +40,7 @@ func TestDecodeGolden(t *testing.T) {
 		{
 			name: "keySlot as written in the disk encryption guide",
 			in:   "machine:\n  systemDiskEncryption:\n    ephemeral:\n      keys:\n        - static:\n            passphrase: oldkey\n          keySlot: 0\n",
-			want: `line 7: unknown field "keySlot" in machine.systemDiskEncryption.ephemeral.keys[0]`,
+			want: `line 7: unknown field "keySlot" in machine.systemDiskEncryption.ephemeral.keys[0] (did you mean "slot"?)`,
 		},
 		{
 			name: "encryption partition without its parent, as in the guide",

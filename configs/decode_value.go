@@ -524,10 +524,10 @@ func suggest(name string, known []string) string {
 			return k
 		}
 
-		// A word cut short or run on ("warn" for "warnings", "users" for
-		// "usernames") is farther than two edits but plainly meant.
-		if lk, ln := strings.ToLower(k), strings.ToLower(name); len(ln) >= 4 && len(lk) >= 4 &&
-			(strings.HasPrefix(lk, ln) || strings.HasPrefix(ln, lk)) && best == "" {
+		// A word cut short, run on or qualified ("warn" for "warnings",
+		// "keySlot" for "slot") is farther than two edits but plainly meant.
+		if lk, ln := strings.ToLower(k), strings.ToLower(name); len(ln) >= 4 && len(lk) >= 4 && best == "" &&
+			(strings.HasPrefix(lk, ln) || strings.HasPrefix(ln, lk) || strings.HasSuffix(ln, lk)) {
 			best, bestDist = k, limit
 		}
 

@@ -95,10 +95,17 @@ func describePlaces(allowed []string) string {
 
 var fileOps = []string{"create", "append", "overwrite"}
 
+// fileIndex is what the entries so far write: the files, and every
+// directory above them, each with the first entry that needs it. Both are
+// looked up by path, so a config of many files is checked in linear time
+// (configs arrive unauthenticated in maintenance mode).
+type fileIndex struct {
+	files map[string]int
+	dirs  map[string]int
+}
+
 func (v *validator) files(files []MachineFile) {
-	// The clean path of each file so far, to find two entries that fight
-	// over one path, or a file where another needs a directory.
-	written := map[string]int{}
+	idx := fileIndex{files: map[string]int{}, dirs: map[string]int{}}
 
 	for i, f := range files {
 		fp := indexPath("machine.files", i)
@@ -110,7 +117,7 @@ func (v *validator) files(files []MachineFile) {
 		if _, _, err := MachineFilePlace(f.Path, nil); err != nil {
 			v.errorf(fp+".path", "%v", err)
 		} else {
-			v.fileConflicts(fp, i, files, written)
+			v.fileConflicts(fp, i, files, idx)
 		}
 
 		v.criFile(fp, f)
@@ -129,11 +136,11 @@ func (v *validator) files(files []MachineFile) {
 // fileConflicts refuses what the boot would fail on between entries: the
 // same path created or overwritten twice (the second silently replaces the
 // first), and a file whose path another entry needs as a directory.
-func (v *validator) fileConflicts(fp string, i int, files []MachineFile, written map[string]int) {
+func (v *validator) fileConflicts(fp string, i int, files []MachineFile, idx fileIndex) {
 	f := files[i]
 	clean := path.Clean(f.Path)
 
-	if j, dup := written[clean]; dup {
+	if j, dup := idx.files[clean]; dup {
 		if f.Op != "append" {
 			v.errorf(fp+".path", "%s is already written by machine.files[%d] (op %s): give each file one create or overwrite, then appends", f.Path, j, files[j].Op)
 		}
@@ -141,16 +148,19 @@ func (v *validator) fileConflicts(fp string, i int, files []MachineFile, written
 		return
 	}
 
-	for _, other := range sortedKeys(written) {
-		j := written[other]
+	if j, isDir := idx.dirs[clean]; isDir {
+		v.errorf(fp+".path", "%s is a directory of machine.files[%d] (%s): it cannot also be a file", f.Path, j, path.Clean(files[j].Path))
+	}
 
-		switch {
-		case strings.HasPrefix(clean, other+"/"):
-			v.errorf(fp+".path", "%s needs %s to be a directory, but machine.files[%d] writes it as a file", f.Path, other, j)
-		case strings.HasPrefix(other, clean+"/"):
-			v.errorf(fp+".path", "%s is a directory of machine.files[%d] (%s): it cannot also be a file", f.Path, j, other)
+	for dir := path.Dir(clean); dir != "/"; dir = path.Dir(dir) {
+		if j, isFile := idx.files[dir]; isFile {
+			v.errorf(fp+".path", "%s needs %s to be a directory, but machine.files[%d] writes it as a file", f.Path, dir, j)
+		}
+
+		if _, seen := idx.dirs[dir]; !seen {
+			idx.dirs[dir] = i
 		}
 	}
 
-	written[clean] = i
+	idx.files[clean] = i
 }

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,19 @@ type ValidateOption func(*validateOptions)
 type validateOptions struct {
 	strict    bool
 	positions *Positions
+	checks    []Check
+}
+
+// Check is a further check of a config that passed Validate's own rules:
+// the node's renderers (internal/render.Check), which configs cannot
+// import. Its problems are *ValidationError (or *Errors of them) at config
+// paths, so they are located by line as Validate's are.
+type Check func(*Config, Mode) error
+
+// WithChecks adds checks that run once the config passed every rule of
+// Validate's own.
+func WithChecks(checks ...Check) ValidateOption {
+	return func(o *validateOptions) { o.checks = append(o.checks, checks...) }
 }
 
 // WithStrict turns every warning into an error, like talosctl validate
@@ -75,6 +89,12 @@ func (c *Config) Validate(mode Mode, opts ...ValidateOption) ([]string, error) {
 	}
 
 	v.config()
+
+	if len(v.errs) == 0 {
+		for _, check := range o.checks {
+			v.addCheck(check(c, mode))
+		}
+	}
 
 	var warnings []string
 
@@ -109,6 +129,33 @@ type validator struct {
 	cfg   *Config
 	errs  []error
 	warns []*ValidationError
+	// kubeVersions are the Kubernetes versions the components will run,
+	// by component, for the checks that depend on them.
+	kubeVersions map[string]KubeVersion
+}
+
+// addCheck records what a Check found.
+func (v *validator) addCheck(err error) {
+	if err == nil {
+		return
+	}
+
+	if list, ok := err.(*Errors); ok { //nolint:errorlint // a Check returns *Errors itself, never wrapped
+		for _, e := range list.List {
+			v.addCheck(e)
+		}
+
+		return
+	}
+
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		v.errs = append(v.errs, ve)
+
+		return
+	}
+
+	v.errs = append(v.errs, &ValidationError{Msg: err.Error()})
 }
 
 func (v *validator) errorf(path, format string, args ...any) {

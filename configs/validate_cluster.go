@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 var (
@@ -225,11 +228,21 @@ func (v *validator) controlPlaneComponents(c *ClusterConfig) {
 		}
 
 		v.volumes("cluster.apiServer.extraVolumes", a.ExtraVolumes)
+		v.componentEnv("cluster.apiServer.env", a.Env)
+
+		plugins := map[string]int{}
 
 		for i, plugin := range a.AdmissionControl {
-			if plugin.Name == "" {
-				v.errorf(indexPath("cluster.apiServer.admissionControl", i)+".name", "admission plugin name is required")
+			pp := indexPath("cluster.apiServer.admissionControl", i) + ".name"
+
+			switch j, dup := plugins[plugin.Name]; {
+			case plugin.Name == "":
+				v.errorf(pp, "admission plugin name is required")
+			case dup:
+				v.errorf(pp, "admission plugin %q is configured twice (also admissionControl[%d]): kube-apiserver refuses that", plugin.Name, j)
 			}
+
+			plugins[plugin.Name] = i
 		}
 
 		if a.DisablePodSecurityPolicy {
@@ -240,11 +253,13 @@ func (v *validator) controlPlaneComponents(c *ClusterConfig) {
 	if cm := c.ControllerManager; cm != nil {
 		v.image("cluster.controllerManager.image", cm.Image)
 		v.volumes("cluster.controllerManager.extraVolumes", cm.ExtraVolumes)
+		v.componentEnv("cluster.controllerManager.env", cm.Env)
 	}
 
 	if s := c.Scheduler; s != nil {
 		v.image("cluster.scheduler.image", s.Image)
 		v.volumes("cluster.scheduler.extraVolumes", s.ExtraVolumes)
+		v.componentEnv("cluster.scheduler.env", s.Env)
 	}
 
 	if px := c.Proxy; px != nil {
@@ -285,13 +300,52 @@ func (v *validator) image(p, image string) {
 	}
 }
 
+// volumes checks a control-plane component's extraVolumes: the pod the
+// kubelet would refuse has two mounts at one path, and talosbox mounts the
+// component's secrets and configs under /system (and the API server's
+// audit log at kubeAuditDir) itself.
 func (v *validator) volumes(p string, vols []VolumeMount) {
+	seen := map[string]int{}
+
 	for i, vol := range vols {
 		vp := indexPath(p, i)
 		v.check(vp+".hostPath", checkAbsPath("host path", vol.HostPath))
-		v.check(vp+".mountPath", checkAbsPath("mount path", vol.MountPath))
+
+		if err := checkAbsPath("mount path", vol.MountPath); err != nil {
+			v.errorf(vp+".mountPath", "%v", err)
+
+			continue
+		}
+
+		mp := path.Clean(vol.MountPath)
+
+		switch j, dup := seen[mp]; {
+		case dup:
+			v.errorf(vp+".mountPath", "%s is already mounted by %s: a pod cannot mount two volumes at one path", mp, indexPath(p, j))
+		case mp == "/system" || strings.HasPrefix(mp, "/system/") || mp == kubeAuditDir && strings.HasPrefix(p, "cluster.apiServer"):
+			v.errorf(vp+".mountPath", "%s is where talosbox mounts the component's own secrets, configs or audit log", mp)
+		case mp == "/":
+			v.errorf(vp+".mountPath", "a volume cannot be mounted over the container's root")
+		}
+
+		seen[mp] = i
 	}
 }
+
+// kubeAuditDir is where the API server writes its audit log.
+const kubeAuditDir = "/var/log/audit/kube"
+
+// componentEnv checks a control-plane component's env names as the API
+// server validates a pod's.
+func (v *validator) componentEnv(p string, env map[string]string) {
+	for _, k := range sortedKeys(env) {
+		if !podEnvName().MatchString(k) {
+			v.errorf(keyPath(p, k), "invalid environment variable name %q: letters, digits, '_', '-' and '.', not starting with a digit", k)
+		}
+	}
+}
+
+var podEnvName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`) })
 
 func (v *validator) manifests(c *ClusterConfig) {
 	for i, u := range c.ExtraManifests {

@@ -16,6 +16,7 @@ func TestValidateGoldenMisc(t *testing.T) {
 				`machine.kubelet.clusterDNS[0]: invalid cluster DNS address "10.96.0.300"`,
 				`machine.kubelet.extraMounts[0].destination: mount destination is required`,
 				`machine.kubelet.extraMounts[1].destination: mount destination "var/lib" must be an absolute path`,
+				`machine.kubelet.extraMounts[1].source: a bind mount needs a source path`,
 				`machine.kubelet.nodeIP.validSubnets[1]: invalid subnet "!10.0.0.0/40"`,
 			},
 		},

@@ -90,6 +90,7 @@ func (v *validator) kubeComponents(c *Config) []kubeComponent {
 // the component that will run does not know or cannot parse.
 func (v *validator) kubernetes(c *Config) {
 	versions := map[string]KubeVersion{}
+	v.kubeVersions = versions
 
 	for _, comp := range v.kubeComponents(c) {
 		if checkImage(comp.image) != nil {
@@ -169,11 +170,15 @@ func (v *validator) componentArgs(comp kubeComponent, ver KubeVersion, known boo
 			continue
 		}
 
-		if err := f.CheckValue(val); err != nil {
+		if k == "feature-gates" {
+			v.featureGateFlag(kp, comp.name, ver, val)
+		} else if err := f.CheckValue(val); err != nil {
 			v.errorf(kp, "invalid value %q for --%s (%s): %v", val, k, f.Type, err)
 		}
 
-		if f.Deprecated {
+		// The kubelet calls nearly every flag deprecated in favour of its
+		// config file; a warning for each would be noise.
+		if f.Deprecated && comp.name != kubeflags.Kubelet {
 			v.warnf(kp, "--%s is deprecated in %s %s", k, comp.name, ver)
 		}
 	}

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/talosbox/talosbox/configs/kubeflags"
+	"github.com/talosbox/talosbox/configs/kubeschema"
 )
 
 // KubeletProtectedFields are the fields of machine.kubelet.extraConfig
@@ -29,7 +32,20 @@ func (v *validator) componentConfigs(c *Config) {
 			}
 		}
 
-		v.checkSchema("machine.kubelet.extraConfig", "KubeletConfiguration", m.Kubelet.ExtraConfig)
+		v.checkSchema("machine.kubelet.extraConfig", kubeschema.KubeletConfiguration, m.Kubelet.ExtraConfig)
+
+		if fg, ok := m.Kubelet.ExtraConfig["featureGates"].(map[string]any); ok {
+			gates := map[string]bool{}
+			for k, val := range fg {
+				if b, ok := val.(bool); ok {
+					gates[k] = b
+				}
+			}
+
+			if ver, ok := v.kubeVersions[kubeflags.Kubelet]; ok {
+				v.featureGates("machine.kubelet.extraConfig.featureGates", kubeflags.Kubelet, ver, gates)
+			}
+		}
 	}
 
 	cl := c.Cluster
@@ -78,7 +94,7 @@ func (v *validator) componentConfigs(c *Config) {
 // keeps: the version and kind, which it sets to the one kube-scheduler
 // reads (a config written for another version would be read as this one).
 func (v *validator) schedulerConfig(p string, cfg Unstructured) {
-	const apiVersion, kind = "kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"
+	const apiVersion, kind = "kubescheduler.config.k8s.io/v1", kubeschema.KubeSchedulerConfiguration
 
 	if av, ok := cfg["apiVersion"]; ok && av != apiVersion {
 		v.errorf(p+".apiVersion", "kube-scheduler reads %s only, not %v: write the config for it (or leave apiVersion out)", apiVersion, av)
@@ -250,6 +266,63 @@ func (v *validator) podSecurity(p string, cfg Unstructured) {
 	}
 }
 
-// checkSchema checks a component config against the component's own
-// types, where this build knows them.
-func (v *validator) checkSchema(string, string, Unstructured) {}
+// checkSchema checks a component config against the types of the
+// component version that will read it (configs/kubeschema, dumped from the
+// binaries make images builds). A value the component cannot decode keeps
+// it down: an error. An unknown field is an error for kube-scheduler, which
+// decodes strictly, and a warning for the kubelet, which ignores it.
+func (v *validator) checkSchema(p, kind string, cfg Unstructured) {
+	if len(cfg) == 0 {
+		return
+	}
+
+	component := kubeflags.Kubelet
+	if kind == kubeschema.KubeSchedulerConfiguration {
+		component = kubeflags.Scheduler
+	}
+
+	ver, ok := v.kubeVersions[component]
+	if !ok {
+		return // its image is invalid: reported with it
+	}
+
+	schema, from := kubeschema.For(kind, ver.String())
+	if schema == nil {
+		v.warnf(p, "no %s schema for %s %s in this talosbox build: its fields are not checked", kind, component, ver)
+
+		return
+	}
+
+	for _, prob := range schema.Check(map[string]any(cfg)) {
+		fp := p + "." + prob.Path
+
+		switch {
+		case owned(kind, prob.Path):
+			// Reported above with a reason of its own.
+		case !prob.Unknown:
+			v.errorf(fp, "%s: %s %s would not start with it", prob.Msg, component, from)
+		case component == kubeflags.Scheduler:
+			v.errorf(fp, "%s%s: %s %s refuses a config with fields it does not know", prob.Msg, hint(prob.Suggest), component, from)
+		default:
+			v.warnf(fp, "%s%s: %s %s ignores it", prob.Msg, hint(prob.Suggest), component, from)
+		}
+	}
+}
+
+// owned reports the fields talosbox sets itself in a component config,
+// which validation refuses by name before the schema is consulted.
+func owned(kind, path string) bool {
+	if kind == kubeschema.KubeletConfiguration {
+		return slices.Contains(KubeletProtectedFields, strings.SplitN(strings.SplitN(path, ".", 2)[0], "[", 2)[0])
+	}
+
+	return path == "apiVersion" || path == "kind" || path == "clientConnection.kubeconfig"
+}
+
+func hint(s string) string {
+	if s == "" {
+		return ""
+	}
+
+	return fmt.Sprintf(" (did you mean %q?)", s)
+}

@@ -117,15 +117,31 @@ func (v *validator) kubelet(k *KubeletConfig) {
 		v.check(indexPath(p+".clusterDNS", i), checkIP("cluster DNS address", ip))
 	}
 
+	dests := map[string]int{}
+
 	for i, mnt := range k.ExtraMounts {
 		mp := indexPath(p+".extraMounts", i)
 
-		if mnt.Destination == "" {
+		switch j, dup := dests[path.Clean(mnt.Destination)]; {
+		case mnt.Destination == "":
 			v.errorf(mp+".destination", "mount destination is required")
-		} else {
+		case checkAbsPath("mount destination", mnt.Destination) != nil:
 			v.check(mp+".destination", checkAbsPath("mount destination", mnt.Destination))
+		case dup:
+			v.errorf(mp+".destination", "%s is already the destination of %s", mnt.Destination, indexPath(p+".extraMounts", j))
+		}
+
+		dests[path.Clean(mnt.Destination)] = i
+
+		// A bind mount (the default type) needs something to bind.
+		if (mnt.Type == "" || mnt.Type == "bind" || slices.Contains(mnt.Options, "bind") || slices.Contains(mnt.Options, "rbind")) && mnt.Source == "" {
+			v.errorf(mp+".source", "a bind mount needs a source path")
+		} else if mnt.Source != "" && (mnt.Type == "" || mnt.Type == "bind") {
+			v.check(mp+".source", checkAbsPath("bind mount source", mnt.Source))
 		}
 	}
+
+	v.kubeletNodeLabels(p+".extraArgs", k.ExtraArgs)
 
 	if k.NodeIP != nil {
 		for i, s := range k.NodeIP.ValidSubnets {
@@ -135,9 +151,80 @@ func (v *validator) kubelet(k *KubeletConfig) {
 }
 
 func (v *validator) staticPods(pods []Unstructured) {
+	names := map[string]int{}
+
 	for i, pod := range pods {
+		pp := indexPath("machine.pods", i)
+
 		if pod["apiVersion"] != "v1" || pod["kind"] != "Pod" {
-			v.errorf(indexPath("machine.pods", i), `static pod must have apiVersion "v1" and kind "Pod"`)
+			v.errorf(pp, `static pod must have apiVersion "v1" and kind "Pod"`)
+
+			continue
+		}
+
+		meta, _ := pod["metadata"].(map[string]any)
+		name, _ := meta["name"].(string)
+		ns, _ := meta["namespace"].(string)
+
+		switch j, dup := names[ns+"/"+name]; {
+		case name == "":
+			v.errorf(pp+".metadata.name", "a static pod needs a name: the kubelet drops a pod without one")
+		case dnsNameProblem(name) != "" || strings.ToLower(name) != name:
+			v.errorf(pp+".metadata.name", "invalid pod name %q: a lowercase DNS name (a-z, 0-9, '-' and '.')", name)
+		case dup:
+			v.errorf(pp+".metadata.name", "pod %q is already machine.pods[%d]", name, j)
+		}
+
+		names[ns+"/"+name] = i
+
+		if spec, ok := pod["spec"].(map[string]any); !ok {
+			v.errorf(pp+".spec", "a pod needs a spec with its containers")
+		} else if cs, _ := spec["containers"].([]any); len(cs) == 0 {
+			v.errorf(pp+".spec.containers", "a pod needs at least one container")
+		}
+	}
+}
+
+// Labels the kubelet may set on its own node with --node-labels: in the
+// kubernetes.io and k8s.io namespaces only these (NodeRestriction's set);
+// anything else there makes the kubelet exit at start.
+var (
+	kubeletLabelPrefixes = []string{"kubelet.kubernetes.io/", "node.kubernetes.io/"}
+	kubeletLabels        = []string{
+		"kubernetes.io/hostname", "kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch",
+		"beta.kubernetes.io/instance-type", "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
+		"failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+		"topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/instance-type",
+	}
+)
+
+// kubeletNodeLabels checks the kubelet's --node-labels as it does at
+// start.
+func (v *validator) kubeletNodeLabels(p string, args map[string]string) {
+	list, ok := args["node-labels"]
+	if !ok {
+		return
+	}
+
+	kp := keyPath(p, "node-labels")
+
+	for _, kv := range strings.Split(list, ",") {
+		k, val, _ := strings.Cut(kv, "=")
+		if err := checkQualifiedName(k); err != nil {
+			v.errorf(kp, "%v", err)
+
+			continue
+		}
+
+		if err := checkLabelValue(val); err != nil {
+			v.errorf(kp, "label %s: %v", k, err)
+		}
+
+		prefix, _, hasPrefix := strings.Cut(k, "/")
+		kubeNS := hasPrefix && (prefix == "kubernetes.io" || prefix == "k8s.io" || strings.HasSuffix(prefix, ".kubernetes.io") || strings.HasSuffix(prefix, ".k8s.io"))
+
+		if kubeNS && !slices.Contains(kubeletLabels, k) && !slices.ContainsFunc(kubeletLabelPrefixes, func(pre string) bool { return strings.HasPrefix(k, pre) }) {
+			v.errorf(kp, "the kubelet refuses to set label %s on its node (kubernetes.io and k8s.io labels are limited to its own set): set it in machine.nodeLabels instead", k)
 		}
 	}
 }
@@ -274,6 +361,14 @@ func (v *validator) features(f *FeaturesConfig) {
 			v.errorf(p+".kubernetesTalosAPIAccess", "feature API access from Kubernetes is only allowed on controlplane nodes")
 		}
 
+		for i, ns := range a.AllowedKubernetesNamespaces {
+			if dnsLabel().MatchString(ns) && strings.ToLower(ns) == ns {
+				continue
+			}
+
+			v.errorf(indexPath(p+".kubernetesTalosAPIAccess.allowedKubernetesNamespaces", i), "invalid namespace %q: a lowercase DNS label (a-z, 0-9 and '-', at most 63)", ns)
+		}
+
 		for i, role := range a.AllowedRoles {
 			if !slices.Contains(talosRoles, role) {
 				v.errorf(indexPath(p+".kubernetesTalosAPIAccess.allowedRoles", i), "invalid role %q (expected one of %s)", role, strings.Join(talosRoles, ", "))
@@ -343,6 +438,8 @@ func (v *validator) machineMisc(m *MachineConfig) {
 		switch {
 		case prof.Name == "":
 			v.errorf(sp+".name", "seccomp profile name is required")
+		case strings.ContainsAny(prof.Name, "/\\\x00") || prof.Name == "." || prof.Name == "..":
+			v.errorf(sp+".name", "seccomp profile name %q must be a file name (it is written to the kubelet's seccomp directory)", prof.Name)
 		case names[prof.Name]:
 			v.errorf(sp+".name", "seccomp profile %q is declared twice", prof.Name)
 		}

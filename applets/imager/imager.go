@@ -65,6 +65,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.StringVar(&kube, "kubernetes", images.Kubernetes, "Kubernetes versions to build, comma-separated; default; or all ("+strings.Join(images.KubernetesVersions(), ", ")+")")
 	fs.StringVar(&kubectl, "kubectl", "", "also link kubectl (the default version's) into `DIR`")
 	fs.StringVar(&opts.KubeFlags, "kubeflags", "", "write each Kubernetes version's component flags to `DIR`/v<VERSION>.json (configs/kubeflags/data)")
+	fs.StringVar(&opts.KubeSchema, "kubeschema", "", "write each Kubernetes version's kubelet and scheduler config types to `DIR`/v<VERSION>.json (configs/kubeschema/data)")
 
 	if code, done := fs.Parse(args); done {
 		return code

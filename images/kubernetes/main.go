@@ -48,6 +48,10 @@ func main() {
 	switch {
 	case name == "kubectl":
 		runKubectl()
+	case name == "kube-config-schema":
+		// Not a component: the build's config types, for talosbox's
+		// validation (schema.go).
+		dumpSchemas()
 	case known(name):
 		os.Exit(cli.Run(components[name]()))
 	default:

@@ -94,7 +94,7 @@ func (b *builder) build(ctx context.Context, p program) (string, error) {
 
 		k.add(info.Info, info.Time.String(), info.Commit)
 
-		for _, f := range []string{"main.go", kubeCompatFile(p.version)} {
+		for _, f := range []string{"main.go", "schema.go", kubeCompatFile(p.version)} {
 			if err := k.addFile(filepath.Join(b.opts.Src, "images", "kubernetes", f)); err != nil {
 				return "", err
 			}
@@ -285,7 +285,7 @@ func (b *builder) kubeModule(version string, info moduleInfo) (string, error) {
 
 	srcs := map[string][]byte{}
 
-	for name, from := range map[string]string{"main.go": "main.go", "compat.go": kubeCompatFile(version)} {
+	for name, from := range map[string]string{"main.go": "main.go", "schema.go": "schema.go", "compat.go": kubeCompatFile(version)} {
 		data, err := os.ReadFile(filepath.Join(b.opts.Src, "images", "kubernetes", from))
 		if errors.Is(err, fs.ErrNotExist) && name == "compat.go" {
 			return "", fmt.Errorf("no images/kubernetes/%s: Kubernetes %s needs one (the API main.go uses differs between minors)", from, version)

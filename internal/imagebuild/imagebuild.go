@@ -40,6 +40,10 @@ type Options struct {
 	// receives v<VERSION>.json for each Kubernetes version built: the flags
 	// every component's --help lists, for config validation.
 	KubeFlags string
+	// KubeSchema, when set, is the directory (configs/kubeschema/data)
+	// that receives v<VERSION>.json for each Kubernetes version built: the
+	// shapes of the kubelet's and scheduler's config types.
+	KubeSchema string
 	// Log receives progress lines; nothing is logged when nil.
 	Log io.Writer
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/talosbox/talosbox/configs/kubeflags"
@@ -21,7 +23,9 @@ const helpTimeout = time.Minute
 // binaries the node runs, never from a hand-written table. The file is
 // replaced atomically, and only when its content changes, so a rerun
 // leaves the tree clean.
-func (b *builder) writeKubeFlags(ctx context.Context, version, bin, dir string) error {
+// Flags --help hides (hidden: a component's deprecated flags, which it
+// still accepts) come from the binary's own dump and are marked deprecated.
+func (b *builder) writeKubeFlags(ctx context.Context, version, bin, dir string, hidden map[string]map[string]string) error {
 	comps := map[string][]kubeflags.Flag{}
 
 	for _, c := range kubeflags.Components {
@@ -33,6 +37,17 @@ func (b *builder) writeKubeFlags(ctx context.Context, version, bin, dir string) 
 		flags, err := kubeflags.ParseHelp(help)
 		if err != nil {
 			return fmt.Errorf("kubeflags %s: %s --help: %w", version, c, err)
+		}
+
+		listed := map[string]bool{}
+		for _, f := range flags {
+			listed[f.Name] = true
+		}
+
+		for _, name := range slices.Sorted(maps.Keys(hidden[c])) {
+			if !listed[name] {
+				flags = append(flags, kubeflags.Flag{Name: name, Type: hidden[c][name], Deprecated: true})
+			}
 		}
 
 		comps[c] = flags
@@ -125,4 +140,29 @@ func writeAtomic(path string, data []byte) (bool, error) {
 	}
 
 	return true, nil
+}
+
+// writeKubeData writes what config validation knows of a Kubernetes
+// version from its binary: the flag lists and the config schemas.
+func (b *builder) writeKubeData(ctx context.Context, version, bin string) error {
+	if b.opts.KubeFlags == "" && b.opts.KubeSchema == "" {
+		return nil
+	}
+
+	d, err := dumpKube(ctx, version, bin)
+	if err != nil {
+		return err
+	}
+
+	if b.opts.KubeFlags != "" {
+		if err := b.writeKubeFlags(ctx, version, bin, b.opts.KubeFlags, d.HiddenFlags); err != nil {
+			return err
+		}
+	}
+
+	if b.opts.KubeSchema != "" {
+		return b.writeKubeSchemas(version, d, b.opts.KubeSchema)
+	}
+
+	return nil
 }

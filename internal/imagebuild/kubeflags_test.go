@@ -73,7 +73,11 @@ func TestWriteKubeFlags(t *testing.T) {
 	b := &builder{opts: Options{Log: &log}}
 	ctx := context.Background()
 
-	if err := b.writeKubeFlags(ctx, "1.34.12", bin, dir); err != nil {
+	// Flags --help hides come from the binary's dump, as deprecated; one
+	// --help lists too is not listed twice.
+	hidden := map[string]map[string]string{kubeflags.Proxy: {"healthz-port": "int32", "v": "Level"}}
+
+	if err := b.writeKubeFlags(ctx, "1.34.12", bin, dir, hidden); err != nil {
 		t.Fatal(err)
 	}
 
@@ -96,7 +100,7 @@ func TestWriteKubeFlags(t *testing.T) {
 		t.Errorf("kubelet: %+v, want %+v", comps[kubeflags.Kubelet], wantKubelet)
 	}
 
-	wantProxy := []kubeflags.Flag{{Name: "feature-gates", Type: "mapStringBool"}, {Name: "kube-proxy-only", Type: "int"}, {Name: "v", Type: "Level"}}
+	wantProxy := []kubeflags.Flag{{Name: "feature-gates", Type: "mapStringBool"}, {Name: "healthz-port", Type: "int32", Deprecated: true}, {Name: "kube-proxy-only", Type: "int"}, {Name: "v", Type: "Level"}}
 	if !slices.Equal(comps[kubeflags.Proxy], wantProxy) {
 		t.Errorf("kube-proxy: %+v, want %+v", comps[kubeflags.Proxy], wantProxy)
 	}
@@ -104,7 +108,7 @@ func TestWriteKubeFlags(t *testing.T) {
 	// A rerun with the same output leaves the file alone.
 	before, _ := os.Stat(path)
 
-	if err := b.writeKubeFlags(ctx, "1.34.12", bin, dir); err != nil {
+	if err := b.writeKubeFlags(ctx, "1.34.12", bin, dir, hidden); err != nil {
 		t.Fatal(err)
 	}
 
@@ -120,7 +124,7 @@ func TestWriteKubeFlags(t *testing.T) {
 	// A changed help replaces the file, and leaves no temporary file.
 	steer(" (DEPRECATED: use the config file)")
 
-	if err := b.writeKubeFlags(ctx, "1.34.12", bin, dir); err != nil {
+	if err := b.writeKubeFlags(ctx, "1.34.12", bin, dir, hidden); err != nil {
 		t.Fatal(err)
 	}
 
@@ -142,7 +146,7 @@ func TestWriteKubeFlags(t *testing.T) {
 	// stays as it was.
 	steer("fail")
 
-	err = b.writeKubeFlags(ctx, "1.34.12", bin, dir)
+	err = b.writeKubeFlags(ctx, "1.34.12", bin, dir, hidden)
 	if err == nil || !strings.Contains(err.Error(), "kubelet --help") || !strings.Contains(err.Error(), "kubelet: broken") {
 		t.Errorf("a failing kubelet: %v", err)
 	}

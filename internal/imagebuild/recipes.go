@@ -164,10 +164,8 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		b.res.KubernetesBins[kv] = bin
 
 		// The keyed build directory holds the binary on a cached run too.
-		if b.opts.KubeFlags != "" {
-			if err := b.writeKubeFlags(ctx, kv, bin, b.opts.KubeFlags); err != nil {
-				return nil, err
-			}
+		if err := b.writeKubeData(ctx, kv, bin); err != nil {
+			return nil, err
 		}
 
 		entries := []entry{file("/usr/local/bin/kubernetes", bin)}
