@@ -460,12 +460,21 @@ func TestApplyModes(t *testing.T) {
 	}
 }
 
-func TestPersistFalseIsHonoured(t *testing.T) {
+// TestPersistFalseIsRefused: as in Talos, a config that does not persist
+// is refused (a node would lose it at its next boot); the node waits in
+// maintenance mode and says why.
+func TestPersistFalseIsRefused(t *testing.T) {
 	n := startNode(t, "", workerConfig(t, "persist: false"))
-	waitReady(t, n)
+
+	waitStage(t, n, machine.StageMaintenance)
+
+	rec := waitFor(t, n, errorPtr, "config load error", func(r *machine.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
+	if !strings.Contains(rec.TypedSpec().Error, ".persist should be enabled") {
+		t.Fatalf("load error %q does not say why", rec.TypedSpec().Error)
+	}
 
 	if _, err := os.Stat(filepath.Join(n.dir, "state", machine.ConfigFile)); !os.IsNotExist(err) {
-		t.Fatalf("persist: false, but the config was written (%v)", err)
+		t.Fatalf("the refused config was written (%v)", err)
 	}
 }
 
