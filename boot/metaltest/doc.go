@@ -9,7 +9,7 @@
 //     commands, a reboot into a staged config whose boot fails (the node
 //     reboots into its last good config), then into /etc/motd written to
 //     STATE from the host, back with the last good config from the disk, a
-//     try that replaces the DHCP address and reverts by itself, a reset
+//     try with another cluster's machine.ca that reverts by itself, a reset
 //     that wipes STATE and EPHEMERAL back into maintenance mode, and a
 //     shutdown that ends QEMU.
 //   - TestMetalBrokenCmdlineConfig: talos.config= names a config that does
