@@ -146,6 +146,30 @@ func TestValidateKubernetes(t *testing.T) {
 			wantWarns: []string{`machine.kubelet.extraConfig.maxPod: unknown field "maxPod" (did you mean "maxPods"?): kubelet 1.34.12 ignores it`},
 		},
 		{
+			name: "flags that would disagree with what talosbox derives from the config",
+			patch: `cluster: {apiServer: {extraArgs: {secure-port: "6444", service-cluster-ip-range: "10.96.0.1/12", enable-admission-plugins: "NodeRestriction,PodSecurityPolicy,AlwaysPullImage"}},
+				controllerManager: {extraArgs: {cluster-cidr: "10.0.0.0/8"}}, proxy: {extraArgs: {cluster-cidr: "10.244.0.0/16"}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.extraArgs["secure-port"]: talosbox sets --secure-port=6443 from cluster.controlPlane.localAPIServerPort: set that instead (a different value here would split the cluster's view of its network)`,
+				`cluster.controllerManager.extraArgs["cluster-cidr"]: talosbox sets --cluster-cidr=10.244.0.0/16 from cluster.network.podSubnets: set that instead (a different value here would split the cluster's view of its network)`,
+				`cluster.apiServer.extraArgs["enable-admission-plugins"]: kube-apiserver 1.34.12 has no admission plugin "PodSecurityPolicy": it would refuse to start (did you mean "PodSecurity"?)`,
+				`cluster.apiServer.extraArgs["enable-admission-plugins"]: kube-apiserver 1.34.12 has no admission plugin "AlwaysPullImage": it would refuse to start (did you mean "AlwaysPullImages"?)`,
+			},
+		},
+		{
+			name: "the kubelet's resource maps",
+			patch: `machine: {kubelet: {extraConfig: {systemReserved: {memory: lots, gpu: "1"}, kubeReserved: {cpu: 500m},
+				evictionHard: {memory.available: 5%, nodefs.available: "120%", disk.available: 1Gi, imagefs.available: "10Gi"}},
+				credentialProviderConfig: {apiVersion: kubelet.config.k8s.io/v1, kind: CredentialProviderConfig}}}`,
+			wantErrs: []string{
+				`machine.kubelet.extraConfig.systemReserved["gpu"]: the kubelet reserves cpu, memory, ephemeral-storage and pid only, not "gpu"`,
+				`machine.kubelet.extraConfig.systemReserved["memory"]: invalid quantity "lots": want a number with an optional suffix such as 250m, 0.5, 512Mi or 2G`,
+				`machine.kubelet.extraConfig.evictionHard["disk.available"]: unknown eviction signal "disk.available" (expected one of memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, containerfs.available, containerfs.inodesFree, pid.available, allocatableMemory.available)`,
+				`machine.kubelet.extraConfig.evictionHard["nodefs.available"]: invalid percentage "120%"`,
+			},
+			wantWarns: []string{`machine.kubelet.credentialProviderConfig: has no effect: talosbox nodes carry no image credential provider plugins; use machine.registries.config auth instead`},
+		},
+		{
 			name:  "extraArgs written as flags",
 			patch: `cluster: {apiServer: {extraArgs: {"--v": "2", "event-ttl=2h": "", "": x, etcd-servers: "https://x:2379"}}}`,
 			wantErrs: []string{

@@ -234,6 +234,21 @@ func TestValidateRules(t *testing.T) {
 			},
 		},
 		{
+			name: "registries, log destinations and module parameters",
+			patch: `machine: {registries: {mirrors: {"https://docker.io": {endpoints: ["https://mirror.example.com/v2/"]}, "ghcr.io": {endpoints: ["https://m.example.com/v2"], overridePath: true}},
+					config: {"registry.example.com:99999": {auth: {username: a, password: b}}}},
+				logging: {destinations: [{endpoint: "tcp://logs.example.com", format: json_lines}]},
+				kernel: {modules: [{name: br_netfilter, parameters: ["=1"]}, {name: dummy, parameters: ["numdummies=1", "x=\"a\"b\""]}]}}`,
+			wantErrs: []string{
+				`machine.registries.mirrors["https://docker.io"]: registry host "https://docker.io" must be a host name with an optional port, as image references name it (did you mean "docker.io"?)`,
+				`machine.registries.config["registry.example.com:99999"]: registry host "registry.example.com:99999": invalid port "99999"`,
+				`machine.logging.destinations[0].endpoint: log destination "tcp://logs.example.com" has no port: the node would not know where to send (tcp://host:port)`,
+				`machine.kernel.modules[0].parameters: parameter "=1": invalid name ""`,
+				`machine.kernel.modules[1].parameters: parameter "x=\"a\"b\"": the kernel cannot take a double quote inside a value`,
+			},
+			wantWarns: []string{`machine.registries.mirrors["https://docker.io"].endpoints[0]: https://mirror.example.com/v2/ ends with /v2, which containerd adds itself (it would ask for /v2/v2/...): leave it out, or set overridePath: true if the mirror serves the API there`},
+		},
+		{
 			name:  "hostDNS options need hostDNS",
 			patch: `machine: {features: {hostDNS: {enabled: false, forwardKubeDNSToHost: true, resolveMemberNames: true}}}`,
 			wantErrs: []string{

@@ -2,9 +2,13 @@ package configs
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/talosbox/talosbox/configs/kubeflags"
+	"github.com/talosbox/talosbox/configs/kubeschema"
 	"github.com/talosbox/talosbox/internal/images"
 )
 
@@ -111,6 +115,8 @@ func (v *validator) kubernetes(c *Config) {
 	}
 
 	v.versionSkew(versions)
+	v.derivedArgs(c)
+	v.admissionPlugins(c)
 }
 
 // componentArgs checks a component's extraArgs against the flags its
@@ -223,6 +229,120 @@ func (v *validator) versionSkew(versions map[string]KubeVersion) {
 			v.errorf(c.path, "%s %s is newer than kube-apiserver %s: a component must never be newer than the API server (upgrade the API server first: talosctl upgrade-k8s)", c.name, ver, api)
 		case -d > c.older:
 			v.errorf(c.path, "%s %s is %d minor versions older than kube-apiserver %s: Kubernetes supports at most %d", c.name, ver, -d, api, c.older)
+		}
+	}
+}
+
+// derivedArgs refuses extraArgs that would override, with another value,
+// a flag talosbox derives from the config: the component would then
+// disagree with the rest of the node (KubePrism and the health checks
+// dial localAPIServerPort; flannel and the kubelets use podSubnets and
+// serviceSubnets).
+func (v *validator) derivedArgs(c *Config) {
+	if c.Cluster == nil || !v.controlPlane() {
+		return
+	}
+
+	cl := c.Cluster
+
+	pods, svcs := []string{defaultPodSubnet}, []string{defaultServiceSubnet}
+	if n := cl.Network; n != nil {
+		if len(n.PodSubnets) > 0 {
+			pods = n.PodSubnets
+		}
+
+		if len(n.ServiceSubnets) > 0 {
+			svcs = n.ServiceSubnets
+		}
+	}
+
+	type derived struct {
+		args        map[string]string
+		path, flag  string
+		want        string
+		from, shape string
+	}
+
+	var checks []derived
+
+	if a := cl.APIServer; a != nil {
+		checks = append(checks,
+			derived{a.ExtraArgs, "cluster.apiServer.extraArgs", "secure-port", strconv.Itoa(c.LocalAPIServerPort()), "cluster.controlPlane.localAPIServerPort", "port"},
+			derived{a.ExtraArgs, "cluster.apiServer.extraArgs", "service-cluster-ip-range", strings.Join(svcs, ","), "cluster.network.serviceSubnets", "cidrs"})
+	}
+
+	if cm := cl.ControllerManager; cm != nil {
+		checks = append(checks, derived{cm.ExtraArgs, "cluster.controllerManager.extraArgs", "cluster-cidr", strings.Join(pods, ","), "cluster.network.podSubnets", "cidrs"})
+	}
+
+	if px := cl.Proxy; px != nil {
+		checks = append(checks, derived{px.ExtraArgs, "cluster.proxy.extraArgs", "cluster-cidr", strings.Join(pods, ","), "cluster.network.podSubnets", "cidrs"})
+	}
+
+	for _, d := range checks {
+		got, ok := d.args[d.flag]
+		if !ok || sameValue(got, d.want, d.shape) {
+			continue
+		}
+
+		v.errorf(keyPath(d.path, d.flag), "talosbox sets --%s=%s from %s: set that instead (a different value here would split the cluster's view of its network)", d.flag, d.want, d.from)
+	}
+}
+
+// sameValue compares flag values by meaning: CIDR lists by their prefixes.
+func sameValue(a, b, shape string) bool {
+	if shape != "cidrs" {
+		return strings.TrimSpace(a) == strings.TrimSpace(b)
+	}
+
+	canon := func(s string) string {
+		var out []string
+
+		for p := range strings.SplitSeq(s, ",") {
+			if pr, err := netip.ParsePrefix(strings.TrimSpace(p)); err == nil {
+				out = append(out, pr.Masked().String())
+			} else {
+				out = append(out, strings.TrimSpace(p))
+			}
+		}
+
+		return strings.Join(out, ",")
+	}
+
+	return canon(a) == canon(b)
+}
+
+// admissionPlugins checks the plugin names of --enable-admission-plugins
+// and --disable-admission-plugins against the ones the kube-apiserver that
+// will run knows: it exits on any other.
+func (v *validator) admissionPlugins(c *Config) {
+	api, ok := v.kubeVersions[kubeflags.APIServer]
+	if !ok || c.Cluster == nil || c.Cluster.APIServer == nil {
+		return
+	}
+
+	known, from := kubeschema.AdmissionPlugins(api.String())
+	if known == nil {
+		return
+	}
+
+	for _, flag := range []string{"enable-admission-plugins", "disable-admission-plugins"} {
+		list, ok := c.Cluster.APIServer.ExtraArgs[flag]
+		if !ok {
+			continue
+		}
+
+		for name := range strings.SplitSeq(list, ",") {
+			if name = strings.TrimSpace(name); name == "" || slices.Contains(known, name) {
+				continue
+			}
+
+			msg := fmt.Sprintf("kube-apiserver %s has no admission plugin %q: it would refuse to start", from, name)
+			if s := suggest(name, known); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+
+			v.errorf(keyPath("cluster.apiServer.extraArgs", flag), "%s", msg)
 		}
 	}
 }

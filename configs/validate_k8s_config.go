@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -33,6 +34,12 @@ func (v *validator) componentConfigs(c *Config) {
 		}
 
 		v.checkSchema("machine.kubelet.extraConfig", kubeschema.KubeletConfiguration, m.Kubelet.ExtraConfig)
+
+		v.kubeletResources(m.Kubelet.ExtraConfig)
+
+		if len(m.Kubelet.CredentialProviderConfig) > 0 {
+			v.warnf("machine.kubelet.credentialProviderConfig", "has no effect: talosbox nodes carry no image credential provider plugins; use machine.registries.config auth instead")
+		}
 
 		if fg, ok := m.Kubelet.ExtraConfig["featureGates"].(map[string]any); ok {
 			gates := map[string]bool{}
@@ -325,4 +332,64 @@ func hint(s string) string {
 	}
 
 	return fmt.Sprintf(" (did you mean %q?)", s)
+}
+
+// evictionSignals are the kubelet's eviction signals.
+var evictionSignals = []string{
+	"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree",
+	"containerfs.available", "containerfs.inodesFree", "pid.available", "allocatableMemory.available",
+}
+
+// kubeletResources checks the kubelet config's resource maps, which its
+// types leave as strings and the kubelet parses at start (a value it
+// cannot parse keeps it down).
+func (v *validator) kubeletResources(cfg Unstructured) {
+	const p = "machine.kubelet.extraConfig"
+
+	for _, field := range []string{"systemReserved", "kubeReserved"} {
+		m, _ := cfg[field].(map[string]any)
+
+		for _, k := range sortedKeys(m) {
+			kp := p + "." + field + "[" + strconv.Quote(k) + "]"
+
+			if !slices.Contains([]string{"cpu", "memory", "ephemeral-storage", "pid"}, k) {
+				v.errorf(kp, "the kubelet reserves cpu, memory, ephemeral-storage and pid only, not %q", k)
+
+				continue
+			}
+
+			if _, s, err := quantityOf(m[k]); err != nil {
+				v.errorf(kp, "%v", err)
+			} else if q, _ := ParseQuantity(s); q.Sign() < 0 {
+				v.errorf(kp, "%s must not be negative", s)
+			}
+		}
+	}
+
+	for _, field := range []string{"evictionHard", "evictionSoft", "evictionMinimumReclaim"} {
+		m, _ := cfg[field].(map[string]any)
+
+		for _, k := range sortedKeys(m) {
+			kp := p + "." + field + "[" + strconv.Quote(k) + "]"
+
+			if !slices.Contains(evictionSignals, k) {
+				v.errorf(kp, "unknown eviction signal %q (expected one of %s)", k, strings.Join(evictionSignals, ", "))
+
+				continue
+			}
+
+			s, _ := m[k].(string)
+			if pct, ok := strings.CutSuffix(s, "%"); ok {
+				if f, err := strconv.ParseFloat(pct, 64); err != nil || f < 0 || f > 100 {
+					v.errorf(kp, "invalid percentage %q", s)
+				}
+
+				continue
+			}
+
+			if _, _, err := quantityOf(m[k]); err != nil {
+				v.errorf(kp, "%v (or a percentage such as 10%%)", err)
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"errors"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -305,48 +306,6 @@ func (v *validator) kernelSettings(path string, settings map[string]string) {
 	}
 }
 
-func (v *validator) registries(r *RegistriesConfig) {
-	if r == nil {
-		return
-	}
-
-	const p = "machine.registries"
-
-	for _, host := range sortedKeys(r.Mirrors) {
-		mp := keyPath(p+".mirrors", host)
-
-		if host == "" {
-			v.errorf(mp, "registry host is required")
-		}
-
-		mirror := r.Mirrors[host]
-		if len(mirror.Endpoints) == 0 {
-			v.errorf(mp+".endpoints", "at least one mirror endpoint is required")
-		}
-
-		for i, ep := range mirror.Endpoints {
-			v.check(indexPath(mp+".endpoints", i), checkURL("mirror endpoint", ep, "http", "https"))
-		}
-	}
-
-	for _, host := range sortedKeys(r.Config) {
-		cp := keyPath(p+".config", host)
-		rc := r.Config[host]
-
-		if rc.TLS != nil {
-			v.pemCertificate(cp+".tls.ca", rc.TLS.CA, false)
-
-			if id := rc.TLS.ClientIdentity; id != nil {
-				v.leafPair(cp+".tls.clientIdentity", id)
-			}
-		}
-
-		if a := rc.Auth; a != nil && a.Password != "" && a.Username == "" {
-			v.errorf(cp+".auth.username", "username is required with a password")
-		}
-	}
-}
-
 var talosRoles = []string{"os:admin", "os:operator", "os:reader", "os:etcd:backup"}
 
 func (v *validator) features(f *FeaturesConfig) {
@@ -402,7 +361,11 @@ func (v *validator) machineMisc(m *MachineConfig) {
 		for i, d := range m.Logging.Destinations {
 			dp := indexPath("machine.logging.destinations", i)
 
-			v.check(dp+".endpoint", checkURL("log destination", d.Endpoint, "tcp", "udp"))
+			if err := checkURL("log destination", d.Endpoint, "tcp", "udp"); err != nil {
+				v.errorf(dp+".endpoint", "%v", err)
+			} else if u, _ := url.Parse(d.Endpoint); u.Port() == "" {
+				v.errorf(dp+".endpoint", "log destination %q has no port: the node would not know where to send (tcp://host:port)", d.Endpoint)
+			}
 
 			if d.Format != "json_lines" {
 				v.errorf(dp+".format", "unsupported logging format %q (expected json_lines)", d.Format)
@@ -414,6 +377,10 @@ func (v *validator) machineMisc(m *MachineConfig) {
 		for i, mod := range m.Kernel.Modules {
 			if mod.Name == "" || strings.ContainsAny(mod.Name, "/ ") {
 				v.errorf(indexPath("machine.kernel.modules", i)+".name", "invalid kernel module name %q", mod.Name)
+			}
+
+			if _, err := ModuleParams(mod.Parameters); err != nil {
+				v.errorf(indexPath("machine.kernel.modules", i)+".parameters", "%v", err)
 			}
 		}
 

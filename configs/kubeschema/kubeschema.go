@@ -29,6 +29,7 @@ import (
 const (
 	KubeletConfiguration       = "KubeletConfiguration"
 	KubeSchedulerConfiguration = "KubeSchedulerConfiguration"
+	CredentialProviderConfig   = "CredentialProviderConfig"
 )
 
 // Type is one node of a schema: what a value at that place may be.
@@ -51,6 +52,8 @@ type File struct {
 	Kinds   map[string]*Type `json:"kinds"`
 	// FeatureGates are the gates the components know, by name.
 	FeatureGates map[string]Gate `json:"featureGates"`
+	// AdmissionPlugins are the plugins kube-apiserver can enable.
+	AdmissionPlugins []string `json:"admissionPlugins"`
 }
 
 // Gate is one Kubernetes feature gate.
@@ -116,6 +119,18 @@ func Decode(data []byte) (*File, error) {
 	}
 
 	return &f, nil
+}
+
+// AdmissionPlugins returns the admission plugins kube-apiserver of a
+// version knows (its minor's newest when the patch has none), nil when this
+// build has none.
+func AdmissionPlugins(version string) (plugins []string, from string) {
+	f := find(strings.TrimPrefix(version, "v"))
+	if f == nil {
+		return nil, ""
+	}
+
+	return f.AdmissionPlugins, f.Version
 }
 
 // For returns the schema of kind at a Kubernetes version ("1.34.12"): that

@@ -19,7 +19,9 @@ import (
 	"github.com/spf13/pflag"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	scheduler "k8s.io/kube-scheduler/config/v1"
+	credentials "k8s.io/kubelet/config/v1"
 	kubelet "k8s.io/kubelet/config/v1beta1"
+	apiserveroptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 )
 
 // dump is what kube-config-schema prints. Run with "flags:COMPONENT" as its
@@ -30,6 +32,8 @@ import (
 type dump struct {
 	Kinds        map[string]*schemaType `json:"kinds"`
 	FeatureGates map[string]gate        `json:"featureGates"`
+	// AdmissionPlugins are the plugins kube-apiserver can enable.
+	AdmissionPlugins []string `json:"admissionPlugins"`
 }
 
 type gate struct {
@@ -73,8 +77,10 @@ func dumpSchemas() {
 			Kinds: map[string]*schemaType{
 				"KubeletConfiguration":       schemaOf(reflect.TypeOf(kubelet.KubeletConfiguration{}), map[reflect.Type]bool{}),
 				"KubeSchedulerConfiguration": schemaOf(reflect.TypeOf(scheduler.KubeSchedulerConfiguration{}), map[reflect.Type]bool{}),
+				"CredentialProviderConfig":   schemaOf(reflect.TypeOf(credentials.CredentialProviderConfig{}), map[reflect.Type]bool{}),
 			},
-			FeatureGates: map[string]gate{},
+			FeatureGates:     map[string]gate{},
+			AdmissionPlugins: apiserveroptions.AllOrderedPlugins,
 		}
 
 		// Every component of this binary registers its gates with the one

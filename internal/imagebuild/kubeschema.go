@@ -17,9 +17,11 @@ import (
 // "kube-config-schema" (images/kubernetes/schema.go): its config types,
 // its feature gates, and the flags each component's --help hides.
 type kubeDump struct {
-	Kinds        map[string]*kubeschema.Type  `json:"kinds"`
-	FeatureGates map[string]kubeschema.Gate   `json:"featureGates"`
-	HiddenFlags  map[string]map[string]string `json:"-"`
+	Kinds        map[string]*kubeschema.Type `json:"kinds"`
+	FeatureGates map[string]kubeschema.Gate  `json:"featureGates"`
+	// AdmissionPlugins are the plugins kube-apiserver can enable.
+	AdmissionPlugins []string                     `json:"admissionPlugins"`
+	HiddenFlags      map[string]map[string]string `json:"-"`
 }
 
 // dumpKube runs the Kubernetes binary bin as kube-config-schema: once for
@@ -31,8 +33,8 @@ func dumpKube(ctx context.Context, version, bin string) (*kubeDump, error) {
 		return nil, err
 	}
 
-	if len(d.Kinds) == 0 || len(d.FeatureGates) == 0 {
-		return nil, fmt.Errorf("kube-config-schema %s: no config types or no feature gates in its output", version)
+	if len(d.Kinds) == 0 || len(d.FeatureGates) == 0 || len(d.AdmissionPlugins) == 0 {
+		return nil, fmt.Errorf("kube-config-schema %s: no config types, feature gates or admission plugins in its output", version)
 	}
 
 	d.HiddenFlags = map[string]map[string]string{}
@@ -82,7 +84,7 @@ func runKubeDump(ctx context.Context, version, bin, component string, out any) e
 // dir/v<version>.json for configs/kubeschema. Like the flag lists, they
 // come from the binary the node runs and are rewritten only on change.
 func (b *builder) writeKubeSchemas(version string, d *kubeDump, dir string) error {
-	data, err := json.MarshalIndent(kubeschema.File{Version: version, Kinds: d.Kinds, FeatureGates: d.FeatureGates}, "", " ")
+	data, err := json.MarshalIndent(kubeschema.File{Version: version, Kinds: d.Kinds, FeatureGates: d.FeatureGates, AdmissionPlugins: d.AdmissionPlugins}, "", " ")
 	if err != nil {
 		return err
 	}
