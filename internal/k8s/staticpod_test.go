@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -130,8 +131,8 @@ func TestStaticPodDeniedArgs(t *testing.T) {
 		}
 
 		// Validation refuses the same config before it is applied.
-		if _, verr := cp.Validate(configs.ModeContainer); verr == nil || !strings.Contains(verr.Error(), tc.path+"."+denied) {
-			t.Errorf("validation of %s.%s: %v", tc.path, denied, verr)
+		if _, verr := cp.Validate(configs.ModeContainer); verr == nil || !strings.Contains(verr.Error(), fmt.Sprintf("%s[%q]", tc.path, denied)) {
+			t.Errorf("validation of %s[%q]: %v", tc.path, denied, verr)
 		}
 
 		tc.set(nil)
