@@ -1,0 +1,43 @@
+package render_test
+
+import (
+	"testing"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/render"
+)
+
+// BenchmarkCheck is what every validation path (validate, apply, boot)
+// adds to configs.Validate; its budget is well under 50 ms a config.
+func BenchmarkCheck(b *testing.B) {
+	cp, worker := gen(b)
+
+	for _, bc := range []struct {
+		name string
+		cfg  *configs.Config
+		mode configs.Mode
+	}{
+		{"controlplane/metal", cp, configs.ModeMetal},
+		{"controlplane/container", cp, configs.ModeContainer},
+		{"worker/container", worker, configs.ModeContainer},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := render.Check(bc.cfg, bc.mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRender is a full render, secrets redacted and index written.
+func BenchmarkRender(b *testing.B) {
+	cp, _ := gen(b)
+
+	for b.Loop() {
+		if _, err := render.Render(cp, render.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
