@@ -345,6 +345,11 @@ func TestFirstBootFailureWaitsInMaintenance(t *testing.T) {
 	if h := hostnameOf(t, again); h != "good" || fallbacks(again) != 0 || !strings.Contains(again.console.String(), "failed to boot before") {
 		t.Errorf("restarted with the failed --config: hostname %q, %d fallbacks", h, fallbacks(again))
 	}
+
+	// The record outlives the process: it is on STATE.
+	if rec := bootRecord(t, again, "/var/fb/f/g"); rec.Task != "writeUserFiles" {
+		t.Errorf("the record after a restart: %+v", rec)
+	}
 }
 
 // A config that booted once and fails now has nothing to fall back to
