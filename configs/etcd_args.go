@@ -16,6 +16,8 @@ import (
 type EtcdGate struct {
 	Default       bool
 	LockToDefault bool
+	// Alpha gates are the ones AllAlpha sets.
+	Alpha bool
 }
 
 // EtcdArgKind is how an etcd flag's value is read.
@@ -321,8 +323,14 @@ func parseEtcdFeatureGates(v string) (map[string]bool, error) {
 }
 
 // etcdExtraArgs checks cluster.etcd.extraArgs as the etcd member will
-// apply them.
+// apply them, then what it checks of them all together when it starts.
 func (v *validator) etcdExtraArgs(args map[string]string) {
+	if settings, errs := ApplyEtcdArgs(args); len(errs) == 0 {
+		for _, err := range settings.Validate() {
+			v.errorf("cluster.etcd.extraArgs", "%v: etcd would not start", err)
+		}
+	}
+
 	for _, k := range sortedKeys(args) {
 		if _, err := ParseEtcdArg(k, args[k]); err != nil {
 			msg := err.Error()

@@ -159,12 +159,3 @@ func equal(a, b any) bool {
 
 	return a == b
 }
-
-func TestParseManifest(t *testing.T) {
-	t.Parallel()
-
-	objs, err := configs.ParseManifest([]byte("# c\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {apiVersion: v1, kind: Secret, metadata: {name: b}}\n---\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: c}\n"))
-	if err != nil || len(objs) != 3 || objs[2]["kind"] != "Deployment" {
-		t.Fatalf("got %v, %v", objs, err)
-	}
-}

@@ -102,6 +102,12 @@ func (c *Config) Validate(mode Mode, opts ...ValidateOption) ([]string, error) {
 		o.positions.Locate(e)
 	}
 
+	// With lines known, problems are listed in the order they are
+	// written, as an editor shows them.
+	if o.positions != nil {
+		slices.SortStableFunc(v.errs, func(a, b error) int { return errLine(a) - errLine(b) })
+	}
+
 	for _, w := range v.warns {
 		w.Line = o.positions.Line(w.Path)
 
@@ -246,4 +252,13 @@ func Load(data []byte, mode Mode, opts ...ValidateOption) (*Config, []string, er
 	warnings, err := cfg.Validate(mode, append(opts, WithPositions(pos))...)
 
 	return cfg, warnings, err
+}
+
+func errLine(err error) int {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve.Line
+	}
+
+	return 0
 }

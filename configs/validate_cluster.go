@@ -139,9 +139,7 @@ func (v *validator) clusterNetwork(n *ClusterNetworkConfig) {
 	}
 
 	if n.DNSDomain != "" {
-		if why := dnsNameProblem(n.DNSDomain); why != "" {
-			v.errorf(p+".dnsDomain", "invalid DNS domain %q: %s", n.DNSDomain, why)
-		}
+		v.check(p+".dnsDomain", CheckDNSDomain(n.DNSDomain))
 	}
 
 }
@@ -432,4 +430,20 @@ func (v *validator) discovery(c *ClusterConfig) {
 	if m := v.cfg.Machine; m != nil && m.Network != nil && m.Network.KubeSpan != nil && m.Network.KubeSpan.Enabled && !d.Enabled {
 		v.errorf("machine.network.kubespan.enabled", "KubeSpan requires cluster discovery to be enabled (cluster.discovery.enabled: true): its peers come from discovery")
 	}
+}
+
+// CheckDNSDomain is the rule for cluster.network.dnsDomain, the cluster's
+// DNS domain the kubelets, CoreDNS and the bootstrap manifests use: a
+// lowercase DNS name without a trailing dot. The manifests' renderer
+// applies it too.
+func CheckDNSDomain(s string) error {
+	if why := dnsNameProblem(s); why != "" {
+		return fmt.Errorf("invalid DNS domain %q: %s", s, why)
+	}
+
+	if strings.HasSuffix(s, ".") || strings.ToLower(s) != s {
+		return fmt.Errorf("invalid DNS domain %q: a lowercase name without a trailing dot, such as cluster.local", s)
+	}
+
+	return nil
 }

@@ -137,12 +137,16 @@ func TestValidateRules(t *testing.T) {
 				{name: noversion, contents: "kind: ConfigMap\nmetadata: {name: x}\n"},
 				{name: noname, contents: "---\napiVersion: v1\nkind: ConfigMap\n"},
 				{name: bad, contents: "a: [\n"},
-				{name: good, contents: "# only a comment\n---\napiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}]\n"}]}`,
+				{name: good, contents: "# only a comment\n---\napiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}]\n"},
+				{name: nan, contents: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r}\ndata: {x: .nan}\n"},
+				{name: tagged, contents: "--- !ns\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: t}\n"}]}`,
 			wantErrs: []string{
 				`cluster.inlineManifests[0].contents: inline manifest "list": document 1 (line 1): a manifest document must be a Kubernetes object (a mapping with apiVersion and kind), got a sequence`,
 				`cluster.inlineManifests[1].contents: inline manifest "noversion": document 1 (line 1): the object (kind "ConfigMap") has no apiVersion`,
-				`cluster.inlineManifests[2].contents: inline manifest "noname": document 1 (line 2): v1 ConfigMap has no metadata.name`,
-				`cluster.inlineManifests[3].contents: inline manifest "bad": document 1: line 1: did not find expected node content`,
+				`cluster.inlineManifests[2].contents: inline manifest "noname": document 1 (line 2): v1 ConfigMap has no metadata.name: server-side apply needs one`,
+				`cluster.inlineManifests[3].contents: inline manifest "bad": document 1: yaml: line 1: did not find expected node content`,
+				`cluster.inlineManifests[5].contents: inline manifest "nan": document 1: json: unsupported value: NaN`,
+				`cluster.inlineManifests[6].contents: inline manifest "tagged": document 1: invalid Yaml document separator: !ns`,
 			},
 		},
 		{
@@ -247,6 +251,17 @@ func TestValidateRules(t *testing.T) {
 				`machine.kernel.modules[1].parameters: parameter "x=\"a\"b\"": the kernel cannot take a double quote inside a value`,
 			},
 			wantWarns: []string{`machine.registries.mirrors["https://docker.io"].endpoints[0]: https://mirror.example.com/v2/ ends with /v2, which containerd adds itself (it would ask for /v2/v2/...): leave it out, or set overridePath: true if the mirror serves the API there`},
+		},
+		{
+			name: "what the renderers and the etcd member would refuse, said by validation",
+			patch: `{machine: {registries: {config: {"*": {tls: {insecureSkipVerify: true}}}}},
+				cluster: {network: {dnsDomain: Cluster.Local}, etcd: {extraArgs: {heartbeat-interval: "500", listen-metrics-urls: "http://metrics.example:2381"}}}}`,
+			wantErrs: []string{
+				`machine.registries.config["*"].tls: TLS settings for the wildcard host "*" are not supported: give them for each registry's host`,
+				`cluster.network.dnsDomain: invalid DNS domain "Cluster.Local": a lowercase name without a trailing dot, such as cluster.local`,
+				`cluster.etcd.extraArgs: --election-timeout[1000ms] should be at least as 5 times as --heartbeat-interval[500ms]: etcd would not start`,
+				`cluster.etcd.extraArgs: expected IP in URL for binding (http://metrics.example:2381): etcd would not start`,
+			},
 		},
 		{
 			name:  "hostDNS options need hostDNS",

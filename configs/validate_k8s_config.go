@@ -91,7 +91,7 @@ func (v *validator) componentConfigs(c *Config) {
 			continue // warned about with the names
 		}
 
-		if _, err := ParseManifest([]byte(m.Contents)); err != nil {
+		if err := checkManifest([]byte(m.Contents)); err != nil {
 			v.errorf(indexPath("cluster.inlineManifests", i)+".contents", "inline manifest %q: %v", m.Name, err)
 		}
 	}

@@ -39,6 +39,7 @@ func (v *validator) registries(r *RegistriesConfig) {
 		rc := r.Config[host]
 
 		v.check(cp, checkRegistryHost(host))
+		v.check(cp+".tls", CheckRegistryTLS(host, rc.TLS))
 
 		if rc.TLS != nil {
 			v.pemCertificate(cp+".tls.ca", rc.TLS.CA, false)
@@ -91,4 +92,16 @@ func checkRegistryHost(host string) error {
 	}
 
 	return nil
+}
+
+// CheckRegistryTLS is the rule for registries.config[host].tls, which the
+// CRI's registry hosts tree (internal/cri) applies too: TLS settings for
+// the wildcard host would apply to every registry, and a CA or a client
+// certificate cannot be right for all of them.
+func CheckRegistryTLS(host string, tls *RegistryTLS) error {
+	if host != "*" || tls == nil || (len(tls.CA) == 0 && tls.ClientIdentity == nil && !tls.InsecureSkipVerify) {
+		return nil
+	}
+
+	return errors.New(`TLS settings for the wildcard host "*" are not supported: give them for each registry's host`)
 }

@@ -5,15 +5,15 @@ package configs
 // EtcdFeatureGates are the feature gates of the etcd server talosbox runs
 // (cluster.etcd.extraArgs["feature-gates"]), AllAlpha and AllBeta included.
 var EtcdFeatureGates = map[string]EtcdGate{
-	"AllAlpha":                     {Default: false, LockToDefault: false},
-	"AllBeta":                      {Default: false, LockToDefault: false},
-	"CompactHashCheck":             {Default: false, LockToDefault: false},
-	"FastLeaseKeepAlive":           {Default: true, LockToDefault: false},
-	"InitialCorruptCheck":          {Default: false, LockToDefault: false},
-	"LeaseCheckpoint":              {Default: false, LockToDefault: false},
-	"LeaseCheckpointPersist":       {Default: false, LockToDefault: false},
-	"PriorityRequest":              {Default: false, LockToDefault: false},
-	"SetMemberLocalAddr":           {Default: false, LockToDefault: false},
-	"StopGRPCServiceOnDefrag":      {Default: false, LockToDefault: false},
-	"TxnModeWriteWithSharedBuffer": {Default: true, LockToDefault: false},
+	"AllAlpha":                     {Default: false, LockToDefault: false, Alpha: true},
+	"AllBeta":                      {Default: false, LockToDefault: false, Alpha: false},
+	"CompactHashCheck":             {Default: false, LockToDefault: false, Alpha: true},
+	"FastLeaseKeepAlive":           {Default: true, LockToDefault: false, Alpha: false},
+	"InitialCorruptCheck":          {Default: false, LockToDefault: false, Alpha: true},
+	"LeaseCheckpoint":              {Default: false, LockToDefault: false, Alpha: true},
+	"LeaseCheckpointPersist":       {Default: false, LockToDefault: false, Alpha: true},
+	"PriorityRequest":              {Default: false, LockToDefault: false, Alpha: true},
+	"SetMemberLocalAddr":           {Default: false, LockToDefault: false, Alpha: true},
+	"StopGRPCServiceOnDefrag":      {Default: false, LockToDefault: false, Alpha: true},
+	"TxnModeWriteWithSharedBuffer": {Default: true, LockToDefault: false, Alpha: false},
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/render"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -98,12 +99,7 @@ func (o *options) check() error {
 			return fmt.Errorf("read config: %w", err)
 		}
 
-		cfg, err := configs.Decode(data)
-		if err != nil {
-			return fmt.Errorf("config %s: %w", o.config, err)
-		}
-
-		if _, err := cfg.Validate(configs.ModeContainer); err != nil {
+		if _, _, err := render.Load(data, configs.ModeContainer); err != nil {
 			return fmt.Errorf("config %s: %w", o.config, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/configpatch"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/render"
 	"github.com/talosbox/talosbox/internal/talosconfig"
 )
 
@@ -305,12 +306,12 @@ func applyPatches(doc []byte, patches []configpatch.Patch) ([]byte, error) {
 		return nil, err
 	}
 
-	patched, err := configs.Decode(doc)
-	if err != nil {
-		return nil, fmt.Errorf("patched config: %w", err)
-	}
+	cfg, _, err := render.Load(doc, configs.ModeMetal)
 
-	if _, err := patched.Validate(configs.ModeMetal); err != nil {
+	switch {
+	case cfg == nil:
+		return nil, fmt.Errorf("patched config: %w", err)
+	case err != nil:
 		return nil, fmt.Errorf("patched config is invalid: %w", err)
 	}
 

@@ -100,21 +100,18 @@ func runValidate(stdout, stderr io.Writer, o validateOptions) error {
 		return fmt.Errorf("read config: %w", err)
 	}
 
-	cfg, err := configs.Decode(data)
-	if err != nil {
+	// configs' rules, then the renderers (on a config the rules accept:
+	// on any other they would mostly repeat their findings), as the node
+	// validates an apply, with the node's inputs given here.
+	cfg, warnings, err := configs.Load(data, m, configs.WithStrict(o.strict), configs.WithChecks(render.Validate(
+		render.WithHostname(ropts.Hostname), render.WithNodeIPs(ropts.NodeIPs...),
+		render.WithKernelCmdline(ropts.KernelCmdline), render.WithDiskSize(ropts.DiskSize))))
+	if cfg == nil {
 		return fmt.Errorf("%s: decode: %w", o.file, err)
 	}
 
-	warnings, err := cfg.Validate(m, configs.WithStrict(o.strict))
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
-	}
-
-	// The renderers run on a config validation accepts: on any other
-	// they would mostly repeat its findings.
-	if err == nil {
-		err = render.Check(cfg, m, render.WithHostname(ropts.Hostname), render.WithNodeIPs(ropts.NodeIPs...),
-			render.WithKernelCmdline(ropts.KernelCmdline), render.WithDiskSize(ropts.DiskSize))
 	}
 
 	if err != nil {

@@ -1,8 +1,9 @@
-package manifestcheck
+package manifestcheck_test
 
 import (
 	"testing"
 
+	"github.com/talosbox/talosbox/configs/manifestcheck"
 	"github.com/talosbox/talosbox/internal/k8s/manifests"
 )
 
@@ -11,7 +12,7 @@ import (
 func agree(t *testing.T, data []byte) {
 	t.Helper()
 
-	mine := Check(data)
+	mine := manifestcheck.Check(data)
 	_, theirs := manifests.Inline("x", string(data))
 
 	if (mine == nil) != (theirs == nil) {

@@ -2,7 +2,6 @@ package cri
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -118,10 +117,8 @@ func RegistryHosts(r *configs.RegistriesConfig, hostsDir string) ([]File, error)
 			continue
 		}
 
-		if host == "*" {
-			// _default applies to every registry, and a CA or client
-			// certificate cannot be right for all of them.
-			return nil, errors.New("cri: registries.config[\"*\"]: wildcard host TLS configuration is not supported")
+		if err := configs.CheckRegistryTLS(host, tls); err != nil {
+			return nil, fmt.Errorf("cri: registries.config[%q]: %w", host, err)
 		}
 
 		files := map[string]File{}

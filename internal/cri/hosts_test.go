@@ -120,7 +120,7 @@ func TestRegistryHosts(t *testing.T) {
 			in: &configs.RegistriesConfig{Config: map[string]configs.RegistryConfig{
 				"*": {TLS: &configs.RegistryTLS{CA: configs.Base64("allcert")}},
 			}},
-			wantErr: `cri: registries.config["*"]: wildcard host TLS configuration is not supported`,
+			wantErr: `cri: registries.config["*"]: TLS settings for the wildcard host "*" are not supported: give them for each registry's host`,
 		},
 		{
 			name: "wildcard auth is not TLS",

@@ -9,6 +9,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/render"
 )
 
 // configSource is one place a config may come from, in the order acquire
@@ -133,12 +134,8 @@ func (n *Node) mode() configs.Mode {
 
 // check decodes and validates a config for this platform.
 func (n *Node) check(data []byte) (*configs.Config, error) {
-	cfg, err := configs.Decode(data)
+	cfg, _, err := render.Load(data, n.mode())
 	if err != nil {
-		return nil, err
-	}
-
-	if _, err = cfg.Validate(n.mode()); err != nil {
 		return nil, err
 	}
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/render"
 )
 
 // ApplyMode is how a new config takes effect.
@@ -212,12 +213,9 @@ type loadedConfig struct {
 }
 
 func (n *Node) validate(data []byte) (*configs.Config, []string, error) {
-	cfg, err := configs.Decode(data)
-	if err != nil {
-		return nil, nil, err
-	}
-
-	warnings, err := cfg.Validate(n.mode())
+	// The one validation (render.Load): configs' rules, then every
+	// renderer, as talosctl validate runs them.
+	cfg, warnings, err := render.Load(data, n.mode())
 	if err != nil {
 		return cfg, warnings, err
 	}

@@ -44,7 +44,8 @@ func fuzzBases(t testing.TB) [][]byte {
 }
 
 // FuzzValidateRender holds validation to the renderers: a config that
-// decodes and validates for a mode renders for it, without a panic. The
+// decodes and validates for a mode (configs' rules and the renderers'
+// checks, as every path validates) renders for it, without a panic. The
 // input picks a base config, a patch of it (YAML, as `talosctl patch mc`
 // takes: the fuzzer's bytes go into the config there) and a program of
 // structural changes (mutator), so that mutations reach the values the
@@ -100,7 +101,9 @@ func FuzzValidateRender(f *testing.F) {
 		}
 
 		for _, mode := range modes {
-			if _, err := cfg.Validate(mode); err != nil {
+			// The one validation (Load's): configs' rules, then the
+			// renderers' checks. Rendering what it accepts must succeed.
+			if _, err := cfg.Validate(mode, configs.WithChecks(render.Validate())); err != nil {
 				continue
 			}
 

@@ -10,10 +10,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/configs/manifestcheck"
 	"github.com/talosbox/talosbox/internal/k8s/manifests/templates"
 	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/pki"
-	"github.com/talosbox/talosbox/internal/render/manifestcheck"
 )
 
 // kubernetes renders what the node's Kubernetes controllers render, under

@@ -41,7 +41,7 @@ func main() {
 
 	for _, n := range names {
 		spec := all[featuregate.Feature(n)]
-		fmt.Fprintf(&b, "\t%q: {Default: %t, LockToDefault: %t},\n", n, spec.Default, spec.LockToDefault)
+		fmt.Fprintf(&b, "\t%q: {Default: %t, LockToDefault: %t, Alpha: %t},\n", n, spec.Default, spec.LockToDefault, spec.PreRelease == featuregate.Alpha)
 	}
 
 	b.WriteString("}\n")

@@ -105,8 +105,12 @@ func volumes(in []configs.VolumeMount) []ExtraVolume {
 	return out
 }
 
-func resources(r *configs.ResourcesConfig, defCPU, defMem string) Resources {
-	out := Resources{Requests: map[string]string{"cpu": defCPU, "memory": defMem}}
+// resources are a component's requests and limits: configs'
+// ComponentResources (the defaults validation checks limits against)
+// under the config's own.
+func resources(r *configs.ResourcesConfig, component string) Resources {
+	def := configs.ComponentResources[component]
+	out := Resources{Requests: map[string]string{"cpu": def["cpu"], "memory": def["memory"]}}
 	if r == nil {
 		return out
 	}
@@ -140,37 +144,37 @@ func ComponentConfigs(cfg *configs.Config) (map[string]ComponentConfigSpec, erro
 	api := ComponentConfigSpec{Image: images.APIServer(cl.Version).String(), Enabled: true,
 		EtcdServers: []string{"https://127.0.0.1:2379"}, LocalPort: cl.LocalPort,
 		ServiceCIDRs: cl.ServiceSubnets, PodCIDRs: cl.PodSubnets, ControlPlaneEndpoint: cl.Endpoint.String(),
-		Resources: resources(nil, "200m", "512Mi")}
+		Resources: resources(nil, "apiServer")}
 
 	if a := c.APIServer; a != nil {
 		api.Image = cmp.Or(a.Image, api.Image)
 		api.ExtraArgs = maps.Clone(a.ExtraArgs)
 		api.ExtraVolumes = volumes(a.ExtraVolumes)
 		api.Env = maps.Clone(a.Env)
-		api.Resources = resources(a.Resources, "200m", "512Mi")
+		api.Resources = resources(a.Resources, "apiServer")
 	}
 
 	out[APIServerID] = api
 
 	cm := ComponentConfigSpec{Image: images.ControllerManager(cl.Version).String(), Enabled: true,
-		ServiceCIDRs: cl.ServiceSubnets, PodCIDRs: cl.PodSubnets, Resources: resources(nil, "50m", "256Mi")}
+		ServiceCIDRs: cl.ServiceSubnets, PodCIDRs: cl.PodSubnets, Resources: resources(nil, "controllerManager")}
 
 	if x := c.ControllerManager; x != nil {
 		cm.Image = cmp.Or(x.Image, cm.Image)
 		cm.ExtraArgs = maps.Clone(x.ExtraArgs)
 		cm.ExtraVolumes = volumes(x.ExtraVolumes)
 		cm.Env = maps.Clone(x.Env)
-		cm.Resources = resources(x.Resources, "50m", "256Mi")
+		cm.Resources = resources(x.Resources, "controllerManager")
 	}
 
-	sch := ComponentConfigSpec{Image: images.Scheduler(cl.Version).String(), Enabled: true, Resources: resources(nil, "10m", "64Mi")}
+	sch := ComponentConfigSpec{Image: images.Scheduler(cl.Version).String(), Enabled: true, Resources: resources(nil, "scheduler")}
 
 	if x := c.Scheduler; x != nil {
 		sch.Image = cmp.Or(x.Image, sch.Image)
 		sch.ExtraArgs = maps.Clone(x.ExtraArgs)
 		sch.ExtraVolumes = volumes(x.ExtraVolumes)
 		sch.Env = maps.Clone(x.Env)
-		sch.Resources = resources(x.Resources, "10m", "64Mi")
+		sch.Resources = resources(x.Resources, "scheduler")
 	}
 
 	if m := cfg.Machine; m != nil && m.ControlPlane != nil {

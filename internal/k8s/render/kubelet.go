@@ -33,10 +33,6 @@ const (
 // cluster.allowSchedulingOnControlPlanes.
 const ControlPlaneTaint = "node-role.kubernetes.io/control-plane"
 
-// protectedKubeletFields may not come from machine.kubelet.extraConfig.
-var protectedKubeletFields = []string{"apiVersion", "authentication", "authorization", "cgroupRoot", "kind", "kubeletCgroups",
-	"port", "protectKernelDefaults", "resolvConf", "rotateCertificates", "systemCgroups", "staticPodPath", "seccompDefault"}
-
 // KubeletInputs are what the kubelet's spec is made from besides the config.
 type KubeletInputs struct {
 	Nodename     string
@@ -105,7 +101,7 @@ func kubeletConfiguration(cfg *configs.Config, k *configs.KubeletConfig, cl Clus
 		c = map[string]any{}
 	}
 
-	for _, f := range protectedKubeletFields {
+	for _, f := range configs.KubeletProtectedFields {
 		if _, ok := c[f]; ok {
 			return nil, fmt.Errorf("machine.kubelet.extraConfig.%s: the field is set by talosbox and may not be overridden", f)
 		}

@@ -8,11 +8,6 @@
 package etcdargs
 
 import (
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
 	"github.com/talosbox/talosbox/configs"
 )
 
@@ -25,18 +20,5 @@ func Flag(key, value string) (string, error) {
 		return "", err
 	}
 
-	return flag(arg, value), nil
-}
-
-func flag(arg configs.EtcdArgValue, raw string) string {
-	if gates, ok := arg.Value.(map[string]bool); ok {
-		kv := make([]string, 0, len(gates))
-		for _, g := range slices.Sorted(maps.Keys(gates)) {
-			kv = append(kv, fmt.Sprintf("%s=%t", g, gates[g]))
-		}
-
-		raw = strings.Join(kv, ",")
-	}
-
-	return "--" + arg.Flag + "=" + raw
+	return arg.CommandLine(value), nil
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/talosbox/talosbox/configs"
 )
 
 // templateData is what the templates see. Every value a user controls is
@@ -42,10 +44,6 @@ type dnsIP struct{ IP, Family string }
 // A bootstrap token is "[a-z0-9]{6}.[a-z0-9]{16}" (the kube-apiserver's
 // bootstrap authenticator accepts nothing else).
 var bootstrapToken = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{16})$`)
-
-// A DNS domain goes into the Corefile unquoted, so it is held to the
-// characters a domain may have.
-var dnsDomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
 // deniedProxyArgs are the kube-proxy flags Talos sets itself and refuses
 // from cluster.proxy.extraArgs: the kubeconfig is the in-cluster one.
@@ -84,8 +82,10 @@ func newTemplateData(o Options) (*templateData, error) {
 		d.Server = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.KubePrismPort))
 	}
 
-	if !dnsDomain.MatchString(d.DNSDomain) {
-		return nil, fmt.Errorf("cluster.network.dnsDomain %q is not a DNS domain", d.DNSDomain)
+	// The domain goes into the Corefile unquoted: configs' rule holds it
+	// to the characters a domain may have.
+	if err := configs.CheckDNSDomain(d.DNSDomain); err != nil {
+		return nil, fmt.Errorf("cluster.network.dnsDomain: %w", err)
 	}
 
 	pods := o.PodSubnets
