@@ -184,3 +184,52 @@ func TestApplyOfTheRunningConfigIsANoOp(t *testing.T) {
 		t.Errorf("a no-op apply rewrote STATE:\n%s", stored)
 	}
 }
+
+// TestInvalidApplyIsRefusedInEveryMode: every mode, --dry-run included,
+// refuses an invalid config with what is wrong (not only that it needs a
+// reboot: the change below, machine.files, does), and leaves the running
+// config and STATE as they were; a config the renderers refuse is refused
+// the same way.
+func TestInvalidApplyIsRefusedInEveryMode(t *testing.T) {
+	n := startNode(t, "", workerConfig(t))
+	ctx := context.Background()
+
+	waitReady(t, n)
+
+	statePath := filepath.Join(n.dir, "state", machine.ConfigFile)
+
+	running, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct{ name, patch, want string }{
+		{"a file outside the node's writable places", "machine: {files: [{path: /etc/motd, op: create, content: hi}]}", `machine.files[0].path: path "/etc/motd" is not writable`},
+		{"a kubelet flag the kubelet lacks", `machine: {kubelet: {extraArgs: {max-podz: "10"}}}`, `kubelet 1.34.12 has no flag --max-podz`},
+		{"a CRI part that cannot merge", `machine: {files: [{path: /etc/cri/conf.d/20-customization.part, op: create, content: "[plugins]\n\"io.containerd.cri.v1.images\" = \"overlayfs\"\n"}]}`, `machine.files[0].content: cri:`},
+	} {
+		bad := workerConfig(t, tc.patch)
+
+		for _, opts := range []machine.ApplyOptions{
+			{Mode: machine.ModeNoReboot}, {Mode: machine.ModeNoReboot, DryRun: true}, {Mode: machine.ModeAuto},
+			{Mode: machine.ModeReboot}, {Mode: machine.ModeStaged}, {Mode: machine.ModeTry},
+		} {
+			_, err := n.ApplyConfiguration(ctx, bad, opts)
+
+			switch {
+			case err == nil:
+				t.Fatalf("%s: %+v accepted it", tc.name, opts)
+			case !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "reboot"):
+				t.Errorf("%s: %+v: %v, want it to say %q and nothing of a reboot", tc.name, opts, err, tc.want)
+			}
+		}
+	}
+
+	if stored, _ := os.ReadFile(statePath); !bytes.Equal(stored, running) {
+		t.Errorf("STATE changed:\n%s", stored)
+	}
+
+	if got := n.ActiveConfig(); !bytes.Equal(got, running) {
+		t.Errorf("the running config changed")
+	}
+}
