@@ -2,7 +2,9 @@ package configs_test
 
 import (
 	"errors"
+	"fmt"
 	"math/big"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -158,4 +160,30 @@ func equal(a, b any) bool {
 	}
 
 	return a == b
+}
+
+func TestFilterAddrs(t *testing.T) {
+	t.Parallel()
+
+	addrs := []netip.Addr{netip.MustParseAddr("10.5.0.2"), netip.MustParseAddr("10.5.0.10"), netip.MustParseAddr("fd00::2"), netip.MustParseAddr("::ffff:192.168.1.5")}
+
+	for _, tc := range []struct {
+		subnets []string
+		want    string
+	}{
+		{nil, "[10.5.0.2 10.5.0.10 fd00::2 192.168.1.5]"},
+		{[]string{"10.5.0.0/24"}, "[10.5.0.2 10.5.0.10]"},
+		{[]string{"10.5.0.0/24", "!10.5.0.10"}, "[10.5.0.2]"},
+		{[]string{"!10.0.0.0/8"}, "[fd00::2 192.168.1.5]"},
+		{[]string{"fd00::/8", " 192.168.1.5 "}, "[fd00::2 192.168.1.5]"},
+	} {
+		got, err := configs.FilterAddrs(addrs, tc.subnets)
+		if err != nil || fmt.Sprint(got) != tc.want {
+			t.Errorf("%q: %v, %v; want %s", tc.subnets, got, err, tc.want)
+		}
+	}
+
+	if _, err := configs.FilterAddrs(addrs, []string{"10.5.0.0/33"}); err == nil {
+		t.Error("a bad subnet was taken")
+	}
 }

@@ -273,11 +273,15 @@ func (v *validator) controlPlaneComponents(c *ClusterConfig) {
 		v.etcdExtraArgs(e.ExtraArgs)
 
 		for i, s := range e.AdvertisedSubnets {
-			v.check(indexPath("cluster.etcd.advertisedSubnets", i), checkSubnetFilter(s))
+			if _, err := ParseSubnetOrAddress(strings.TrimSpace(strings.TrimPrefix(s, "!"))); err != nil {
+				v.errorf(indexPath("cluster.etcd.advertisedSubnets", i), "invalid subnet %q: a CIDR or an IP address, with an optional leading !", s)
+			}
 		}
 
 		for i, s := range e.ListenSubnets {
-			v.check(indexPath("cluster.etcd.listenSubnets", i), checkSubnetFilter(s))
+			if _, err := ParseSubnetOrAddress(strings.TrimSpace(strings.TrimPrefix(s, "!"))); err != nil {
+				v.errorf(indexPath("cluster.etcd.listenSubnets", i), "invalid subnet %q: a CIDR or an IP address, with an optional leading !", s)
+			}
 		}
 	}
 

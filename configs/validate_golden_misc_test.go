@@ -101,8 +101,8 @@ func TestValidateGoldenMisc(t *testing.T) {
 				`cluster.apiServer.extraVolumes[0].hostPath: host path "var/log" must be an absolute path`,
 				`cluster.apiServer.admissionControl[0].name: admission plugin name is required`,
 				`cluster.controllerManager.extraVolumes[0].mountPath: mount path "b" must be an absolute path`,
-				`cluster.etcd.advertisedSubnets[0]: invalid subnet "10.0.0.0/33"`,
-				`cluster.etcd.listenSubnets[1]: invalid subnet "nope"`,
+				`cluster.etcd.advertisedSubnets[0]: invalid subnet "10.0.0.0/33": a CIDR or an IP address, with an optional leading !`,
+				`cluster.etcd.listenSubnets[1]: invalid subnet "nope": a CIDR or an IP address, with an optional leading !`,
 			},
 		},
 		{

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
+
+	"github.com/talosbox/talosbox/configs"
 )
 
 // Addresses are the member's addresses picked from the node's.
@@ -81,73 +82,10 @@ func SelectAddresses(nodeAddrs []netip.Addr, advertisedSubnets, listenSubnets []
 	return out, nil
 }
 
-// FilterAddrs keeps the addresses selected by subnets (see SelectAddresses);
-// no subnets keeps them all.
+// FilterAddrs keeps the addresses selected by subnets (see SelectAddresses):
+// configs.FilterAddrs, the rule validation checks the subnets by.
 func FilterAddrs(addrs []netip.Addr, subnets []string) ([]netip.Addr, error) {
-	var include, exclude []netip.Prefix
-
-	for _, s := range subnets {
-		negate := strings.HasPrefix(s, "!")
-		s = strings.TrimSpace(strings.TrimPrefix(s, "!"))
-
-		p, err := parsePrefix(s)
-		if err != nil {
-			return nil, err
-		}
-
-		if negate {
-			exclude = append(exclude, p)
-		} else {
-			include = append(include, p)
-		}
-	}
-
-	out := make([]netip.Addr, 0, len(addrs))
-
-	for _, a := range addrs {
-		a = a.Unmap()
-
-		if matchAny(exclude, a) {
-			continue
-		}
-
-		if len(include) > 0 && !matchAny(include, a) {
-			continue
-		}
-
-		out = append(out, a)
-	}
-
-	return out, nil
-}
-
-// parsePrefix accepts a CIDR or a single address (a VIP is often given so).
-func parsePrefix(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("subnet %q: %w", s, err)
-		}
-
-		return p.Masked(), nil
-	}
-
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("subnet %q: not a CIDR or IP address", s)
-	}
-
-	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
-}
-
-func matchAny(prefixes []netip.Prefix, a netip.Addr) bool {
-	for _, p := range prefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-
-	return false
+	return configs.FilterAddrs(addrs, subnets)
 }
 
 // URLs returns https://addr:port for each address, bracketing IPv6.

@@ -3,7 +3,6 @@ package etcdargs
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/talosbox/talosbox/configs"
@@ -72,37 +71,12 @@ func Select(ips []netip.Addr, advertisedSubnets, listenSubnets []string) (a Addr
 	return a, notes
 }
 
-// filterAddrs keeps the addresses subnets select ("!" excludes); a subnet
-// that does not parse selects nothing.
+// filterAddrs keeps the addresses subnets select (configs.FilterAddrs,
+// the member's rule); subnets that do not parse select nothing.
 func filterAddrs(addrs []netip.Addr, subnets []string) []netip.Addr {
-	var include, exclude []netip.Prefix
-
-	for _, s := range subnets {
-		p, err := parseSubnet(strings.TrimSpace(strings.TrimPrefix(s, "!")))
-		if err != nil {
-			continue
-		}
-
-		if strings.HasPrefix(s, "!") {
-			exclude = append(exclude, p)
-		} else {
-			include = append(include, p)
-		}
-	}
-
-	contains := func(ps []netip.Prefix, a netip.Addr) bool {
-		return slices.ContainsFunc(ps, func(p netip.Prefix) bool { return p.Contains(a) })
-	}
-
-	var out []netip.Addr
-
-	for _, a := range addrs {
-		a = a.Unmap()
-		if contains(exclude, a) || (len(include) > 0 && !contains(include, a)) {
-			continue
-		}
-
-		out = append(out, a)
+	out, err := configs.FilterAddrs(addrs, subnets)
+	if err != nil {
+		return nil
 	}
 
 	return out
@@ -112,29 +86,9 @@ func filterAddrs(addrs []netip.Addr, subnets []string) []netip.Addr {
 // member cannot parse: its address selection fails on it, whatever the
 // node's addresses.
 func CheckSubnet(s string) error {
-	_, err := parseSubnet(strings.TrimSpace(strings.TrimPrefix(s, "!")))
+	_, err := configs.ParseSubnetOrAddress(strings.TrimSpace(strings.TrimPrefix(s, "!")))
 
 	return err
-}
-
-// parseSubnet is internal/etcd's: a CIDR, or a single address (a VIP is
-// often given so).
-func parseSubnet(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("subnet %q: %w", s, err)
-		}
-
-		return p.Masked(), nil
-	}
-
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("subnet %q: not a CIDR or IP address", s)
-	}
-
-	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
 }
 
 // URLs are https://addr:port, comma-separated, IPv6 bracketed.
