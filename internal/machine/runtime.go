@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/render/layout"
 )
 
 // Runtime is where the node's two containerd instances keep their
@@ -73,24 +74,26 @@ func NewRuntime(p platform.Platform) Runtime {
 		prefix = p.EphemeralDir
 	}
 
-	at := func(parts ...string) string { return filepath.Join(append([]string{prefix}, parts...)...) }
+	// The paths are layout's (what an offline render writes to), under
+	// the prefix.
+	at := func(p string) string { return filepath.Join(prefix, p) }
 
 	return Runtime{
 		Prefix:       prefix,
-		SystemSocket: at("system/run/containerd/containerd.sock"),
-		SystemRoot:   at("system/var/lib/containerd"),
-		SystemState:  at("system/run/containerd"),
-		SystemConfig: at("system/etc/containerd/config.toml"),
-		CRISocket:    at("run/containerd/containerd.sock"),
-		CRIRoot:      at("var/lib/containerd"),
-		CRIState:     at("run/containerd"),
-		CRIConfig:    at("etc/cri/containerd.toml"),
-		CRIConfDir:   at("etc/cri/conf.d"),
-		HostsDir:     at("system/etc/cri/conf.d/hosts"),
-		BinDir:       at("system/libexec"),
-		CNIBinDir:    at("opt/cni/bin"),
-		CNIConfDir:   at("etc/cni/net.d"),
-		PodLogDir:    at("var/log/pods"),
+		SystemSocket: at(layout.SystemSocket),
+		SystemRoot:   at(layout.SystemRoot),
+		SystemState:  at(layout.SystemState),
+		SystemConfig: at(layout.SystemConfig),
+		CRISocket:    at(layout.CRISocket),
+		CRIRoot:      at(layout.CRIRoot),
+		CRIState:     at(layout.CRIState),
+		CRIConfig:    at(layout.CRIConfig),
+		CRIConfDir:   at(layout.CRIConfDir),
+		HostsDir:     at(layout.HostsDir),
+		BinDir:       at("/system/libexec"),
+		CNIBinDir:    at(layout.CNIBinDir),
+		CNIConfDir:   at(layout.CNIConfDir),
+		PodLogDir:    at("/var/log/pods"),
 		NoPivotRoot:  p.IsMetal(),
 	}
 }

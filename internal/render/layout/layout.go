@@ -1,7 +1,7 @@
 // Package layout is where a node keeps what the renderers write: the
-// container runtime's files and EPHEMERAL, as internal/machine and
-// internal/platform lay them out, for a render without a node. The test
-// holds it to theirs.
+// container runtime's files and EPHEMERAL. internal/machine lays the
+// runtime out with these paths (under its prefix), and an offline render
+// writes to them; the test holds EphemeralDir to internal/platform's.
 package layout
 
 // The container runtime's layout on a node that owns its root (metal, and
