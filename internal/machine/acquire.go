@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -65,7 +66,8 @@ func (n *Node) configSources() []configSource {
 // configSources), then waits in maintenance mode for an apply when none
 // has. A config that does not decode or validate is recorded as a
 // ConfigLoadError and the node waits in maintenance, unless it is STATE's
-// and the last good config can take its place (loadTimeFallback). A seed
+// and it ran here before (ranBefore) or the last good config can take its
+// place (loadTimeFallback). A seed
 // that failed to boot before is skipped: it would fail again.
 func (n *Node) acquire(ctx context.Context, w io.Writer) (loadedConfig, error) {
 	for _, src := range n.configSources() {
@@ -98,6 +100,10 @@ func (n *Node) acquire(ctx context.Context, w io.Writer) (loadedConfig, error) {
 		}
 
 		if src.state && data != nil {
+			if ran, ok := n.ranBefore(ctx, src.name, data, err, w); ok {
+				return ran, nil
+			}
+
 			if good, ok := n.loadTimeFallback(ctx, src.name, data, err, w); ok {
 				fmt.Fprintf(w, "[talos] loaded config from %s\n", good.source)
 
@@ -173,4 +179,28 @@ func (n *Node) publishLoadError(ctx context.Context, id string, spec ConfigLoadE
 	}
 
 	n.emit(Event{Type: "machine.ConfigLoadErrorEvent", Message: spec.Error, Fields: fields})
+}
+
+// ranBefore boots STATE's config although validation now refuses it when
+// that very config brought this node to running before (it is the last
+// good one): an OS upgrade whose stricter validation refuses a running
+// node's config must not leave the node in maintenance mode, or fall back
+// to an older config. The problems are printed and published (ConfigLoadErrors
+// "last", machine.ConfigLoadErrorEvent) to be fixed at the next apply, which
+// validates; a config that does not even decode is never booted.
+func (n *Node) ranBefore(ctx context.Context, source string, data []byte, loadErr error, w io.Writer) (loadedConfig, bool) {
+	good, err := n.state.LoadLastGood()
+	if err != nil || !bytes.Equal(good, data) {
+		return loadedConfig{}, false
+	}
+
+	cfg, err := configs.Decode(data)
+	if err != nil {
+		return loadedConfig{}, false
+	}
+
+	fmt.Fprintf(w, "[talos] the config from %s brought this node to running before, but this version refuses it: booting it anyway; fix it with the next apply: %v\n", source, loadErr)
+	n.recordLoadError(ctx, source+" (booted anyway: it brought this node to running before)", loadErr)
+
+	return loadedConfig{cfg: cfg, data: data, source: source}, true
 }
