@@ -133,6 +133,14 @@ func (v *validator) clusterNetwork(n *ClusterNetworkConfig) {
 			v.errorf(p+".cni.flannel.extraArgs", "flannel options apply only to the flannel CNI, not %q", cni.Name)
 		}
 
+		if cni.Flannel != nil {
+			for i, a := range cni.Flannel.ExtraArgs {
+				if !strings.HasPrefix(a, "-") {
+					v.errorf(indexPath(p+".cni.flannel.extraArgs", i), "%q is not a flag: write each as --name=value (flanneld stops reading flags at the first word that is not one)", a)
+				}
+			}
+		}
+
 		for i, u := range cni.URLs {
 			v.check(indexPath(p+".cni.urls", i), checkURL("CNI manifest URL", u, "http", "https"))
 		}

@@ -191,6 +191,7 @@ func TestValidateRules(t *testing.T) {
 				`cluster.discovery.registries.service.endpoint: cluster discovery service path should be empty, got "/v1"`,
 				`machine.network.kubespan.enabled: KubeSpan requires cluster discovery to be enabled (cluster.discovery.enabled: true): its peers come from discovery`,
 			},
+			wantWarns: []string{`machine.network.kubespan.enabled: has no effect: talosbox does not implement KubeSpan yet (a WireGuard link of machine.network.interfaces[].wireguard does what it would)`},
 		},
 		{
 			name:     "discovery needs the cluster identity",
@@ -261,6 +262,19 @@ func TestValidateRules(t *testing.T) {
 				`cluster.network.dnsDomain: invalid DNS domain "Cluster.Local": a lowercase name without a trailing dot, such as cluster.local`,
 				`cluster.etcd.extraArgs: --election-timeout[1000ms] should be at least as 5 times as --heartbeat-interval[500ms]: etcd would not start`,
 				`cluster.etcd.extraArgs: expected IP in URL for binding (http://metrics.example:2381): etcd would not start`,
+			},
+		},
+		{
+			name: "kubelet taints, flannel flags, audit resources and verbosity",
+			patch: `{machine: {kubelet: {extraArgs: {register-with-taints: "a=b:Bad,c:NoSchedule,nokey", v: ten}}},
+				cluster: {network: {cni: {name: flannel, flannel: {extraArgs: ["--iface", "eth1"]}}},
+					apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1, kind: Policy, rules: [{level: Metadata, resources: [{group: "", resource: [pods]}]}]}}}}`,
+			wantErrs: []string{
+				`machine.kubelet.extraArgs["register-with-taints"]: taint "a=b:Bad": the effect "Bad" must be NoSchedule, PreferNoSchedule or NoExecute`,
+				`machine.kubelet.extraArgs["register-with-taints"]: taint "nokey" has no effect: write key[=value]:effect`,
+				`cluster.network.cni.flannel.extraArgs[1]: "eth1" is not a flag: write each as --name=value (flanneld stops reading flags at the first word that is not one)`,
+				`machine.kubelet.extraArgs["v"]: invalid value "ten" for --v (Level): want an integer`,
+				`cluster.apiServer.auditPolicy.rules[0].resources[0].resource: unknown field "resource" (did you mean "resources"?)`,
 			},
 		},
 		{

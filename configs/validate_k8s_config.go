@@ -164,6 +164,14 @@ func (v *validator) auditPolicy(p string, pol Unstructured) {
 
 		v.knownKeys(rp, rule, auditRule)
 
+		if res, ok := rule["resources"].([]any); ok {
+			for j, gr := range res {
+				if m, ok := gr.(map[string]any); ok {
+					v.knownKeys(indexPath(rp+".resources", j), m, []string{"group", "resources", "resourceNames"})
+				}
+			}
+		}
+
 		level, _ := rule["level"].(string)
 		if !slices.Contains(auditLevels, level) {
 			v.errorf(rp+".level", "audit level %q is not one of %s", fmt.Sprint(rule["level"]), strings.Join(auditLevels, ", "))

@@ -143,6 +143,7 @@ func (v *validator) kubelet(k *KubeletConfig) {
 	}
 
 	v.kubeletNodeLabels(p+".extraArgs", k.ExtraArgs)
+	v.kubeletTaints(p+".extraArgs", k.ExtraArgs)
 
 	if k.NodeIP != nil {
 		for i, s := range k.NodeIP.ValidSubnets {
@@ -415,6 +416,32 @@ func (v *validator) machineMisc(m *MachineConfig) {
 
 		if len(prof.Value) == 0 {
 			v.errorf(sp+".value", "seccomp profile value is required")
+		}
+	}
+}
+
+// kubeletTaints checks the kubelet's --register-with-taints
+// (key[=value]:effect, comma-separated) as it does at start.
+func (v *validator) kubeletTaints(p string, args map[string]string) {
+	list, ok := args["register-with-taints"]
+	if !ok {
+		return
+	}
+
+	kp := keyPath(p, "register-with-taints")
+
+	for _, t := range strings.Split(list, ",") {
+		kv, effect, found := strings.Cut(t, ":")
+		k, val, _ := strings.Cut(kv, "=")
+
+		switch {
+		case !found:
+			v.errorf(kp, "taint %q has no effect: write key[=value]:effect", t)
+		case !slices.Contains(taintEffects, effect):
+			v.errorf(kp, "taint %q: the effect %q must be NoSchedule, PreferNoSchedule or NoExecute", t, effect)
+		default:
+			v.check(kp, checkQualifiedName(k))
+			v.check(kp, checkLabelValue(val))
 		}
 	}
 }

@@ -51,6 +51,10 @@ func (v *validator) network(n *NetworkConfig) {
 		}
 	}
 
+	if ks := n.KubeSpan; ks != nil && ks.Enabled {
+		v.warnf(p+".kubespan.enabled", "has no effect: talosbox does not implement KubeSpan yet (a WireGuard link of machine.network.interfaces[].wireguard does what it would)")
+	}
+
 	if ks := n.KubeSpan; ks != nil && ks.Enabled && ks.MTU != 0 && ks.MTU < kubeSpanMinMTU {
 		v.errorf(p+".kubespan.mtu", "kubespan link MTU must be at least %d (the IPv6 minimum), got %d", kubeSpanMinMTU, ks.MTU)
 	}

@@ -59,6 +59,9 @@ func (f Flag) CheckValue(v string) error {
 		return checkIPSlice(v)
 	case "mapStringBool":
 		return checkMapStringBool(v)
+	case "Level":
+		// klog's verbosity (--v) is an int32.
+		return checkInt(v, 32)
 	}
 
 	return nil

@@ -91,7 +91,8 @@ func TestCheckValue(t *testing.T) {
 		// Types without a known simple parser are accepted.
 		{"string", "", ""},
 		{"strings", "a,b", ""},
-		{"Level", "x", ""},
+		{"Level", "x", "want an integer"},
+		{"Level", "4", ""},
 		{"colonSeparatedMultimapStringString", "x", ""},
 		{"", "anything", ""}, // the zero Flag
 	} {
