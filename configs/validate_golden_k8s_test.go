@@ -94,14 +94,27 @@ func TestValidateKubernetes(t *testing.T) {
 		},
 		{
 			name: "versions and version skew",
-			patch: `{machine: {kubelet: {image: "ghcr.io/siderolabs/kubelet:v1.34.1"}}, cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.33.0"},
-				controllerManager: {image: "registry.k8s.io/kube-controller-manager:v1.31.0"}, scheduler: {image: "registry.k8s.io/kube-scheduler:latest"},
+			patch: `{machine: {kubelet: {image: "ghcr.io/siderolabs/kubelet:v1.34.1"}}, cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.32.0"},
+				controllerManager: {image: "registry.k8s.io/kube-controller-manager:v1.30.0"}, scheduler: {image: "registry.k8s.io/kube-scheduler:latest"},
 				proxy: {image: "registry.k8s.io/kube-proxy:v1.40.0"}}}`,
 			wantErrs: []string{
 				`cluster.scheduler.image: cannot tell the Kubernetes version of image "registry.k8s.io/kube-scheduler:latest": its tag must be a version such as v1.34.12`,
 				`cluster.proxy.image: version of Kubernetes 1.40.0 is too new: talosbox runs 1.29 to 1.34.x (image "registry.k8s.io/kube-proxy:v1.40.0")`,
-				`cluster.controllerManager.image: kube-controller-manager 1.31.0 is 2 minor versions older than kube-apiserver 1.33.0: Kubernetes supports at most 1`,
-				`machine.kubelet.image: kubelet 1.34.1 is newer than kube-apiserver 1.33.0: a component must never be newer than the API server (upgrade the API server first: talosctl upgrade-k8s)`,
+				`machine.kubelet.image: kubelet 1.34.1 is 2 minor versions newer than kube-apiserver 1.32.0: a component must never be newer than the API server (upgrade the API server first: talosctl upgrade-k8s)`,
+			},
+			wantWarns: []string{
+				`cluster.controllerManager.image: kube-controller-manager 1.30.0 is 2 minor versions older than kube-apiserver 1.32.0: Kubernetes supports at most 1`,
+			},
+		},
+		{
+			// Seed 004's rollback: the API server's image goes back first.
+			name:  "a rollback by config passes one minor of skew",
+			patch: `cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.33.13"}}`,
+			wantWarns: []string{
+				`cluster.controllerManager.image: kube-controller-manager 1.34.12 is newer than kube-apiserver 1.33.13, which Kubernetes' skew policy does not support: upgrade the API server too, or roll this component back`,
+				`cluster.scheduler.image: kube-scheduler 1.34.12 is newer than kube-apiserver 1.33.13, which Kubernetes' skew policy does not support: upgrade the API server too, or roll this component back`,
+				`cluster.proxy.image: kube-proxy 1.34.12 is newer than kube-apiserver 1.33.13, which Kubernetes' skew policy does not support: upgrade the API server too, or roll this component back`,
+				`machine.kubelet.image: kubelet 1.34.12 is newer than kube-apiserver 1.33.13, which Kubernetes' skew policy does not support: upgrade the API server too, or roll this component back`,
 			},
 		},
 		{

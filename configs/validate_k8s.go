@@ -203,7 +203,11 @@ func containsString(list []string, s string) bool {
 // versionSkew applies Kubernetes' version skew policy between the
 // components of one node: nothing newer than the API server; the
 // controller-manager and scheduler at most one minor older, the kubelet
-// and kube-proxy at most three.
+// and kube-proxy at most three. One minor newer than the API server is a
+// warning, not a refusal: it is where a rollback by config passes (the
+// API server's image is patched back first, as seed 004 rolls back), and
+// it runs; two or more is refused. Older than the policy allows is a
+// warning: it runs, unsupported.
 func (v *validator) versionSkew(versions map[string]KubeVersion) {
 	api, ok := versions[kubeflags.APIServer]
 	if !ok {
@@ -225,10 +229,12 @@ func (v *validator) versionSkew(versions map[string]KubeVersion) {
 		}
 
 		switch d := ver.minorsAfter(api); {
-		case d > 0:
-			v.errorf(c.path, "%s %s is newer than kube-apiserver %s: a component must never be newer than the API server (upgrade the API server first: talosctl upgrade-k8s)", c.name, ver, api)
+		case d > 1:
+			v.errorf(c.path, "%s %s is %d minor versions newer than kube-apiserver %s: a component must never be newer than the API server (upgrade the API server first: talosctl upgrade-k8s)", c.name, ver, d, api)
+		case d == 1:
+			v.warnf(c.path, "%s %s is newer than kube-apiserver %s, which Kubernetes' skew policy does not support: upgrade the API server too, or roll this component back", c.name, ver, api)
 		case -d > c.older:
-			v.errorf(c.path, "%s %s is %d minor versions older than kube-apiserver %s: Kubernetes supports at most %d", c.name, ver, -d, api, c.older)
+			v.warnf(c.path, "%s %s is %d minor versions older than kube-apiserver %s: Kubernetes supports at most %d", c.name, ver, -d, api, c.older)
 		}
 	}
 }
