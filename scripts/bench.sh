@@ -21,3 +21,8 @@ go test -run '^$' -bench 'WatchAffiliates' -benchtime "$benchtime" ./internal/tr
 echo
 echo "== KubePrism: a new connection with one round trip, and 32 KiB echoed, through it and straight to the upstream"
 go test -run '^$' -bench 'Prism' -benchtime 5000x -benchmem ./internal/k8s
+
+echo
+echo "== config validation: configs' rules alone, and the one validation every apply and boot runs (rules, then the renderers)"
+go test -run '^$' -bench 'DecodeValidate' -benchtime 300x -benchmem ./configs
+go test -run '^$' -bench 'Load|Check' -benchtime 100x -benchmem ./internal/render
