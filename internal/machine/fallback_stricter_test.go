@@ -1,0 +1,52 @@
+package machine_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/talosbox/talosbox/internal/machine"
+)
+
+// A config that brought the node to running is booted again even when
+// this version's validation refuses it (an OS upgrade made it stricter):
+// the node runs on, and the problem is published for the next apply.
+func TestConfigThatRanBeforeBootsUnderStricterValidation(t *testing.T) {
+	good := workerConfig(t, "machine: {network: {hostname: good}}")
+	n := startNode(t, "", good)
+
+	waitReady(t, n)
+
+	// As if written by an earlier version: validation now refuses the
+	// DNS domain, while nothing on this node renders it.
+	stricter := workerConfig(t, "{machine: {network: {hostname: older}}, cluster: {network: {dnsDomain: Cluster.Local}}}")
+	writeState(t, n, stricter)
+
+	if err := os.WriteFile(filepath.Join(n.dir, "state", machine.LastGoodConfigFile), stricter, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := n.Reboot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	waitStage(t, n, machine.StageRunning)
+
+	if h := hostnameOf(t, n); h != "older" {
+		t.Errorf("hostname %q: the config that ran before was not booted", h)
+	}
+
+	rec := waitFor(t, n, errorPtr, "load error", func(r *machine.ConfigLoadError) bool {
+		return strings.Contains(r.TypedSpec().Error, `invalid DNS domain "Cluster.Local"`)
+	})
+	if !strings.Contains(rec.TypedSpec().Source, "booted anyway") {
+		t.Errorf("load error source %q", rec.TypedSpec().Source)
+	}
+
+	if !bytes.Equal(stateFile(t, n, machine.ConfigFile), stricter) {
+		t.Error("STATE's config was replaced")
+	}
+}
