@@ -326,7 +326,7 @@ func TestDockerKubernetes(t *testing.T) {
 	})
 
 	t.Run("a bad apiserver image is reported, and fixing it recovers", func(t *testing.T) {
-		bad := "registry.k8s.io/kube-apiserver:v0.0.0-missing"
+		bad := "registry.k8s.io/kube-apiserver:v1.34.99-missing"
 		good := images.APIServer(images.Kubernetes).String()
 
 		patched := time.Now()
@@ -390,7 +390,7 @@ func TestDockerKubernetes(t *testing.T) {
 	})
 
 	t.Run("a missing kubelet image is reported, and fixing it recovers", func(t *testing.T) {
-		bad := "ghcr.io/siderolabs/kubelet:v0.0.0-missing"
+		bad := "ghcr.io/siderolabs/kubelet:v1.34.99-missing"
 		good := images.Kubelet(images.Kubernetes).String()
 
 		dc.ok("-n", w, "patch", "mc", "--immediate", "-p", `[{"op":"replace","path":"/machine/kubelet/image","value":"`+bad+`"}]`)

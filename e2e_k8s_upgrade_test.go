@@ -304,7 +304,7 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 	t.Run("a try-mode apply of a broken control plane reverts", func(t *testing.T) {
 		cp := cps[1]
 		good := images.APIServer(to).String()
-		bad := "registry.k8s.io/kube-apiserver:v0.0.0-missing"
+		bad := "registry.k8s.io/kube-apiserver:v1.34.99-missing"
 
 		cfg := dc.ok("-n", cp, "read", "/system/state/config.yaml")
 		if !strings.Contains(cfg, good) {
