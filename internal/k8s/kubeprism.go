@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -19,12 +20,19 @@ import (
 type Prism struct {
 	// DialTimeout bounds one attempt to reach an upstream (3 s).
 	DialTimeout time.Duration
+	// Probe says whether an upstream serves; nil takes one that accepts a
+	// TCP connection as serving. An API server that accepts connections
+	// with no etcd behind it (an orphan of a reset node) serves nothing:
+	// APIServerProbe asks its /readyz.
+	Probe func(ctx context.Context, upstream string) error
 
 	mu        sync.Mutex
 	upstreams []string
 	healthy   map[string]bool
-	conns     map[net.Conn]struct{}
-	closed    bool
+	// conns are the connections Prism made or accepted, by the upstream
+	// they are joined to ("" while it is being chosen).
+	conns  map[net.Conn]string
+	closed bool
 }
 
 // SetUpstreams replaces the API servers, in order of preference (the
@@ -44,8 +52,11 @@ func (p *Prism) Upstreams() []string {
 	return slices.Clone(p.upstreams)
 }
 
-// Check dials every upstream at once and remembers which answered; new
-// connections try those first. It reports whether any did.
+// Check probes every upstream at once and remembers which serve; new
+// connections try those first. While one serves, the connections joined
+// to an upstream that does not are closed, so that their clients (the
+// kubelet keeps one HTTP/2 connection for minutes) reconnect to one that
+// does. It reports whether any upstream serves.
 func (p *Prism) Check(ctx context.Context) bool {
 	ups := p.Upstreams()
 	ok := make([]bool, len(ups))
@@ -53,12 +64,7 @@ func (p *Prism) Check(ctx context.Context) bool {
 	var wg sync.WaitGroup
 
 	for i, up := range ups {
-		wg.Go(func() {
-			if c, err := p.dialOne(ctx, up); err == nil {
-				c.Close()
-				ok[i] = true
-			}
-		})
+		wg.Go(func() { ok[i] = p.probe(ctx, up) == nil })
 	}
 
 	wg.Wait()
@@ -71,7 +77,49 @@ func (p *Prism) Check(ctx context.Context) bool {
 		p.healthy[up] = ok[i]
 	}
 
-	return slices.Contains(ok, true)
+	serving := slices.Contains(ok, true)
+
+	if serving {
+		for c, up := range p.conns {
+			if up != "" && !p.healthy[up] {
+				c.Close()
+			}
+		}
+	}
+
+	return serving
+}
+
+// Healthy returns the upstreams the last Check found serving.
+func (p *Prism) Healthy() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	var out []string
+
+	for _, up := range p.upstreams {
+		if p.healthy[up] {
+			out = append(out, up)
+		}
+	}
+
+	return out
+}
+
+func (p *Prism) probe(ctx context.Context, up string) error {
+	if p.Probe != nil {
+		ctx, cancel := context.WithTimeout(ctx, cmp.Or(p.DialTimeout, 3*time.Second))
+		defer cancel()
+
+		return p.Probe(ctx, up)
+	}
+
+	c, err := p.dialOne(ctx, up)
+	if err == nil {
+		c.Close()
+	}
+
+	return err
 }
 
 // Serve accepts connections on ln until ctx ends, then closes ln and
@@ -115,7 +163,7 @@ func (p *Prism) proxy(ctx context.Context, client net.Conn) {
 	}
 	defer p.untrack(client)
 
-	up, err := p.dial(ctx)
+	up, addr, err := p.dial(ctx)
 	if err != nil {
 		return
 	}
@@ -125,6 +173,8 @@ func (p *Prism) proxy(ctx context.Context, client net.Conn) {
 		return
 	}
 	defer p.untrack(up)
+
+	p.join(addr, client, up)
 
 	done := make(chan struct{}, 2)
 
@@ -136,7 +186,7 @@ func (p *Prism) proxy(ctx context.Context, client net.Conn) {
 
 // dial tries the upstreams last seen healthy first, then the others: a
 // check may be up to one interval old.
-func (p *Prism) dial(ctx context.Context) (net.Conn, error) {
+func (p *Prism) dial(ctx context.Context) (net.Conn, string, error) {
 	p.mu.Lock()
 	ups := slices.Clone(p.upstreams)
 	healthy := p.healthy
@@ -158,17 +208,17 @@ func (p *Prism) dial(ctx context.Context) (net.Conn, error) {
 	for _, up := range ups {
 		c, err := p.dialOne(ctx, up)
 		if err == nil {
-			return c, nil
+			return c, up, nil
 		}
 
 		errs = append(errs, err)
 	}
 
 	if len(errs) == 0 {
-		return nil, errors.New("kubeprism: no upstreams")
+		return nil, "", errors.New("kubeprism: no upstreams")
 	}
 
-	return nil, errors.Join(errs...)
+	return nil, "", errors.Join(errs...)
 }
 
 func (p *Prism) dialOne(ctx context.Context, up string) (net.Conn, error) {
@@ -190,12 +240,24 @@ func (p *Prism) track(c net.Conn) bool {
 	}
 
 	if p.conns == nil {
-		p.conns = map[net.Conn]struct{}{}
+		p.conns = map[net.Conn]string{}
 	}
 
-	p.conns[c] = struct{}{}
+	p.conns[c] = ""
 
 	return true
+}
+
+// join records that conns are joined to the upstream up.
+func (p *Prism) join(up string, conns ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	for _, c := range conns {
+		if _, ok := p.conns[c]; ok {
+			p.conns[c] = up
+		}
+	}
 }
 
 func (p *Prism) untrack(c net.Conn) {

@@ -3,8 +3,10 @@ package k8s
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -27,6 +29,11 @@ type KubePrismController struct {
 	Interval time.Duration
 	// Host is where it listens (127.0.0.1; tests use another loopback address).
 	Host string
+	// Root prefixes the kubelet's client certificate, which the health
+	// checks present to the API servers (APIServerProbe).
+	Root string
+	// Probe replaces APIServerProbe (tests of the balancing alone).
+	Probe func(ctx context.Context, upstream string) error
 }
 
 // Name implements bus.Controller.
@@ -97,6 +104,7 @@ func (c *KubePrismController) Run(ctx context.Context, r bus.ControllerRuntime) 
 		}
 
 		prism.SetUpstreams(ups)
+		prism.Probe = c.probe(cfg)
 
 		endpoints, statuses := map[string]KubePrismEndpointsSpec{}, map[string]KubePrismStatusSpec{}
 
@@ -124,6 +132,25 @@ func (c *KubePrismController) Run(ctx context.Context, r bus.ControllerRuntime) 
 
 		r.ResetRestartBackoff()
 	}
+}
+
+// probe is how upstreams are checked: their /readyz, verified against
+// the cluster's CA, with the kubelet's client certificate.
+func (c *KubePrismController) probe(cfg *configs.Config) func(ctx context.Context, upstream string) error {
+	if c.Probe != nil {
+		return c.Probe
+	}
+
+	var pool *x509.CertPool
+
+	if cfg != nil && cfg.Cluster != nil && cfg.Cluster.CA != nil && len(cfg.Cluster.CA.Crt) > 0 {
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cfg.Cluster.CA.Crt) {
+			pool = nil
+		}
+	}
+
+	return APIServerProbe(pool, filepath.Join(cmp.Or(c.Root, "/"), KubeletCertDir, "kubelet-client-current.pem"))
 }
 
 // prismServer is the listener a KubePrismController runs.

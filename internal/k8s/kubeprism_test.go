@@ -243,7 +243,7 @@ func TestKubePrismController(t *testing.T) {
 	_, peerPortS, _ := net.SplitHostPort(peer.addr())
 	peerPort, _ := strconv.Atoi(peerPortS)
 
-	g := startGraphOf(t, t.TempDir(), &KubePrismController{Interval: 50 * time.Millisecond})
+	g := startGraphOf(t, t.TempDir(), &KubePrismController{Interval: 50 * time.Millisecond, Probe: dialProbe})
 	g.setConfig(cp)
 
 	for name, m := range map[string]discovery.MemberSpec{
@@ -363,4 +363,15 @@ func TestKubeletServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dialProbe takes an upstream that accepts a connection as serving: the
+// named servers speak no HTTP.
+func dialProbe(ctx context.Context, up string) error {
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", up)
+	if err == nil {
+		c.Close()
+	}
+
+	return err
 }

@@ -69,7 +69,7 @@ func (k *Kubernetes) Controllers(n *machine.Node) []bus.Controller {
 	}
 
 	if !k.opts.NoKubelet {
-		cs = append(cs, &KubeletServiceController{kubelet: k.kubelet}, &NodeCordonController{Root: k.opts.Root}, &KubePrismController{})
+		cs = append(cs, &KubeletServiceController{kubelet: k.kubelet}, &NodeCordonController{Root: k.opts.Root}, &KubePrismController{Root: k.opts.Root})
 	}
 
 	return cs
