@@ -416,8 +416,13 @@ func TestDockerKubernetes(t *testing.T) {
 		})
 	})
 
+	t.Run("an EPHEMERAL wipe takes the worker's pods, images and certificate, and it rejoins with fresh ones", func(t *testing.T) {
+		testEphemeralWipe(t, dc, w, names[w])
+	})
+
 	t.Run("a reset control plane leaves etcd and its node can be deleted", func(t *testing.T) {
 		dc.ok("-n", cp3, "reset", "--graceful", "--reboot=false")
+		testResetLeavesNothingRunning(t, dc, cp3)
 
 		waitFor(t, 6*time.Minute, "etcd members without "+cp3, func() error {
 			out, err := dc.talosctl("-n", cp1, "etcd", "members")

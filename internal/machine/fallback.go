@@ -213,7 +213,7 @@ func (n *Node) fallbackSequence(failed, good loadedConfig, kept []byte, spec Con
 
 		return nil
 	}))
-	seq.AppendWhen(metal, "releaseRuntime", task("stopAllPods", func(ctx context.Context, w io.Writer) error {
+	seq.AppendWhen(n.ownsRuntime(), "releaseRuntime", task("stopAllPods", func(ctx context.Context, w io.Writer) error {
 		if err := n.releaseRuntime(ctx, w); err != nil {
 			fmt.Fprintf(w, "[talos] config fallback: %v; going on\n", err)
 		}

@@ -246,7 +246,7 @@ func (n *Node) appendDrain(seq *sequencer.Sequence) *sequencer.Sequence {
 
 func (n *Node) appendStop(seq *sequencer.Sequence) *sequencer.Sequence {
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
-	seq.AppendWhen(n.opts.Platform.IsMetal(), "releaseRuntime", task("stopAllPods", n.releaseRuntime))
+	seq.AppendWhen(n.ownsRuntime(), "releaseRuntime", task("stopAllPods", n.releaseRuntime))
 	seq.AppendWhen(n.opts.Platform.IsMetal(), "unmountSystem", task("unmountSystemVolumes", n.unmountSystem))
 
 	return seq
@@ -284,7 +284,7 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 		return n.opts.LeaveCluster(ctx, w)
 	}))
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
-	seq.AppendWhen(metal, "releaseRuntime", task("stopAllPods", n.releaseRuntime))
+	seq.AppendWhen(n.ownsRuntime(), "releaseRuntime", task("stopAllPods", n.releaseRuntime))
 	seq.Append("wipe", task("wipeSystemLabels", func(ctx context.Context, w io.Writer) error {
 		labels := opts.SystemLabelsToWipe
 		if len(labels) == 0 {
@@ -305,11 +305,9 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 				continue
 			}
 
-			if err := Wipe(dir); err != nil {
+			if err := n.wipeDirLabel(l, w); err != nil {
 				return err
 			}
-
-			fmt.Fprintf(w, "[talos] wiped %s (%s)\n", l, dir)
 		}
 
 		// STATE's encryption record goes with STATE, as in Talos: the

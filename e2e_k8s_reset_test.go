@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// Issue 31's reset scenarios on TestDockerKubernetes's cluster.
+
+// testEphemeralWipe resets the worker with EPHEMERAL alone wiped and a
+// reboot: its pods' containers, its images and its kubelet certificate
+// go, and it rejoins with fresh ones, STATE (its config) kept.
+func testEphemeralWipe(t *testing.T, dc *dockerCluster, w, name string) {
+	containersBefore := podContainers(t, dc, name)
+	certBefore := kubeletClientSerial(t, dc, w)
+
+	if len(containersBefore) == 0 {
+		t.Fatalf("no pod containers on %s before the wipe", name)
+	}
+
+	dc.ok("-n", w, "reset", "--system-labels-to-wipe", "EPHEMERAL", "--reboot", "--graceful=false")
+
+	var certAfter string
+
+	waitFor(t, 8*time.Minute, name+" Ready again with a new kubelet client certificate", func() error {
+		out, err := dc.kubectl("get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if err != nil || out != "True" {
+			return fmt.Errorf("Ready = %q (%v)", out, err)
+		}
+
+		if certAfter = kubeletClientSerial(t, dc, w); certAfter == certBefore {
+			return fmt.Errorf("the kubelet's client certificate is still serial %s", certBefore)
+		}
+
+		return nil
+	})
+
+	logs := dc.ok("-n", w, "logs", "machined")
+	line := grepLines(logs, "[talos] wiped EPHEMERAL")
+
+	for _, want := range []string{"(/var: removed ", "lib/containerd", "lib/kubelet", "log/pods"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the wipe's log line lacks %q: %q", want, line)
+		}
+	}
+
+	if strings.Contains(logs, "[talos] wiped STATE") {
+		t.Error("STATE wiped too")
+	}
+
+	// Every container the node's pods run now is new: containerd's store
+	// started empty, and the images came again from the registry.
+	waitFor(t, 4*time.Minute, "the DaemonSet pods running again on "+name, func() error {
+		after := podContainers(t, dc, name)
+		if len(after) == 0 {
+			return fmt.Errorf("no pod containers on %s yet", name)
+		}
+
+		for _, c := range after {
+			if slices.Contains(containersBefore, c) {
+				return fmt.Errorf("container %s survived the wipe", c)
+			}
+		}
+
+		return nil
+	})
+}
+
+// podContainers lists the container IDs of the pods Kubernetes has on a
+// node (kube-proxy and flannel's on any node).
+func podContainers(t *testing.T, dc *dockerCluster, node string) []string {
+	t.Helper()
+
+	out, err := dc.kubectl("get", "pods", "-A", "--field-selector", "spec.nodeName="+node, "-o", `jsonpath={range .items[*]}{.status.containerStatuses[*].containerID}{" "}{end}`)
+	if err != nil {
+		t.Fatalf("pods on %s: %v: %s", node, err, out)
+	}
+
+	return strings.Fields(out)
+}
+
+// kubeletClientSerial reads the kubelet's client certificate on a node
+// (talosctl read) and returns its serial number, "" while there is none.
+func kubeletClientSerial(t *testing.T, dc *dockerCluster, node string) string {
+	t.Helper()
+
+	out, code := dc.talosctl("-n", node, "read", "/var/lib/kubelet/pki/kubelet-client-current.pem")
+	if code != 0 {
+		return ""
+	}
+
+	for rest := []byte(out); ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return ""
+		}
+
+		if b.Type == "CERTIFICATE" {
+			c, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				t.Fatalf("the kubelet's client certificate on %s: %v", node, err)
+			}
+
+			return c.SerialNumber.String()
+		}
+	}
+}
+
+// nodeProcesses lists the processes in a node's container other than its
+// PID 1 (machined), by name, from this machine's /proc.
+func nodeProcesses(t *testing.T, dc *dockerCluster, container string) []string {
+	t.Helper()
+
+	ins, err := dc.docker.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	init := ins.Container.State.Pid
+
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var names []string
+
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == init {
+			continue
+		}
+
+		for p := parentPID(pid); p > 1; p = parentPID(p) {
+			if p == init {
+				c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				names = append(names, fmt.Sprintf("%s[%d]", strings.TrimSpace(string(c)), pid))
+
+				break
+			}
+		}
+	}
+
+	return names
+}
+
+// testResetLeavesNothingRunning checks a node just reset without a
+// reboot: no pod, container or shim outlives machined's services, and
+// what the kubelet, containerd and etcd kept in /var is gone.
+func testResetLeavesNothingRunning(t *testing.T, dc *dockerCluster, ip string) {
+	container := dc.containerOf(ip)
+
+	ins, err := dc.docker.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	root := fmt.Sprintf("/proc/%d/root", ins.Container.State.Pid)
+
+	waitFor(t, 2*time.Minute, "nothing but machined running in "+container+", and /var wiped", func() error {
+		if left := nodeProcesses(t, dc, container); len(left) > 0 {
+			return fmt.Errorf("still running: %s", strings.Join(left, " "))
+		}
+
+		for _, dir := range []string{"/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods", "/var/lib/talosbox/ephemeral/lib/etcd"} {
+			if _, err := os.Stat(filepath.Join(root, dir)); err == nil {
+				return fmt.Errorf("%s still there", dir)
+			}
+		}
+
+		return nil
+	})
+}
