@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/render"
 )
 
 // Issue 31's reset scenarios on TestDockerKubernetes's cluster.
@@ -181,4 +184,48 @@ func testResetLeavesNothingRunning(t *testing.T, dc *dockerCluster, ip string) {
 
 		return nil
 	})
+}
+
+// testReaderSeesNoSecret lists every resource type and reads each as
+// os:reader from the nodes given: no secret of the control plane's config
+// (a key, a token, the bootstrap token's secret half, an encryption
+// secret) appears in any of them.
+func testReaderSeesNoSecret(t *testing.T, dc *dockerCluster, cp string, nodes ...string) {
+	data := dc.ok("-n", cp, "read", "/var/lib/talosbox/state/config.yaml")
+
+	cfg, err := configs.Decode([]byte(data))
+	if err != nil {
+		t.Fatalf("the control plane's config: %v", err)
+	}
+
+	secrets := slices.DeleteFunc(render.Secrets(cfg), func(s string) bool { return len(s) < 8 })
+	if len(secrets) < 10 {
+		t.Fatalf("only %d secrets in the control plane's config", len(secrets))
+	}
+
+	reader := filepath.Join(t.TempDir(), "reader-talosconfig")
+	if out, code := dc.talosctl("config", "new", reader, "--roles", "os:reader"); code != 0 {
+		t.Fatalf("config new: %s", out)
+	}
+
+	types := strings.Fields(dc.ok("-n", cp, "get", "rd", "-o", "jsonpath={.spec.type}"))
+	if len(types) < 40 {
+		t.Fatalf("only %d resource types: %v", len(types), types)
+	}
+
+	for _, n := range nodes {
+		for _, typ := range types {
+			out, code := dc.talosctl("--talosconfig", reader, "-n", n, "get", typ, "-o", "yaml")
+			if code != 0 {
+				t.Errorf("get %s on %s as a reader: %s", typ, n, out)
+				continue
+			}
+
+			for _, s := range secrets {
+				if strings.Contains(out, s) {
+					t.Errorf("a reader sees a secret of the config (%.6s...) in %s on %s", s, typ, n)
+				}
+			}
+		}
+	}
 }

@@ -151,6 +151,10 @@ func TestDockerKubernetes(t *testing.T) {
 		t.FailNow()
 	}
 
+	t.Run("a reader sees no secret of the config in any resource", func(t *testing.T) {
+		testReaderSeesNoSecret(t, dc, cp1, cp1, w)
+	})
+
 	// Each kubelet reaches the cluster through KubePrism, so that a
 	// control plane whose own API server is down still reports its pods
 	// (the bad-image case below) and renews its lease.

@@ -77,7 +77,9 @@ var Definitions = []bus.Definition{
 		PrintColumns: []bus.PrintColumn{{Name: "READY", JSONPath: "{.ready}"}, {Name: "SECRETS VERSION", JSONPath: "{.version}"}}},
 	{Type: ConfigStatusType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"configstatus"},
 		PrintColumns: []bus.PrintColumn{{Name: "READY", JSONPath: "{.ready}"}, {Name: "SECRETS VERSION", JSONPath: "{.version}"}}},
-	{Type: ManifestType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"manifest", "manifests"}},
+	// Sensitive, as in Talos: the bootstrap manifests hold the bootstrap
+	// token's Secret, with which a node credential can be had.
+	{Type: ManifestType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"manifest", "manifests"}, Sensitive: true},
 	{Type: ManifestStatusType, DefaultNamespace: NamespaceControlPlane, Aliases: []string{"manifeststatus"},
 		PrintColumns: []bus.PrintColumn{
 			{Name: "PRUNE", JSONPath: "{.prune}"}, {Name: "CREATED", JSONPath: "{.counts.created}"},

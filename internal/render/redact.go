@@ -72,6 +72,11 @@ func isWord(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// Secrets are the values of cfg's secrets, as they appear in its YAML and
+// decoded (a key's PEM, a bootstrap token's secret part), longest first:
+// what must never reach a caller without os:admin.
+func Secrets(cfg *configs.Config) []string { return secretValues(cfg) }
+
 // secretValues are the config's secret values, longest first, with the
 // forms renderers write them in: a bootstrap token's secret half (the
 // token manifest has it alone) and a base64 value decoded (keys are
