@@ -141,6 +141,13 @@ func TestDockerKubernetes(t *testing.T) {
 			t.Errorf("control-plane nodes %v; the worker is %s", roles, names[w])
 		}
 
+		// The OS image is the node's /etc/os-release, as Talos's says Talos (vX).
+		for _, img := range strings.Fields(dc.kube(t, "get", "nodes", "-o", `jsonpath={range .items[*]}{.status.nodeInfo.osImage}{"|"}{end}`)) {
+			if !strings.HasPrefix(img, "talosbox") {
+				t.Errorf("OS-IMAGE %q, want talosbox (version)", img)
+			}
+		}
+
 		taints := dc.kube(t, "get", "node", names[cp1], "-o", "jsonpath={.spec.taints[*].key}")
 		if !strings.Contains(taints, "node-role.kubernetes.io/control-plane") {
 			t.Errorf("control plane taints: %q", taints)

@@ -10,7 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strings"
+
+	"github.com/talosbox/talosbox/internal/version"
 )
 
 // DefaultModules are the kernel modules a node loads at boot on Debian's
@@ -134,29 +135,6 @@ func CheckStatic(p string) error {
 	return nil
 }
 
-// osRelease is /etc/os-release, which tools and people read to tell what
-// the machine runs. The version is cut to the characters a tag has, so
-// that it never needs shell quoting.
-func osRelease(version string) []byte {
-	version = strings.Map(func(r rune) rune {
-		if r < 0x80 && (r == '.' || r == '-' || r == '+' || r == '_' || r == '~' ||
-			'0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
-			return r
-		}
-
-		return -1
-	}, version)
-
-	pretty := strings.TrimSpace("talosbox " + version)
-
-	out := "NAME=talosbox\nID=talosbox\nPRETTY_NAME=\"" + pretty + "\"\n"
-	if version != "" {
-		out += "VERSION_ID=" + version + "\n"
-	}
-
-	return []byte(out)
-}
-
 // Assemble plans the initramfs o describes without writing it, for a
 // caller that adds members of its own (a machine config for a test, say)
 // before WriteTo. The Result's sizes are left zero.
@@ -180,7 +158,7 @@ func Assemble(o Options) (*Archive, *Result, error) {
 		return nil, nil, err
 	}
 
-	a.Bytes("etc/os-release", osRelease(o.Version), 0o644)
+	a.Bytes("etc/os-release", version.OSRelease(o.Version), 0o644)
 
 	links := o.Links
 	if links == nil {

@@ -510,8 +510,9 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 		Tag:     tag,
 		Binary:  bin,
 		Applets: []string{"/sbin/init", "talosctl", "/bin/containerd", "/bin/containerd-shim-runc-v2"},
-		Files:   files,
-		Env:     []string{"TALOSBOX_PLATFORM=container", "TALOSBOX_OWN_ROOT=1"},
+		Files:     files,
+		OSRelease: version.OSRelease(version.Tag),
+		Env:       []string{"TALOSBOX_PLATFORM=container", "TALOSBOX_OWN_ROOT=1"},
 	}, io.Discard)
 	if err != nil {
 		return "", err

@@ -128,6 +128,12 @@ func buildContext(req BuildRequest) (*bytes.Buffer, error) {
 			return nil, err
 		}
 	}
+	if len(req.OSRelease) > 0 {
+		if err := add(&tar.Header{Name: "rootfs/etc/os-release", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(req.OSRelease))},
+			bytes.NewReader(req.OSRelease)); err != nil {
+			return nil, err
+		}
+	}
 	for _, dst := range slices.Sorted(maps.Keys(req.Files)) {
 		rel := strings.TrimPrefix(path.Clean(dst), "/")
 		if !path.IsAbs(dst) || rel == "" || rel == "talosbox" || slices.Contains(links, rel) {

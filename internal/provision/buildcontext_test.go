@@ -21,6 +21,8 @@ func TestBuildContext(t *testing.T) {
 		Applets: []string{"talosctl", "/sbin/init", "/opt/bin/x", "talosctl"},
 		Env:     []string{`TALOSBOX_PLATFORM=container`, `ODD=a "b" $c \d`},
 		Cmd:     []string{"--state-dir", StateDir},
+		// The kubelet's OS image.
+		OSRelease: []byte("PRETTY_NAME=\"talosbox (v1.2.3)\"\n"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +47,11 @@ func TestBuildContext(t *testing.T) {
 			b, _ := io.ReadAll(tr)
 			dockerfile = string(b)
 		}
+		if h.Name == "rootfs/etc/os-release" {
+			if b, _ := io.ReadAll(tr); string(b) != "PRETTY_NAME=\"talosbox (v1.2.3)\"\n" || h.Mode != 0o644 {
+				t.Errorf("os-release %q, mode %o", b, h.Mode)
+			}
+		}
 	}
 
 	for _, want := range []string{
@@ -65,6 +72,9 @@ func TestBuildContext(t *testing.T) {
 		if h := entries[l]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "/talosbox" {
 			t.Errorf("applet %s: %+v", l, h)
 		}
+	}
+	if entries["rootfs/etc/os-release"] == nil {
+		t.Error("no /etc/os-release")
 	}
 	for _, d := range []string{"rootfs/opt/", "rootfs/opt/bin/", "rootfs/var/lib/talosbox/", "rootfs/proc/"} {
 		if h := entries[d]; h == nil || h.Typeflag != tar.TypeDir {

@@ -28,6 +28,9 @@ type BuildRequest struct {
 	Entrypoint []string
 	// Cmd is the image's default arguments; nil means none.
 	Cmd []string
+	// OSRelease, when set, is the image's /etc/os-release (the kubelet's
+	// OS image for the node).
+	OSRelease []byte
 	// Files are more static executables, image path → file on this machine
 	// ("/bin/runc": "_out/images/runtime/runc"), put in with mode 0755.
 	Files map[string]string
