@@ -142,8 +142,8 @@ func TestDockerKubernetes(t *testing.T) {
 		}
 
 		// The OS image is the node's /etc/os-release, as Talos's says Talos (vX).
-		for _, img := range strings.Fields(dc.kube(t, "get", "nodes", "-o", `jsonpath={range .items[*]}{.status.nodeInfo.osImage}{"|"}{end}`)) {
-			if !strings.HasPrefix(img, "talosbox") {
+		for img := range strings.SplitSeq(strings.TrimSuffix(dc.kube(t, "get", "nodes", "-o", `jsonpath={range .items[*]}{.status.nodeInfo.osImage}{"|"}{end}`), "|"), "|") {
+			if !strings.HasPrefix(img, "talosbox (v") {
 				t.Errorf("OS-IMAGE %q, want talosbox (version)", img)
 			}
 		}
