@@ -269,7 +269,7 @@ func waitCheck(ctx context.Context, out io.Writer, s *session, hc healthCheck) e
 	for {
 		err := hc.check(ctx, s)
 		if errors.Is(err, errSkipped) {
-			fmt.Fprintf(out, "waiting for %s: skipped (not deployed)\n", hc.name)
+			fmt.Fprintf(out, "waiting for %s: skipped (%s)\n", hc.name, err)
 			return nil
 		}
 

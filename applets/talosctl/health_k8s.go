@@ -372,4 +372,11 @@ func checkWorkload(path string) func(context.Context, *session) error {
 var errNoAdmin = errors.New("getting a kubeconfig needs the os:admin role")
 
 // errSkipped marks a check that does not apply; waitCheck says so.
-var errSkipped = errors.New("skipped")
+var errSkipped = errors.New("not deployed")
+
+// skip is a check that does not apply, and why: waitCheck prints
+// "skipped (why)".
+type skip string
+
+func (s skip) Error() string        { return string(s) }
+func (s skip) Is(target error) bool { return target == errSkipped }

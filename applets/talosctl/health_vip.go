@@ -29,7 +29,8 @@ type addressSpec struct {
 }
 
 // checkVIP: every shared IP the control planes campaign for is held by
-// exactly one of them. Without a shared IP in the config it passes.
+// exactly one of them. Without a shared IP in the config it is skipped,
+// and says so.
 func checkVIP(ctx context.Context, s *session) error {
 	cp := s.on(s.controlPlanes)
 
@@ -59,7 +60,7 @@ func checkVIP(ctx context.Context, s *session) error {
 	}
 
 	if len(vips) == 0 {
-		return nil
+		return skip("no shared IP in the control planes' configs")
 	}
 
 	for _, r := range fanOut(ctx, cp, func(ctx context.Context, c *client.Client) ([]*resource.Resource, error) {

@@ -124,7 +124,15 @@ func (t *tableWriter) Header(def *resource.ResourceDefinition, watch bool) error
 
 func (t *tableWriter) Resource(node string, r *resource.Resource, event resource.WatchResponse_EventType) error {
 	m := r.GetMetadata()
-	values := []string{node, m.GetNamespace(), t.display, m.GetId(), strconv.FormatUint(m.GetVersion(), 10)}
+
+	// A listing may join types (get kcpc: one per component): each row
+	// says its own.
+	display := t.display
+	if typ := m.GetType(); typ != "" {
+		display = displayType(typ)
+	}
+
+	values := []string{node, m.GetNamespace(), display, m.GetId(), strconv.FormatUint(m.GetVersion(), 10)}
 
 	if t.watch {
 		values = append([]string{node, eventMarkers[event]}, values[1:]...)

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/api/resource"
 )
 
 // TestServiceStatusLayout renders the troubleshooting guide's
@@ -183,3 +184,29 @@ func TestStripHeader(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// A listing that joins types (get kcpc) prints each row's own type.
+func TestTableRowsSayTheirType(t *testing.T) {
+	var buf bytes.Buffer
+
+	tw := &tableWriter{w: &buf}
+	if err := tw.Header(&resource.ResourceDefinition{Type: "APIServerConfigs.kubernetes.talos.dev"}, false); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, typ := range []string{"APIServerConfigs.kubernetes.talos.dev", "SchedulerConfigs.kubernetes.talos.dev"} {
+		r := &resource.Resource{Metadata: &resource.ResourceMetadata{Namespace: "controlplane", Type: typ, Id: "x", Version: 1}}
+		if err := tw.Resource("10.5.0.2", r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "APIServerConfig ") || !strings.Contains(lines[2], "SchedulerConfig ") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+}

@@ -30,6 +30,10 @@ type Definition struct {
 	PrintColumns []PrintColumn
 	// Sensitive specs hold secrets: they are redacted for readers.
 	Sensitive bool
+	// NoInitials keeps the initials ("ms") from the automatic aliases: a
+	// type of talosbox's own must not take a short name that Talos's
+	// types share, or `get ms` would resolve differently than in Talos.
+	NoInitials bool
 }
 
 var typeNameRe = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*s\.[a-z0-9]+(\.[a-z0-9-]+)+$`)
@@ -55,7 +59,7 @@ func (d Definition) autoAliases() []string {
 		}
 	}
 
-	if i := initials.String(); len(i) > 1 {
+	if i := initials.String(); len(i) > 1 && !d.NoInitials {
 		out = append(out, i, i+"s")
 	}
 

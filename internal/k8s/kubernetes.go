@@ -62,6 +62,7 @@ func (k *Kubernetes) Controllers(n *machine.Node) []bus.Controller {
 		NodenameController{},
 		NodeIPController{},
 		&KubeletSpecController{InContainer: inContainer},
+		KubeletConfigController{},
 		&ManifestController{},
 		&ManifestApplyController{EtcdClient: k.opts.EtcdClient},
 		&NodeLabelController{},

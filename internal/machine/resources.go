@@ -40,7 +40,7 @@ const (
 // Definitions of the types above, for the registry behind `talosctl get`.
 var Definitions = []bus.Definition{
 	{Type: MachineConfigType, DefaultNamespace: NamespaceConfig, Aliases: []string{"mc", "machineconfig"}, Sensitive: true},
-	{Type: MachineStageType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"stage"},
+	{Type: MachineStageType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"stage"}, NoInitials: true,
 		PrintColumns: []bus.PrintColumn{{Name: "STAGE", JSONPath: "{.stage}"}}},
 	{Type: MachineStatusType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"machinestatus"},
 		PrintColumns: []bus.PrintColumn{{Name: "STAGE", JSONPath: "{.stage}"}, {Name: "READY", JSONPath: "{.status.ready}"}}},

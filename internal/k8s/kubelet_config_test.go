@@ -1,0 +1,56 @@
+package k8s
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/images"
+)
+
+// get kubeletconfigs shows Talos's KubeletConfig "kubelet": the config's
+// kubelet section with the cluster's defaults.
+func TestKubeletConfigController(t *testing.T) {
+	cp, worker := generated(t)
+
+	for _, tc := range []struct {
+		name string
+		cfg  func()
+		want KubeletConfigSpec
+	}{
+		{"control plane", func() {}, KubeletConfigSpec{Image: images.Kubelet("1.34.12").String(), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}},
+		{"worker, with its own DNS and args", func() {
+			worker.Machine.Kubelet.ClusterDNS = []string{"10.0.0.53"}
+			worker.Machine.Kubelet.ExtraArgs = map[string]string{"v": "2"}
+			worker.Cluster.Network.DNSDomain = "example.internal"
+			cp = worker
+		}, KubeletConfigSpec{Image: images.Kubelet("1.34.12").String(), ClusterDNS: []string{"10.0.0.53"}, ClusterDomain: "example.internal",
+			ExtraArgs: map[string]string{"v": "2"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg()
+
+			g := startGraphOf(t, t.TempDir(), KubeletConfigController{})
+			g.setConfig(cp)
+
+			var got KubeletConfigSpec
+
+			g.wait("kubelet config", func() bool {
+				kc, err := bus.GetAs[*KubeletConfig](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubeletConfigType, ID: KubeletID})
+				if err != nil {
+					return false
+				}
+
+				got = *kc.TypedSpec()
+
+				return true
+			})
+
+			if got.Image != tc.want.Image || !slices.Equal(got.ClusterDNS, tc.want.ClusterDNS) || got.ClusterDomain != tc.want.ClusterDomain ||
+				len(got.ExtraArgs) != len(tc.want.ExtraArgs) || got.ExtraArgs["v"] != tc.want.ExtraArgs["v"] {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
