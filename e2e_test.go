@@ -446,7 +446,7 @@ func TestAPIRoutingAcrossNodes(t *testing.T) {
 	// A change on two nodes: each reports.
 	out, errOut, code := c.talosctl("-e", a.addr, "-n", b.addr+","+cc.addr, "patch", "mc", "--immediate", "-p", `[{"op":"add","path":"/machine/sysctls","value":{"net.core.somaxconn":"2048"}}]`)
 	if code != 0 || out != "patched mc at the node "+b.addr+"\npatched mc at the node "+cc.addr+"\n" ||
-		errOut != b.addr+": Applied configuration without a reboot\n"+cc.addr+": Applied configuration without a reboot\n" {
+		errOut != "" {
 		t.Errorf("patch on two nodes: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 

@@ -163,6 +163,13 @@ result back with the chosen apply mode. A patch is inline YAML/JSON or @file;
 					node := s.nodeName(r.Node, r.Value.GetMetadata())
 					if !af.dryRun {
 						fmt.Fprintf(cmd.OutOrStdout(), "patched mc at the node %s\n", node)
+
+						// One line per node, as the seeds show: "Applied
+						// configuration ..." says again what that line does.
+						// A try's details (when it reverts) still follow.
+						if d := r.Value.GetModeDetails(); strings.HasPrefix(d, "Applied configuration with") {
+							r.Value.ModeDetails = ""
+						}
 					}
 
 					printApplyResult(cmd, node, len(results) > 1, af.dryRun, r.Value)
