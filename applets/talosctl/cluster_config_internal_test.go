@@ -284,3 +284,15 @@ func TestGenlFamily(t *testing.T) {
 		t.Fatalf("a missing family: got %v, want ENOENT", err)
 	}
 }
+
+// cluster create --wireguard-cidr writes wg0 in block style, as the rest
+// of the config, not on one flow-style line.
+func TestClusterWireGuardBlockStyle(t *testing.T) {
+	t.Parallel()
+
+	for _, n := range generateNodes(t, &clusterCreateFlags{wireguardCIDR: "10.1.0.0/24"}) {
+		if !strings.Contains(string(n.config), "    network:\n        interfaces:\n            - interface: wg0\n") {
+			t.Fatalf("wg0 not in block style:\n%s", n.config)
+		}
+	}
+}

@@ -107,6 +107,14 @@ func mergeValue(dst, src *yaml.Node, path []string, inFlow bool) (*yaml.Node, er
 		dst = expandCopy(dst.Alias)
 	}
 
+	// A block patch merged into an empty flow collection (gen config's
+	// `network: {}`) makes it block: the flow style would otherwise carry
+	// everything merged in onto one line.
+	if (dst.Kind == yaml.MappingNode || dst.Kind == yaml.SequenceNode) && dst.Kind == src.Kind && len(dst.Content) == 0 &&
+		dst.Style&yaml.FlowStyle != 0 && src.Style&yaml.FlowStyle == 0 && !inFlow && len(src.Content) > 0 {
+		dst.Style &^= yaml.FlowStyle
+	}
+
 	switch {
 	case dst.Kind == yaml.MappingNode && src.Kind == yaml.MappingNode:
 		return dst, mergeMapping(dst, src, path)

@@ -199,6 +199,9 @@ func TestStrategicMergeShapes(t *testing.T) {
 		{"two-space indent is kept", "a:\n  b: 1\n  c:\n    - x\n", "a:\n  b: 2\n  c: [y]\n", "a:\n  b: 2\n  c:\n    - x\n    - y\n"},
 		{"anchored content is copied, not shared", "x: &v {a: 1}\ny: *v\n", "y:\n  a: 2\n", "x: &v {a: 1}\ny: {a: 2}\n"},
 		{"null value replaces", "a:\n    b: 1\n", "a: null\n", "a: null\n"},
+		// gen config's `network: {}`, merged with cluster create's wg0.
+		{"a block patch makes a flow mapping block", "m:\n  n: {}\n", "m:\n  n:\n    l:\n      - x: 1\n", "m:\n  n:\n    l:\n      - x: 1\n"},
+		{"a flow patch keeps it flow", "m:\n  n: {}\n", "m:\n  n: {x: 1}\n", "m:\n  n: {x: 1}\n"},
 		{"empty null in a flow mapping stays null", "a: {b: 1}\n", "a:\n  b:\n", "a: {b: null}\n"},
 		{"alias of a replaced anchor is expanded", "a: &x {k: 1}\nb: *x\n", "a: 2\n", "a: 2\nb: {k: 1}\n"},
 		{"strings that look like other types stay strings", "a: 1\n", "a: \"true\"\nb: \"0x10\"\n", "a: \"true\"\nb: \"0x10\"\n"},
