@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/etcd"
+	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -52,7 +55,7 @@ func recoverPath(n *machine.Node) string {
 
 // etcdOptions builds the member's options from the config.
 func (p *Plane) etcdOptions(n *machine.Node, cfg *configs.Config, log io.Writer) (etcd.Options, error) {
-	addrs, err := etcd.SelectAddresses(nodeAddrs(), cfg.Cluster.Etcd.AdvertisedSubnets, cfg.Cluster.Etcd.ListenSubnets)
+	addrs, err := etcd.SelectAddresses(hostAddrs(cfg, nodeAddrs()), cfg.Cluster.Etcd.AdvertisedSubnets, cfg.Cluster.Etcd.ListenSubnets)
 	if err != nil {
 		return etcd.Options{}, fmt.Errorf("etcd addresses: %w", err)
 	}
@@ -84,6 +87,36 @@ func (p *Plane) etcdOptions(n *machine.Node, cfg *configs.Config, log io.Writer)
 	}
 
 	return opts, nil
+}
+
+// hostAddrs leaves out of addrs those of the cluster's pod and service
+// networks, as Talos's etcd does: a node whose CNI links outlived its pods
+// (a reset Docker node boots again in the same network namespace, with
+// flannel.1 and cni0 still up) must advertise its own address, not
+// flannel's, which would come first by interface index.
+func hostAddrs(cfg *configs.Config, addrs []netip.Addr) []netip.Addr {
+	cl, err := k8srender.ClusterFrom(cfg)
+	if err != nil {
+		return addrs
+	}
+
+	var k8s []netip.Prefix
+
+	for _, s := range slices.Concat(cl.PodSubnets, cl.ServiceSubnets) {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			k8s = append(k8s, p.Masked())
+		}
+	}
+
+	out := slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool {
+		return slices.ContainsFunc(k8s, func(p netip.Prefix) bool { return p.Contains(a) })
+	})
+
+	if len(out) == 0 {
+		return addrs // better one in a pod subnet (a test's odd network) than none
+	}
+
+	return out
 }
 
 func advertisedIPs(a etcd.Addresses) []string {
