@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/installer"
 	"github.com/talosbox/talosbox/internal/imagestore"
 )
 
@@ -120,12 +121,21 @@ func TestImageCacheServesRealClients(t *testing.T) {
 	build := imageBuild(t)
 	bin := buildBinary(t)
 
-	list := runBinary(t, bin, 0, "talosctl", "image", "default")
-	refs := strings.Fields(list)
+	// The installer is make installer's, not make images': served from
+	// its own build (TestQEMUCluster), it is left out here.
+	var refs []string
+
+	for _, r := range strings.Fields(runBinary(t, bin, 0, "talosctl", "image", "default")) {
+		if !strings.HasPrefix(r, installer.DefaultRepository+":") {
+			refs = append(refs, r)
+		}
+	}
 
 	if len(refs) != len(images.Default(images.Kubernetes)) {
-		t.Fatalf("image default printed %q", list)
+		t.Fatalf("image default printed %q", refs)
 	}
+
+	list := strings.Join(refs, "\n") + "\n"
 
 	cache := filepath.Join(t.TempDir(), "cache")
 

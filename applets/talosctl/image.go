@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -21,7 +22,9 @@ import (
 
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/imagestore"
+	"github.com/talosbox/talosbox/internal/installer"
 	"github.com/talosbox/talosbox/internal/registry"
+	"github.com/talosbox/talosbox/internal/version"
 )
 
 func newImageCommand(g *GlobalFlags) *cobra.Command {
@@ -52,9 +55,10 @@ func newImageDefaultCommand(g *GlobalFlags) *cobra.Command {
 		Use:   "default",
 		Short: "List the default images a node needs, one per line",
 		Long: `List the images a node of the default Kubernetes version pulls, in Talos's order:
-flannel, CoreDNS, the control plane, kube-proxy, the kubelet and pause. talosbox
-embeds etcd and boots from its initramfs, so unlike Talos the list has no etcd or
-installer image. Feed it to image cache-create for an air-gapped cache.`,
+flannel, CoreDNS, the control plane, kube-proxy, the kubelet, the installer (of
+this talosctl's version: what upgrade installs; make installer builds it) and pause.
+talosbox embeds etcd, so unlike Talos the list has no etcd image. Feed it to image
+cache-create for an air-gapped cache.`,
 		Example: `  talosctl image default
   talosctl image default | talosctl image cache-create --image-cache-path ./cache --images=-`,
 		Args: cobra.NoArgs,
@@ -64,7 +68,7 @@ installer image. Feed it to image cache-create for an air-gapped cache.`,
 				return err
 			}
 
-			for _, r := range images.Default(v) {
+			for _, r := range withInstaller(images.Default(v)) {
 				fmt.Fprintln(g.env.Stdout, r)
 			}
 
@@ -75,6 +79,22 @@ installer image. Feed it to image cache-create for an air-gapped cache.`,
 	cmd.Flags().StringVar(&k8s, "kubernetes-version", images.Kubernetes, "the Kubernetes version to list the images of")
 
 	return cmd
+}
+
+// withInstaller puts the installer image of this version before pause,
+// where Talos's list has it.
+func withInstaller(refs []images.Ref) []string {
+	out := make([]string, 0, len(refs)+1)
+	for _, r := range refs {
+		out = append(out, r.String())
+	}
+
+	at := len(out)
+	if at > 0 && strings.Contains(out[at-1], "/pause:") {
+		at--
+	}
+
+	return slices.Insert(out, at, installer.DefaultRepository+":"+version.Tag)
 }
 
 // defaultImageStore is where `make images` leaves its OCI layout: beside
