@@ -164,7 +164,7 @@ has a 5s keepalive. --talos-version writes the configs of an older Talos
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 20*time.Minute, "timeout to wait for the cluster to be ready")
 	fl.StringVar(&f.stateDir, "state", "", "qemu: directory path to store cluster state (default ~/.talos/clusters)")
 	fl.Int64Var(&f.diskMiB, "disk", 6144, "qemu: the size of each node's disk in MiB")
-	fl.StringVar(&f.kernelDir, "kernel-dir", "", "qemu: the unpacked Debian kernel package, whose modules go into the initramfs (default $TALOSBOX_KERNEL_DIR, then _out/kernel)")
+	fl.StringVar(&f.kernelDir, "kernel-dir", "", "qemu: the unpacked Debian kernel package, whose modules go into the initramfs (default $TALOSBOX_KERNEL_DIR, then kernel/ beside the binary: _out/kernel for _out/talosbox, then the project's _out/kernel)")
 	fl.StringVar(&f.vmlinuz, "vmlinuz-path", "", "qemu: the kernel image to boot (default: the one in --kernel-dir)")
 	fl.StringVar(&f.initrd, "initrd-path", "", "qemu: an initramfs to boot instead of building one from this binary")
 	fl.StringVar(&f.installImage, "install-image", generate.DefaultInstallImage, "qemu: the installer image the nodes install to their disks (make installer puts it in the image cache); once installed, a node boots from its disk, so that upgrades take")

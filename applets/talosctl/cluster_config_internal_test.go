@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -293,6 +295,46 @@ func TestClusterWireGuardBlockStyle(t *testing.T) {
 	for _, n := range generateNodes(t, &clusterCreateFlags{wireguardCIDR: "10.1.0.0/24"}) {
 		if !strings.Contains(string(n.config), "    network:\n        interfaces:\n            - interface: wg0\n") {
 			t.Fatalf("wg0 not in block style:\n%s", n.config)
+		}
+	}
+}
+
+// cluster create qemu finds the kernel beside the binary (_out/talosbox,
+// _out/kernel) or in the project, wherever it runs from.
+func TestKernelDirFor(t *testing.T) {
+	t.Parallel()
+
+	withKernel := func(dir string) string {
+		if err := os.MkdirAll(filepath.Join(dir, "kernel", "boot"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := os.MkdirAll(filepath.Join(dir, "kernel", "lib", "modules", "6.1.0-1-cloud-amd64", "kernel"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := os.WriteFile(filepath.Join(dir, "kernel", "boot", "vmlinuz-6.1.0-1-cloud-amd64"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+
+		return filepath.Join(dir, "kernel")
+	}
+
+	out := filepath.Join(t.TempDir(), "_out")
+	binKernel := withKernel(out)
+
+	project := t.TempDir()
+	projectKernel := withKernel(filepath.Join(project, "_out"))
+
+	for _, tc := range []struct {
+		name, exe, root, want string
+	}{
+		{"beside the binary", filepath.Join(out, "talosbox"), project, binKernel},
+		{"an installed binary in the project", "/usr/local/bin/talosbox", project, projectKernel},
+		{"nowhere: the binary's, for the error", "/usr/local/bin/talosbox", "", "/usr/local/bin/kernel"},
+	} {
+		if got := kernelDirFor(tc.exe, tc.root); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -53,14 +53,62 @@ func vmCPUs(flag, s string) (int, error) {
 	return int(math.Ceil(c)), nil
 }
 
+// defaultKernelDir is where scripts/kernel.sh unpacked the kernel, found
+// from wherever talosctl runs: $TALOSBOX_KERNEL_DIR, else beside the
+// binary (_out/talosbox finds _out/kernel, as it finds _out/images), else
+// the project's _out/kernel when run inside it.
+func defaultKernelDir() string {
+	if d := os.Getenv(qemu.KernelDirEnv); d != "" {
+		return d
+	}
+
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+
+	if err != nil {
+		exe = ""
+	}
+
+	root, _ := qemu.RepoRoot()
+
+	return kernelDirFor(exe, root)
+}
+
+// kernelDirFor picks the first of the binary's kernel dir and the
+// project's that holds a kernel, else the first of them (the error names
+// it).
+func kernelDirFor(exe, root string) string {
+	var tried []string
+
+	if exe != "" {
+		tried = append(tried, filepath.Join(filepath.Dir(exe), "kernel"))
+	}
+
+	if root != "" {
+		tried = append(tried, filepath.Join(root, "_out", "kernel"))
+	}
+
+	for _, d := range tried {
+		if _, err := qemu.FindKernel(d); err == nil {
+			return d
+		}
+	}
+
+	if len(tried) > 0 {
+		return tried[0]
+	}
+
+	return filepath.Join("_out", "kernel")
+}
+
 // kernel resolves the kernel image and the modules directory the
 // initramfs is built with.
 func (f *clusterCreateFlags) kernel() (image, modules string, err error) {
 	dir := f.kernelDir
 	if dir == "" {
-		if dir, err = qemu.KernelDir(); err != nil {
-			dir = filepath.Join("_out", "kernel") // not in the repository: relative to here
-		}
+		dir = defaultKernelDir()
 	}
 
 	k, kerr := qemu.FindKernel(dir)
