@@ -56,6 +56,7 @@ func newClusterCommand(g *GlobalFlags) *cobra.Command {
 
 // clusterCreateFlags are `cluster create`'s flags.
 type clusterCreateFlags struct {
+	useVIP            bool
 	name              string
 	installImage      string
 	provisioner       string
@@ -125,7 +126,8 @@ has a 5s keepalive. --talos-version writes the configs of an older Talos
   talosctl cluster create --controlplanes 3 --workers 1 --name lab
   talosctl cluster create --config-patch @patch.yaml --registry-mirror docker.io=http://10.5.0.1:5000
   talosctl cluster create qemu --controlplanes 3 --workers 0 --memory 1024
-  talosctl cluster create --wireguard-cidr 10.1.0.0/24`,
+  talosctl cluster create --wireguard-cidr 10.1.0.0/24
+  talosctl cluster create --controlplanes 3 --use-vip`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: []string{"docker", "qemu"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -159,6 +161,7 @@ has a 5s keepalive. --talos-version writes the configs of an older Talos
 	fl.StringVar(&f.kubernetesVersion, "kubernetes-version", "", "desired kubernetes version to run (recorded in the machine configs)")
 	fl.StringVar(&f.talosVersion, "talos-version", "", talosVersionUsage)
 	fl.StringVar(&f.wireguardCIDR, "wireguard-cidr", "", "the CIDR of a WireGuard mesh between the nodes: each gets interface wg0 with the next address from it, in node order from the second host address (10.1.0.2, 10.1.0.3, ... for 10.1.0.0/24), control planes listen on port 51111, every node peers with them and they with the workers (Docker nodes need WireGuard in this machine's kernel)")
+	fl.BoolVar(&f.useVIP, "use-vip", false, "use a virtual IP (the subnet's 50th address) for the control plane endpoint, shared by the control planes on eth0, instead of the first control plane's address: the cluster and its kubeconfig survive losing any one control plane")
 	fl.BoolVar(&f.skipBootstrap, "skip-bootstrap", false, "skip bootstrapping etcd on the first control plane node")
 	fl.BoolVar(&f.wait, "wait", true, "wait for the cluster to be ready before returning")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 20*time.Minute, "timeout to wait for the cluster to be ready")
@@ -229,6 +232,10 @@ func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
 
 		nodes = append(nodes, nodePlan{name: fmt.Sprintf("%s-%s-%d", f.name, typ, n), typ: typ, ip: ip})
 		ip = ip.Next()
+	}
+
+	if vip := vipAddress(cidr); f.useVIP && (!cidr.Contains(vip.Next()) || !nodes[len(nodes)-1].ip.Less(vip)) {
+		return netip.Prefix{}, nil, fmt.Errorf("--use-vip: the shared IP %s must be in --subnet %s and above every node's address (at most %d nodes)", vip, cidr, vipOffset-2)
 	}
 
 	if f.contract, err = parseTalosVersion(f.talosVersion); err != nil {

@@ -21,14 +21,27 @@ type generated struct {
 // patches, and hands each node its config: the type's, plus the node's
 // own wg0 with --wireguard-cidr.
 func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*generated, error) {
+	endpoint, sans, patchesCP := nodes[0].ip, []string{"127.0.0.1"}, f.patchesCP
+
+	// With --use-vip the endpoint is a shared IP the control planes
+	// campaign for, as Talos's QEMU provisioner makes it: joining nodes,
+	// KubePrism and the kubeconfig reach whichever holds it, so losing the
+	// first control plane loses nothing. Its patch goes first: the user's
+	// patches may change it.
+	if f.useVIP {
+		endpoint = vipAddress(cidr)
+		sans = append(sans, endpoint.String())
+		patchesCP = append([]string{fmt.Sprintf("machine:\n  network:\n    interfaces:\n      - interface: eth0\n        vip:\n          ip: %s\n", endpoint)}, patchesCP...)
+	}
+
 	opts := generate.Options{
 		Contract:          f.contract,
 		ClusterName:       f.name,
 		InstallDisk:       f.installDisk(),
 		InstallImage:      f.installImage,
-		Endpoint:          "https://" + nodes[0].ip.String() + ":6443",
+		Endpoint:          "https://" + netip.AddrPortFrom(endpoint, 6443).String(),
 		KubernetesVersion: f.kubernetesVersion,
-		AdditionalSANs:    []string{"127.0.0.1"},
+		AdditionalSANs:    sans,
 		RegistryMirrors:   map[string]string{},
 	}
 
@@ -72,7 +85,7 @@ func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*gen
 		return nil, err
 	}
 
-	cp, err := patchConfig(out.ControlPlane, f.patches, f.patchesCP)
+	cp, err := patchConfig(out.ControlPlane, f.patches, patchesCP)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}
@@ -101,6 +114,19 @@ func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*gen
 	}
 
 	return &generated{talosconfig: tc}, nil
+}
+
+// vipOffset is where the shared IP is in the subnet, as in Talos.
+const vipOffset = 50
+
+// vipAddress is the --use-vip shared IP: the subnet's 50th address.
+func vipAddress(cidr netip.Prefix) netip.Addr {
+	a := cidr.Masked().Addr()
+	for range vipOffset {
+		a = a.Next()
+	}
+
+	return a
 }
 
 // withWireGuard gives every node its own config: its type's with its wg0

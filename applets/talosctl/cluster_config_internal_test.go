@@ -338,3 +338,51 @@ func TestKernelDirFor(t *testing.T) {
 		}
 	}
 }
+
+// cluster create --use-vip: the endpoint is the subnet's 50th address,
+// which the control planes share on eth0; every node joins through it and
+// the API server's certificate names it.
+func TestClusterUseVIP(t *testing.T) {
+	t.Parallel()
+
+	f := &clusterCreateFlags{useVIP: true}
+	nodes := generateNodes(t, f)
+
+	for _, n := range nodes {
+		cfg, err := configs.Decode(n.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if got := cfg.Cluster.ControlPlane.Endpoint; got != "https://10.5.0.50:6443" {
+			t.Errorf("%s: endpoint %s, want the shared IP", n.name, got)
+		}
+
+		var vips []string
+
+		for _, d := range cfg.Machine.Network.Interfaces {
+			if d.VIP != nil {
+				vips = append(vips, d.Interface+"="+d.VIP.IP)
+			}
+		}
+
+		want := []string(nil)
+		if n.typ == provision.TypeControlPlane {
+			want = []string{"eth0=10.5.0.50"}
+
+			if !slices.Contains(cfg.Cluster.APIServer.CertSANs, "10.5.0.50") {
+				t.Errorf("%s: the API server's SANs %v lack the shared IP", n.name, cfg.Cluster.APIServer.CertSANs)
+			}
+		}
+
+		if !slices.Equal(vips, want) {
+			t.Errorf("%s: shared IPs %v, want %v", n.name, vips, want)
+		}
+	}
+
+	// The shared IP must be above every node.
+	big := &clusterCreateFlags{useVIP: true, name: "big", provisioner: "docker", subnet: defaultSubnet, controlPlanes: 3, workers: 47}
+	if _, _, err := big.plan(); err == nil || !strings.Contains(err.Error(), "--use-vip: the shared IP 10.5.0.50") {
+		t.Errorf("50 nodes with --use-vip: %v", err)
+	}
+}
