@@ -229,3 +229,110 @@ func testReaderSeesNoSecret(t *testing.T, dc *dockerCluster, cp string, nodes ..
 		}
 	}
 }
+
+// testEndpointLoss resets the first control plane of a cluster created
+// with --use-vip (the node talosctl cluster create made the endpoint
+// before), gives it its config back in maintenance mode, and waits for it
+// to rejoin etcd and Kubernetes. Meanwhile an outside client asks the API
+// server's /readyz through the shared IP every half second, and the
+// worker's Ready condition is sampled: the client may miss the shared IP's
+// failover, never more, and the worker never goes NotReady.
+func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, cp1, cp2, w string) {
+	config := dc.ok("-e", cp1, "-n", cp1, "read", "/var/lib/talosbox/state/config.yaml")
+	path := filepath.Join(t.TempDir(), "cp1.yaml")
+
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	type sample struct {
+		at             time.Time
+		served, ready bool
+	}
+
+	var samples []sample
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+
+	go func() {
+		defer close(done)
+
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+
+		for {
+			out, err := dc.kubectl("get", "--raw", "/readyz", "--request-timeout", "2s")
+			st, _ := dc.kubectl("get", "node", names[w], "--request-timeout", "2s", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+			samples = append(samples, sample{at: time.Now(), served: err == nil && strings.TrimSpace(out) == "ok", ready: st != "False"})
+
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	start := time.Now()
+	dc.ok("-e", cp1, "-n", cp1, "reset", "--graceful", "--reboot")
+
+	waitFor(t, 5*time.Minute, names[cp1]+" in maintenance mode, taking its config back", func() error {
+		if out, code := dc.talosctl("apply-config", "--insecure", "-e", cp1, "-n", cp1, "-f", path); code != 0 {
+			return fmt.Errorf("apply-config --insecure: %s", out)
+		}
+
+		return nil
+	})
+
+	waitFor(t, 10*time.Minute, names[cp1]+" back in etcd and Ready", func() error {
+		out, code := dc.talosctl("-e", cp2, "-n", cp2, "etcd", "members")
+		if code != 0 || !strings.Contains(out, cp1) || strings.Count(out, "https://") < 3 {
+			return fmt.Errorf("etcd members:\n%s", out)
+		}
+
+		st, err := dc.kubectl("get", "node", names[cp1], "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if err != nil || st != "True" {
+			return fmt.Errorf("%s Ready = %q (%v)", names[cp1], st, err)
+		}
+
+		return nil
+	})
+
+	close(stop)
+	<-done
+
+	// The longest run of failed samples is the outage the client saw.
+	var longest, notReady time.Duration
+
+	var failedSince time.Time
+
+	for i, s := range samples {
+		if !s.ready && i > 0 {
+			notReady += s.at.Sub(samples[i-1].at)
+		}
+
+		switch {
+		case !s.served && failedSince.IsZero():
+			failedSince = s.at
+		case s.served && !failedSince.IsZero():
+			longest = max(longest, s.at.Sub(failedSince))
+			failedSince = time.Time{}
+		}
+	}
+
+	t.Logf("first control plane reset and rejoined in %s; %d samples: the client's longest outage through the shared IP %s; the worker NotReady for %s",
+		time.Since(start).Round(time.Second), len(samples), longest.Round(100*time.Millisecond), notReady.Round(100*time.Millisecond))
+
+	if !failedSince.IsZero() {
+		t.Errorf("the client through the shared IP fails since %s", failedSince.Format(time.StampMilli))
+	}
+
+	if longest > 30*time.Second {
+		t.Errorf("the client through the shared IP was cut off for %s: more than a failover", longest)
+	}
+
+	if notReady > 0 {
+		t.Errorf("the worker went NotReady for %s while other control planes served", notReady)
+	}
+}
