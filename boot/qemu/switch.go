@@ -39,6 +39,7 @@ type SwitchOptions struct {
 // into. Nothing leaves the host, and guests may start in any order.
 type Switch struct {
 	dir   string
+	tap   string
 	pid   int
 	stdin io.Closer
 }
@@ -53,7 +54,7 @@ func StartSwitch(o SwitchOptions) (*Switch, error) {
 		return nil, fmt.Errorf("switch: %w", err)
 	}
 
-	s := &Switch{dir: o.Dir}
+	s := &Switch{dir: o.Dir, tap: o.Tap}
 
 	if p := s.mgmtPath(); len(p) > 107 {
 		return nil, fmt.Errorf("switch: socket path %s is too long for a unix socket", p)
@@ -142,7 +143,11 @@ func (s *Switch) waitReady(exited <-chan error, stderr func() string) error {
 	defer tick.Stop()
 
 	for {
-		if pid, err := readPID(s.pidPath()); err == nil && exists(s.mgmtPath()) && exists(filepath.Join(s.ctlPath(), "ctl")) {
+		// The tap too: vde_switch may answer on its sockets before it has
+		// made the tap, and the caller addresses the tap next (cluster
+		// create qemu's "set address ...: no such device", 1 in 4 under load).
+		if pid, err := readPID(s.pidPath()); err == nil && exists(s.mgmtPath()) && exists(filepath.Join(s.ctlPath(), "ctl")) &&
+			(s.tap == "" || exists(filepath.Join("/sys/class/net", s.tap))) {
 			s.pid = pid
 			return nil
 		}
@@ -151,7 +156,7 @@ func (s *Switch) waitReady(exited <-chan error, stderr func() string) error {
 		case err := <-exited:
 			return fmt.Errorf("%s exited before it was ready: %v: %s", switchBinary(), err, strings.TrimSpace(stderr()))
 		case <-deadline.C:
-			return fmt.Errorf("%s: no pid file and sockets in %s after 10s", switchBinary(), s.dir)
+			return fmt.Errorf("%s: no pid file, sockets in %s or tap %q after 10s", switchBinary(), s.dir, s.tap)
 		case <-tick.C:
 		}
 	}
