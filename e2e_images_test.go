@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/images"
-	"github.com/talosbox/talosbox/internal/installer"
 	"github.com/talosbox/talosbox/internal/imagestore"
+	"github.com/talosbox/talosbox/internal/installer"
 )
 
 // imageBuild is the OCI layout `make images` writes (make test runs it

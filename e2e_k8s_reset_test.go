@@ -246,7 +246,7 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 	}
 
 	type sample struct {
-		at             time.Time
+		at            time.Time
 		served, ready bool
 	}
 

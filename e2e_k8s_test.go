@@ -96,7 +96,7 @@ func TestDockerKubernetes(t *testing.T) {
 	start := time.Now()
 	out := dc.ok("cluster", "create", "--name", dc.name, "--subnet", dc.subnet.String(), "--images-dir", imagesDir,
 		"--controlplanes", "3", "--workers", "1", "--memory", "1280", "--memory-workers", "768", "--wait-timeout", "15m",
-		"--kubernetes-version", images.KubernetesPrevious)
+		"--kubernetes-version", images.KubernetesPrevious, "--use-vip")
 	t.Logf("cluster create 3+1 (Kubernetes %s) to healthy: %s", images.KubernetesPrevious, time.Since(start).Round(time.Second))
 
 	for _, want := range []string{"waiting for all k8s nodes to report ready: OK", "waiting for coredns to report ready: OK", "merging kubeconfig", "is healthy",
@@ -430,6 +430,12 @@ func TestDockerKubernetes(t *testing.T) {
 
 	t.Run("an EPHEMERAL wipe takes the worker's pods, images and certificate, and it rejoins with fresh ones", func(t *testing.T) {
 		testEphemeralWipe(t, dc, w, names[w])
+	})
+
+	// Issue 31: the first control plane, which cluster create made the
+	// endpoint before --use-vip, reset and given its config back.
+	t.Run("the first control plane reset rejoins while the cluster serves through the shared IP", func(t *testing.T) {
+		testEndpointLoss(t, dc, names, cp1, cp2, w)
 	})
 
 	t.Run("a reset control plane leaves etcd and its node can be deleted", func(t *testing.T) {

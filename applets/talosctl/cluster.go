@@ -514,9 +514,9 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 	}
 
 	err = d.BuildImage(ctx, provision.BuildRequest{
-		Tag:     tag,
-		Binary:  bin,
-		Applets: []string{"/sbin/init", "talosctl", "/bin/containerd", "/bin/containerd-shim-runc-v2"},
+		Tag:       tag,
+		Binary:    bin,
+		Applets:   []string{"/sbin/init", "talosctl", "/bin/containerd", "/bin/containerd-shim-runc-v2"},
 		Files:     files,
 		OSRelease: version.OSRelease(version.Tag),
 		Env:       []string{"TALOSBOX_PLATFORM=container", "TALOSBOX_OWN_ROOT=1"},

@@ -216,4 +216,3 @@ func TestPrismLeavesAnUpstreamThatDoesNotServe(t *testing.T) {
 		t.Fatalf("with nothing serving: %s over %d connections, want the kept connection's answer", got, dials.Load())
 	}
 }
-
