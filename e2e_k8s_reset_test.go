@@ -28,28 +28,41 @@ func testEphemeralWipe(t *testing.T, dc *dockerCluster, w, name string) {
 	containersBefore := podContainers(t, dc, name)
 	certBefore := kubeletClientSerial(t, dc, w)
 
-	if len(containersBefore) == 0 {
-		t.Fatalf("no pod containers on %s before the wipe", name)
+	if len(containersBefore) == 0 || certBefore == "" {
+		t.Fatalf("before the wipe: pod containers %v, kubelet client certificate %q", containersBefore, certBefore)
 	}
 
 	dc.ok("-n", w, "reset", "--system-labels-to-wipe", "EPHEMERAL", "--reboot", "--graceful=false")
 
+	// The reset runs after the command returns: its log line comes first.
+	var logs string
+
+	waitFor(t, 3*time.Minute, "the wipe in "+name+"'s log", func() error {
+		out, code := dc.talosctl("-n", w, "logs", "machined")
+		if code != 0 || !strings.Contains(out, "[talos] wiped EPHEMERAL") {
+			return fmt.Errorf("logs machined (exit %d): no wipe yet", code)
+		}
+
+		logs = out
+
+		return nil
+	})
+
 	var certAfter string
 
 	waitFor(t, 8*time.Minute, name+" Ready again with a new kubelet client certificate", func() error {
+		if certAfter = kubeletClientSerial(t, dc, w); certAfter == "" || certAfter == certBefore {
+			return fmt.Errorf("the kubelet's client certificate: serial %q, before %s", certAfter, certBefore)
+		}
+
 		out, err := dc.kubectl("get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		if err != nil || out != "True" {
 			return fmt.Errorf("Ready = %q (%v)", out, err)
 		}
 
-		if certAfter = kubeletClientSerial(t, dc, w); certAfter == certBefore {
-			return fmt.Errorf("the kubelet's client certificate is still serial %s", certBefore)
-		}
-
 		return nil
 	})
 
-	logs := dc.ok("-n", w, "logs", "machined")
 	line := grepLines(logs, "[talos] wiped EPHEMERAL")
 
 	for _, want := range []string{"(/var: removed ", "lib/containerd", "lib/kubelet", "log/pods"} {
