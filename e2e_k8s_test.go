@@ -100,7 +100,7 @@ func TestDockerKubernetes(t *testing.T) {
 	t.Logf("cluster create 3+1 (Kubernetes %s) to healthy: %s", images.KubernetesPrevious, time.Since(start).Round(time.Second))
 
 	for _, want := range []string{"waiting for all k8s nodes to report ready: OK", "waiting for coredns to report ready: OK", "merging kubeconfig", "is healthy",
-		"waiting for the shared IP to be held by exactly one control plane node: skipped (no shared IP in the control planes' configs)"} {
+		"waiting for the shared IP to be held by exactly one control plane node: OK"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("create output lacks %q:\n%s", want, out)
 		}
