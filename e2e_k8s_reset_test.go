@@ -312,13 +312,28 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 		return nil
 	})
 
+	rejoined := time.Since(start)
+
+	// The sampler goes on until the client is served again (a rejoin may
+	// move the shared IP or change etcd's membership at its last moment).
+	waitFor(t, 2*time.Minute, "the client served through the shared IP after the rejoin", func() error {
+		out, err := dc.kubectl("get", "--raw", "/readyz", "--request-timeout", "2s")
+		if err != nil || strings.TrimSpace(out) != "ok" {
+			return fmt.Errorf("/readyz: %q (%v)", out, err)
+		}
+
+		return nil
+	})
+
 	close(stop)
 	<-done
 
 	// The longest run of failed samples is the outage the client saw.
-	var longest, notReady time.Duration
-
-	var failedSince time.Time
+	var (
+		longest, notReady time.Duration
+		failedSince       time.Time
+		outages           []string
+	)
 
 	for i, s := range samples {
 		if !s.ready && i > 0 {
@@ -330,16 +345,17 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 			failedSince = s.at
 		case s.served && !failedSince.IsZero():
 			longest = max(longest, s.at.Sub(failedSince))
+			outages = append(outages, fmt.Sprintf("%s+%s", failedSince.Sub(start).Round(100*time.Millisecond), s.at.Sub(failedSince).Round(100*time.Millisecond)))
 			failedSince = time.Time{}
 		}
 	}
 
-	t.Logf("first control plane reset and rejoined in %s; %d samples: the client's longest outage through the shared IP %s; the worker NotReady for %s",
-		time.Since(start).Round(time.Second), len(samples), longest.Round(100*time.Millisecond), notReady.Round(100*time.Millisecond))
-
 	if !failedSince.IsZero() {
-		t.Errorf("the client through the shared IP fails since %s", failedSince.Format(time.StampMilli))
+		longest = max(longest, samples[len(samples)-1].at.Sub(failedSince))
 	}
+
+	t.Logf("first control plane reset and rejoined in %s; %d samples: the client's outages through the shared IP (since the reset + length) %v, longest %s; the worker NotReady for %s",
+		rejoined.Round(time.Second), len(samples), outages, longest.Round(100*time.Millisecond), notReady.Round(100*time.Millisecond))
 
 	if longest > 30*time.Second {
 		t.Errorf("the client through the shared IP was cut off for %s: more than a failover", longest)
