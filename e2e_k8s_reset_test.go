@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -261,6 +263,32 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 	type sample struct {
 		at            time.Time
 		served, ready bool
+		why           string // the client's error, and which node answers for the shared IP
+	}
+
+	// Which node answers for the shared IP: its MAC in this machine's
+	// neighbour table, by container.
+	macs := map[string]string{}
+
+	for _, ip := range []string{cp1, cp2, dc.ip(2)} {
+		ins, err := dc.docker.ContainerInspect(context.Background(), dc.containerOf(ip), client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, ep := range ins.Container.NetworkSettings.Networks {
+			macs[ep.MacAddress.String()] = ip
+		}
+	}
+
+	vipHolder := func() string {
+		out, _ := exec.Command("ip", "neigh", "show", sharedIP(dc)).Output()
+		if f := strings.Fields(string(out)); slices.Contains(f, "lladdr") {
+			mac := f[slices.Index(f, "lladdr")+1]
+			return cmp.Or(macs[mac], mac)
+		}
+
+		return strings.TrimSpace(string(out))
 	}
 
 	var samples []sample
@@ -277,7 +305,14 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 		for {
 			out, err := dc.kubectl("get", "--raw", "/readyz", "--request-timeout", "2s")
 			st, _ := dc.kubectl("get", "node", names[w], "--request-timeout", "2s", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
-			samples = append(samples, sample{at: time.Now(), served: err == nil && strings.TrimSpace(out) == "ok", ready: st != "False"})
+			served := err == nil && strings.TrimSpace(out) == "ok"
+
+			var why string
+			if !served {
+				why = fmt.Sprintf("%q via %s", lastLine(out), vipHolder())
+			}
+
+			samples = append(samples, sample{at: time.Now(), served: served, ready: st != "False", why: why})
 
 			select {
 			case <-stop:
@@ -343,6 +378,7 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 		switch {
 		case !s.served && failedSince.IsZero():
 			failedSince = s.at
+			t.Logf("outage at reset+%s: %s", s.at.Sub(start).Round(100*time.Millisecond), s.why)
 		case s.served && !failedSince.IsZero():
 			longest = max(longest, s.at.Sub(failedSince))
 			outages = append(outages, fmt.Sprintf("%s+%s", failedSince.Sub(start).Round(100*time.Millisecond), s.at.Sub(failedSince).Round(100*time.Millisecond)))
@@ -364,4 +400,27 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 	if notReady > 0 {
 		t.Errorf("the worker went NotReady for %s while other control planes served", notReady)
 	}
+}
+
+// lastLine is the last non-empty line of out, cut to 200 bytes.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	l := lines[len(lines)-1]
+
+	if len(l) > 200 {
+		l = l[:200]
+	}
+
+	return l
+}
+
+// sharedIP is cluster create --use-vip's shared IP: the subnet's 50th
+// address.
+func sharedIP(dc *dockerCluster) string {
+	a := dc.subnet.Masked().Addr()
+	for range 50 {
+		a = a.Next()
+	}
+
+	return a.String()
 }
