@@ -1,6 +1,10 @@
 package configs
 
-import "time"
+import (
+	"net/netip"
+	"slices"
+	"time"
+)
 
 // NetworkConfig is machine.network.
 type NetworkConfig struct {
@@ -181,4 +185,36 @@ type VIPConfig struct {
 // VIPAPIKey lets the VIP owner move the IP through a cloud API.
 type VIPAPIKey struct {
 	APIToken string `yaml:"apiToken,omitempty"`
+}
+
+// SharedIPs are the VIPs the config's links campaign for (links and their
+// VLANs), in config order: an address a node holds only while it wins
+// the election, which what is made from the node's addresses (the API
+// server's certificate) must neither gain nor lose with it.
+func (c *Config) SharedIPs() []netip.Addr {
+	if c == nil || c.Machine == nil || c.Machine.Network == nil {
+		return nil
+	}
+
+	var out []netip.Addr
+
+	add := func(v *VIPConfig) {
+		if v == nil {
+			return
+		}
+
+		if a, err := netip.ParseAddr(v.IP); err == nil && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+
+	for _, d := range c.Machine.Network.Interfaces {
+		add(d.VIP)
+
+		for _, v := range d.VLANs {
+			add(v.VIP)
+		}
+	}
+
+	return out
 }

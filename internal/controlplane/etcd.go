@@ -89,8 +89,8 @@ func (p *Plane) etcdOptions(n *machine.Node, cfg *configs.Config, log io.Writer)
 	return opts, nil
 }
 
-// hostAddrs leaves out of addrs those of the cluster's pod and service
-// networks, as Talos's etcd does: a node whose CNI links outlived its pods
+// hostAddrs leaves out of addrs the config's shared IPs and those of the
+// cluster's pod and service networks, as Talos's etcd does: a node whose CNI links outlived its pods
 // (a reset Docker node boots again in the same network namespace, with
 // flannel.1 and cni0 still up) must advertise its own address, not
 // flannel's, which would come first by interface index.
@@ -108,8 +108,11 @@ func hostAddrs(cfg *configs.Config, addrs []netip.Addr) []netip.Addr {
 		}
 	}
 
+	// A shared IP is the member's only while it holds it.
+	shared := cfg.SharedIPs()
+
 	out := slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool {
-		return slices.ContainsFunc(k8s, func(p netip.Prefix) bool { return p.Contains(a) })
+		return slices.Contains(shared, a) || slices.ContainsFunc(k8s, func(p netip.Prefix) bool { return p.Contains(a) })
 	})
 
 	if len(out) == 0 {

@@ -37,6 +37,12 @@ func TestHostAddrsLeaveThePodNetworkOut(t *testing.T) {
 			addrs("10.244.1.0", "10.244.1.1", "10.5.0.2"), addrs("10.5.0.2")},
 		{"the config's own pod and service subnets", cfg([]string{"192.168.128.0/17"}, []string{"172.30.0.0/16"}),
 			addrs("192.168.130.0", "172.30.0.1", "10.244.1.0", "192.168.1.5"), addrs("10.244.1.0", "192.168.1.5")},
+		{"a shared IP held", func() *configs.Config {
+			c := cfg(nil, nil)
+			c.Machine = &configs.MachineConfig{Network: &configs.NetworkConfig{Interfaces: []configs.Device{{Interface: "eth0", VIP: &configs.VIPConfig{IP: "10.5.0.50"}}}}}
+
+			return c
+		}(), addrs("10.5.0.50", "10.5.0.2"), addrs("10.5.0.2")},
 		{"only pod addresses: kept rather than none", cfg(nil, nil),
 			addrs("10.244.0.5"), addrs("10.244.0.5")},
 	} {

@@ -182,6 +182,7 @@ func nodeIdentity(ctx context.Context, r bus.Reader) (host, fqdn string, addrs [
 // networks (Talos's "no-k8s" node address filter): the CNI's own addresses
 // (flannel.1, cni0) appear once pods run, and must not reissue the
 // apiserver's certificate, which restarts it, under a cluster in use.
+// The config's shared IPs are always there, whether held or not.
 func withoutClusterNetworks(cfg *configs.Config, addrs []netip.Addr) []netip.Addr {
 	cl, err := ClusterFrom(cfg)
 	if err != nil {
@@ -196,9 +197,17 @@ func withoutClusterNetworks(cfg *configs.Config, addrs []netip.Addr) []netip.Add
 		}
 	}
 
-	return slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool {
-		return slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(a) })
+	// The shared IPs come from the config, always and last: the node
+	// holds one only while it wins its election, and the certificate
+	// must not be reissued (restarting the API server, just as the node
+	// takes over the cluster's endpoint) each time it moves.
+	shared := cfg.SharedIPs()
+
+	out := slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool {
+		return slices.Contains(shared, a) || slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(a) })
 	})
+
+	return append(out, shared...)
 }
 
 // certsKey is what the certificates are made from, by value. (It was once
