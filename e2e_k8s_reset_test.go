@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,44 +136,6 @@ func kubeletClientSerial(t *testing.T, dc *dockerCluster, node string) string {
 	}
 }
 
-// nodeProcesses lists the processes in a node's container other than its
-// PID 1 (machined), by name, from this machine's /proc.
-func nodeProcesses(t *testing.T, dc *dockerCluster, container string) []string {
-	t.Helper()
-
-	ins, err := dc.docker.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	init := ins.Container.State.Pid
-
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	var names []string
-
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == init {
-			continue
-		}
-
-		for p := parentPID(pid); p > 1; p = parentPID(p) {
-			if p == init {
-				c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-				names = append(names, fmt.Sprintf("%s[%d]", strings.TrimSpace(string(c)), pid))
-
-				break
-			}
-		}
-	}
-
-	return names
-}
-
 // testResetLeavesNothingRunning checks a node just reset without a
 // reboot: no pod, container or shim outlives machined's services, and
 // what the kubelet, containerd and etcd kept in /var is gone.
@@ -188,7 +151,7 @@ func testResetLeavesNothingRunning(t *testing.T, dc *dockerCluster, ip string) {
 
 	waitFor(t, 2*time.Minute, "nothing but machined running in "+container+", and /var wiped", func() error {
 		if left := nodeProcesses(t, dc, container); len(left) > 0 {
-			return fmt.Errorf("still running: %s", strings.Join(left, " "))
+			return fmt.Errorf("still running: %v", left)
 		}
 
 		for _, dir := range []string{"/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods", "/var/lib/talosbox/ephemeral/lib/etcd"} {
@@ -423,4 +386,80 @@ func sharedIP(dc *dockerCluster) string {
 	}
 
 	return a.String()
+}
+
+// killInNode SIGKILLs the process named comm inside the node container,
+// so that the same program in another node is never touched.
+func killInNode(t *testing.T, dc *dockerCluster, container, comm string) {
+	t.Helper()
+
+	for pid, name := range nodeProcesses(t, dc, container) {
+		if name == comm {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+
+			return
+		}
+	}
+
+	t.Fatalf("no %s in %s", comm, container)
+}
+
+// nodeProcesses maps the processes of a node's container other than its
+// PID 1 (machined) to their names: found on this machine's /proc as
+// descendants of the container's init.
+func nodeProcesses(t *testing.T, dc *dockerCluster, container string) map[int]string {
+	t.Helper()
+
+	ins, err := dc.docker.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	init := ins.Container.State.Pid
+
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	procs := map[int]string{}
+
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == init {
+			continue
+		}
+
+		for p := parentPID(pid); p > 1; p = parentPID(p) {
+			if p == init {
+				c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				procs[pid] = strings.TrimSpace(string(c))
+
+				break
+			}
+		}
+	}
+
+	return procs
+}
+
+func parentPID(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+
+	// The command may hold spaces and parentheses: fields follow the last ')'.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+
+	if len(f) < 2 {
+		return 0
+	}
+
+	ppid, _ := strconv.Atoi(f[1])
+
+	return ppid
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -529,65 +528,4 @@ func grepLines(out string, subs ...string) string {
 	}
 
 	return strings.Join(kept, "; ")
-}
-
-// killInNode SIGKILLs the process named comm inside the node container:
-// found on this machine's /proc as a descendant of the container's init,
-// so that the same program in another node is never touched.
-func killInNode(t *testing.T, dc *dockerCluster, container, comm string) {
-	t.Helper()
-
-	ins, err := dc.docker.ContainerInspect(context.Background(), container, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	init := ins.Container.State.Pid
-
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-
-		if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(c)) != comm {
-			continue
-		}
-
-		for p := pid; p > 1; p = parentPID(p) {
-			if p == init {
-				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-
-				return
-			}
-		}
-	}
-
-	t.Fatalf("no %s under %s (pid %d)", comm, container, init)
-}
-
-func parentPID(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-
-	// The command may hold spaces and parentheses: fields follow the last ')'.
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-
-	if len(f) < 2 {
-		return 0
-	}
-
-	ppid, _ := strconv.Atoi(f[1])
-
-	return ppid
 }
