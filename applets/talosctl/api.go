@@ -28,8 +28,10 @@ type session struct {
 	shared  *client.Client
 	perNode map[string]*client.Client
 
-	// kubeClient talks to the cluster's API server (health).
+	// kubeClient talks to the cluster's API server (health); kubeServer,
+	// when set, replaces the kubeconfig's server (--k8s-endpoint).
 	kubeClient *kubeAPI
+	kubeServer string
 }
 
 // connect opens the session for the command's flags. The caller closes it.

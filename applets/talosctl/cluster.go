@@ -57,6 +57,8 @@ func newClusterCommand(g *GlobalFlags) *cobra.Command {
 // clusterCreateFlags are `cluster create`'s flags.
 type clusterCreateFlags struct {
 	useVIP            bool
+	endpoint          string
+	forced            *forcedEndpoint // --endpoint, once plan has read it
 	name              string
 	installImage      string
 	provisioner       string
@@ -162,6 +164,7 @@ has a 5s keepalive. --talos-version writes the configs of an older Talos
 	fl.StringVar(&f.talosVersion, "talos-version", "", talosVersionUsage)
 	fl.StringVar(&f.wireguardCIDR, "wireguard-cidr", "", "the CIDR of a WireGuard mesh between the nodes: each gets interface wg0 with the next address from it, in node order from the second host address (10.1.0.2, 10.1.0.3, ... for 10.1.0.0/24), control planes listen on port 51111, every node peers with them and they with the workers (Docker nodes need WireGuard in this machine's kernel)")
 	fl.BoolVar(&f.useVIP, "use-vip", false, "use a virtual IP (the subnet's 50th address) for the control plane endpoint, shared by the control planes on eth0, instead of the first control plane's address: the cluster and its kubeconfig survive losing any one control plane")
+	fl.StringVar(&f.endpoint, "endpoint", "", "use endpoint instead of provider defaults: the talosconfig's endpoint (host or host:port) and the kubeconfig's server (https://host:6443, or the https URL given), added to the certificates' SANs; for a load balancer, DNS name or forwarded address in front of the control planes")
 	fl.BoolVar(&f.skipBootstrap, "skip-bootstrap", false, "skip bootstrapping etcd on the first control plane node")
 	fl.BoolVar(&f.wait, "wait", true, "wait for the cluster to be ready before returning")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 20*time.Minute, "timeout to wait for the cluster to be ready")
@@ -205,6 +208,15 @@ func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
 
 	if f.workers < 0 {
 		return netip.Prefix{}, nil, errors.New("--workers must not be negative")
+	}
+
+	if f.endpoint != "" {
+		e, err := parseForcedEndpoint(f.endpoint)
+		if err != nil {
+			return netip.Prefix{}, nil, err
+		}
+
+		f.forced = &e
 	}
 
 	cidr, err := netip.ParsePrefix(f.subnet)
@@ -390,6 +402,10 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 		return err
 	}
 
+	if f.forced != nil {
+		endpoint = f.forced.Talos
+	}
+
 	if err := mergeClusterContext(tcPath, f.name, gen.talosconfig, []string{endpoint}, nodes[0].ip.String(), out); err != nil {
 		return err
 	}
@@ -399,7 +415,7 @@ func (f *clusterCreateFlags) run(ctx context.Context, g *GlobalFlags, out io.Wri
 		return nil
 	}
 
-	if err := waitClusterHealthy(ctx, out, gen.talosconfig, []string{endpoint}, nodes, !f.skipBootstrap, f.waitTimeout); err != nil {
+	if err := waitClusterHealthy(ctx, out, gen.talosconfig, []string{endpoint}, nodes, !f.skipBootstrap, f.kubeServer(), f.waitTimeout); err != nil {
 		return fmt.Errorf("%w\nthe cluster is left running: inspect it with talosctl, or remove it with 'talosctl cluster destroy --name %s'", err, f.name)
 	}
 

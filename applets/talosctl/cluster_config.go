@@ -34,6 +34,10 @@ func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*gen
 		patchesCP = append([]string{fmt.Sprintf("machine:\n  network:\n    interfaces:\n      - interface: eth0\n        vip:\n          ip: %s\n", endpoint)}, patchesCP...)
 	}
 
+	if f.forced != nil {
+		sans = append(sans, f.forced.Host)
+	}
+
 	opts := generate.Options{
 		Contract:          f.contract,
 		ClusterName:       f.name,
@@ -118,6 +122,16 @@ func (f *clusterCreateFlags) generate(cidr netip.Prefix, nodes []nodePlan) (*gen
 
 // vipOffset is where the shared IP is in the subnet, as in Talos.
 const vipOffset = 50
+
+// kubeServer is the kubeconfig's server that --endpoint asks for, or ""
+// for the cluster's own endpoint.
+func (f *clusterCreateFlags) kubeServer() string {
+	if f.forced == nil {
+		return ""
+	}
+
+	return f.forced.Server
+}
 
 // vipAddress is the --use-vip shared IP: the subnet's 50th address.
 func vipAddress(cidr netip.Prefix) netip.Addr {

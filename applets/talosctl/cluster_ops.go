@@ -62,7 +62,7 @@ func mergeClusterContext(path, name string, generated []byte, endpoints []string
 // waitClusterHealthy bootstraps etcd on the first control plane (unless
 // skipped), then runs the health checks against every node of a new
 // cluster, through the endpoints.
-func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints []string, nodes []nodePlan, bootstrap bool, timeout time.Duration) error {
+func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints []string, nodes []nodePlan, bootstrap bool, server string, timeout time.Duration) error {
 	cfg, err := talosconfig.Parse(tc)
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints
 		return err
 	}
 
-	s := &session{shared: c}
+	s := &session{shared: c, kubeServer: server}
 	defer s.Close()
 
 	s.controlPlanes = []string{}
@@ -105,13 +105,14 @@ func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints
 		return err
 	}
 
-	return mergeClusterKubeconfig(ctx, out, s)
+	return mergeClusterKubeconfig(ctx, out, s, server)
 }
 
 // mergeClusterKubeconfig merges the new cluster's admin kubeconfig into
 // the default kubeconfig, as talosctl cluster create does, when the
-// cluster runs Kubernetes.
-func mergeClusterKubeconfig(ctx context.Context, out io.Writer, s *session) error {
+// cluster runs Kubernetes; server ("" for the cluster's endpoint) is
+// --endpoint's.
+func mergeClusterKubeconfig(ctx context.Context, out io.Writer, s *session, server string) error {
 	if s.kubeClient == nil {
 		return nil
 	}
@@ -129,9 +130,16 @@ func mergeClusterKubeconfig(ctx context.Context, out io.Writer, s *session) erro
 		return err
 	}
 
+	data := results[0].Value
+	if server != "" {
+		if data, err = pointKubeconfig(data, server); err != nil {
+			return err
+		}
+	}
+
 	fmt.Fprintf(out, "merging kubeconfig into %q\n", path)
 
-	return writeKubeconfig(out, path, results[0].Value, true, true)
+	return writeKubeconfig(out, path, data, true, true)
 }
 
 // bootstrapEtcd asks the first control plane to bootstrap etcd, retrying

@@ -262,6 +262,10 @@ func (f *clusterCreateFlags) runQEMU(ctx context.Context, out io.Writer, st *sta
 		}
 	}
 
+	if f.forced != nil {
+		endpoints = []string{f.forced.Talos}
+	}
+
 	if err := mergeClusterContext(tcPath, f.name, gen.talosconfig, endpoints, nodes[0].ip.String(), out); err != nil {
 		return err
 	}
@@ -271,7 +275,7 @@ func (f *clusterCreateFlags) runQEMU(ctx context.Context, out io.Writer, st *sta
 		return nil
 	}
 
-	if err := waitClusterHealthy(ctx, out, gen.talosconfig, endpoints, nodes, !f.skipBootstrap, f.waitTimeout); err != nil {
+	if err := waitClusterHealthy(ctx, out, gen.talosconfig, endpoints, nodes, !f.skipBootstrap, f.kubeServer(), f.waitTimeout); err != nil {
 		return leftRunning(err)
 	}
 

@@ -132,7 +132,7 @@ func newHealthCommand(g *GlobalFlags) *cobra.Command {
 	var (
 		timeout                time.Duration
 		controlPlanes, workers []string
-		initNode               string
+		initNode, k8sEndpoint  string
 	)
 
 	cmd := &cobra.Command{
@@ -150,6 +150,7 @@ etcd's member list. A check that cannot run says why it is skipped.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withSession(false, func(s *session) error {
 				out := cmd.OutOrStdout()
+				s.kubeServer = k8sEndpoint
 
 				cps := slices.DeleteFunc(slices.Concat([]string{initNode}, controlPlanes), func(n string) bool { return n == "" })
 				if extra := slices.Concat(cps, workers); len(extra) > 0 {
@@ -175,6 +176,7 @@ etcd's member list. A check that cannot run says why it is skipped.`,
 	cmd.Flags().StringSliceVar(&controlPlanes, "control-plane-nodes", nil, "specify IPs of control plane nodes")
 	cmd.Flags().StringSliceVar(&workers, "worker-nodes", nil, "specify IPs of worker nodes")
 	cmd.Flags().StringVar(&initNode, "init-node", "", "specify IPs of init node")
+	cmd.Flags().StringVar(&k8sEndpoint, "k8s-endpoint", "", "use endpoint instead of kubeconfig default (https://host:port)")
 
 	return cmd
 }

@@ -66,6 +66,10 @@ func (s *session) kube(ctx context.Context) (*kubeAPI, error) {
 		return nil, err
 	}
 
+	if s.kubeServer != "" {
+		k.server = strings.TrimSuffix(s.kubeServer, "/")
+	}
+
 	s.kubeClient = k
 
 	return k, nil

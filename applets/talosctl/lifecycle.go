@@ -17,6 +17,10 @@ import (
 type waitFlags struct {
 	wait    bool
 	timeout time.Duration
+
+	// quietBack leaves "back: running" to the command, which reports the
+	// node itself once it is back (upgrade: the version it now runs).
+	quietBack bool
 }
 
 func (w *waitFlags) register(cmd *cobra.Command) {
@@ -52,7 +56,7 @@ func lifecycleAction(cmd *cobra.Command, g *GlobalFlags, wf waitFlags, goal wait
 			}
 		}
 
-		waitErr := waitForNodes(cmd, s, ok, goal, wf.timeout)
+		waitErr := waitForNodes(cmd, s, ok, goal, wf)
 
 		if err := reportErrors(cmd, results); err != nil {
 			return err

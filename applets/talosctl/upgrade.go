@@ -83,7 +83,7 @@ Examples:
 
 				for _, r := range results {
 					if r.Err == nil {
-						fmt.Fprintf(cmd.OutOrStdout(), "%s\tupgraded: runs %s (%s)\n", r.Node, r.Value, time.Since(start).Round(time.Second))
+						fmt.Fprintf(cmd.OutOrStdout(), "%s\tupgraded: runs %s (%s)\n", s.nodeName(r.Node, nil), r.Value, time.Since(start).Round(time.Second))
 					}
 				}
 
@@ -100,6 +100,7 @@ Examples:
 	_ = cmd.Flags().MarkHidden("preserve")
 
 	wf.register(cmd)
+	wf.quietBack = true
 	cmd.Flags().Lookup("wait").DefValue = "true"
 	_ = cmd.Flags().Set("wait", "true")
 

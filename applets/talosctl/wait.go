@@ -88,8 +88,8 @@ func cameBack(before, now nodeState) bool {
 	return !now.created.Equal(before.created) || now.version >= before.version+2
 }
 
-func waitForNodes(cmd *cobra.Command, s *session, nodes []client.Result[nodeState], goal waitGoal, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+func waitForNodes(cmd *cobra.Command, s *session, nodes []client.Result[nodeState], goal waitGoal, wf waitFlags) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), wf.timeout)
 	defer cancel()
 
 	names := make([]string, len(nodes))
@@ -149,7 +149,12 @@ func waitForNodes(cmd *cobra.Command, s *session, nodes []client.Result[nodeStat
 				sawDown = sawDown || unreachable(st.err)
 				last = "unreachable: " + client.Message(st.err)
 			case goal == goalBack && st.stage == "running" && (sawDown || cameBack(before[node], st)):
-				prog.done(name, "back: running")
+				if wf.quietBack {
+					prog.drop(name)
+				} else {
+					prog.done(name, "back: running")
+				}
+
 				return struct{}{}, nil
 			case goal == goalBack && st.stage == "running":
 				last = "waiting for the reboot to start"
@@ -316,6 +321,19 @@ func (p *progress) done(node, state string) {
 		p.redraw()
 	} else {
 		fmt.Fprintf(p.w, "%s: %s\n", node, state)
+	}
+}
+
+// drop stops tracking a node without a line: the caller reports it.
+func (p *progress) drop(node string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	delete(p.state, node)
+
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.redraw()
 	}
 }
 

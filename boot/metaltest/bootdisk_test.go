@@ -202,8 +202,12 @@ func TestMetalUpgrade(t *testing.T) {
 	n.wait(markServices, servicesTimeout)
 	t.Logf("upgrade v1 → v2, from the request to services up: %s", time.Since(start).Round(100*time.Millisecond))
 
-	if out, errOut, err := upgraded(); err != nil || !strings.Contains(out, "upgraded: runs "+v2) {
+	// One line says the node is back, named as the other commands name
+	// it (the endpoint, with no --nodes), and nothing else says it again.
+	if out, errOut, err := upgraded(); err != nil || !strings.HasPrefix(out, "127.0.0.1\tupgraded: runs "+v2+" (") {
 		t.Errorf("upgrade --wait: %v, want it to report %s\n%s%s", err, v2, out, errOut)
+	} else if strings.Contains(errOut, "back: running") {
+		t.Errorf("upgrade --wait reports the node back twice:\n%s%s", out, errOut)
 	} else {
 		t.Logf("upgrade --wait: %s", strings.TrimSpace(out))
 	}

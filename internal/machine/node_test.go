@@ -170,6 +170,14 @@ func startNodeWith(t *testing.T, dir string, config []byte, edit func(*machine.O
 			t.Error("node did not stop")
 		}
 
+		// A fatal boot error returns with the services up, as PID 1 keeps
+		// them for an operator to read the node; the temp dir goes next.
+		if sup := tn.Supervisor(); sup != nil {
+			if err := sup.StopAll(context.Background()); err != nil {
+				t.Errorf("stop the services left by the run: %v", err)
+			}
+		}
+
 		if t.Failed() {
 			t.Logf("console:\n%s", tn.console.String())
 		}
