@@ -15,6 +15,9 @@ GO       ?= go
 OUT      ?= _out/talosbox
 BIN_DIR  ?= _out/bin
 FUZZTIME ?= 10s
+# What make images builds, keyed by its inputs, outside the clone: a fresh clone on a machine
+# that has built once reuses it, as Go reuses its build cache (make clean leaves it).
+TALOSBOX_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/talosbox
 
 # go test must get the same -trimpath as go build, or it rebuilds the world. The tags leave
 # out the containerd snapshotters that need C libraries (btrfs) or tools (devmapper, zfs);
@@ -43,11 +46,12 @@ build:
 
 # Every container image a node runs (Kubernetes, CoreDNS, flannel, pause), built from
 # source into the OCI layout _out/images/oci; kubectl lands in _out/bin. Incremental:
-# outputs are keyed by their inputs, and a run with nothing changed builds nothing.
+# builds and layers are keyed by their inputs in $(TALOSBOX_CACHE)/images, and a run with
+# nothing changed builds nothing, from this checkout or a fresh clone.
 # K8S=all also builds the previous minor (upgrade-k8s); IMAGES_FLAGS adds flags.
 # Each version's component flags land in configs/kubeflags/data (config validation).
 images: install-links
-	./$(OUT) imager --out _out/images --kubernetes $${K8S:-default} --kubectl $(BIN_DIR) --kubeflags configs/kubeflags/data --kubeschema configs/kubeschema/data $(IMAGES_FLAGS)
+	./$(OUT) imager --out _out/images --cache $(TALOSBOX_CACHE)/images --kubernetes $${K8S:-default} --kubectl $(BIN_DIR) --kubeflags configs/kubeflags/data --kubeschema configs/kubeschema/data $(IMAGES_FLAGS)
 
 # The node's initramfs, _out/initramfs.cpio: this binary as /init, Debian's cloud kernel's
 # modules and the container runtime (runc, the CNI plugins) that make images builds

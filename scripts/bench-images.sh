@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures the image build and the image cache (issue 15's numbers):
-#   - the incremental no-op of `make images` (nothing changed);
+#   - the incremental no-op of `make images` (nothing changed), and a fresh
+#     clone's (an empty output dir, the cache outside the clone);
 #   - with COLD=1, a cold build of every program for one Kubernetes
 #     version: a fresh output dir AND an empty Go build cache (about 15
 #     minutes on 2 cores; the module cache is kept, so downloads are not timed);
@@ -18,6 +19,7 @@ export PATH=$PATH:/usr/local/go/bin
 make -s install-links >/dev/null
 bin=$PWD/_out/talosbox
 store=$PWD/_out/images/oci
+cache=${TALOSBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/talosbox}/images
 clients=${CLIENTS:-4}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
@@ -26,11 +28,16 @@ secs() { echo "$(date +%s.%N)"; }
 took() { printf '%.1f' "$(echo "$(secs) - $1" | bc)"; }
 
 echo "== make images (warm: the build is there or is made now)"
-"$bin" imager --out _out/images --kubectl _out/bin | tail -1
+"$bin" imager --out _out/images --cache "$cache" --kubectl _out/bin | tail -1
 
 t=$(secs)
-"$bin" imager --out _out/images | grep -E 'nothing to do|done in'
+"$bin" imager --out _out/images --cache "$cache" | grep -E 'nothing to do|done in'
 echo "no-op run: $(took "$t") s"
+
+echo "== a fresh clone's make images: an empty output dir, the cache outside the clone"
+t=$(secs)
+"$bin" imager --out "$tmp/fresh" --cache "$cache" | grep -E 'done in'
+echo "fresh output dir, warm cache: $(took "$t") s"
 
 if [ "${COLD:-0}" = 1 ]; then
   echo "== cold build (empty output dir, empty Go build cache)"
@@ -41,7 +48,7 @@ fi
 
 if [ "${SEPARATE:-0}" = 1 ]; then
   echo "== Kubernetes components as separate binaries (warm Go build cache: link time)"
-  src=$(ls -d _out/images/src/kubernetes-v* | head -1)
+  src=$(ls -d "$cache"/src/kubernetes-v* | head -1)
   total=0
   for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl; do
     t=$(secs)
@@ -50,7 +57,7 @@ if [ "${SEPARATE:-0}" = 1 ]; then
     total=$((total + size))
     printf '  %-24s %6.1f MiB, linked in %s s\n' "$c" "$(echo "$size / 1048576" | bc -l)" "$(took "$t")"
   done
-  shared=$(ls _out/images/build/kubernetes-*/kubernetes | head -1)
+  shared=$(ls "$cache"/build/kubernetes-*/kubernetes | head -1)
   t=$(secs)
   (cd "$src" && CGO_ENABLED=0 GOFLAGS='-trimpath -buildvcs=false -mod=mod' go build -ldflags '-s -w' -o "$tmp/shared" .)
   printf '  separate: %.1f MiB in all; shared binary: %.1f MiB, linked in %s s\n' \

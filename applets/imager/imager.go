@@ -35,9 +35,10 @@ proxy, and write them to the OCI image layout DIR/oci:
   registry.k8s.io/coredns/coredns, ghcr.io/siderolabs/flannel,
   registry.k8s.io/pause                       (talosctl image default lists them)
 
-Versions are pinned in internal/images. Every output is cached under DIR by
-the hash of its inputs: a second run with nothing changed builds nothing and
-says so. The first build of Kubernetes takes about 15 minutes on 2 cores.
+Versions are pinned in internal/images. Every output is cached under the
+--cache DIR (make images: ~/.cache/talosbox/images, or $TALOSBOX_CACHE) by
+the hash of its inputs: a second run with nothing changed, from this
+checkout or a fresh clone, builds nothing and says so. The first build of Kubernetes takes about 15 minutes on 2 cores.
 The CNI plugins the node needs are left in DIR/cni/bin. --kubeflags writes
 each version's component flags, as their --help lists them, to
 v<VERSION>.json in its directory, for config validation (configs/kubeflags).
@@ -60,7 +61,8 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 
 	var kube, kubectl string
 
-	fs.StringVar(&opts.Out, "out", filepath.Join("_out", "images"), "the build and cache `DIR`")
+	fs.StringVar(&opts.Out, "out", filepath.Join("_out", "images"), "the output `DIR`: the OCI layout DIR/oci, DIR/cni/bin, DIR/runtime")
+	fs.StringVar(&opts.Cache, "cache", "", "keep the builds and layers, keyed by their inputs, in `DIR` (default: --out); one outside the clone lets every checkout reuse them")
 	fs.StringVar(&opts.Src, "src", ".", "talosbox's source tree")
 	fs.StringVar(&kube, "kubernetes", images.Kubernetes, "Kubernetes versions to build, comma-separated; default; or all ("+strings.Join(images.KubernetesVersions(), ", ")+")")
 	fs.StringVar(&kubectl, "kubectl", "", "also link kubectl (the default version's) into `DIR`")

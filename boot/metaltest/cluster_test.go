@@ -199,15 +199,15 @@ func (c *vmCluster) stateArgs() []string { return []string{"--name", c.name, "--
 // TestQEMUCluster: three control planes and a worker, each a QEMU guest
 // on one vde segment with the host at .1: they are configured over the
 // segment, form etcd, discover each other, hold a shared IP the host
-// reaches, survive a control plane's reboot with their config read from
-// disk (booting from the disk itself: the nodes install an installer image
-// served by the host), take a rolling OS upgrade of the control planes, and
-// destroy leaves nothing.
+// reaches (cluster create --use-vip: the cluster's endpoint), survive a
+// control plane's reboot with their config read from disk (booting from
+// the disk itself: the nodes install an installer image served by the
+// host), lose the shared IP's holder to a reset while an outside client
+// keeps being served and take it back, take a rolling OS upgrade of the
+// control planes, and destroy leaves nothing.
 func TestQEMUCluster(t *testing.T) {
 	c := newVMCluster(t)
-	vip := c.ip(98) // .100
-
-	patch := fmt.Sprintf(`[{"op": "add", "path": "/machine/network/interfaces", "value": [{"interface": "eth0", "vip": {"ip": %q}}]}]`, vip)
+	vip := c.ip(48) // --use-vip's: the segment's .50
 
 	k, _ := kernel()
 
@@ -235,7 +235,7 @@ func TestQEMUCluster(t *testing.T) {
 		// Every node gets wg0 and a peer for each node it can meet; the
 		// guest kernel has WireGuard (the host's and Docker nodes' do not).
 		"--wireguard-cidr", wireguardCIDR(c.cidr),
-		"--config-patch-control-plane", patch, "--wait-timeout", "6m")
+		"--use-vip", "--wait-timeout", "6m")
 
 	start := time.Now()
 	out := c.ok(8*time.Minute, create...)
@@ -334,6 +334,14 @@ func TestQEMUCluster(t *testing.T) {
 	}
 
 	c.reboot(1)
+
+	// The node holding the shared endpoint is reset and takes its config
+	// back; the others keep the endpoint served.
+	if longest := c.resetHolderAndRejoin(vip, 3); longest > time.Minute {
+		t.Errorf("the client through the shared IP was cut off for %s: more than a failover", longest)
+	}
+
+	c.ok(servicesTimeout+time.Minute, "health", "--wait-timeout", servicesTimeout.String())
 
 	if !strings.Contains(c.controlPlaneConsole(1), "Booting `A - talosbox ("+v1+")'") {
 		t.Errorf("control plane 2 did not reboot from its disk")

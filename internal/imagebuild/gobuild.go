@@ -127,7 +127,7 @@ func (b *builder) build(ctx context.Context, p program) (string, error) {
 	k.add(ldflags...)
 	k.add(fmt.Sprint("cgo", p.cgo), "tags", strings.Join(p.tags, ","))
 
-	dir := filepath.Join(b.opts.Out, "build", p.name+"-"+p.version+"-"+k.String()[:12])
+	dir := filepath.Join(b.opts.Cache, "build", p.name+"-"+p.version+"-"+k.String()[:12])
 	if complete(dir) {
 		b.logf("%s %s: up to date (%s)", p.name, p.version, dir)
 		b.res.Cached++
@@ -144,7 +144,7 @@ func (b *builder) build(ctx context.Context, p program) (string, error) {
 
 	start := time.Now()
 
-	tmp, err := os.MkdirTemp(filepath.Join(b.opts.Out, "build"), ".tmp-"+p.name+"-")
+	tmp, err := os.MkdirTemp(filepath.Join(b.opts.Cache, "build"), ".tmp-"+p.name+"-")
 	if err != nil {
 		return "", err
 	}
@@ -198,7 +198,7 @@ func (b *builder) build(ctx context.Context, p program) (string, error) {
 
 	// Builds of the same program and version under an older key are
 	// superseded; without this every source edit would leave one behind.
-	old, _ := filepath.Glob(filepath.Join(b.opts.Out, "build", p.name+"-"+p.version+"-*"))
+	old, _ := filepath.Glob(filepath.Join(b.opts.Cache, "build", p.name+"-"+p.version+"-*"))
 	for _, o := range old {
 		if o != dir {
 			_ = os.RemoveAll(o)
@@ -298,7 +298,7 @@ func (b *builder) kubeModule(version string, info moduleInfo) (string, error) {
 		srcs[name] = bytes.Replace(data, []byte("//go:build ignore\n"), nil, 1)
 	}
 
-	dir := filepath.Join(b.opts.Out, "src", "kubernetes-"+version)
+	dir := filepath.Join(b.opts.Cache, "src", "kubernetes-"+version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

@@ -24,9 +24,14 @@ import (
 
 // Options say what to build and where.
 type Options struct {
-	// Out holds the build: build/ (binaries by key), src/ (generated
-	// modules), layers/ (compressed layers by key) and oci/ (the images).
+	// Out holds the results: oci/ (the images), cni/bin and runtime/.
 	Out string
+	// Cache holds what is keyed by its inputs and so outlives a checkout:
+	// build/ (binaries by key), src/ (generated modules) and layers/
+	// (compressed layers by key). Out when empty; a directory outside the
+	// clone (make images uses ~/.cache/talosbox/images) lets a fresh clone
+	// reuse an earlier build, as Go reuses its build cache.
+	Cache string
 	// Src is talosbox's source tree (images/, go.mod); "." by default.
 	Src string
 	// Go is the go tool; "go" from PATH by default.
@@ -87,6 +92,14 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 
+	if opts.Cache == "" {
+		opts.Cache = opts.Out
+	}
+
+	if opts.Cache, err = filepath.Abs(opts.Cache); err != nil {
+		return nil, err
+	}
+
 	if opts.Src, err = filepath.Abs(opts.Src); err != nil {
 		return nil, err
 	}
@@ -121,7 +134,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 
 	b.goVersion = strings.TrimSpace(string(out))
 
-	if err := os.MkdirAll(filepath.Join(opts.Out, "build"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(opts.Cache, "build"), 0o755); err != nil {
 		return nil, err
 	}
 

@@ -168,7 +168,7 @@ replace k8s.io/api => ./staging/src/k8s.io/api
 	}
 
 	src, _ := filepath.Abs(filepath.Join("..", ".."))
-	b := &builder{opts: Options{Out: dir, Src: src}}
+	b := &builder{opts: Options{Out: dir, Cache: dir, Src: src}}
 
 	mod, err := b.kubeModule("v1.34.12", moduleInfo{GoMod: up})
 	if err != nil {
@@ -236,8 +236,8 @@ func TestProgramBuildsAreReproducible(t *testing.T) {
 	for range 2 {
 		var log bytes.Buffer
 
-		b := &builder{opts: Options{Out: t.TempDir(), Src: src, Go: "go", Log: &log}, goVersion: runtime.Version()}
-		if err := os.MkdirAll(filepath.Join(b.opts.Out, "build"), 0o755); err != nil {
+		b := &builder{opts: Options{Out: t.TempDir(), Cache: t.TempDir(), Src: src, Go: "go", Log: &log}, goVersion: runtime.Version()}
+		if err := os.MkdirAll(filepath.Join(b.opts.Cache, "build"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 
@@ -262,6 +262,17 @@ func TestProgramBuildsAreReproducible(t *testing.T) {
 		}
 
 		layers = append(layers, l)
+
+		// A fresh clone (another output directory) with the same cache
+		// builds nothing.
+		fresh := &builder{opts: Options{Out: t.TempDir(), Cache: b.opts.Cache, Src: src, Go: "go", Log: &log}, goVersion: runtime.Version()}
+		if again, err := fresh.build(ctx, p); err != nil || again != dir || fresh.res.Built != 0 || fresh.res.Cached != 1 {
+			t.Errorf("a fresh output dir with the same cache: %s (%v), built %d, cached %d; want %s from the cache", again, err, fresh.res.Built, fresh.res.Cached, dir)
+		}
+
+		if l2, err := fresh.makeLayer("pause", []entry{{path: "/pause", src: filepath.Join(dir, "pause"), mode: 0o755}}); err != nil || l2.file != l.file {
+			t.Errorf("the layer was not found in the cache: %v %+v", err, l2)
+		}
 	}
 
 	if layers[0].Digest != layers[1].Digest || layers[0].DiffID != layers[1].DiffID {
@@ -273,10 +284,10 @@ func TestProgramBuildsAreReproducible(t *testing.T) {
 // changed) removes the same program's older output.
 func TestSupersededBuildsAreRemoved(t *testing.T) {
 	src, _ := filepath.Abs(filepath.Join("..", ".."))
-	b := &builder{opts: Options{Out: t.TempDir(), Src: src, Go: "go"}, goVersion: runtime.Version()}
+	b := &builder{opts: Options{Out: t.TempDir(), Cache: t.TempDir(), Src: src, Go: "go"}, goVersion: runtime.Version()}
 
-	stale := filepath.Join(b.opts.Out, "build", "pause-"+images.Pause+"-000000000000")
-	other := filepath.Join(b.opts.Out, "build", "coredns-v1.0.0-000000000000")
+	stale := filepath.Join(b.opts.Cache, "build", "pause-"+images.Pause+"-000000000000")
+	other := filepath.Join(b.opts.Cache, "build", "coredns-v1.0.0-000000000000")
 
 	for _, d := range []string{stale, other} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

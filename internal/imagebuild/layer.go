@@ -161,7 +161,7 @@ func (b *builder) makeLayer(name string, entries []entry) (*layer, error) {
 		}
 	}
 
-	dir := filepath.Join(b.opts.Out, "layers")
+	dir := filepath.Join(b.opts.Cache, "layers")
 	id := k.String()
 	file := filepath.Join(dir, id+".tar.gz")
 	meta := filepath.Join(dir, id+".json")

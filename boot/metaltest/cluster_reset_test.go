@@ -1,0 +1,158 @@
+package metaltest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// vipHolder is the control plane (index) whose addresses list the shared IP.
+func (c *vmCluster) vipHolder(vip string, controlPlanes int) (int, error) {
+	for i := range controlPlanes {
+		out, err := c.talosctl(commandTimeout, "-n", c.ip(i), "get", "addresses")
+		if err != nil {
+			continue // a node that is down holds nothing
+		}
+
+		if strings.Contains(out, "/"+vip+"/32") {
+			return i, nil
+		}
+	}
+
+	return -1, fmt.Errorf("no control plane lists %s among its addresses", vip)
+}
+
+// resetHolderAndRejoin resets the control plane that holds the shared IP
+// (STATE and EPHEMERAL wiped, leaving etcd first), gives it its config back
+// through the maintenance API, and waits until it is an etcd member again,
+// while an outside client reads etcd's members through the shared IP every
+// half second: the QEMU run of issue 31's "losing the endpoint node must not
+// lose the cluster". It returns the longest outage the client saw.
+func (c *vmCluster) resetHolderAndRejoin(vip string, controlPlanes int) time.Duration {
+	t := c.t
+	t.Helper()
+
+	var holder int
+
+	c.until("a control plane holding "+vip, time.Minute, func() (err error) {
+		holder, err = c.vipHolder(vip, controlPlanes)
+		return err
+	})
+
+	node := c.ip(holder)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+
+	if err := os.WriteFile(path, []byte(c.ok(commandTimeout, "-n", node, "read", "/system/state/config.yaml")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	type sample struct {
+		at     time.Time
+		served bool
+		why    string
+	}
+
+	var samples []sample
+
+	stop, done := make(chan struct{}), make(chan struct{})
+
+	go func() {
+		defer close(done)
+
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+
+		for {
+			out, err := c.talosctl(5*time.Second, "-e", vip, "-n", vip, "etcd", "members")
+			s := sample{at: time.Now(), served: err == nil && strings.Count(out, "https://") >= 2}
+
+			if !s.served {
+				s.why = lastLine(out)
+			}
+
+			samples = append(samples, s)
+
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	start := time.Now()
+	c.ok(commandTimeout, "-n", node, "reset", "--graceful", "--reboot")
+
+	// Back from its disk with nothing on STATE: maintenance mode.
+	c.until(fmt.Sprintf("control plane %d in maintenance mode, taking its config back", holder+1), bootTimeout, func() error {
+		_, err := c.talosctl(commandTimeout, "apply-config", "--insecure", "-e", node, "-n", node, "-f", path)
+		return err
+	})
+
+	c.until(fmt.Sprintf("control plane %d back in etcd", holder+1), 2*servicesTimeout, func() error {
+		out, err := c.talosctl(commandTimeout, "-n", node, "etcd", "members")
+		if err != nil {
+			return err
+		}
+
+		// A voting member again (not a learner), beside the other two.
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "https://"+node+":2380") && strings.HasSuffix(strings.TrimSpace(l), "false") && strings.Count(out, ":2380") == controlPlanes {
+				return nil
+			}
+		}
+
+		return fmt.Errorf("etcd members:\n%s", out)
+	})
+
+	rejoined := time.Since(start)
+
+	c.until("the client served through the shared IP after the rejoin", time.Minute, func() error {
+		_, err := c.talosctl(5*time.Second, "-e", vip, "-n", vip, "etcd", "members")
+		return err
+	})
+
+	close(stop)
+	<-done
+
+	var (
+		longest     time.Duration
+		failedSince time.Time
+		outages     []string
+	)
+
+	for _, s := range samples {
+		switch {
+		case !s.served && failedSince.IsZero():
+			failedSince = s.at
+			t.Logf("outage at reset+%s: %s", s.at.Sub(start).Round(100*time.Millisecond), s.why)
+		case s.served && !failedSince.IsZero():
+			longest = max(longest, s.at.Sub(failedSince))
+			outages = append(outages, fmt.Sprintf("%s+%s", failedSince.Sub(start).Round(100*time.Millisecond), s.at.Sub(failedSince).Round(100*time.Millisecond)))
+			failedSince = time.Time{}
+		}
+	}
+
+	if !failedSince.IsZero() {
+		longest = max(longest, samples[len(samples)-1].at.Sub(failedSince))
+	}
+
+	t.Logf("control plane %d (held %s) reset and rejoined etcd in %s; %d samples of etcd members through the shared IP: outages (since the reset + length) %v, longest %s",
+		holder+1, vip, rejoined.Round(time.Second), len(samples), outages, longest.Round(100*time.Millisecond))
+
+	return longest
+}
+
+// lastLine is the last non-empty line of out, cut to 200 bytes.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	l := lines[len(lines)-1]
+
+	if len(l) > 200 {
+		l = l[:200]
+	}
+
+	return l
+}
