@@ -108,8 +108,12 @@ lint:
 # default 10m timeout, and boot/metaltest's clock runs while it waits for
 # the guest lock the root package's Kubernetes test holds (up to ~35 min
 # on 2 cores), so its 50 min of QEMU needs more than an hour from start.
+# Plain go test output, then the slowest packages and tests (scripts/testreport); the events
+# stay in _out/unit.json.
+unit: SHELL := /bin/bash
 unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 100m ./...
+	@mkdir -p _out
+	set -o pipefail; CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 100m -json ./... | $(GO) run ./scripts/testreport -json _out/unit.json -top 25
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
