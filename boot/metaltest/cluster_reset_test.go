@@ -68,7 +68,10 @@ func (c *vmCluster) resetHolderAndRejoin(vip string, controlPlanes int) time.Dur
 			out, err := c.talosctl(5*time.Second, "-e", vip, "-n", vip, "etcd", "members")
 			s := sample{at: time.Now(), served: err == nil && strings.Count(out, "https://") >= 2}
 
-			if !s.served {
+			switch {
+			case err != nil:
+				s.why = lastLine(err.Error())
+			case !s.served:
 				s.why = lastLine(out)
 			}
 
