@@ -4,6 +4,7 @@
 #   make run-down   destroy that cluster
 #   make qemu       one metal node under QEMU; make qemu-cluster, several (talosctl cluster create qemu)
 #   make test       install what the tests need, lint, unit/integration tests, fuzz briefly
+#   make fast       the quick lane: every package's tests without the end-to-end suites
 #   make build      _out/talosbox, static, version-stamped
 #   make images     every image a node runs, built from source into _out/images/oci (cached)
 #   make installer  the installer image (kernel, initramfs, GRUB) nodes install and upgrade from
@@ -22,7 +23,13 @@ TALOSBOX_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/talosbox
 # go test must get the same -trimpath as go build, or it rebuilds the world. The tags leave
 # out the containerd snapshotters that need C libraries (btrfs) or tools (devmapper, zfs);
 # go test needs them too, since it builds with cgo for -race.
-export GOFLAGS := -trimpath -tags=no_btrfs,no_devmapper,no_zfs
+TAGS := no_btrfs,no_devmapper,no_zfs
+export GOFLAGS := -trimpath -tags=$(TAGS)
+# The end-to-end suites (the root package's Docker and Kubernetes clusters, boot/metaltest and
+# boot/guesttest's QEMU guests) build only with the e2e tag: make unit and make lint add it, so
+# make test runs and checks everything, while make fast (go test ./...) is the quick lane. In
+# GOFLAGS, not -tags, so that the test binaries the suites build for guests get it too.
+E2E_GOFLAGS := -trimpath -tags=$(TAGS),e2e
 
 VERSION ?= $(shell git describe --tags --dirty --match 'v*' 2>/dev/null || echo v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo dev))
 COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -35,7 +42,7 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$
 	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION) \
 	$(if $(BROKEN_BOOT),-X $(VERSION_PKG).BrokenBoot=1)
 
-.PHONY: all build images installer install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fuzz test generate check-generate check-kubeflags bench clean
+.PHONY: all build images installer install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fast fuzz test generate check-generate check-kubeflags bench clean
 
 all: build
 
@@ -97,6 +104,7 @@ run-down: install-links
 deps:
 	scripts/install-deps.sh
 
+lint: GOFLAGS := $(E2E_GOFLAGS)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './_out/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -111,9 +119,16 @@ lint:
 # Plain go test output, then the slowest packages and tests (scripts/testreport); the events
 # stay in _out/unit.json.
 unit: SHELL := /bin/bash
+unit: GOFLAGS := $(E2E_GOFLAGS)
 unit:
 	@mkdir -p _out
 	set -o pipefail; CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 100m -json ./... | $(GO) run ./scripts/testreport -json _out/unit.json -top 25
+
+# The quick lane: every package's own tests under -race, without the end-to-end suites.
+fast: SHELL := /bin/bash
+fast:
+	@mkdir -p _out
+	set -o pipefail; CGO_ENABLED=1 $(GO) test -race -count=1 -json ./... | $(GO) run ./scripts/testreport -json _out/fast.json -top 15
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -16,7 +16,7 @@
 # the kernel of scripts/fetch-kernel.sh (_out/kernel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export GOFLAGS=-trimpath
+export GOFLAGS='-trimpath -tags=e2e' # boot/metaltest builds only with it
 
 runs=${RUNS:-5}
 

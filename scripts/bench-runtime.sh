@@ -6,5 +6,5 @@
 # TestDockerNodeRunsContainers and TestMetalNodeRunsContainers (-v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export GOFLAGS='-trimpath -tags=no_btrfs,no_devmapper,no_zfs'
+export GOFLAGS='-trimpath -tags=no_btrfs,no_devmapper,no_zfs,e2e' # the benchmark is in the e2e suite
 go test -run '^$' -bench BenchmarkCRIContainerdStart -benchtime "${COUNT:-10}x" .

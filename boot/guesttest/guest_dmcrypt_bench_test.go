@@ -1,3 +1,5 @@
+//go:build e2e
+
 package guesttest
 
 // dm-crypt's cost in the guest: the same sequential O_DIRECT writes and

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package guesttest
 
 // The guest side of the dm-crypt check (runs inside QEMU): a LUKS2

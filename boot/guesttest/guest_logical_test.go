@@ -1,3 +1,5 @@
+//go:build e2e
+
 package guesttest
 
 // The guest side of the dummy and 802.3ad checks (runs inside QEMU).

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package guesttest
 
 // The guest side: this file's code runs inside QEMU as PID 1.

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package guesttest
 
 // The host side: build the guest init and images, boot guest pairs,

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package guesttest
 
 // networkd's logical links on Debian's kernel, between two guests (a

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package metaltest
 
 // What every boot needs, built once per test process: the binary, the

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package metaltest
 
 // `talosctl cluster create qemu`: several metal nodes on one private

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package metaltest
 
 // A metal node whose next config breaks its boot comes back on its last

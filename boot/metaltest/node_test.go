@@ -1,3 +1,5 @@
+//go:build e2e
+
 package metaltest
 
 // One guest on its disk image: boot it, follow its console, run the real
