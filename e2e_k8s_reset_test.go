@@ -21,6 +21,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/availability"
 	"github.com/talosbox/talosbox/internal/render"
 )
 
@@ -225,12 +226,6 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 		t.Fatal(err)
 	}
 
-	type sample struct {
-		at            time.Time
-		served, ready bool
-		why           string // the client's error, and which node answers for the shared IP
-	}
-
 	// Which node answers for the shared IP: its MAC in this machine's
 	// neighbour table, by container.
 	macs := map[string]string{}
@@ -256,36 +251,26 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 		return strings.TrimSpace(string(out))
 	}
 
-	var samples []sample
+	// The worker's Ready condition is sampled with each probe: the probe
+	// runs in the sampler's goroutine, read after Stop.
+	type readiness struct {
+		at    time.Time
+		ready bool
+	}
 
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	var ready []readiness
 
-	go func() {
-		defer close(done)
+	sampler := availability.Start(500*time.Millisecond, func() (bool, string) {
+		out, err := dc.kubectl("get", "--raw", "/readyz", "--request-timeout", "2s")
+		st, _ := dc.kubectl("get", "node", names[w], "--request-timeout", "2s", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		ready = append(ready, readiness{at: time.Now(), ready: st != "False"})
 
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-
-		for {
-			out, err := dc.kubectl("get", "--raw", "/readyz", "--request-timeout", "2s")
-			st, _ := dc.kubectl("get", "node", names[w], "--request-timeout", "2s", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
-			served := err == nil && strings.TrimSpace(out) == "ok"
-
-			var why string
-			if !served {
-				why = fmt.Sprintf("%q via %s", lastLine(out), vipHolder())
-			}
-
-			samples = append(samples, sample{at: time.Now(), served: served, ready: st != "False", why: why})
-
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
+		if err == nil && strings.TrimSpace(out) == "ok" {
+			return true, ""
 		}
-	}()
+
+		return false, fmt.Sprintf("%q via %s", availability.LastLine(out), vipHolder())
+	})
 
 	start := time.Now()
 	dc.ok("-e", cp1, "-n", cp1, "reset", "--graceful", "--reboot")
@@ -325,38 +310,24 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 		return nil
 	})
 
-	close(stop)
-	<-done
+	samples := sampler.Stop()
+	outages := availability.Outages(samples)
+	longest := availability.Longest(outages)
 
-	// The longest run of failed samples is the outage the client saw.
-	var (
-		longest, notReady time.Duration
-		failedSince       time.Time
-		outages           []string
-	)
+	for _, o := range outages {
+		t.Logf("outage at reset+%s: %s", o.Start.Sub(start).Round(100*time.Millisecond), o.Why)
+	}
 
-	for i, s := range samples {
-		if !s.ready && i > 0 {
-			notReady += s.at.Sub(samples[i-1].at)
-		}
+	var notReady time.Duration
 
-		switch {
-		case !s.served && failedSince.IsZero():
-			failedSince = s.at
-			t.Logf("outage at reset+%s: %s", s.at.Sub(start).Round(100*time.Millisecond), s.why)
-		case s.served && !failedSince.IsZero():
-			longest = max(longest, s.at.Sub(failedSince))
-			outages = append(outages, fmt.Sprintf("%s+%s", failedSince.Sub(start).Round(100*time.Millisecond), s.at.Sub(failedSince).Round(100*time.Millisecond)))
-			failedSince = time.Time{}
+	for i := 1; i < len(ready); i++ {
+		if !ready[i].ready {
+			notReady += ready[i].at.Sub(ready[i-1].at)
 		}
 	}
 
-	if !failedSince.IsZero() {
-		longest = max(longest, samples[len(samples)-1].at.Sub(failedSince))
-	}
-
-	t.Logf("first control plane reset and rejoined in %s; %d samples: the client's outages through the shared IP (since the reset + length) %v, longest %s; the worker NotReady for %s",
-		rejoined.Round(time.Second), len(samples), outages, longest.Round(100*time.Millisecond), notReady.Round(100*time.Millisecond))
+	t.Logf("first control plane reset and rejoined in %s; %d samples: the client's outages through the shared IP (since the reset + length) %s, longest %s; the worker NotReady for %s",
+		rejoined.Round(time.Second), len(samples), availability.Describe(outages, start), longest.Round(100*time.Millisecond), notReady.Round(100*time.Millisecond))
 
 	if longest > 30*time.Second {
 		t.Errorf("the client through the shared IP was cut off for %s: more than a failover", longest)
@@ -365,18 +336,6 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 	if notReady > 0 {
 		t.Errorf("the worker went NotReady for %s while other control planes served", notReady)
 	}
-}
-
-// lastLine is the last non-empty line of out, cut to 200 bytes.
-func lastLine(out string) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	l := lines[len(lines)-1]
-
-	if len(l) > 200 {
-		l = l[:200]
-	}
-
-	return l
 }
 
 // sharedIP is cluster create --use-vip's shared IP: the subnet's 50th

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/talosbox/talosbox/internal/availability"
 )
 
 // vipHolder is the control plane (index) whose addresses list the shared IP.
@@ -30,8 +32,8 @@ func (c *vmCluster) vipHolder(vip string, controlPlanes int) (int, error) {
 // (STATE and EPHEMERAL wiped, leaving etcd first), gives it its config back
 // through the maintenance API, and waits until it is an etcd member again,
 // while an outside client reads etcd's members through the shared IP every
-// half second: the QEMU run of issue 31's "losing the endpoint node must not
-// lose the cluster". It returns the longest outage the client saw.
+// half second, since losing the node that holds the endpoint must not lose
+// the cluster. It returns the longest outage the client saw.
 func (c *vmCluster) resetHolderAndRejoin(vip string, controlPlanes int) time.Duration {
 	t := c.t
 	t.Helper()
@@ -50,42 +52,18 @@ func (c *vmCluster) resetHolderAndRejoin(vip string, controlPlanes int) time.Dur
 		t.Fatal(err)
 	}
 
-	type sample struct {
-		at     time.Time
-		served bool
-		why    string
-	}
+	sampler := availability.Start(500*time.Millisecond, func() (bool, string) {
+		out, err := c.talosctl(5*time.Second, "-e", vip, "-n", vip, "etcd", "members")
 
-	var samples []sample
-
-	stop, done := make(chan struct{}), make(chan struct{})
-
-	go func() {
-		defer close(done)
-
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-
-		for {
-			out, err := c.talosctl(5*time.Second, "-e", vip, "-n", vip, "etcd", "members")
-			s := sample{at: time.Now(), served: err == nil && strings.Count(out, "https://") >= 2}
-
-			switch {
-			case err != nil:
-				s.why = lastLine(err.Error())
-			case !s.served:
-				s.why = lastLine(out)
-			}
-
-			samples = append(samples, s)
-
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
+		switch {
+		case err != nil:
+			return false, availability.LastLine(err.Error())
+		case strings.Count(out, "https://") < 2:
+			return false, availability.LastLine(out)
 		}
-	}()
+
+		return true, ""
+	})
 
 	start := time.Now()
 	c.ok(commandTimeout, "-n", node, "reset", "--graceful", "--reboot")
@@ -119,45 +97,16 @@ func (c *vmCluster) resetHolderAndRejoin(vip string, controlPlanes int) time.Dur
 		return err
 	})
 
-	close(stop)
-	<-done
+	samples := sampler.Stop()
+	outages := availability.Outages(samples)
+	longest := availability.Longest(outages)
 
-	var (
-		longest     time.Duration
-		failedSince time.Time
-		outages     []string
-	)
-
-	for _, s := range samples {
-		switch {
-		case !s.served && failedSince.IsZero():
-			failedSince = s.at
-			t.Logf("outage at reset+%s: %s", s.at.Sub(start).Round(100*time.Millisecond), s.why)
-		case s.served && !failedSince.IsZero():
-			longest = max(longest, s.at.Sub(failedSince))
-			outages = append(outages, fmt.Sprintf("%s+%s", failedSince.Sub(start).Round(100*time.Millisecond), s.at.Sub(failedSince).Round(100*time.Millisecond)))
-			failedSince = time.Time{}
-		}
+	for _, o := range outages {
+		t.Logf("outage at reset+%s: %s", o.Start.Sub(start).Round(100*time.Millisecond), o.Why)
 	}
 
-	if !failedSince.IsZero() {
-		longest = max(longest, samples[len(samples)-1].at.Sub(failedSince))
-	}
-
-	t.Logf("control plane %d (held %s) reset and rejoined etcd in %s; %d samples of etcd members through the shared IP: outages (since the reset + length) %v, longest %s",
-		holder+1, vip, rejoined.Round(time.Second), len(samples), outages, longest.Round(100*time.Millisecond))
+	t.Logf("control plane %d (held %s) reset and rejoined etcd in %s; %d samples of etcd members through the shared IP: outages (since the reset + length) %s, longest %s",
+		holder+1, vip, rejoined.Round(time.Second), len(samples), availability.Describe(outages, start), longest.Round(100*time.Millisecond))
 
 	return longest
-}
-
-// lastLine is the last non-empty line of out, cut to 200 bytes.
-func lastLine(out string) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	l := lines[len(lines)-1]
-
-	if len(l) > 200 {
-		l = l[:200]
-	}
-
-	return l
 }
