@@ -183,12 +183,26 @@ func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]stri
 			return nil
 		})
 
-		imgs := strings.Fields(dc.kube(t, "-n", "kube-system", "get", "pods", "-l", "tier=control-plane", "-o", "jsonpath={.items[*].spec.containers[*].image}"))
-		for _, c := range []string{images.APIServer(to).String(), images.ControllerManager(to).String(), images.Scheduler(to).String()} {
-			if n := countOf(imgs, c); n < 3 {
-				t.Errorf("%d control-plane pods run %s: %v", n, c, imgs)
+		// Mirror pods come and go while the kubelets restart on their new
+		// version (a kubelet recreates the mirror of a static pod whose hash
+		// its version computes differently): wait for all nine.
+		var imgs []string
+
+		waitFor(t, 2*time.Minute, "the control plane's mirror pods on "+to, func() error {
+			out, err := dc.kubectl("-n", "kube-system", "get", "pods", "-l", "tier=control-plane", "-o", "jsonpath={.items[*].spec.containers[*].image}")
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
 			}
-		}
+
+			imgs = strings.Fields(out)
+			for _, c := range []string{images.APIServer(to).String(), images.ControllerManager(to).String(), images.Scheduler(to).String()} {
+				if n := countOf(imgs, c); n < 3 {
+					return fmt.Errorf("%d control-plane pods run %s: %v", n, c, imgs)
+				}
+			}
+
+			return nil
+		})
 
 		for _, img := range imgs {
 			if strings.Contains(img, from) {
