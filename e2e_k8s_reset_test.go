@@ -310,13 +310,7 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 		return nil
 	})
 
-	samples := sampler.Stop()
-	outages := availability.Outages(samples)
-	longest := availability.Longest(outages)
-
-	for _, o := range outages {
-		t.Logf("outage at reset+%s: %s", o.Start.Sub(start).Round(100*time.Millisecond), o.Why)
-	}
+	res := sampler.Report(start, t.Logf)
 
 	var notReady time.Duration
 
@@ -327,10 +321,10 @@ func testEndpointLoss(t *testing.T, dc *dockerCluster, names map[string]string, 
 	}
 
 	t.Logf("first control plane reset and rejoined in %s; %d samples: the client's outages through the shared IP (since the reset + length) %s, longest %s; the worker NotReady for %s",
-		rejoined.Round(time.Second), len(samples), availability.Describe(outages, start), longest.Round(100*time.Millisecond), notReady.Round(100*time.Millisecond))
+		rejoined.Round(time.Second), len(res.Samples), availability.Describe(res.Outages, start), res.Longest.Round(100*time.Millisecond), notReady.Round(100*time.Millisecond))
 
-	if longest > 30*time.Second {
-		t.Errorf("the client through the shared IP was cut off for %s: more than a failover", longest)
+	if res.Longest > 30*time.Second {
+		t.Errorf("the client through the shared IP was cut off for %s: more than a failover", res.Longest)
 	}
 
 	if notReady > 0 {

@@ -97,16 +97,10 @@ func (c *vmCluster) resetHolderAndRejoin(vip string, controlPlanes int) time.Dur
 		return err
 	})
 
-	samples := sampler.Stop()
-	outages := availability.Outages(samples)
-	longest := availability.Longest(outages)
-
-	for _, o := range outages {
-		t.Logf("outage at reset+%s: %s", o.Start.Sub(start).Round(100*time.Millisecond), o.Why)
-	}
+	res := sampler.Report(start, t.Logf)
 
 	t.Logf("control plane %d (held %s) reset and rejoined etcd in %s; %d samples of etcd members through the shared IP: outages (since the reset + length) %s, longest %s",
-		holder+1, vip, rejoined.Round(time.Second), len(samples), availability.Describe(outages, start), longest.Round(100*time.Millisecond))
+		holder+1, vip, rejoined.Round(time.Second), len(res.Samples), availability.Describe(res.Outages, start), res.Longest.Round(100*time.Millisecond))
 
-	return longest
+	return res.Longest
 }

@@ -64,6 +64,27 @@ func (s *Sampler) Stop() []Sample {
 	return s.samples
 }
 
+// Result is what a sampler saw: every sample, and the outages among them.
+type Result struct {
+	Samples []Sample
+	Outages []Outage
+	Longest time.Duration
+}
+
+// Report stops s and logs where each outage began (since start) and why:
+// the lines a test's log wants beside its summary.
+func (s *Sampler) Report(start time.Time, logf func(format string, args ...any)) Result {
+	r := Result{Samples: s.Stop()}
+	r.Outages = Outages(r.Samples)
+	r.Longest = Longest(r.Outages)
+
+	for _, o := range r.Outages {
+		logf("outage at +%s: %s", o.Start.Sub(start).Round(100*time.Millisecond), o.Why)
+	}
+
+	return r
+}
+
 // Outages lists the runs of failed samples. One still open at the last
 // sample ends there: its length is what was seen of it.
 func Outages(samples []Sample) []Outage {

@@ -1,6 +1,7 @@
 package availability
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -81,5 +82,30 @@ func TestLastLine(t *testing.T) {
 
 	if got := LastLine(strings.Repeat("x", 300)); len(got) != 200 {
 		t.Errorf("%d bytes", len(got))
+	}
+}
+
+// Report stops the sampler, logs each outage with its reason, and sums up.
+func TestReport(t *testing.T) {
+	var calls atomic.Int32
+
+	s := Start(time.Millisecond, func() (bool, string) {
+		return calls.Add(1) > 2, "refused"
+	})
+
+	deadline := time.Now().Add(10 * time.Second)
+	for calls.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+
+	var lines []string
+
+	res := s.Report(time.Now(), func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) })
+	if len(res.Outages) != 1 || res.Longest <= 0 || len(res.Samples) < 4 {
+		t.Fatalf("%+v", res)
+	}
+
+	if len(lines) != 1 || !strings.HasSuffix(lines[0], ": refused") {
+		t.Errorf("logged %q", lines)
 	}
 }
