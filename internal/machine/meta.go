@@ -33,8 +33,8 @@ var ErrNoMeta = errors.New("this node has no META partition")
 // MetaKeySpec is a tag's value.
 type MetaKeySpec struct {
 	Value string `yaml:"value"`
-	// secret: the value may hold key material, shown to admins only.
-	secret bool
+	// Secret: the value may hold key material, shown to admins only.
+	Secret bool `yaml:"-" json:"-"`
 }
 
 // secretTags hold key material: STATE's encryption config may carry a
@@ -45,7 +45,7 @@ var secretTags = map[uint8]bool{meta.StateEncryptionConfig: true, meta.UniqueMac
 
 // RedactedYAML is the spec as a caller without os:admin sees it.
 func (s MetaKeySpec) RedactedYAML() ([]byte, error) {
-	if s.secret {
+	if s.Secret {
 		s.Value = configs.Redacted
 	}
 
@@ -188,7 +188,7 @@ func (n *Node) editMeta(ctx context.Context, fn func(*meta.Meta) error) (*meta.M
 func (n *Node) publishMeta(ctx context.Context, m *meta.Meta) error {
 	want := map[string]MetaKeySpec{}
 	for tag, v := range m.Values() {
-		want[meta.TagID(tag)] = MetaKeySpec{Value: string(v), secret: secretTags[tag]}
+		want[meta.TagID(tag)] = MetaKeySpec{Value: string(v), Secret: secretTags[tag]}
 	}
 
 	return bus.SyncOutputs(ctx, ownedStore{n.store}, owner, NamespaceRuntime, MetaKeyType, want)

@@ -19,13 +19,13 @@ type configController[S layered] struct {
 
 // layered is what the merge needs from a spec.
 type layered interface {
-	layer() ConfigLayer
+	SpecLayer() ConfigLayer
 }
 
 // layeredSet collects specs by their layered ID.
 type layeredSet[S layered] map[string]S
 
-func (s layeredSet[S]) add(id string, spec S) { s[LayeredID(spec.layer(), id)] = spec }
+func (s layeredSet[S]) add(id string, spec S) { s[LayeredID(spec.SpecLayer(), id)] = spec }
 
 func (c *configController[S]) Name() string { return c.name }
 

@@ -65,11 +65,11 @@ func (c *mergeController[S]) Run(ctx context.Context, r bus.ControllerRuntime) e
 			switch {
 			case !ok:
 				want[id] = spec
-			case c.combine != nil && spec.layer() > cur.layer():
+			case c.combine != nil && spec.SpecLayer() > cur.SpecLayer():
 				want[id] = c.combine(cur, spec)
 			case c.combine != nil:
 				want[id] = c.combine(spec, cur)
-			case spec.layer() > cur.layer():
+			case spec.SpecLayer() > cur.SpecLayer():
 				want[id] = spec
 			}
 		}

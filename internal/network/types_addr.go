@@ -28,7 +28,7 @@ type AddressSpecSpec struct {
 	Layer    ConfigLayer  `yaml:"layer" json:"layer"`
 }
 
-func (s AddressSpecSpec) layer() ConfigLayer { return s.Layer }
+func (s AddressSpecSpec) SpecLayer() ConfigLayer { return s.Layer }
 
 // ID is the Talos ID: "eth0/10.0.0.2/24".
 func (s AddressSpecSpec) ID() string { return AddressID(s.LinkName, s.Address) }

@@ -78,7 +78,7 @@ func (s LinkSpecSpec) DeepCopy() LinkSpecSpec {
 	return s
 }
 
-func (s LinkSpecSpec) layer() ConfigLayer { return s.Layer }
+func (s LinkSpecSpec) SpecLayer() ConfigLayer { return s.Layer }
 
 // LinkSpec is a LinkSpecs resource.
 type LinkSpec = bus.Typed[LinkSpecSpec]

@@ -14,7 +14,7 @@ type HostnameSpecSpec struct {
 	Layer      ConfigLayer `yaml:"layer" json:"layer"`
 }
 
-func (s HostnameSpecSpec) layer() ConfigLayer { return s.Layer }
+func (s HostnameSpecSpec) SpecLayer() ConfigLayer { return s.Layer }
 
 // FQDN is hostname.domainname, or the hostname alone.
 func (s HostnameSpecSpec) FQDN() string {
@@ -55,7 +55,7 @@ func (s ResolverSpecSpec) DeepCopy() ResolverSpecSpec {
 	return s
 }
 
-func (s ResolverSpecSpec) layer() ConfigLayer { return s.Layer }
+func (s ResolverSpecSpec) SpecLayer() ConfigLayer { return s.Layer }
 
 // ResolverSpec is a ResolverSpecs resource.
 type ResolverSpec = bus.Typed[ResolverSpecSpec]
@@ -87,7 +87,7 @@ func (s TimeServerSpecSpec) DeepCopy() TimeServerSpecSpec {
 	return s
 }
 
-func (s TimeServerSpecSpec) layer() ConfigLayer { return s.Layer }
+func (s TimeServerSpecSpec) SpecLayer() ConfigLayer { return s.Layer }
 
 // TimeServerSpec is a TimeServerSpecs resource.
 type TimeServerSpec = bus.Typed[TimeServerSpecSpec]
@@ -137,7 +137,7 @@ type OperatorSpecSpec struct {
 	Layer ConfigLayer     `yaml:"layer" json:"layer"`
 }
 
-func (s OperatorSpecSpec) layer() ConfigLayer { return s.Layer }
+func (s OperatorSpecSpec) SpecLayer() ConfigLayer { return s.Layer }
 
 // ID is "<operator>/<link>".
 func (s OperatorSpecSpec) ID() string { return s.Operator + "/" + s.LinkName }

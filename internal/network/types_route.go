@@ -41,7 +41,7 @@ type RouteSpecSpec struct {
 	MTU   uint32      `yaml:"mtu,omitempty" json:"mtu,omitempty"`
 }
 
-func (s RouteSpecSpec) layer() ConfigLayer { return s.Layer }
+func (s RouteSpecSpec) SpecLayer() ConfigLayer { return s.Layer }
 
 // ID is the Talos ID: "inet4/10.0.0.1/10.2.0.0/16/1024", with an empty
 // destination for a default route ("inet4/10.0.0.1//1024"). Routes outside
