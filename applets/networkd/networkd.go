@@ -18,8 +18,9 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/applet"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // Applet is networkd's entry in the multicall table.
@@ -95,7 +96,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	return run(ctx, o, env)
 }
 
-func loadConfig(path string) (*machine.MachineConfig, error) {
+func loadConfig(path string) (*config.MachineConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
@@ -106,8 +107,8 @@ func loadConfig(path string) (*machine.MachineConfig, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 
-	return bus.NewTyped(machine.NamespaceConfig, machine.MachineConfigType, machine.ActiveConfigID,
-		machine.MachineConfigSpec{Config: cfg, YAML: string(data)}), nil
+	return bus.NewTyped(config.NamespaceConfig, config.MachineConfigType, config.ActiveConfigID,
+		config.MachineConfigSpec{Config: cfg, YAML: string(data)}), nil
 }
 
 func run(ctx context.Context, o options, env applet.Env) int {
@@ -196,7 +197,7 @@ func serve(ctx context.Context, store *bus.Store, o options, env applet.Env) int
 			}
 
 			if ev.Type == bus.Created || ev.Type == bus.Updated {
-				printStatus(env.Stdout, ev.Resource.(*network.NetworkStatus).TypedSpec()) //nolint:forcetypeassert // only networkd writes it
+				printStatus(env.Stdout, ev.Resource.(*networkres.NetworkStatus).TypedSpec()) //nolint:forcetypeassert // only networkd writes it
 			}
 		}
 	}
@@ -209,7 +210,7 @@ func reload(ctx context.Context, store *bus.Store, path string) error {
 	}
 
 	_, err = store.Modify(ctx, mc, func(cur bus.Resource) error {
-		*cur.(*machine.MachineConfig).TypedSpec() = *mc.TypedSpec() //nolint:forcetypeassert // created as one
+		*cur.(*config.MachineConfig).TypedSpec() = *mc.TypedSpec() //nolint:forcetypeassert // created as one
 		return nil
 	}, bus.WithOwner("networkd"))
 
@@ -217,10 +218,10 @@ func reload(ctx context.Context, store *bus.Store, path string) error {
 }
 
 func statusPointer() bus.Pointer {
-	return bus.Pointer{Namespace: network.Namespace, Type: network.NetworkStatusType, ID: network.NetworkStatusID}
+	return bus.Pointer{Namespace: networkres.Namespace, Type: networkres.NetworkStatusType, ID: networkres.NetworkStatusID}
 }
 
-func printStatus(w io.Writer, st *network.NetworkStatusSpec) {
+func printStatus(w io.Writer, st *networkres.NetworkStatusSpec) {
 	fmt.Fprintf(w, "[networkd] address=%t connectivity=%t hostname=%t etcfiles=%t issues=%d\n",
 		st.AddressReady, st.ConnectivityReady, st.HostnameReady, st.EtcFilesReady, len(st.Issues))
 

@@ -8,6 +8,7 @@ import (
 	"github.com/talosbox/talosbox/internal/applet"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // quiet is how long the bus must stay still before --once judges the
@@ -17,9 +18,9 @@ const quiet = 200 * time.Millisecond
 
 // watched are the kinds whose changes mean networkd is still working.
 var watched = []string{
-	network.LinkSpecType, network.AddressSpecType, network.RouteSpecType, network.HostnameSpecType,
-	network.LinkStatusType, network.AddressStatusType, network.RouteStatusType, network.HostnameStatusType,
-	network.EtcFileStatusType, network.ApplyIssueType, network.NetworkStatusType, network.OperatorSpecType,
+	networkres.LinkSpecType, networkres.AddressSpecType, networkres.RouteSpecType, networkres.HostnameSpecType,
+	networkres.LinkStatusType, networkres.AddressStatusType, networkres.RouteStatusType, networkres.HostnameStatusType,
+	networkres.EtcFileStatusType, networkres.ApplyIssueType, networkres.NetworkStatusType, networkres.OperatorSpecType,
 }
 
 // once waits until the network settled (or the timeout passed), prints
@@ -31,7 +32,7 @@ func once(ctx context.Context, store *bus.Store, o options, env applet.Env) int 
 	changed := make(chan struct{}, 1)
 
 	for _, typ := range watched {
-		w, err := store.WatchKind(ctx, bus.Kind{Namespace: network.Namespace, Type: typ})
+		w, err := store.WatchKind(ctx, bus.Kind{Namespace: networkres.Namespace, Type: typ})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "networkd: %v\n", err)
 			return 1
@@ -71,7 +72,7 @@ func once(ctx context.Context, store *bus.Store, o options, env applet.Env) int 
 
 // report prints the NetworkStatus and turns its issues into the exit code.
 func report(store *bus.Store, env applet.Env, code int) int {
-	st, err := bus.GetAs[*network.NetworkStatus](context.Background(), store, statusPointer())
+	st, err := bus.GetAs[*networkres.NetworkStatus](context.Background(), store, statusPointer())
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "networkd: no network status: %v\n", err)
 		return 1
@@ -95,24 +96,24 @@ func report(store *bus.Store, env applet.Env, code int) int {
 func converged(store *bus.Store, etc bool) bool {
 	ctx := context.Background()
 	has := func(typ, id string) bool {
-		_, err := store.Get(ctx, bus.Pointer{Namespace: network.Namespace, Type: typ, ID: id})
+		_, err := store.Get(ctx, bus.Pointer{Namespace: networkres.Namespace, Type: typ, ID: id})
 		return err == nil
 	}
-	issue := func(id string) bool { return has(network.ApplyIssueType, id) }
+	issue := func(id string) bool { return has(networkres.ApplyIssueType, id) }
 
-	if !has(network.NetworkStatusType, network.NetworkStatusID) || !has(network.HostnameStatusType, network.HostnameID) {
+	if !has(networkres.NetworkStatusType, networkres.NetworkStatusID) || !has(networkres.HostnameStatusType, networkres.HostnameID) {
 		return false
 	}
 
-	if etc && !(has(network.EtcFileStatusType, network.HostsFile) && has(network.EtcFileStatusType, network.ResolvFile)) && !issue("etcfile/"+network.HostsFile) {
+	if etc && !(has(networkres.EtcFileStatusType, network.HostsFile) && has(networkres.EtcFileStatusType, network.ResolvFile)) && !issue("etcfile/"+network.HostsFile) {
 		return false
 	}
 
-	links, _ := bus.ListAs[*network.LinkSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.LinkSpecType}) //nolint:errcheck // empty on error
+	links, _ := bus.ListAs[*networkres.LinkSpec](ctx, store, bus.Kind{Namespace: networkres.Namespace, Type: networkres.LinkSpecType}) //nolint:errcheck // empty on error
 	for _, l := range links {
 		spec := l.TypedSpec()
 
-		st, err := bus.GetAs[*network.LinkStatus](ctx, store, bus.Pointer{Namespace: network.Namespace, Type: network.LinkStatusType, ID: spec.Name})
+		st, err := bus.GetAs[*networkres.LinkStatus](ctx, store, bus.Pointer{Namespace: networkres.Namespace, Type: networkres.LinkStatusType, ID: spec.Name})
 		inEffect := err == nil && (!spec.Up || st.TypedSpec().Up) && (spec.MTU == 0 || st.TypedSpec().MTU == int(spec.MTU))
 
 		if !inEffect && !issue("link/"+spec.Name) {
@@ -120,9 +121,9 @@ func converged(store *bus.Store, etc bool) bool {
 		}
 	}
 
-	addrs, _ := bus.ListAs[*network.AddressSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.AddressSpecType}) //nolint:errcheck
+	addrs, _ := bus.ListAs[*networkres.AddressSpec](ctx, store, bus.Kind{Namespace: networkres.Namespace, Type: networkres.AddressSpecType}) //nolint:errcheck
 	for _, a := range addrs {
-		if id := a.Metadata().ID; !has(network.AddressStatusType, id) && !issue("address/"+id) {
+		if id := a.Metadata().ID; !has(networkres.AddressStatusType, id) && !issue("address/"+id) {
 			return false
 		}
 	}
@@ -130,17 +131,17 @@ func converged(store *bus.Store, etc bool) bool {
 	// A DHCP operator has done its part once an address of its lease is
 	// merged (the loop above checked it is in effect), or once it has an
 	// issue saying why not; until then --once waits, up to --timeout.
-	ops, _ := bus.ListAs[*network.OperatorSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.OperatorSpecType}) //nolint:errcheck
+	ops, _ := bus.ListAs[*networkres.OperatorSpec](ctx, store, bus.Kind{Namespace: networkres.Namespace, Type: networkres.OperatorSpecType}) //nolint:errcheck
 	for _, op := range ops {
 		spec := op.TypedSpec()
-		if spec.Operator == network.OperatorDHCP4 && !leased(addrs, spec.LinkName) && !issue("operator/"+op.Metadata().ID) {
+		if spec.Operator == networkres.OperatorDHCP4 && !leased(addrs, spec.LinkName) && !issue("operator/"+op.Metadata().ID) {
 			return false
 		}
 	}
 
-	routes, _ := bus.ListAs[*network.RouteSpec](ctx, store, bus.Kind{Namespace: network.Namespace, Type: network.RouteSpecType}) //nolint:errcheck
+	routes, _ := bus.ListAs[*networkres.RouteSpec](ctx, store, bus.Kind{Namespace: networkres.Namespace, Type: networkres.RouteSpecType}) //nolint:errcheck
 	for _, r := range routes {
-		if id := r.Metadata().ID; !has(network.RouteStatusType, id) && !issue("route/"+id) {
+		if id := r.Metadata().ID; !has(networkres.RouteStatusType, id) && !issue("route/"+id) {
 			return false
 		}
 	}
@@ -149,9 +150,9 @@ func converged(store *bus.Store, etc bool) bool {
 }
 
 // leased reports whether an operator (DHCP) put an address on link.
-func leased(addrs []*network.AddressSpec, link string) bool {
+func leased(addrs []*networkres.AddressSpec, link string) bool {
 	for _, a := range addrs {
-		if spec := a.TypedSpec(); spec.LinkName == link && spec.Layer == network.LayerOperator {
+		if spec := a.TypedSpec(); spec.LinkName == link && spec.Layer == networkres.LayerOperator {
 			return true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // convertOptions are convert-k8s's flags.
@@ -191,8 +192,8 @@ func (c *conversion) checkDefinitions(ctx context.Context) error {
 	}
 
 	for _, w := range []struct{ what, typ string }{
-		{"static pod definitions", "StaticPods.kubernetes.talos.dev"},
-		{"manifests", "Manifests.kubernetes.talos.dev"},
+		{"static pod definitions", k8s.StaticPodType},
+		{"manifests", k8s.ManifestType},
 	} {
 		c.log("waiting for %s to be generated", w.what)
 

@@ -20,6 +20,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // Resource definitions and namespaces are listed from the Definitions
@@ -375,9 +376,9 @@ var controlPlaneConfigAliases = []string{"kcpc", "kubernetescontrolplaneconfig",
 	"kubernetescontrolplaneconfigs.config.talos.dev"}
 
 var controlPlaneConfigTypes = map[string]string{
-	"kube-apiserver":          "APIServerConfigs.kubernetes.talos.dev",
-	"kube-controller-manager": "ControllerManagerConfigs.kubernetes.talos.dev",
-	"kube-scheduler":          "SchedulerConfigs.kubernetes.talos.dev",
+	k8s.APIServerID:         k8s.APIServerConfigType,
+	k8s.ControllerManagerID: k8s.ControllerManagerConfigType,
+	k8s.SchedulerID:         k8s.SchedulerConfigType,
 }
 
 func controlPlaneConfigListing(ctx context.Context, c *client.Client, id string, opts getOptions) (listing, error) {

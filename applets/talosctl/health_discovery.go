@@ -13,6 +13,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // memberSpec is the part of a Member health discovery reads.
@@ -26,7 +27,7 @@ type memberSpec struct {
 // their first address. It returns nothing where discovery is off.
 func discoverMembers(ctx context.Context, s *session) (controlPlanes, workers []string) {
 	for _, r := range fanOut(ctx, s, func(ctx context.Context, c *client.Client) ([]*resource.Resource, error) {
-		return listResources(ctx, c, "Members.cluster.talos.dev")
+		return listResources(ctx, c, cluster.MemberType)
 	}) {
 		if r.Err != nil {
 			continue

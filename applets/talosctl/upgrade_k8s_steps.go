@@ -13,6 +13,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // onNode runs call against one node.
@@ -29,7 +30,7 @@ type staticPod struct {
 
 func readStaticPod(ctx context.Context, s *session, node, component string) (staticPod, error) {
 	return onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (staticPod, error) {
-		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: "StaticPods.kubernetes.talos.dev", Id: component})
+		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: k8s.StaticPodType, Id: component})
 		if err != nil {
 			return staticPod{}, err
 		}
@@ -409,7 +410,7 @@ func readManifestStatus(ctx context.Context, s *session, node string) (manifestS
 	return onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (manifestStatus, error) {
 		var st manifestStatus
 
-		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: "ManifestStatuses.kubernetes.talos.dev", Id: "manifests"})
+		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: k8s.ManifestStatusType, Id: k8s.ManifestStatusID})
 		if err != nil {
 			return st, err
 		}

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/talosbox/talosbox/internal/api/resource"
-	imachine "github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // benchCalls runs b.N calls spread over clients goroutines, each with its
@@ -94,7 +94,7 @@ func BenchmarkVersion(b *testing.B) {
 }
 
 func BenchmarkGet(b *testing.B) {
-	req := &resource.GetRequest{Type: "machinestatus", Id: imachine.MachineID}
+	req := &resource.GetRequest{Type: "machinestatus", Id: runtime.MachineID}
 	call := func(ctx context.Context, cc *grpc.ClientConn) error {
 		_, err := resourceClient(cc).Get(ctx, req)
 		return err

@@ -29,6 +29,7 @@ import (
 	imachine "github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // testTimeout bounds every wait in these tests.
@@ -260,14 +261,14 @@ func (e *env) waitReady(tb testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 
-	w, err := e.node.Store().Watch(ctx, bus.Pointer{Namespace: imachine.NamespaceRuntime, Type: imachine.MachineStatusType, ID: imachine.MachineID})
+	w, err := e.node.Store().Watch(ctx, bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStatusType, ID: runtime.MachineID})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer w.Close()
 
 	for ev := range w.Events() {
-		if st, ok := ev.Resource.(*imachine.MachineStatus); ok && st.TypedSpec().Status.Ready {
+		if st, ok := ev.Resource.(*runtime.MachineStatus); ok && st.TypedSpec().Status.Ready {
 			return
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	imachine "github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/meta/metatest"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // metaEnv runs a node whose META is an image file holding tags.
@@ -76,7 +77,7 @@ func TestMetaWriteDelete(t *testing.T) {
 		t.Fatalf("partition holds 0x0c = %q %v", v, ok)
 	}
 
-	key, err := bus.GetAs[*imachine.MetaKey](ctx, e.node.Store(), bus.Pointer{Namespace: imachine.NamespaceRuntime, Type: imachine.MetaKeyType, ID: "0x0c"})
+	key, err := bus.GetAs[*runtime.MetaKey](ctx, e.node.Store(), bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.MetaKeyType, ID: "0x0c"})
 	if err != nil || key.TypedSpec().Value != "hello" {
 		t.Fatalf("MetaKeys 0x0c: %v %v", key, err)
 	}

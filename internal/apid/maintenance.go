@@ -3,8 +3,8 @@ package apid
 import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
-	imachine "github.com/talosbox/talosbox/internal/machine"
-	"github.com/talosbox/talosbox/internal/supervisor"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 // maintenanceMethods are all a node without a config serves, to anyone
@@ -23,9 +23,9 @@ var maintenanceMethods = map[string]bool{
 // status only. ConfigLoadErrors stay out, as a refused config's error may
 // quote its values.
 var maintenanceTypes = map[string]bool{
-	imachine.MachineStatusType: true,
-	imachine.MachineStageType:  true,
-	supervisor.ServiceType:     true,
+	runtime.MachineStatusType: true,
+	runtime.MachineStageType:  true,
+	v1alpha1.ServiceType:      true,
 }
 
 const maintenanceDenied = "maintenance mode: only apply-config, version and reading MachineStatuses, MachineStages and Services are served"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/api/resource"
-	imachine "github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/config"
 )
 
 // machineConfigSpecs reads the active MachineConfig the three ways a
@@ -21,7 +21,7 @@ func machineConfigSpecs(t *testing.T, rc resource.ResourceServiceClient) map[str
 
 	ctx := testCtx(t)
 
-	got, err := rc.Get(ctx, &resource.GetRequest{Type: "mc", Id: imachine.ActiveConfigID})
+	got, err := rc.Get(ctx, &resource.GetRequest{Type: "mc", Id: config.ActiveConfigID})
 	if err != nil {
 		t.Fatal(err)
 	}

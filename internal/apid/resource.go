@@ -13,7 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/bus"
-	imachine "github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/config"
 )
 
 // resourceServer is ResourceService: the node's bus, read-only.
@@ -320,7 +320,7 @@ type redactor interface {
 // specYAML encodes a spec. The machine config is shown as applied (its
 // text), which is what users wrote and what `talosctl get mc` prints.
 func specYAML(spec any) ([]byte, error) {
-	if mc, ok := spec.(*imachine.MachineConfigSpec); ok {
+	if mc, ok := spec.(*config.MachineConfigSpec); ok {
 		return []byte(mc.YAML), nil
 	}
 

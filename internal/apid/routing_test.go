@@ -13,7 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
-	imachine "github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/config"
 )
 
 // nodeB is a second node on 127.0.0.2, its certificate valid for that
@@ -79,7 +79,7 @@ func TestRoutingToAnotherNode(t *testing.T) {
 	}
 
 	// An admin sees B's config; it is B's.
-	got, err := resourceClient(admin).Get(toB, &resource.GetRequest{Type: "mc", Id: imachine.ActiveConfigID})
+	got, err := resourceClient(admin).Get(toB, &resource.GetRequest{Type: "mc", Id: config.ActiveConfigID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestForwardedRolesStay(t *testing.T) {
 
 	reader := dial(t, shared.addr, clientCert(t, string(RoleReader)))
 
-	got, err := resourceClient(reader).Get(toB, &resource.GetRequest{Type: "mc", Id: imachine.ActiveConfigID})
+	got, err := resourceClient(reader).Get(toB, &resource.GetRequest{Type: "mc", Id: config.ActiveConfigID})
 	if err != nil {
 		t.Fatal(err)
 	}

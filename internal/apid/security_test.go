@@ -17,8 +17,8 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
-	imachine "github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 	"github.com/talosbox/talosbox/internal/trustd"
 )
 
@@ -243,14 +243,14 @@ func TestOperatorReboot(t *testing.T) {
 		t.Fatalf("reply %v", resp)
 	}
 
-	var seen []imachine.Stage
+	var seen []runtime.Stage
 
 	for ev := range w.Events() {
-		if st, ok := ev.Resource.(*imachine.MachineStage); ok {
+		if st, ok := ev.Resource.(*runtime.MachineStage); ok {
 			seen = append(seen, st.TypedSpec().Stage)
 		}
 
-		if len(seen) > 2 && seen[len(seen)-1] == imachine.StageRunning {
+		if len(seen) > 2 && seen[len(seen)-1] == runtime.StageRunning {
 			break
 		}
 	}
@@ -260,7 +260,7 @@ func TestOperatorReboot(t *testing.T) {
 	}
 }
 
-func stagesText(st []imachine.Stage) []string {
+func stagesText(st []runtime.Stage) []string {
 	out := make([]string, len(st))
 	for i, s := range st {
 		out[i] = string(s)
@@ -328,7 +328,7 @@ func TestMaintenanceMode(t *testing.T) {
 	}
 
 	// Status resources are readable...
-	if _, err := rc.Get(ctx, &resource.GetRequest{Type: "machinestatus", Id: imachine.MachineID}); err != nil {
+	if _, err := rc.Get(ctx, &resource.GetRequest{Type: "machinestatus", Id: runtime.MachineID}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,7 +11,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // errWaiting: no config yet and not in maintenance mode either (booting,
@@ -20,8 +21,8 @@ import (
 var errWaiting = errors.New("apid: waiting for the node to load its config or enter maintenance mode")
 
 var (
-	stagePtr  = bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.MachineStageType, ID: machine.MachineID}
-	configPtr = bus.Pointer{Namespace: machine.NamespaceConfig, Type: machine.MachineConfigType, ID: machine.ActiveConfigID}
+	stagePtr  = bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStageType, ID: runtime.MachineID}
+	configPtr = bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID}
 )
 
 // Serve serves on lis until ctx ends, restarting the gRPC server whenever
@@ -161,8 +162,8 @@ func (s *Server) awaitRemoteCert(ctx context.Context, cur, next *identity, fetch
 func (s *Server) currentIdentity(ctx context.Context) (*identity, error) {
 	active := s.node.ActiveConfig()
 	if active == nil {
-		st, err := bus.GetAs[*machine.MachineStage](ctx, s.node.Store(), stagePtr)
-		if err != nil || st.TypedSpec().Stage != machine.StageMaintenance {
+		st, err := bus.GetAs[*runtime.MachineStage](ctx, s.node.Store(), stagePtr)
+		if err != nil || st.TypedSpec().Stage != runtime.StageMaintenance {
 			return &identity{err: errWaiting, trustKey: "waiting", hostname: hostnameOf(nil, s.opts.Hostname)}, nil
 		}
 	}

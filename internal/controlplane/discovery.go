@@ -17,6 +17,7 @@ import (
 	"github.com/talosbox/talosbox/internal/discovery"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 	"github.com/talosbox/talosbox/internal/trustd"
 )
 
@@ -40,7 +41,7 @@ func (p *Plane) registryChanged() <-chan struct{} {
 }
 
 // setKnown keeps the control-plane nodes discovery found.
-func (p *Plane) setKnown(all []discovery.AffiliateSpec) {
+func (p *Plane) setKnown(all []cluster.AffiliateSpec) {
 	var cps []netip.Addr
 
 	for _, a := range all {
@@ -220,7 +221,7 @@ func (r servedRegistry) registry() (discovery.EtcdRegistry, error) {
 	return discovery.EtcdRegistry{Client: srv.Client(), TTL: r.p.opts.DiscoveryTTL}, nil
 }
 
-func (r servedRegistry) Publish(ctx context.Context, a discovery.AffiliateSpec) error {
+func (r servedRegistry) Publish(ctx context.Context, a cluster.AffiliateSpec) error {
 	reg, err := r.registry()
 	if err != nil {
 		return err
@@ -229,7 +230,7 @@ func (r servedRegistry) Publish(ctx context.Context, a discovery.AffiliateSpec) 
 	return reg.Publish(ctx, a)
 }
 
-func (r servedRegistry) List(ctx context.Context) ([]discovery.AffiliateSpec, error) {
+func (r servedRegistry) List(ctx context.Context) ([]cluster.AffiliateSpec, error) {
 	reg, err := r.registry()
 	if err != nil {
 		return nil, err
@@ -249,7 +250,7 @@ func (r servedRegistry) Remove(ctx context.Context, nodeID string) error {
 
 // Watch watches the member running now; when it stops the watch breaks,
 // and the next one watches its successor.
-func (r servedRegistry) Watch(ctx context.Context, changed func([]discovery.AffiliateSpec)) error {
+func (r servedRegistry) Watch(ctx context.Context, changed func([]cluster.AffiliateSpec)) error {
 	reg, err := r.registry()
 	if err != nil {
 		return err

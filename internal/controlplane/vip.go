@@ -6,14 +6,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/vip"
 )
 
 // Operators is machine.Options.Operators: the shared IP's operator, which
 // campaigns through this node's etcd member. networkd builds one per vip
 // in the config, on control-plane nodes only.
-func (p *Plane) Operators(spec network.OperatorSpecSpec, env network.OperatorEnv) (network.Operator, error) {
-	if spec.Operator != network.OperatorVIP {
+func (p *Plane) Operators(spec networkres.OperatorSpecSpec, env network.OperatorEnv) (network.Operator, error) {
+	if spec.Operator != networkres.OperatorVIP {
 		return nil, nil
 	}
 

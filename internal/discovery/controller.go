@@ -9,7 +9,9 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/machine"
-	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/version"
 )
 
@@ -42,11 +44,11 @@ type Controller struct {
 	// OnList, when set, receives every node known after each refresh
 	// (this one first): the control plane's addresses feed trustd and
 	// etcd join endpoints.
-	OnList func([]AffiliateSpec)
+	OnList func([]cluster.AffiliateSpec)
 
 	// last is the registry's last known list, kept through a failed
 	// refresh so a control-plane restart does not empty the list.
-	last []AffiliateSpec
+	last []cluster.AffiliateSpec
 	// reg is the registry of the last refresh; a new one is published to
 	// at once.
 	reg Registry
@@ -60,13 +62,13 @@ func (c *Controller) Name() string { return "cluster.DiscoveryController" }
 
 func (c *Controller) Inputs() []bus.Input {
 	return []bus.Input{
-		{Namespace: machine.NamespaceConfig, Type: machine.MachineConfigType, ID: machine.ActiveConfigID},
-		{Namespace: network.Namespace, Type: network.NodeAddressType},
+		{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID},
+		{Namespace: networkres.Namespace, Type: networkres.NodeAddressType},
 	}
 }
 
 func (c *Controller) Outputs() []bus.Output {
-	return []bus.Output{{Type: AffiliateType}, {Type: MemberType}}
+	return []bus.Output{{Type: cluster.AffiliateType}, {Type: cluster.MemberType}}
 }
 
 func (c *Controller) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -144,7 +146,7 @@ func (c *Controller) reconcile(ctx context.Context, r bus.ControllerRuntime, pub
 	// away, or someone deleted it): put it back now, not a tick later.
 	// Only missing: a record that differs may be a clone with our node ID,
 	// and answering each other's records would never end.
-	if live && !slices.ContainsFunc(watched, func(a AffiliateSpec) bool { return a.NodeID == self.NodeID }) {
+	if live && !slices.ContainsFunc(watched, func(a cluster.AffiliateSpec) bool { return a.NodeID == self.NodeID }) {
 		publish = true
 	}
 
@@ -167,7 +169,7 @@ func (c *Controller) reconcile(ctx context.Context, r bus.ControllerRuntime, pub
 		c.last = list
 	}
 
-	all := []AffiliateSpec{self}
+	all := []cluster.AffiliateSpec{self}
 
 	for _, a := range c.last {
 		if a.NodeID != self.NodeID {
@@ -209,7 +211,7 @@ func (c *Controller) notify() {
 }
 
 // publishAndList publishes self, then lists unless the watch does.
-func publishAndList(ctx context.Context, reg Registry, self AffiliateSpec, list bool) ([]AffiliateSpec, error) {
+func publishAndList(ctx context.Context, reg Registry, self cluster.AffiliateSpec, list bool) ([]cluster.AffiliateSpec, error) {
 	if err := reg.Publish(ctx, self); err != nil {
 		return nil, fmt.Errorf("discovery: publish: %w", err)
 	}
@@ -227,7 +229,7 @@ func publishAndList(ctx context.Context, reg Registry, self AffiliateSpec, list 
 }
 
 func (c *Controller) config(ctx context.Context, r bus.ControllerRuntime) (*configs.Config, error) {
-	res, err := bus.GetAs[*machine.MachineConfig](ctx, r, bus.Pointer{Namespace: machine.NamespaceConfig, Type: machine.MachineConfigType, ID: machine.ActiveConfigID})
+	res, err := bus.GetAs[*config.MachineConfig](ctx, r, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID})
 	if bus.IsNotFound(err) {
 		return nil, nil
 	}
@@ -240,21 +242,21 @@ func (c *Controller) config(ctx context.Context, r bus.ControllerRuntime) (*conf
 }
 
 // local is this node's record, from its config and current addresses.
-func (c *Controller) local(ctx context.Context, r bus.ControllerRuntime, cfg *configs.Config) (AffiliateSpec, error) {
+func (c *Controller) local(ctx context.Context, r bus.ControllerRuntime, cfg *configs.Config) (cluster.AffiliateSpec, error) {
 	id, err := c.NodeID()
 	if err != nil {
-		return AffiliateSpec{}, fmt.Errorf("discovery: node identity: %w", err)
+		return cluster.AffiliateSpec{}, fmt.Errorf("discovery: node identity: %w", err)
 	}
 
 	host := machine.Hostname(cfg)
-	a := AffiliateSpec{NodeID: id, Hostname: host, Nodename: host, MachineType: cfg.Machine.Type, OperatingSystem: OperatingSystem()}
+	a := cluster.AffiliateSpec{NodeID: id, Hostname: host, Nodename: host, MachineType: cfg.Machine.Type, OperatingSystem: OperatingSystem()}
 	if cfg.IsControlPlane() {
-		a.ControlPlane = &ControlPlane{APIServerPort: cfg.LocalAPIServerPort()}
+		a.ControlPlane = &cluster.ControlPlane{APIServerPort: cfg.LocalAPIServerPort()}
 	}
 
-	res, err := bus.GetAs[*network.NodeAddress](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur})
+	res, err := bus.GetAs[*networkres.NodeAddress](ctx, r, bus.Pointer{Namespace: networkres.Namespace, Type: networkres.NodeAddressType, ID: networkres.NodeAddressesCur})
 	if err != nil && !bus.IsNotFound(err) {
-		return AffiliateSpec{}, err
+		return cluster.AffiliateSpec{}, err
 	}
 
 	if err == nil {
@@ -267,8 +269,8 @@ func (c *Controller) local(ctx context.Context, r bus.ControllerRuntime, cfg *co
 		}
 	}
 
-	if len(a.Addresses) > maxAddresses {
-		a.Addresses = a.Addresses[:maxAddresses]
+	if len(a.Addresses) > cluster.MaxAddresses {
+		a.Addresses = a.Addresses[:cluster.MaxAddresses]
 	}
 
 	return a, nil
@@ -278,18 +280,18 @@ func (c *Controller) local(ctx context.Context, r bus.ControllerRuntime, cfg *co
 func OperatingSystem() string { return "talosbox (" + version.Tag + ")" }
 
 // sync writes the Affiliates and Members for all.
-func (c *Controller) sync(ctx context.Context, r bus.ControllerRuntime, all []AffiliateSpec) error {
-	affiliates := map[string]AffiliateSpec{}
-	members := map[string]MemberSpec{}
+func (c *Controller) sync(ctx context.Context, r bus.ControllerRuntime, all []cluster.AffiliateSpec) error {
+	affiliates := map[string]cluster.AffiliateSpec{}
+	members := map[string]cluster.MemberSpec{}
 
 	for _, a := range all {
 		affiliates[a.NodeID] = a
 		members[a.MemberID()] = a.Member()
 	}
 
-	if err := bus.SyncOutputs(ctx, r, c.Name(), Namespace, AffiliateType, affiliates); err != nil {
+	if err := bus.SyncOutputs(ctx, r, c.Name(), cluster.Namespace, cluster.AffiliateType, affiliates); err != nil {
 		return err
 	}
 
-	return bus.SyncOutputs(ctx, r, c.Name(), Namespace, MemberType, members)
+	return bus.SyncOutputs(ctx, r, c.Name(), cluster.Namespace, cluster.MemberType, members)
 }

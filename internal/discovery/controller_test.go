@@ -14,6 +14,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/discovery"
 	"github.com/talosbox/talosbox/internal/etcd/etcdtest"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // converge is how long a change may take to reach every node through the
@@ -68,7 +69,7 @@ func TestControllersWatch(t *testing.T) {
 	// A control plane's record says where its API server listens (the
 	// default port: its config sets none), for KubePrism on other nodes.
 	list, err := reg.List(ctx)
-	if i := slices.IndexFunc(list, func(a discovery.AffiliateSpec) bool { return a.NodeID == "node-a" }); err != nil || i < 0 ||
+	if i := slices.IndexFunc(list, func(a cluster.AffiliateSpec) bool { return a.NodeID == "node-a" }); err != nil || i < 0 ||
 		list[i].ControlPlane == nil || list[i].ControlPlane.APIServerPort != 6443 {
 		t.Fatalf("node-a's record %+v (%v): want controlPlane.apiServerPort 6443", list, err)
 	}
@@ -81,7 +82,7 @@ func TestControllersWatch(t *testing.T) {
 
 	waitFor(t, converge, "node-b to publish its deleted record again", func() bool {
 		list, err := reg.List(ctx)
-		return err == nil && slices.ContainsFunc(list, func(a discovery.AffiliateSpec) bool { return a.NodeID == "node-b" })
+		return err == nil && slices.ContainsFunc(list, func(a cluster.AffiliateSpec) bool { return a.NodeID == "node-b" })
 	})
 
 	if len(ours()) == 0 {
@@ -119,7 +120,7 @@ type countingRegistry struct {
 
 type watchCount struct{ active, max, started atomic.Int32 }
 
-func (r countingRegistry) Watch(ctx context.Context, changed func([]discovery.AffiliateSpec)) error {
+func (r countingRegistry) Watch(ctx context.Context, changed func([]cluster.AffiliateSpec)) error {
 	r.c.started.Add(1)
 
 	n := r.c.active.Add(1)

@@ -12,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // Pacing of a watch that broke: re-watching at once could spin on a member
@@ -28,7 +30,7 @@ const (
 // one after a backoff. Watch returns the error of a read that fails (the
 // member lost its leader, or its client closed): the caller knows the
 // list is stale and falls back to polling.
-func (r EtcdRegistry) Watch(ctx context.Context, changed func([]AffiliateSpec)) error {
+func (r EtcdRegistry) Watch(ctx context.Context, changed func([]cluster.AffiliateSpec)) error {
 	backoff := watchBackoffMin
 
 	for {
@@ -75,11 +77,11 @@ type records map[string]record
 
 type record struct {
 	raw  []byte
-	spec AffiliateSpec
+	spec cluster.AffiliateSpec
 }
 
 // list is the records in key order, as List returns them.
-func (rs records) list() []AffiliateSpec {
+func (rs records) list() []cluster.AffiliateSpec {
 	keys := make([]string, 0, len(rs))
 	for k := range rs {
 		keys = append(keys, k)
@@ -87,7 +89,7 @@ func (rs records) list() []AffiliateSpec {
 
 	slices.Sort(keys)
 
-	out := make([]AffiliateSpec, 0, len(keys))
+	out := make([]cluster.AffiliateSpec, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, rs[k].spec.DeepCopy())
 	}
@@ -145,7 +147,7 @@ func (r EtcdRegistry) read(ctx context.Context) (records, int64, error) {
 }
 
 // follow applies the events after rev until the watch ends, and says why.
-func (r EtcdRegistry) follow(ctx context.Context, recs records, rev int64, changed func([]AffiliateSpec)) error {
+func (r EtcdRegistry) follow(ctx context.Context, recs records, rev int64, changed func([]cluster.AffiliateSpec)) error {
 	// RequireLeader: a member cut off from the quorum cancels the watch
 	// instead of serving a list that no longer changes.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))

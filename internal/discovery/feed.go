@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"sync"
+
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // Feed shares one watch of a registry among any number of readers: trustd
@@ -18,7 +20,7 @@ type Feed struct {
 
 	mu      sync.Mutex
 	readers map[*Reader]struct{}
-	list    []AffiliateSpec
+	list    []cluster.AffiliateSpec
 	have    bool // list came from the running watch
 	// gen numbers the watches: a watch that ended after its readers left
 	// must not touch the state of the next one.
@@ -61,11 +63,11 @@ func (f *Feed) Subscribe() *Reader {
 }
 
 func (f *Feed) run(ctx context.Context, gen uint64) {
-	err := f.w.Watch(ctx, func(list []AffiliateSpec) {
+	err := f.w.Watch(ctx, func(list []cluster.AffiliateSpec) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 
-		if gen != f.gen || (f.have && slices.EqualFunc(list, f.list, AffiliateSpec.Equal)) {
+		if gen != f.gen || (f.have && slices.EqualFunc(list, f.list, cluster.AffiliateSpec.Equal)) {
 			return
 		}
 
@@ -110,7 +112,7 @@ func (f *Feed) reset() {
 func (r *Reader) C() <-chan struct{} { return r.c }
 
 // List is the latest list; false before the first.
-func (r *Reader) List() ([]AffiliateSpec, bool) {
+func (r *Reader) List() ([]cluster.AffiliateSpec, bool) {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 

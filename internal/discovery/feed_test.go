@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/discovery"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // chanWatcher delivers the lists and the break the test sends it.
 type chanWatcher struct {
-	lists            chan []discovery.AffiliateSpec
+	lists            chan []cluster.AffiliateSpec
 	breaks           chan error
 	running, started atomic.Int32
 }
 
-func (w *chanWatcher) Watch(ctx context.Context, changed func([]discovery.AffiliateSpec)) error {
+func (w *chanWatcher) Watch(ctx context.Context, changed func([]cluster.AffiliateSpec)) error {
 	w.started.Add(1)
 	w.running.Add(1)
 	defer w.running.Add(-1)
@@ -61,10 +62,10 @@ func next(t *testing.T, r *discovery.Reader) ([]string, bool) {
 }
 
 func TestFeed(t *testing.T) {
-	w := &chanWatcher{lists: make(chan []discovery.AffiliateSpec), breaks: make(chan error)}
+	w := &chanWatcher{lists: make(chan []cluster.AffiliateSpec), breaks: make(chan error)}
 	feed := discovery.NewFeed(w)
-	one := []discovery.AffiliateSpec{record("node-a", "10.5.0.2")}
-	two := append([]discovery.AffiliateSpec{}, one[0], record("node-b", "10.5.0.3"))
+	one := []cluster.AffiliateSpec{record("node-a", "10.5.0.2")}
+	two := append([]cluster.AffiliateSpec{}, one[0], record("node-b", "10.5.0.3"))
 
 	r1 := feed.Subscribe()
 	w.lists <- one // received: the watch runs

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // follower keeps the Controller's one watch of its registry running on a
@@ -18,7 +20,7 @@ type follower struct {
 	done   chan struct{}
 
 	mu   sync.Mutex
-	list []AffiliateSpec
+	list []cluster.AffiliateSpec
 	live bool // list is what the registry holds now, as far as the watch knows
 }
 
@@ -40,7 +42,7 @@ func (f *follower) run(ctx context.Context, w Watcher, notify func(), log *slog.
 
 	for {
 		started := time.Now()
-		err := w.Watch(ctx, func(list []AffiliateSpec) {
+		err := w.Watch(ctx, func(list []cluster.AffiliateSpec) {
 			f.mu.Lock()
 			f.list, f.live = list, true
 			f.mu.Unlock()
@@ -74,7 +76,7 @@ func (f *follower) run(ctx context.Context, w Watcher, notify func(), log *slog.
 }
 
 // latest is the watch's list, and whether the watch is up.
-func (f *follower) latest() ([]AffiliateSpec, bool) {
+func (f *follower) latest() ([]cluster.AffiliateSpec, bool) {
 	if f == nil {
 		return nil, false
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/discovery"
-	"github.com/talosbox/talosbox/internal/machine"
-	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // node is one discovery controller on a bus of its own, as on a machine.
@@ -46,7 +47,7 @@ func startNode(tb testing.TB, id, addr string, opts nodeOptions) (*node, func())
 	}
 
 	cfg := &configs.Config{Machine: &configs.MachineConfig{Type: "controlplane", Network: &configs.NetworkConfig{Hostname: id}}}
-	n.put(tb, bus.NewTyped(machine.NamespaceConfig, machine.MachineConfigType, machine.ActiveConfigID, machine.MachineConfigSpec{Config: cfg}))
+	n.put(tb, bus.NewTyped(config.NamespaceConfig, config.MachineConfigType, config.ActiveConfigID, config.MachineConfigSpec{Config: cfg}))
 	n.setAddress(tb, addr)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -77,21 +78,21 @@ func put[S any](tb testing.TB, s *bus.Store, r *bus.Typed[S]) {
 	}
 }
 
-func (n *node) put(tb testing.TB, r *bus.Typed[machine.MachineConfigSpec]) { put(tb, n.store, r) }
+func (n *node) put(tb testing.TB, r *bus.Typed[config.MachineConfigSpec]) { put(tb, n.store, r) }
 
 // setAddress gives the node addr/24, as networkd would.
 func (n *node) setAddress(tb testing.TB, addr string) {
 	tb.Helper()
 
 	p := netip.PrefixFrom(netip.MustParseAddr(addr), 24)
-	put(tb, n.store, bus.NewTyped(network.Namespace, network.NodeAddressType, network.NodeAddressesCur, network.NodeAddressSpec{Addresses: []netip.Prefix{p}}))
+	put(tb, n.store, bus.NewTyped(networkres.Namespace, networkres.NodeAddressType, networkres.NodeAddressesCur, networkres.NodeAddressSpec{Addresses: []netip.Prefix{p}}))
 }
 
 // members is the node's Members as "id=addr,addr", sorted.
 func (n *node) members(tb testing.TB) []string {
 	tb.Helper()
 
-	ms, err := bus.ListAs[*discovery.Member](context.Background(), n.store, bus.Kind{Namespace: discovery.Namespace, Type: discovery.MemberType})
+	ms, err := bus.ListAs[*cluster.Member](context.Background(), n.store, bus.Kind{Namespace: cluster.Namespace, Type: cluster.MemberType})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func (n *node) waitMembers(tb testing.TB, within time.Duration, want ...string) 
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 
-	w, err := n.store.WatchKind(ctx, bus.Kind{Namespace: discovery.Namespace, Type: discovery.MemberType}, bus.WithQueue(1024))
+	w, err := n.store.WatchKind(ctx, bus.Kind{Namespace: cluster.Namespace, Type: cluster.MemberType}, bus.WithQueue(1024))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -146,8 +147,8 @@ func (n *node) waitMembers(tb testing.TB, within time.Duration, want ...string) 
 }
 
 // record is an affiliate that is not a controller of the test.
-func record(id, addr string) discovery.AffiliateSpec {
-	return discovery.AffiliateSpec{NodeID: id, Hostname: id, Nodename: id, MachineType: "worker",
+func record(id, addr string) cluster.AffiliateSpec {
+	return cluster.AffiliateSpec{NodeID: id, Hostname: id, Nodename: id, MachineType: "worker",
 		OperatingSystem: discovery.OperatingSystem(), Addresses: []netip.Addr{netip.MustParseAddr(addr)}}
 }
 
@@ -178,18 +179,18 @@ type memRegistry struct {
 }
 
 type memState struct {
-	ch       chan map[string]discovery.AffiliateSpec // holds the records: a one-slot lock
+	ch       chan map[string]cluster.AffiliateSpec // holds the records: a one-slot lock
 	watchErr error
 }
 
 func newMemRegistry(watchErr error) memRegistry {
-	st := &memState{ch: make(chan map[string]discovery.AffiliateSpec, 1), watchErr: watchErr}
-	st.ch <- map[string]discovery.AffiliateSpec{}
+	st := &memState{ch: make(chan map[string]cluster.AffiliateSpec, 1), watchErr: watchErr}
+	st.ch <- map[string]cluster.AffiliateSpec{}
 
 	return memRegistry{s: st}
 }
 
-func (m memRegistry) Publish(_ context.Context, a discovery.AffiliateSpec) error {
+func (m memRegistry) Publish(_ context.Context, a cluster.AffiliateSpec) error {
 	recs := <-m.s.ch
 	recs[a.NodeID] = a
 	m.s.ch <- recs
@@ -197,13 +198,13 @@ func (m memRegistry) Publish(_ context.Context, a discovery.AffiliateSpec) error
 	return nil
 }
 
-func (m memRegistry) List(context.Context) ([]discovery.AffiliateSpec, error) {
+func (m memRegistry) List(context.Context) ([]cluster.AffiliateSpec, error) {
 	recs := <-m.s.ch
 	defer func() { m.s.ch <- recs }()
 
 	return slices.Collect(maps.Values(recs)), nil
 }
 
-func (m memRegistry) Watch(context.Context, func([]discovery.AffiliateSpec)) error {
+func (m memRegistry) Watch(context.Context, func([]cluster.AffiliateSpec)) error {
 	return fmt.Errorf("mem registry: %w", m.s.watchErr)
 }

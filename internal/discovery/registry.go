@@ -7,15 +7,17 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // Registry is where a cluster's affiliates meet.
 type Registry interface {
 	// Publish stores (or refreshes) one node's record; it expires unless
 	// published again within the registry's TTL.
-	Publish(ctx context.Context, a AffiliateSpec) error
+	Publish(ctx context.Context, a cluster.AffiliateSpec) error
 	// List returns every live record.
-	List(ctx context.Context) ([]AffiliateSpec, error)
+	List(ctx context.Context) ([]cluster.AffiliateSpec, error)
 }
 
 // Watcher is a Registry that tells of changes as they happen, so nodes
@@ -26,7 +28,7 @@ type Watcher interface {
 	// again after every change, until ctx ends (nil) or the watch breaks
 	// (an error). changed runs on Watch's goroutine, owns the slice, and
 	// must not block.
-	Watch(ctx context.Context, changed func([]AffiliateSpec)) error
+	Watch(ctx context.Context, changed func([]cluster.AffiliateSpec)) error
 }
 
 // Remover is a Registry that can delete a record before its lease runs
@@ -56,7 +58,7 @@ var (
 
 // Publish writes a under a fresh lease; the previous lease of the key
 // expires with nothing attached.
-func (r EtcdRegistry) Publish(ctx context.Context, a AffiliateSpec) error {
+func (r EtcdRegistry) Publish(ctx context.Context, a cluster.AffiliateSpec) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
@@ -85,13 +87,13 @@ func (r EtcdRegistry) Publish(ctx context.Context, a AffiliateSpec) error {
 
 // List reads every record; a record that does not decode or validate is
 // skipped rather than hiding the rest.
-func (r EtcdRegistry) List(ctx context.Context) ([]AffiliateSpec, error) {
+func (r EtcdRegistry) List(ctx context.Context) ([]cluster.AffiliateSpec, error) {
 	resp, err := r.Client.Get(ctx, KeyPrefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("discovery: list: %w", err)
 	}
 
-	out := make([]AffiliateSpec, 0, len(resp.Kvs))
+	out := make([]cluster.AffiliateSpec, 0, len(resp.Kvs))
 
 	for _, kv := range resp.Kvs {
 		if a, ok := decodeRecord(kv.Value); ok {
@@ -104,7 +106,7 @@ func (r EtcdRegistry) List(ctx context.Context) ([]AffiliateSpec, error) {
 
 // Remove deletes nodeID's record; the other nodes' watches drop it at once.
 func (r EtcdRegistry) Remove(ctx context.Context, nodeID string) error {
-	if err := ValidateNodeID(nodeID); err != nil {
+	if err := cluster.ValidateNodeID(nodeID); err != nil {
 		return fmt.Errorf("discovery: remove: %w", err)
 	}
 
@@ -116,10 +118,10 @@ func (r EtcdRegistry) Remove(ctx context.Context, nodeID string) error {
 }
 
 // decodeRecord is a stored record, if it decodes and validates.
-func decodeRecord(data []byte) (AffiliateSpec, bool) {
-	var a AffiliateSpec
+func decodeRecord(data []byte) (cluster.AffiliateSpec, bool) {
+	var a cluster.AffiliateSpec
 	if json.Unmarshal(data, &a) != nil || a.Validate() != nil {
-		return AffiliateSpec{}, false
+		return cluster.AffiliateSpec{}, false
 	}
 
 	return a, true

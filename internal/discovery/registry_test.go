@@ -9,6 +9,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/discovery"
 	"github.com/talosbox/talosbox/internal/etcd/etcdtest"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 func TestEtcdRegistry(t *testing.T) {
@@ -19,9 +20,9 @@ func TestEtcdRegistry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	a := discovery.AffiliateSpec{NodeID: "n1", Hostname: "cp-1", Nodename: "cp-1", MachineType: "controlplane",
+	a := cluster.AffiliateSpec{NodeID: "n1", Hostname: "cp-1", Nodename: "cp-1", MachineType: "controlplane",
 		OperatingSystem: discovery.OperatingSystem(), Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.2")},
-		ControlPlane: &discovery.ControlPlane{APIServerPort: 7443}}
+		ControlPlane: &cluster.ControlPlane{APIServerPort: 7443}}
 	if err := reg.Publish(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -71,25 +72,25 @@ func TestEtcdRegistry(t *testing.T) {
 }
 
 func TestAffiliateValidate(t *testing.T) {
-	ok := discovery.AffiliateSpec{NodeID: "abcDEF123_-", Hostname: "node-1.example.com", MachineType: "worker"}
+	ok := cluster.AffiliateSpec{NodeID: "abcDEF123_-", Hostname: "node-1.example.com", MachineType: "worker"}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
 
 	for _, tc := range []struct {
 		name   string
-		change func(*discovery.AffiliateSpec)
+		change func(*cluster.AffiliateSpec)
 		want   string
 	}{
-		{"empty id", func(a *discovery.AffiliateSpec) { a.NodeID = "" }, "node ID"},
-		{"id with slash", func(a *discovery.AffiliateSpec) { a.NodeID = "a/b" }, "node ID"},
-		{"uppercase hostname", func(a *discovery.AffiliateSpec) { a.Hostname = "Node" }, "hostname"},
-		{"bad nodename", func(a *discovery.AffiliateSpec) { a.Nodename = "-x" }, "node name"},
-		{"unknown type", func(a *discovery.AffiliateSpec) { a.MachineType = "" }, "machine type"},
-		{"long os", func(a *discovery.AffiliateSpec) { a.OperatingSystem = strings.Repeat("x", 300) }, "too long"},
-		{"zero address", func(a *discovery.AffiliateSpec) { a.Addresses = []netip.Addr{{}} }, "invalid address"},
-		{"no API server port", func(a *discovery.AffiliateSpec) { a.ControlPlane = &discovery.ControlPlane{} }, "API server port 0"},
-		{"API server port too big", func(a *discovery.AffiliateSpec) { a.ControlPlane = &discovery.ControlPlane{APIServerPort: 70000} },
+		{"empty id", func(a *cluster.AffiliateSpec) { a.NodeID = "" }, "node ID"},
+		{"id with slash", func(a *cluster.AffiliateSpec) { a.NodeID = "a/b" }, "node ID"},
+		{"uppercase hostname", func(a *cluster.AffiliateSpec) { a.Hostname = "Node" }, "hostname"},
+		{"bad nodename", func(a *cluster.AffiliateSpec) { a.Nodename = "-x" }, "node name"},
+		{"unknown type", func(a *cluster.AffiliateSpec) { a.MachineType = "" }, "machine type"},
+		{"long os", func(a *cluster.AffiliateSpec) { a.OperatingSystem = strings.Repeat("x", 300) }, "too long"},
+		{"zero address", func(a *cluster.AffiliateSpec) { a.Addresses = []netip.Addr{{}} }, "invalid address"},
+		{"no API server port", func(a *cluster.AffiliateSpec) { a.ControlPlane = &cluster.ControlPlane{} }, "API server port 0"},
+		{"API server port too big", func(a *cluster.AffiliateSpec) { a.ControlPlane = &cluster.ControlPlane{APIServerPort: 70000} },
 			"API server port 70000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

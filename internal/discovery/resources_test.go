@@ -3,14 +3,14 @@ package discovery_test
 import (
 	"testing"
 
-	"github.com/talosbox/talosbox/internal/discovery"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // TestAffiliateColumns: get prints the resource ID (the node ID) for every
 // resource already; an affiliate column of its own printed it twice.
 func TestAffiliateColumns(t *testing.T) {
-	for _, d := range discovery.Definitions {
-		if d.Type != discovery.AffiliateType {
+	for _, d := range cluster.Definitions {
+		if d.Type != cluster.AffiliateType {
 			continue
 		}
 

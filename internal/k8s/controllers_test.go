@@ -15,8 +15,11 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/machine"
-	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -86,7 +89,7 @@ func put[S any](g *graph, r *bus.Typed[S], owner string) {
 }
 
 func (g *graph) setConfig(cfg *configs.Config) {
-	put(g, bus.NewTyped(machine.NamespaceConfig, machine.MachineConfigType, machine.ActiveConfigID, machine.MachineConfigSpec{Config: cfg}), "machined")
+	put(g, bus.NewTyped(config.NamespaceConfig, config.MachineConfigType, config.ActiveConfigID, config.MachineConfigSpec{Config: cfg}), "machined")
 }
 
 // wait polls the bus until cond holds; the controllers react to events,
@@ -105,7 +108,7 @@ func (g *graph) wait(what string, cond func() bool) {
 }
 
 func (g *graph) staticPods() map[string]map[string]any {
-	pods, err := bus.ListAs[*StaticPod](context.Background(), g.store, bus.Kind{Namespace: NamespaceK8s, Type: StaticPodType})
+	pods, err := bus.ListAs[*k8s.StaticPod](context.Background(), g.store, bus.Kind{Namespace: k8s.NamespaceK8s, Type: k8s.StaticPodType})
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -132,13 +135,13 @@ func TestControlPlaneGraph(t *testing.T) {
 	g := startGraph(t)
 
 	g.setConfig(cp)
-	put(g, bus.NewTyped(network.Namespace, network.HostnameStatusType, network.HostnameID, network.HostnameStatusSpec{Hostname: "CP-1"}), "network")
-	put(g, bus.NewTyped(network.Namespace, network.NodeAddressType, network.NodeAddressesCur,
-		network.NodeAddressSpec{Addresses: []netip.Prefix{netip.MustParsePrefix("10.5.0.2/24")}}), "network")
+	put(g, bus.NewTyped(networkres.Namespace, networkres.HostnameStatusType, networkres.HostnameID, networkres.HostnameStatusSpec{Hostname: "CP-1"}), "network")
+	put(g, bus.NewTyped(networkres.Namespace, networkres.NodeAddressType, networkres.NodeAddressesCur,
+		networkres.NodeAddressSpec{Addresses: []netip.Prefix{netip.MustParsePrefix("10.5.0.2/24")}}), "network")
 
 	g.wait("secrets and configs written", func() bool {
-		for _, typ := range []string{SecretsStatusType, ConfigStatusType} {
-			s, err := bus.GetAs[*Status](context.Background(), g.store, bus.Pointer{Namespace: NamespaceControlPlane, Type: typ, ID: StaticPodsStatusID})
+		for _, typ := range []string{k8s.SecretsStatusType, k8s.ConfigStatusType} {
+			s, err := bus.GetAs[*k8s.Status](context.Background(), g.store, bus.Pointer{Namespace: k8s.NamespaceControlPlane, Type: typ, ID: k8s.StaticPodsStatusID})
 			if err != nil || !s.TypedSpec().Ready {
 				return false
 			}
@@ -158,10 +161,10 @@ func TestControlPlaneGraph(t *testing.T) {
 		t.Fatal("static pods before etcd is healthy")
 	}
 
-	put(g, bus.NewTyped(supervisor.Namespace, supervisor.ServiceType, "etcd", supervisor.ServiceSpec{State: "Running", Running: true, Healthy: true}), supervisor.Owner)
+	put(g, bus.NewTyped(runtime.NamespaceRuntime, v1alpha1.ServiceType, "etcd", v1alpha1.ServiceSpec{State: "Running", Running: true, Healthy: true}), supervisor.Owner)
 	g.wait("three static pods", func() bool { return len(g.staticPods()) == 3 })
 
-	api := g.staticPods()[APIServerID]
+	api := g.staticPods()[k8s.APIServerID]
 	cfgVersion, secVersion := annotation(api, "talos.dev/config-version"), annotation(api, "talos.dev/secrets-version")
 
 	if cfgVersion == "" || secVersion == "" || annotation(api, "talos.dev/config-file-version") == "" {
@@ -172,7 +175,7 @@ func TestControlPlaneGraph(t *testing.T) {
 	var url string
 
 	g.wait("the kubelet spec", func() bool {
-		ks, err := bus.GetAs[*KubeletSpec](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubeletSpecType, ID: KubeletID})
+		ks, err := bus.GetAs[*k8s.KubeletSpec](context.Background(), g.store, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.KubeletSpecType, ID: k8s.KubeletID})
 		if err != nil {
 			return false
 		}
@@ -216,28 +219,28 @@ func TestControlPlaneGraph(t *testing.T) {
 	g.setConfig(reDecode(t, &next))
 
 	g.wait("the apiserver pod with the new flag", func() bool {
-		p := g.staticPods()[APIServerID]
+		p := g.staticPods()[k8s.APIServerID]
 		return p != nil && strings.Contains(strings.Join(command(t, p), " "), "--v=3")
 	})
 
-	api = g.staticPods()[APIServerID]
+	api = g.staticPods()[k8s.APIServerID]
 	if annotation(api, "talos.dev/config-version") == cfgVersion || annotation(api, "talos.dev/secrets-version") != secVersion {
 		t.Errorf("versions after a flag change: config %s→%s, secrets %s→%s", cfgVersion, annotation(api, "talos.dev/config-version"),
 			secVersion, annotation(api, "talos.dev/secrets-version"))
 	}
 
-	if annotation(g.staticPods()[SchedulerID], "talos.dev/config-version") == "" {
+	if annotation(g.staticPods()[k8s.SchedulerID], "talos.dev/config-version") == "" {
 		t.Error("scheduler lost its annotation")
 	}
 
 	// Bootstrap manifests are rendered for the control plane.
 	g.wait("manifests", func() bool {
-		ms, _ := g.store.List(context.Background(), bus.Kind{Namespace: NamespaceControlPlane, Type: ManifestType})
+		ms, _ := g.store.List(context.Background(), bus.Kind{Namespace: k8s.NamespaceControlPlane, Type: k8s.ManifestType})
 		return len(ms) >= 8
 	})
 
 	// etcd going away tears the control plane down.
-	put(g, bus.NewTyped(supervisor.Namespace, supervisor.ServiceType, "etcd", supervisor.ServiceSpec{State: "Failed"}), supervisor.Owner)
+	put(g, bus.NewTyped(runtime.NamespaceRuntime, v1alpha1.ServiceType, "etcd", v1alpha1.ServiceSpec{State: "Failed"}), supervisor.Owner)
 	g.wait("no static pods", func() bool { return len(g.staticPods()) == 0 })
 }
 

@@ -6,14 +6,17 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
-var machineConfigInput = bus.Input{Namespace: machine.NamespaceConfig, Type: machine.MachineConfigType}
+var machineConfigInput = bus.Input{Namespace: config.NamespaceConfig, Type: config.MachineConfigType}
 
 // activeConfig is the config in effect, nil before there is one.
 func activeConfig(ctx context.Context, r bus.Reader) (*configs.Config, error) {
-	mc, err := bus.GetAs[*machine.MachineConfig](ctx, r, bus.Pointer{Namespace: machine.NamespaceConfig, Type: machine.MachineConfigType, ID: machine.ActiveConfigID})
+	mc, err := bus.GetAs[*config.MachineConfig](ctx, r, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID})
 	if bus.IsNotFound(err) {
 		return nil, nil
 	}
@@ -53,7 +56,7 @@ func (ControlPlaneController) Inputs() []bus.Input { return []bus.Input{machineC
 
 // Outputs implements bus.Controller.
 func (ControlPlaneController) Outputs() []bus.Output {
-	return []bus.Output{{Type: APIServerConfigType}, {Type: ControllerManagerConfigType}, {Type: SchedulerConfigType}, {Type: BootstrapStatusType}}
+	return []bus.Output{{Type: k8s.APIServerConfigType}, {Type: k8s.ControllerManagerConfigType}, {Type: k8s.SchedulerConfigType}, {Type: v1alpha1.BootstrapStatusType}}
 }
 
 // Run implements bus.Controller.
@@ -64,8 +67,8 @@ func (c ControlPlaneController) Run(ctx context.Context, r bus.ControllerRuntime
 			return err
 		}
 
-		want := map[string]map[string]ComponentConfigSpec{APIServerConfigType: {}, ControllerManagerConfigType: {}, SchedulerConfigType: {}}
-		bs := map[string]BootstrapStatusSpec{}
+		want := map[string]map[string]k8s.ComponentConfigSpec{k8s.APIServerConfigType: {}, k8s.ControllerManagerConfigType: {}, k8s.SchedulerConfigType: {}}
+		bs := map[string]v1alpha1.BootstrapStatusSpec{}
 
 		if cfg != nil && cfg.IsControlPlane() {
 			specs, err := ComponentConfigs(cfg)
@@ -74,18 +77,18 @@ func (c ControlPlaneController) Run(ctx context.Context, r bus.ControllerRuntime
 				continue
 			}
 
-			want[APIServerConfigType][APIServerID] = specs[APIServerID]
-			want[ControllerManagerConfigType][ControllerManagerID] = specs[ControllerManagerID]
-			want[SchedulerConfigType][SchedulerID] = specs[SchedulerID]
-			bs[BootstrapStatusID] = BootstrapStatusSpec{}
+			want[k8s.APIServerConfigType][k8s.APIServerID] = specs[k8s.APIServerID]
+			want[k8s.ControllerManagerConfigType][k8s.ControllerManagerID] = specs[k8s.ControllerManagerID]
+			want[k8s.SchedulerConfigType][k8s.SchedulerID] = specs[k8s.SchedulerID]
+			bs[v1alpha1.BootstrapStatusID] = v1alpha1.BootstrapStatusSpec{}
 		}
 
 		var errs []error
 		for typ, specs := range want {
-			errs = append(errs, bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, typ, specs))
+			errs = append(errs, bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceControlPlane, typ, specs))
 		}
 
-		errs = append(errs, bus.SyncOutputs(ctx, r, c.Name(), NamespaceRuntime, BootstrapStatusType, bs))
+		errs = append(errs, bus.SyncOutputs(ctx, r, c.Name(), runtime.NamespaceRuntime, v1alpha1.BootstrapStatusType, bs))
 
 		if err := errors.Join(errs...); err != nil {
 			return err

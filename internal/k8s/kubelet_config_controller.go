@@ -9,30 +9,8 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
-
-// KubeletConfigSpec is the kubelet's part of the machine config with the
-// cluster's defaults filled in (Talos's KubeletConfig "kubelet"): what
-// `talosctl get kubeletconfigs` shows before the node's name and address
-// make it a KubeletSpec.
-type KubeletConfigSpec struct {
-	Image                        string               `yaml:"image"`
-	ClusterDNS                   []string             `yaml:"clusterDNS"`
-	ClusterDomain                string               `yaml:"clusterDomain"`
-	ExtraArgs                    map[string]string    `yaml:"extraArgs,omitempty"`
-	ExtraMounts                  []configs.ExtraMount `yaml:"extraMounts,omitempty"`
-	ExtraConfig                  map[string]any       `yaml:"extraConfig,omitempty"`
-	CloudProviderExternal        bool                 `yaml:"cloudProviderExternal"`
-	DefaultRuntimeSeccompEnabled bool                 `yaml:"defaultRuntimeSeccompEnabled"`
-	SkipNodeRegistration         bool                 `yaml:"skipNodeRegistration"`
-	StaticPodListURL             string               `yaml:"staticPodListURL"`
-	DisableManifestsDirectory    bool                 `yaml:"disableManifestsDirectory"`
-	EnableFSQuotaMonitoring      bool                 `yaml:"enableFSQuotaMonitoring"`
-	CredentialProviderConfig     map[string]any       `yaml:"credentialProviderConfig,omitempty"`
-}
-
-// KubeletConfig is Talos's KubeletConfigs.kubernetes.talos.dev.
-type KubeletConfig = bus.Typed[KubeletConfigSpec]
 
 // KubeletConfigController publishes KubeletConfig "kubelet" from the
 // machine config, on every node with a cluster to join.
@@ -45,7 +23,9 @@ func (KubeletConfigController) Name() string { return "k8s.KubeletConfigControll
 func (KubeletConfigController) Inputs() []bus.Input { return []bus.Input{machineConfigInput} }
 
 // Outputs implements bus.Controller.
-func (KubeletConfigController) Outputs() []bus.Output { return []bus.Output{{Type: KubeletConfigType}} }
+func (KubeletConfigController) Outputs() []bus.Output {
+	return []bus.Output{{Type: k8s.KubeletConfigType}}
+}
 
 // Run implements bus.Controller.
 func (c KubeletConfigController) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -55,13 +35,13 @@ func (c KubeletConfigController) Run(ctx context.Context, r bus.ControllerRuntim
 			return err
 		}
 
-		want := map[string]KubeletConfigSpec{}
+		want := map[string]k8s.KubeletConfigSpec{}
 
 		if spec, ok := kubeletConfigFor(cfg); ok {
-			want[KubeletID] = spec
+			want[k8s.KubeletID] = spec
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, KubeletConfigType, want); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.KubeletConfigType, want); err != nil {
 			return err
 		}
 	}
@@ -69,14 +49,14 @@ func (c KubeletConfigController) Run(ctx context.Context, r bus.ControllerRuntim
 
 // kubeletConfigFor reads cfg's kubelet section; false without a cluster
 // (or with one the renderers would refuse: the KubeletSpec says why).
-func kubeletConfigFor(cfg *configs.Config) (KubeletConfigSpec, bool) {
+func kubeletConfigFor(cfg *configs.Config) (k8s.KubeletConfigSpec, bool) {
 	if cfg == nil || cfg.Cluster == nil || cfg.Machine == nil {
-		return KubeletConfigSpec{}, false
+		return k8s.KubeletConfigSpec{}, false
 	}
 
 	cl, err := ClusterFrom(cfg)
 	if err != nil {
-		return KubeletConfigSpec{}, false
+		return k8s.KubeletConfigSpec{}, false
 	}
 
 	k := cfg.Machine.Kubelet
@@ -84,7 +64,7 @@ func kubeletConfigFor(cfg *configs.Config) (KubeletConfigSpec, bool) {
 		k = &configs.KubeletConfig{}
 	}
 
-	spec := KubeletConfigSpec{
+	spec := k8s.KubeletConfigSpec{
 		Image:                        cmp.Or(k.Image, images.Kubelet(cl.Version).String()),
 		ClusterDNS:                   slices.Clone(k.ClusterDNS),
 		ClusterDomain:                cl.DNSDomain,
@@ -100,7 +80,7 @@ func kubeletConfigFor(cfg *configs.Config) (KubeletConfigSpec, bool) {
 	if len(spec.ClusterDNS) == 0 {
 		ips, err := DNSServiceIPs(cl.ServiceSubnets)
 		if err != nil {
-			return KubeletConfigSpec{}, false
+			return k8s.KubeletConfigSpec{}, false
 		}
 
 		for _, ip := range ips {

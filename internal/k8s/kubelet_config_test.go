@@ -7,6 +7,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // get kubeletconfigs shows Talos's KubeletConfig "kubelet": the config's
@@ -17,15 +18,15 @@ func TestKubeletConfigController(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  func()
-		want KubeletConfigSpec
+		want k8s.KubeletConfigSpec
 	}{
-		{"control plane", func() {}, KubeletConfigSpec{Image: images.Kubelet("1.34.12").String(), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}},
+		{"control plane", func() {}, k8s.KubeletConfigSpec{Image: images.Kubelet("1.34.12").String(), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}},
 		{"worker, with its own DNS and args", func() {
 			worker.Machine.Kubelet.ClusterDNS = []string{"10.0.0.53"}
 			worker.Machine.Kubelet.ExtraArgs = map[string]string{"v": "2"}
 			worker.Cluster.Network.DNSDomain = "example.internal"
 			cp = worker
-		}, KubeletConfigSpec{Image: images.Kubelet("1.34.12").String(), ClusterDNS: []string{"10.0.0.53"}, ClusterDomain: "example.internal",
+		}, k8s.KubeletConfigSpec{Image: images.Kubelet("1.34.12").String(), ClusterDNS: []string{"10.0.0.53"}, ClusterDomain: "example.internal",
 			ExtraArgs: map[string]string{"v": "2"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,10 +35,10 @@ func TestKubeletConfigController(t *testing.T) {
 			g := startGraphOf(t, t.TempDir(), KubeletConfigController{})
 			g.setConfig(cp)
 
-			var got KubeletConfigSpec
+			var got k8s.KubeletConfigSpec
 
 			g.wait("kubelet config", func() bool {
-				kc, err := bus.GetAs[*KubeletConfig](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubeletConfigType, ID: KubeletID})
+				kc, err := bus.GetAs[*k8s.KubeletConfig](context.Background(), g.store, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.KubeletConfigType, ID: k8s.KubeletID})
 				if err != nil {
 					return false
 				}

@@ -19,6 +19,7 @@ import (
 	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/taskrunner"
 )
@@ -38,7 +39,7 @@ type kubelet struct {
 	restrictOOM bool
 
 	mu      sync.Mutex
-	running *KubeletSpecSpec // the spec the current run started with
+	running *k8s.KubeletSpecSpec // the spec the current run started with
 }
 
 func (kl *kubelet) service() supervisor.Service {
@@ -46,7 +47,7 @@ func (kl *kubelet) service() supervisor.Service {
 		ID:        KubeletServiceID,
 		DependsOn: []string{machine.CRIServiceID},
 		Conditions: []supervisor.Condition{supervisor.ResourceCondition(kl.node.Store(),
-			bus.Pointer{Namespace: NamespaceK8s, Type: KubeletSpecType, ID: KubeletID},
+			bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.KubeletSpecType, ID: k8s.KubeletID},
 			func(bus.Resource) bool { return true }, "kubelet spec")},
 		Runner:          kl,
 		RestartInterval: 5 * time.Second,
@@ -68,7 +69,7 @@ func (kl *kubelet) ReportsStart() {}
 
 // Run implements supervisor.Runner with the spec in effect now.
 func (kl *kubelet) Run(ctx context.Context, log io.Writer) error {
-	res, err := bus.GetAs[*KubeletSpec](ctx, kl.node.Store(), bus.Pointer{Namespace: NamespaceK8s, Type: KubeletSpecType, ID: KubeletID})
+	res, err := bus.GetAs[*k8s.KubeletSpec](ctx, kl.node.Store(), bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.KubeletSpecType, ID: k8s.KubeletID})
 	if err != nil {
 		return fmt.Errorf("kubelet spec: %w", err)
 	}
@@ -117,7 +118,7 @@ func (kl *kubelet) oomScoreAdj() int {
 }
 
 // changed says whether spec differs from the running kubelet's.
-func (kl *kubelet) changed(spec KubeletSpecSpec) bool {
+func (kl *kubelet) changed(spec k8s.KubeletSpecSpec) bool {
 	kl.mu.Lock()
 	defer kl.mu.Unlock()
 
@@ -126,7 +127,7 @@ func (kl *kubelet) changed(spec KubeletSpecSpec) bool {
 
 // mounts are Talos's kubelet mounts (REFERENCE-K8S §3.4); a source the
 // node cannot create (a read-only root in a container) is left out.
-func (kl *kubelet) mounts(spec KubeletSpecSpec) ([]specs.Mount, error) {
+func (kl *kubelet) mounts(spec k8s.KubeletSpecSpec) ([]specs.Mount, error) {
 	root := kl.k.root()
 	rbind := []string{"rbind", "rshared", "rw"}
 
@@ -224,7 +225,7 @@ func kubeletHealthy(ctx context.Context) error {
 
 // kubeletFiles are what the kubelet reads besides its image: its
 // configuration, the bootstrap kubeconfig and the accepted CAs.
-func kubeletFiles(cfg *configs.Config, spec KubeletSpecSpec) ([]File, error) {
+func kubeletFiles(cfg *configs.Config, spec k8s.KubeletSpecSpec) ([]File, error) {
 	conf, err := k8srender.KubeletConfigYAML(spec)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/hostdns"
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -24,7 +25,7 @@ func (*KubeletServiceController) Name() string { return "k8s.KubeletServiceContr
 
 // Inputs implements bus.Controller.
 func (*KubeletServiceController) Inputs() []bus.Input {
-	return []bus.Input{machineConfigInput, {Namespace: NamespaceK8s, Type: KubeletSpecType, ID: KubeletID}}
+	return []bus.Input{machineConfigInput, {Namespace: k8s.NamespaceK8s, Type: k8s.KubeletSpecType, ID: k8s.KubeletID}}
 }
 
 // Outputs implements bus.Controller: the kubelet's files and service.
@@ -41,7 +42,7 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 			return err
 		}
 
-		res, err := bus.GetAs[*KubeletSpec](ctx, r, bus.Pointer{Namespace: NamespaceK8s, Type: KubeletSpecType, ID: KubeletID})
+		res, err := bus.GetAs[*k8s.KubeletSpec](ctx, r, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.KubeletSpecType, ID: k8s.KubeletID})
 		if bus.IsNotFound(err) || cfg == nil {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // KubeletSpecController renders the kubelet's command line and
@@ -22,14 +23,16 @@ func (*KubeletSpecController) Name() string { return "k8s.KubeletSpecController"
 func (*KubeletSpecController) Inputs() []bus.Input {
 	return []bus.Input{
 		machineConfigInput,
-		{Namespace: NamespaceK8s, Type: NodenameType},
-		{Namespace: NamespaceK8s, Type: NodeIPType},
-		{Namespace: NamespaceK8s, Type: StaticPodServerStatusType},
+		{Namespace: k8s.NamespaceK8s, Type: k8s.NodenameType},
+		{Namespace: k8s.NamespaceK8s, Type: k8s.NodeIPType},
+		{Namespace: k8s.NamespaceK8s, Type: k8s.StaticPodServerStatusType},
 	}
 }
 
 // Outputs implements bus.Controller.
-func (*KubeletSpecController) Outputs() []bus.Output { return []bus.Output{{Type: KubeletSpecType}} }
+func (*KubeletSpecController) Outputs() []bus.Output {
+	return []bus.Output{{Type: k8s.KubeletSpecType}}
+}
 
 // Run implements bus.Controller.
 func (c *KubeletSpecController) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -43,21 +46,21 @@ func (c *KubeletSpecController) Run(ctx context.Context, r bus.ControllerRuntime
 			continue
 		}
 
-		name, err := bus.GetAs[*Nodename](ctx, r, bus.Pointer{Namespace: NamespaceK8s, Type: NodenameType, ID: NodenameID})
+		name, err := bus.GetAs[*k8s.Nodename](ctx, r, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.NodenameType, ID: k8s.NodenameID})
 		if bus.IsNotFound(err) {
 			continue
 		} else if err != nil {
 			return err
 		}
 
-		ip, err := bus.GetAs[*NodeIP](ctx, r, bus.Pointer{Namespace: NamespaceK8s, Type: NodeIPType, ID: KubeletID})
+		ip, err := bus.GetAs[*k8s.NodeIP](ctx, r, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.NodeIPType, ID: k8s.KubeletID})
 		if bus.IsNotFound(err) {
 			continue
 		} else if err != nil {
 			return err
 		}
 
-		srv, err := bus.GetAs[*StaticPodServerStatus](ctx, r, bus.Pointer{Namespace: NamespaceK8s, Type: StaticPodServerStatusType, ID: StaticPodServerID})
+		srv, err := bus.GetAs[*k8s.StaticPodServerStatus](ctx, r, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.StaticPodServerStatusType, ID: k8s.StaticPodServerID})
 		if bus.IsNotFound(err) {
 			continue
 		} else if err != nil {
@@ -73,7 +76,7 @@ func (c *KubeletSpecController) Run(ctx context.Context, r bus.ControllerRuntime
 			continue
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, KubeletSpecType, map[string]KubeletSpecSpec{KubeletID: spec}); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.KubeletSpecType, map[string]k8s.KubeletSpecSpec{k8s.KubeletID: spec}); err != nil {
 			return err
 		}
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 func TestKubeletSpec(t *testing.T) {
@@ -158,7 +159,7 @@ func TestPickNodeIPs(t *testing.T) {
 		})
 	}
 
-	if _, _, err := PickNodeIPs(NodeIPConfigSpec{ValidSubnets: []string{"10.0.0.0/33"}}, addrs); err == nil || !strings.Contains(err.Error(), "validSubnets") {
+	if _, _, err := PickNodeIPs(k8s.NodeIPConfigSpec{ValidSubnets: []string{"10.0.0.0/33"}}, addrs); err == nil || !strings.Contains(err.Error(), "validSubnets") {
 		t.Errorf("bad subnet: %v", err)
 	}
 }

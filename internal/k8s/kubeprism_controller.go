@@ -13,8 +13,9 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/discovery"
 	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // KubePrismController runs KubePrism while machine.features.kubePrism is
@@ -41,12 +42,12 @@ func (*KubePrismController) Name() string { return "k8s.KubePrismController" }
 
 // Inputs implements bus.Controller.
 func (*KubePrismController) Inputs() []bus.Input {
-	return []bus.Input{machineConfigInput, {Namespace: discovery.Namespace, Type: discovery.MemberType}}
+	return []bus.Input{machineConfigInput, {Namespace: cluster.Namespace, Type: cluster.MemberType}}
 }
 
 // Outputs implements bus.Controller.
 func (*KubePrismController) Outputs() []bus.Output {
-	return []bus.Output{{Type: KubePrismEndpointsType}, {Type: KubePrismStatusType}}
+	return []bus.Output{{Type: k8s.KubePrismEndpointsType}, {Type: k8s.KubePrismStatusType}}
 }
 
 // Run implements bus.Controller.
@@ -78,7 +79,7 @@ func (c *KubePrismController) Run(ctx context.Context, r bus.ControllerRuntime) 
 			return err
 		}
 
-		members, err := bus.ListAs[*discovery.Member](ctx, r, bus.Kind{Namespace: discovery.Namespace, Type: discovery.MemberType})
+		members, err := bus.ListAs[*cluster.Member](ctx, r, bus.Kind{Namespace: cluster.Namespace, Type: cluster.MemberType})
 		if err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func (c *KubePrismController) Run(ctx context.Context, r bus.ControllerRuntime) 
 			srv.stop()
 		}
 
-		status := KubePrismStatusSpec{Host: net.JoinHostPort("localhost", strconv.Itoa(port))}
+		status := k8s.KubePrismStatusSpec{Host: net.JoinHostPort("localhost", strconv.Itoa(port))}
 
 		if port != 0 && srv.port == 0 {
 			if err := srv.start(ctx, net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
@@ -106,27 +107,27 @@ func (c *KubePrismController) Run(ctx context.Context, r bus.ControllerRuntime) 
 		prism.SetUpstreams(ups)
 		prism.Probe = c.probe(cfg)
 
-		endpoints, statuses := map[string]KubePrismEndpointsSpec{}, map[string]KubePrismStatusSpec{}
+		endpoints, statuses := map[string]k8s.KubePrismEndpointsSpec{}, map[string]k8s.KubePrismStatusSpec{}
 
 		if port != 0 {
 			status.Healthy = srv.port != 0 && prism.Check(ctx)
-			statuses[KubePrismID] = status
+			statuses[k8s.KubePrismID] = status
 
-			spec := KubePrismEndpointsSpec{Endpoints: []KubePrismEndpoint{}}
+			spec := k8s.KubePrismEndpointsSpec{Endpoints: []k8s.KubePrismEndpoint{}}
 			for _, up := range ups {
 				h, p, _ := net.SplitHostPort(up)
 				n, _ := strconv.Atoi(p)
-				spec.Endpoints = append(spec.Endpoints, KubePrismEndpoint{Host: h, Port: n})
+				spec.Endpoints = append(spec.Endpoints, k8s.KubePrismEndpoint{Host: h, Port: n})
 			}
 
-			endpoints[KubePrismID] = spec
+			endpoints[k8s.KubePrismID] = spec
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, KubePrismEndpointsType, endpoints); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.KubePrismEndpointsType, endpoints); err != nil {
 			return err
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, KubePrismStatusType, statuses); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.KubePrismStatusType, statuses); err != nil {
 			return err
 		}
 
@@ -209,7 +210,7 @@ const DefaultKubePrismPort = k8srender.DefaultKubePrismPort
 // cluster. A record from an earlier version carries no port; its node is
 // taken to listen on this node's localAPIServerPort, which a cluster's
 // nodes share.
-func kubePrismUpstreams(cfg *configs.Config, members []*discovery.Member) ([]string, error) {
+func kubePrismUpstreams(cfg *configs.Config, members []*cluster.Member) ([]string, error) {
 	if cfg == nil || cfg.Cluster == nil {
 		return nil, nil
 	}

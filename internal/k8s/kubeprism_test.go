@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/discovery"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // namedServer is an upstream that says its name to every connection and
@@ -246,19 +247,19 @@ func TestKubePrismController(t *testing.T) {
 	g := startGraphOf(t, t.TempDir(), &KubePrismController{Interval: 50 * time.Millisecond, Probe: dialProbe})
 	g.setConfig(cp)
 
-	for name, m := range map[string]discovery.MemberSpec{
+	for name, m := range map[string]cluster.MemberSpec{
 		"cp2": {MachineType: "controlplane", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.2")},
-			ControlPlane: &discovery.ControlPlane{APIServerPort: peerPort}},
+			ControlPlane: &cluster.ControlPlane{APIServerPort: peerPort}},
 		"cp3": {MachineType: "controlplane", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.4")}},
 		"w1":  {MachineType: "worker", Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.3")}},
 	} {
-		put(g, bus.NewTyped(discovery.Namespace, discovery.MemberType, name, m), "cluster.DiscoveryController")
+		put(g, bus.NewTyped(cluster.Namespace, cluster.MemberType, name, m), "cluster.DiscoveryController")
 	}
 
-	status := func() (KubePrismStatusSpec, bool) {
-		s, err := bus.GetAs[*KubePrismStatus](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubePrismStatusType, ID: KubePrismID})
+	status := func() (k8s.KubePrismStatusSpec, bool) {
+		s, err := bus.GetAs[*k8s.KubePrismStatus](context.Background(), g.store, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.KubePrismStatusType, ID: k8s.KubePrismID})
 		if err != nil {
-			return KubePrismStatusSpec{}, false
+			return k8s.KubePrismStatusSpec{}, false
 		}
 
 		return *s.TypedSpec(), true
@@ -276,7 +277,7 @@ func TestKubePrismController(t *testing.T) {
 	var got []string
 
 	g.wait("the endpoints: the node's own API server, the endpoint, the other control plane", func() bool {
-		eps, err := bus.GetAs[*KubePrismEndpoints](context.Background(), g.store, bus.Pointer{Namespace: NamespaceK8s, Type: KubePrismEndpointsType, ID: KubePrismID})
+		eps, err := bus.GetAs[*k8s.KubePrismEndpoints](context.Background(), g.store, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.KubePrismEndpointsType, ID: k8s.KubePrismID})
 		if err != nil {
 			return false
 		}
@@ -348,7 +349,7 @@ func TestKubeletServer(t *testing.T) {
 				cfg.Machine.Features.KubePrism.Enabled = &off
 			}
 
-			files, err := kubeletFiles(cfg, KubeletSpecSpec{})
+			files, err := kubeletFiles(cfg, k8s.KubeletSpecSpec{})
 			if err != nil {
 				t.Fatal(err)
 			}

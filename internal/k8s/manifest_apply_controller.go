@@ -19,7 +19,9 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/k8s/manifests"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
-	"github.com/talosbox/talosbox/internal/supervisor"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 // ManifestApplyMutex is the etcd lock control planes take to apply the
@@ -51,14 +53,14 @@ func (*ManifestApplyController) Name() string { return "k8s.ManifestApplyControl
 func (*ManifestApplyController) Inputs() []bus.Input {
 	return []bus.Input{
 		machineConfigInput,
-		{Namespace: NamespaceControlPlane, Type: ManifestType},
-		{Namespace: supervisor.Namespace, Type: supervisor.ServiceType, ID: "etcd"},
+		{Namespace: k8s.NamespaceControlPlane, Type: k8s.ManifestType},
+		{Namespace: runtime.NamespaceRuntime, Type: v1alpha1.ServiceType, ID: "etcd"},
 	}
 }
 
 // Outputs implements bus.Controller.
 func (*ManifestApplyController) Outputs() []bus.Output {
-	return []bus.Output{{Type: ManifestStatusType}}
+	return []bus.Output{{Type: k8s.ManifestStatusType}}
 }
 
 // Run implements bus.Controller.
@@ -101,12 +103,12 @@ func (c *ManifestApplyController) Run(ctx context.Context, r bus.ControllerRunti
 			continue
 		}
 
-		etcd, err := bus.GetAs[*supervisor.ServiceResource](ctx, r, supervisor.ServicePointer("etcd"))
+		etcd, err := bus.GetAs[*v1alpha1.Service](ctx, r, v1alpha1.ServicePointer("etcd"))
 		if err != nil || !etcd.TypedSpec().Healthy {
 			continue
 		}
 
-		list, err := bus.ListAs[*Manifest](ctx, r, bus.Kind{Namespace: NamespaceControlPlane, Type: ManifestType})
+		list, err := bus.ListAs[*k8s.Manifest](ctx, r, bus.Kind{Namespace: k8s.NamespaceControlPlane, Type: k8s.ManifestType})
 		if err != nil {
 			return err
 		}
@@ -150,8 +152,8 @@ func (c *ManifestApplyController) Run(ctx context.Context, r bus.ControllerRunti
 
 		result = result.Merge(res)
 
-		if serr := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, ManifestStatusType,
-			map[string]ManifestStatusSpec{ManifestStatusID: statusOf(list, result, prune, err)}); serr != nil {
+		if serr := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceControlPlane, k8s.ManifestStatusType,
+			map[string]k8s.ManifestStatusSpec{k8s.ManifestStatusID: statusOf(list, result, prune, err)}); serr != nil {
 			return serr
 		}
 
@@ -171,12 +173,12 @@ func (c *ManifestApplyController) Run(ctx context.Context, r bus.ControllerRunti
 // completeSet says list is a whole set of manifests as the
 // ManifestController rendered it: not empty, and each manifest's Set the
 // digest of the IDs listed.
-func completeSet(list []*Manifest) bool {
+func completeSet(list []*k8s.Manifest) bool {
 	if len(list) == 0 {
 		return false
 	}
 
-	slices.SortFunc(list, func(a, b *Manifest) int { return strings.Compare(a.Metadata().ID, b.Metadata().ID) })
+	slices.SortFunc(list, func(a, b *k8s.Manifest) int { return strings.Compare(a.Metadata().ID, b.Metadata().ID) })
 
 	ids := make([]string, len(list))
 	for i, m := range list {
@@ -185,7 +187,7 @@ func completeSet(list []*Manifest) bool {
 
 	set := manifestSet(ids)
 
-	return !slices.ContainsFunc(list, func(m *Manifest) bool { return m.TypedSpec().Set != set })
+	return !slices.ContainsFunc(list, func(m *k8s.Manifest) bool { return m.TypedSpec().Set != set })
 }
 
 // manifestSet is the digest of a set of manifest IDs.
@@ -199,8 +201,8 @@ func manifestSet(ids []string) string {
 // statusOf is the ManifestStatus of a result: the manifests applied in
 // full, leaving out those that failed to render (their objects are the
 // last rendered ones, not the current).
-func statusOf(list []*Manifest, res manifests.Result, prune bool, err error) ManifestStatusSpec {
-	st := ManifestStatusSpec{
+func statusOf(list []*k8s.Manifest, res manifests.Result, prune bool, err error) k8s.ManifestStatusSpec {
+	st := k8s.ManifestStatusSpec{
 		ManifestsApplied: []string{},
 		Prune:            prune,
 		ObjectsCreated:   res.Created,
@@ -208,7 +210,7 @@ func statusOf(list []*Manifest, res manifests.Result, prune bool, err error) Man
 		ObjectsUnchanged: res.Unchanged,
 		ObjectsPruned:    res.Pruned,
 		ObjectsKept:      res.Kept,
-		Counts: ManifestCounts{
+		Counts: k8s.ManifestCounts{
 			Created: len(res.Created), Updated: len(res.Updated), Unchanged: len(res.Unchanged),
 			Pruned: len(res.Pruned), Kept: len(res.Kept),
 		},
@@ -227,7 +229,7 @@ func statusOf(list []*Manifest, res manifests.Result, prune bool, err error) Man
 	return st
 }
 
-func (c *ManifestApplyController) apply(ctx context.Context, r bus.ControllerRuntime, restCfg *rest.Config, list []*Manifest, prune bool) (manifests.Result, error) {
+func (c *ManifestApplyController) apply(ctx context.Context, r bus.ControllerRuntime, restCfg *rest.Config, list []*k8s.Manifest, prune bool) (manifests.Result, error) {
 	ms := make([]manifests.Manifest, 0, len(list))
 	opts := manifests.ApplyOptions{Prune: prune}
 

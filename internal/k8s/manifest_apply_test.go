@@ -19,6 +19,9 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/k8s/apiservertest"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -87,11 +90,11 @@ func TestManifestSync(t *testing.T) {
 		return []configs.InlineManifest{{Name: "app", Contents: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {a: '" + data + "'}\n"}}
 	}
 
-	status := func() ManifestStatusSpec {
-		st, err := bus.GetAs[*ManifestStatus](context.Background(), g.store,
-			bus.Pointer{Namespace: NamespaceControlPlane, Type: ManifestStatusType, ID: ManifestStatusID})
+	status := func() k8s.ManifestStatusSpec {
+		st, err := bus.GetAs[*k8s.ManifestStatus](context.Background(), g.store,
+			bus.Pointer{Namespace: k8s.NamespaceControlPlane, Type: k8s.ManifestStatusType, ID: k8s.ManifestStatusID})
 		if err != nil {
-			return ManifestStatusSpec{}
+			return k8s.ManifestStatusSpec{}
 		}
 
 		return *st.TypedSpec()
@@ -112,7 +115,7 @@ func TestManifestSync(t *testing.T) {
 	}
 
 	g.setConfig(config(func(c *configs.ClusterConfig) { c.InlineManifests = app("1") }))
-	put(g, bus.NewTyped(supervisor.Namespace, supervisor.ServiceType, "etcd", supervisor.ServiceSpec{State: "Running", Healthy: true}), supervisor.Owner)
+	put(g, bus.NewTyped(runtime.NamespaceRuntime, v1alpha1.ServiceType, "etcd", v1alpha1.ServiceSpec{State: "Running", Healthy: true}), supervisor.Owner)
 
 	// The first apply of a whole cluster's bootstrap manifests is slow on
 	// a busy machine; later steps only touch a few objects.
@@ -178,7 +181,7 @@ func TestManifestSync(t *testing.T) {
 			t.Errorf("extra %v; status %+v", cm("extra") != nil, st)
 		}
 
-		m, err := bus.GetAs[*Manifest](context.Background(), g.store, bus.Pointer{Namespace: NamespaceControlPlane, Type: ManifestType, ID: "99-" + url})
+		m, err := bus.GetAs[*k8s.Manifest](context.Background(), g.store, bus.Pointer{Namespace: k8s.NamespaceControlPlane, Type: k8s.ManifestType, ID: "99-" + url})
 		if err != nil || m.TypedSpec().Error == "" || len(m.TypedSpec().Items) != 1 {
 			t.Errorf("the failed manifest: %v %+v", err, m)
 		}
@@ -200,22 +203,22 @@ func (g *graph) waitFor(d time.Duration, what string, cond func() bool) {
 }
 
 func TestCompleteSet(t *testing.T) {
-	manifest := func(id, set string) *Manifest {
-		return bus.NewTyped(NamespaceControlPlane, ManifestType, id, ManifestSpec{Set: set})
+	manifest := func(id, set string) *k8s.Manifest {
+		return bus.NewTyped(k8s.NamespaceControlPlane, k8s.ManifestType, id, k8s.ManifestSpec{Set: set})
 	}
 
 	both := manifestSet([]string{"00-a", "99-b"})
 
 	for _, tc := range []struct {
 		name string
-		list []*Manifest
+		list []*k8s.Manifest
 		want bool
 	}{
 		{"none", nil, false},
-		{"whole", []*Manifest{manifest("99-b", both), manifest("00-a", both)}, true},
-		{"one not written yet", []*Manifest{manifest("00-a", both)}, false},
-		{"one of the old set", []*Manifest{manifest("00-a", both), manifest("99-b", manifestSet([]string{"99-b"}))}, false},
-		{"one not of the set any more", []*Manifest{manifest("00-a", both), manifest("99-b", both), manifest("99-c", both)}, false},
+		{"whole", []*k8s.Manifest{manifest("99-b", both), manifest("00-a", both)}, true},
+		{"one not written yet", []*k8s.Manifest{manifest("00-a", both)}, false},
+		{"one of the old set", []*k8s.Manifest{manifest("00-a", both), manifest("99-b", manifestSet([]string{"99-b"}))}, false},
+		{"one not of the set any more", []*k8s.Manifest{manifest("00-a", both), manifest("99-b", both), manifest("99-c", both)}, false},
 	} {
 		if got := completeSet(tc.list); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

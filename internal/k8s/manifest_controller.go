@@ -13,6 +13,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/k8s/manifests"
 	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // ManifestController renders the bootstrap manifests of a control plane
@@ -35,7 +36,7 @@ func (*ManifestController) Name() string { return "k8s.ManifestController" }
 func (*ManifestController) Inputs() []bus.Input { return []bus.Input{machineConfigInput} }
 
 // Outputs implements bus.Controller.
-func (*ManifestController) Outputs() []bus.Output { return []bus.Output{{Type: ManifestType}} }
+func (*ManifestController) Outputs() []bus.Output { return []bus.Output{{Type: k8s.ManifestType}} }
 
 // Run implements bus.Controller.
 func (c *ManifestController) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -55,7 +56,7 @@ func (c *ManifestController) Run(ctx context.Context, r bus.ControllerRuntime) e
 			return err
 		}
 
-		want := map[string]ManifestSpec{}
+		want := map[string]k8s.ManifestSpec{}
 
 		if cfg != nil && cfg.IsControlPlane() {
 			ms, failed, err := c.render(ctx, cfg)
@@ -69,7 +70,7 @@ func (c *ManifestController) Run(ctx context.Context, r bus.ControllerRuntime) e
 			}
 
 			for _, m := range ms {
-				spec := ManifestSpec{}
+				spec := k8s.ManifestSpec{}
 				for _, o := range m.Objects {
 					spec.Items = append(spec.Items, o.Object)
 				}
@@ -81,9 +82,9 @@ func (c *ManifestController) Run(ctx context.Context, r bus.ControllerRuntime) e
 				r.Logger().Error("bootstrap manifests", "error", failed[id])
 				retry.Reset(10 * time.Second)
 
-				spec := ManifestSpec{Error: failed[id].Error()}
+				spec := k8s.ManifestSpec{Error: failed[id].Error()}
 
-				prev, err := bus.GetAs[*Manifest](ctx, r, bus.Pointer{Namespace: NamespaceControlPlane, Type: ManifestType, ID: id})
+				prev, err := bus.GetAs[*k8s.Manifest](ctx, r, bus.Pointer{Namespace: k8s.NamespaceControlPlane, Type: k8s.ManifestType, ID: id})
 
 				switch {
 				case err == nil:
@@ -102,7 +103,7 @@ func (c *ManifestController) Run(ctx context.Context, r bus.ControllerRuntime) e
 			}
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, ManifestType, want); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceControlPlane, k8s.ManifestType, want); err != nil {
 			return err
 		}
 

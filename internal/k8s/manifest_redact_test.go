@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // The bootstrap manifests reach a reader with the bootstrap token's secret
@@ -20,10 +21,10 @@ func TestManifestsRedactedForReaders(t *testing.T) {
 	g := startGraphOf(t, t.TempDir(), &ManifestController{})
 	g.setConfig(cp)
 
-	var spec ManifestSpec
+	var spec k8s.ManifestSpec
 
 	g.wait("the bootstrap token's manifest", func() bool {
-		m, err := bus.GetAs[*Manifest](context.Background(), g.store, bus.Pointer{Namespace: NamespaceControlPlane, Type: ManifestType, ID: "00-kubelet-bootstrapping-token"})
+		m, err := bus.GetAs[*k8s.Manifest](context.Background(), g.store, bus.Pointer{Namespace: k8s.NamespaceControlPlane, Type: k8s.ManifestType, ID: "00-kubelet-bootstrapping-token"})
 		if err != nil {
 			return false
 		}
@@ -62,9 +63,9 @@ func TestManifestsRedactedForReaders(t *testing.T) {
 		t.Error("RedactedYAML changed the spec")
 	}
 
-	for _, d := range Definitions {
-		if d.Type == ManifestType && !d.Sensitive {
-			t.Errorf("%s is not sensitive: readers would get it whole", ManifestType)
+	for _, d := range k8s.Definitions {
+		if d.Type == k8s.ManifestType && !d.Sensitive {
+			t.Errorf("%s is not sensitive: readers would get it whole", k8s.ManifestType)
 		}
 	}
 }

@@ -15,7 +15,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // NodeCordonController takes off the cordon an upgrade put on the node
@@ -36,8 +37,8 @@ func (*NodeCordonController) Name() string { return "k8s.NodeCordonedSpecControl
 // Inputs implements bus.Controller.
 func (*NodeCordonController) Inputs() []bus.Input {
 	return []bus.Input{
-		{Namespace: machine.NamespaceRuntime, Type: machine.MachineStageType},
-		{Namespace: NamespaceK8s, Type: NodenameType},
+		{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStageType},
+		{Namespace: k8s.NamespaceK8s, Type: k8s.NodenameType},
 	}
 }
 
@@ -62,12 +63,12 @@ func (c *NodeCordonController) Run(ctx context.Context, r bus.ControllerRuntime)
 		case <-retry.C:
 		}
 
-		st, err := bus.GetAs[*machine.MachineStage](ctx, r, bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.MachineStageType, ID: machine.MachineID})
-		if err != nil || st.TypedSpec().Stage != machine.StageRunning {
+		st, err := bus.GetAs[*runtime.MachineStage](ctx, r, bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStageType, ID: runtime.MachineID})
+		if err != nil || st.TypedSpec().Stage != runtime.StageRunning {
 			continue
 		}
 
-		name, err := bus.GetAs[*Nodename](ctx, r, bus.Pointer{Namespace: NamespaceK8s, Type: NodenameType, ID: NodenameID})
+		name, err := bus.GetAs[*k8s.Nodename](ctx, r, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.NodenameType, ID: k8s.NodenameID})
 		if err != nil {
 			continue
 		}
@@ -170,7 +171,7 @@ func (k *Kubernetes) CordonAndDrain(ctx context.Context, w io.Writer) error {
 		return err
 	}
 
-	name, err := bus.GetAs[*Nodename](ctx, k.kubelet.node.Store(), bus.Pointer{Namespace: NamespaceK8s, Type: NodenameType, ID: NodenameID})
+	name, err := bus.GetAs[*k8s.Nodename](ctx, k.kubelet.node.Store(), bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.NodenameType, ID: k8s.NodenameID})
 	if err != nil {
 		return fmt.Errorf("the node's name: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // ControlPlaneRoleLabel marks control-plane nodes, as Talos and kubeadm do.
@@ -35,7 +36,7 @@ func (*NodeLabelController) Name() string { return "k8s.NodeApplyController" }
 
 // Inputs implements bus.Controller.
 func (*NodeLabelController) Inputs() []bus.Input {
-	return []bus.Input{machineConfigInput, {Namespace: NamespaceK8s, Type: NodenameType}}
+	return []bus.Input{machineConfigInput, {Namespace: k8s.NamespaceK8s, Type: k8s.NodenameType}}
 }
 
 // Outputs implements bus.Controller.
@@ -70,7 +71,7 @@ func (c *NodeLabelController) Run(ctx context.Context, r bus.ControllerRuntime) 
 			continue
 		}
 
-		name, err := bus.GetAs[*Nodename](ctx, r, bus.Pointer{Namespace: NamespaceK8s, Type: NodenameType, ID: NodenameID})
+		name, err := bus.GetAs[*k8s.Nodename](ctx, r, bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.NodenameType, ID: k8s.NodenameID})
 		if err != nil {
 			continue
 		}

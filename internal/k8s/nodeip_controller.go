@@ -5,7 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // NodeIPController picks the node IP the kubelet registers with from the
@@ -18,12 +19,12 @@ func (NodeIPController) Name() string { return "k8s.NodeIPController" }
 
 // Inputs implements bus.Controller.
 func (NodeIPController) Inputs() []bus.Input {
-	return []bus.Input{machineConfigInput, {Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur}}
+	return []bus.Input{machineConfigInput, {Namespace: networkres.Namespace, Type: networkres.NodeAddressType, ID: networkres.NodeAddressesCur}}
 }
 
 // Outputs implements bus.Controller.
 func (NodeIPController) Outputs() []bus.Output {
-	return []bus.Output{{Type: NodeIPConfigType}, {Type: NodeIPType}}
+	return []bus.Output{{Type: k8s.NodeIPConfigType}, {Type: k8s.NodeIPType}}
 }
 
 // Run implements bus.Controller.
@@ -49,11 +50,11 @@ func (c NodeIPController) Run(ctx context.Context, r bus.ControllerRuntime) erro
 		}
 
 		ipc := NodeIPConfigFor(valid, cl)
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, NodeIPConfigType, map[string]NodeIPConfigSpec{KubeletID: ipc}); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.NodeIPConfigType, map[string]k8s.NodeIPConfigSpec{k8s.KubeletID: ipc}); err != nil {
 			return err
 		}
 
-		na, err := bus.GetAs[*network.NodeAddress](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur})
+		na, err := bus.GetAs[*networkres.NodeAddress](ctx, r, bus.Pointer{Namespace: networkres.Namespace, Type: networkres.NodeAddressType, ID: networkres.NodeAddressesCur})
 		if bus.IsNotFound(err) {
 			continue
 		}
@@ -84,12 +85,12 @@ func (c NodeIPController) Run(ctx context.Context, r bus.ControllerRuntime) erro
 			continue
 		}
 
-		spec := NodeIPSpec{}
+		spec := k8s.NodeIPSpec{}
 		for _, a := range picked {
 			spec.Addresses = append(spec.Addresses, a.String())
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, NodeIPType, map[string]NodeIPSpec{KubeletID: spec}); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.NodeIPType, map[string]k8s.NodeIPSpec{k8s.KubeletID: spec}); err != nil {
 			return err
 		}
 

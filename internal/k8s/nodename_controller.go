@@ -5,7 +5,8 @@ import (
 	"strings"
 
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // NodenameController names the Kubernetes node after the hostname, or its
@@ -18,11 +19,11 @@ func (NodenameController) Name() string { return "k8s.NodenameController" }
 
 // Inputs implements bus.Controller.
 func (NodenameController) Inputs() []bus.Input {
-	return []bus.Input{machineConfigInput, {Namespace: network.Namespace, Type: network.HostnameStatusType, ID: network.HostnameID}}
+	return []bus.Input{machineConfigInput, {Namespace: networkres.Namespace, Type: networkres.HostnameStatusType, ID: networkres.HostnameID}}
 }
 
 // Outputs implements bus.Controller.
-func (NodenameController) Outputs() []bus.Output { return []bus.Output{{Type: NodenameType}} }
+func (NodenameController) Outputs() []bus.Output { return []bus.Output{{Type: k8s.NodenameType}} }
 
 // Run implements bus.Controller.
 func (c NodenameController) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -32,7 +33,7 @@ func (c NodenameController) Run(ctx context.Context, r bus.ControllerRuntime) er
 			return err
 		}
 
-		hs, err := bus.GetAs[*network.HostnameStatus](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.HostnameStatusType, ID: network.HostnameID})
+		hs, err := bus.GetAs[*networkres.HostnameStatus](ctx, r, bus.Pointer{Namespace: networkres.Namespace, Type: networkres.HostnameStatusType, ID: networkres.HostnameID})
 		if bus.IsNotFound(err) || cfg == nil {
 			continue
 		}
@@ -41,7 +42,7 @@ func (c NodenameController) Run(ctx context.Context, r bus.ControllerRuntime) er
 			return err
 		}
 
-		spec := NodenameSpec{Nodename: hs.TypedSpec().Hostname}
+		spec := k8s.NodenameSpec{Nodename: hs.TypedSpec().Hostname}
 		if k := cfg.Machine.Kubelet; k != nil {
 			if k.RegisterWithFQDN {
 				spec.Nodename = hs.TypedSpec().FQDN()
@@ -55,7 +56,7 @@ func (c NodenameController) Run(ctx context.Context, r bus.ControllerRuntime) er
 			continue
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, NodenameType, map[string]NodenameSpec{NodenameID: spec}); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.NodenameType, map[string]k8s.NodenameSpec{k8s.NodenameID: spec}); err != nil {
 			return err
 		}
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // RenderConfigsController writes the admission, audit, authorization and
@@ -26,7 +27,9 @@ func (*RenderConfigsController) Name() string { return "k8s.RenderConfigsStaticP
 func (*RenderConfigsController) Inputs() []bus.Input { return []bus.Input{machineConfigInput} }
 
 // Outputs implements bus.Controller.
-func (*RenderConfigsController) Outputs() []bus.Output { return []bus.Output{{Type: ConfigStatusType}} }
+func (*RenderConfigsController) Outputs() []bus.Output {
+	return []bus.Output{{Type: k8s.ConfigStatusType}}
+}
 
 // Run implements bus.Controller.
 func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -36,7 +39,7 @@ func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRunti
 			return err
 		}
 
-		want := map[string]StatusSpec{}
+		want := map[string]k8s.StatusSpec{}
 
 		if cfg != nil && cfg.IsControlPlane() {
 			files, err := ConfigFiles(cfg)
@@ -53,10 +56,10 @@ func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRunti
 				continue
 			}
 
-			want[StaticPodsStatusID] = StatusSpec{Ready: true, Version: FilesVersion(files)}
+			want[k8s.StaticPodsStatusID] = k8s.StatusSpec{Ready: true, Version: FilesVersion(files)}
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, ConfigStatusType, want); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceControlPlane, k8s.ConfigStatusType, want); err != nil {
 			return err
 		}
 

@@ -12,7 +12,8 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
-	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // RenderSecretsController issues the control plane's certificates and
@@ -37,14 +38,14 @@ func (*RenderSecretsController) Name() string { return "k8s.RenderSecretsStaticP
 func (*RenderSecretsController) Inputs() []bus.Input {
 	return []bus.Input{
 		machineConfigInput,
-		{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur},
-		{Namespace: network.Namespace, Type: network.HostnameStatusType, ID: network.HostnameID},
+		{Namespace: networkres.Namespace, Type: networkres.NodeAddressType, ID: networkres.NodeAddressesCur},
+		{Namespace: networkres.Namespace, Type: networkres.HostnameStatusType, ID: networkres.HostnameID},
 	}
 }
 
 // Outputs implements bus.Controller.
 func (*RenderSecretsController) Outputs() []bus.Output {
-	return []bus.Output{{Type: SecretsStatusType}}
+	return []bus.Output{{Type: k8s.SecretsStatusType}}
 }
 
 // Run implements bus.Controller.
@@ -81,7 +82,7 @@ func (c *RenderSecretsController) Run(ctx context.Context, r bus.ControllerRunti
 		}
 
 		if cfg == nil || !cfg.IsControlPlane() {
-			if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, SecretsStatusType, map[string]StatusSpec{}); err != nil {
+			if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceControlPlane, k8s.SecretsStatusType, map[string]k8s.StatusSpec{}); err != nil {
 				return err
 			}
 
@@ -131,8 +132,8 @@ func (c *RenderSecretsController) Run(ctx context.Context, r bus.ControllerRunti
 			continue
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceControlPlane, SecretsStatusType,
-			map[string]StatusSpec{StaticPodsStatusID: {Ready: true, Version: version}}); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceControlPlane, k8s.SecretsStatusType,
+			map[string]k8s.StatusSpec{k8s.StaticPodsStatusID: {Ready: true, Version: version}}); err != nil {
 			return err
 		}
 
@@ -151,7 +152,7 @@ func (c *RenderSecretsController) root() string {
 // nodeIdentity is the node's hostname, FQDN and global addresses; ok is
 // false until the network has a hostname.
 func nodeIdentity(ctx context.Context, r bus.Reader) (host, fqdn string, addrs []netip.Addr, ok bool, err error) {
-	hs, err := bus.GetAs[*network.HostnameStatus](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.HostnameStatusType, ID: network.HostnameID})
+	hs, err := bus.GetAs[*networkres.HostnameStatus](ctx, r, bus.Pointer{Namespace: networkres.Namespace, Type: networkres.HostnameStatusType, ID: networkres.HostnameID})
 	if bus.IsNotFound(err) {
 		return "", "", nil, false, nil
 	}
@@ -160,7 +161,7 @@ func nodeIdentity(ctx context.Context, r bus.Reader) (host, fqdn string, addrs [
 		return "", "", nil, false, err
 	}
 
-	na, err := bus.GetAs[*network.NodeAddress](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur})
+	na, err := bus.GetAs[*networkres.NodeAddress](ctx, r, bus.Pointer{Namespace: networkres.Namespace, Type: networkres.NodeAddressType, ID: networkres.NodeAddressesCur})
 	if err != nil && !bus.IsNotFound(err) {
 		return "", "", nil, false, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // The renderers are pure functions of the config and live in
@@ -47,15 +48,9 @@ const (
 
 // Renderer types; see internal/k8s/render.
 type (
-	Cluster             = k8srender.Cluster
-	ComponentConfigSpec = k8srender.ComponentConfigSpec
-	ExtraVolume         = k8srender.ExtraVolume
-	Resources           = k8srender.Resources
-	KubeletSpecSpec     = k8srender.KubeletSpecSpec
-	Mount               = k8srender.Mount
-	NodeIPConfigSpec    = k8srender.NodeIPConfigSpec
-	KubeletInputs       = k8srender.KubeletInputs
-	File                = k8srender.File
+	Cluster       = k8srender.Cluster
+	KubeletInputs = k8srender.KubeletInputs
+	File          = k8srender.File
 )
 
 // podVersions are the annotations that make the kubelet restart a pod
@@ -69,12 +64,12 @@ func ClusterFrom(cfg *configs.Config) (Cluster, error) { return k8srender.Cluste
 
 // ComponentConfigs are the three control-plane components' configs of a
 // control-plane node, by ID.
-func ComponentConfigs(cfg *configs.Config) (map[string]ComponentConfigSpec, error) {
+func ComponentConfigs(cfg *configs.Config) (map[string]k8s.ComponentConfigSpec, error) {
 	return k8srender.ComponentConfigs(cfg)
 }
 
 // StaticPodFor renders one control-plane component's pod.
-func StaticPodFor(id string, spec ComponentConfigSpec, v podVersions) (map[string]any, error) {
+func StaticPodFor(id string, spec k8s.ComponentConfigSpec, v podVersions) (map[string]any, error) {
 	return k8srender.StaticPodFor(id, spec, k8srender.PodVersions{Secrets: v.secrets, Config: v.config, ConfigFile: v.configFile})
 }
 
@@ -86,7 +81,7 @@ func ConfigFiles(cfg *configs.Config) ([]File, error) { return k8srender.ConfigF
 func FilesVersion(files []File) string { return k8srender.FilesVersion(files) }
 
 // KubeletSpecFor renders the kubelet's command line and configuration.
-func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (KubeletSpecSpec, error) {
+func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (k8s.KubeletSpecSpec, error) {
 	return k8srender.KubeletSpecFor(cfg, in)
 }
 
@@ -101,11 +96,11 @@ func APIServerServiceIPs(serviceSubnets []string) ([]netip.Addr, error) {
 }
 
 // NodeIPConfigFor is how the node IP is picked (REFERENCE-K8S §3.3).
-func NodeIPConfigFor(validSubnets []string, cl Cluster) NodeIPConfigSpec {
+func NodeIPConfigFor(validSubnets []string, cl Cluster) k8s.NodeIPConfigSpec {
 	return k8srender.NodeIPConfigFor(validSubnets, cl)
 }
 
 // PickNodeIPs applies a NodeIPConfig to the node's addresses.
-func PickNodeIPs(cfg NodeIPConfigSpec, addrs []netip.Addr) (picked, skipped []netip.Addr, err error) {
+func PickNodeIPs(cfg k8s.NodeIPConfigSpec, addrs []netip.Addr) (picked, skipped []netip.Addr, err error) {
 	return k8srender.PickNodeIPs(cfg, addrs)
 }

@@ -1,12 +1,13 @@
 package k8s
 
 import (
+	"context"
 	"strconv"
 
-	"context"
-
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/supervisor"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 // StaticPodController renders the control plane's static pods once etcd
@@ -22,17 +23,17 @@ func (StaticPodController) Name() string { return "k8s.ControlPlaneStaticPodCont
 // Inputs implements bus.Controller.
 func (StaticPodController) Inputs() []bus.Input {
 	return []bus.Input{
-		{Namespace: NamespaceControlPlane, Type: APIServerConfigType},
-		{Namespace: NamespaceControlPlane, Type: ControllerManagerConfigType},
-		{Namespace: NamespaceControlPlane, Type: SchedulerConfigType},
-		{Namespace: NamespaceControlPlane, Type: SecretsStatusType},
-		{Namespace: NamespaceControlPlane, Type: ConfigStatusType},
-		{Namespace: supervisor.Namespace, Type: supervisor.ServiceType, ID: "etcd"},
+		{Namespace: k8s.NamespaceControlPlane, Type: k8s.APIServerConfigType},
+		{Namespace: k8s.NamespaceControlPlane, Type: k8s.ControllerManagerConfigType},
+		{Namespace: k8s.NamespaceControlPlane, Type: k8s.SchedulerConfigType},
+		{Namespace: k8s.NamespaceControlPlane, Type: k8s.SecretsStatusType},
+		{Namespace: k8s.NamespaceControlPlane, Type: k8s.ConfigStatusType},
+		{Namespace: runtime.NamespaceRuntime, Type: v1alpha1.ServiceType, ID: "etcd"},
 	}
 }
 
 // Outputs implements bus.Controller.
-func (StaticPodController) Outputs() []bus.Output { return []bus.Output{{Type: StaticPodType}} }
+func (StaticPodController) Outputs() []bus.Output { return []bus.Output{{Type: k8s.StaticPodType}} }
 
 // Run implements bus.Controller.
 func (c StaticPodController) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -48,7 +49,7 @@ func (c StaticPodController) Run(ctx context.Context, r bus.ControllerRuntime) e
 			return err
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, StaticPodType, want); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.StaticPodType, want); err != nil {
 			return err
 		}
 
@@ -56,10 +57,10 @@ func (c StaticPodController) Run(ctx context.Context, r bus.ControllerRuntime) e
 	}
 }
 
-func (c StaticPodController) pods(ctx context.Context, r bus.ControllerRuntime) (map[string]StaticPodSpec, error) {
-	want := map[string]StaticPodSpec{}
+func (c StaticPodController) pods(ctx context.Context, r bus.ControllerRuntime) (map[string]k8s.StaticPodSpec, error) {
+	want := map[string]k8s.StaticPodSpec{}
 
-	etcd, err := bus.GetAs[*supervisor.ServiceResource](ctx, r, supervisor.ServicePointer("etcd"))
+	etcd, err := bus.GetAs[*v1alpha1.Service](ctx, r, v1alpha1.ServicePointer("etcd"))
 	if bus.IsNotFound(err) || (err == nil && !(etcd.TypedSpec().Running && etcd.TypedSpec().Healthy)) {
 		return want, nil
 	}
@@ -68,31 +69,31 @@ func (c StaticPodController) pods(ctx context.Context, r bus.ControllerRuntime) 
 		return nil, err
 	}
 
-	status := func(typ string) (StatusSpec, bool, error) {
-		s, err := bus.GetAs[*Status](ctx, r, bus.Pointer{Namespace: NamespaceControlPlane, Type: typ, ID: StaticPodsStatusID})
+	status := func(typ string) (k8s.StatusSpec, bool, error) {
+		s, err := bus.GetAs[*k8s.Status](ctx, r, bus.Pointer{Namespace: k8s.NamespaceControlPlane, Type: typ, ID: k8s.StaticPodsStatusID})
 		if bus.IsNotFound(err) {
-			return StatusSpec{}, false, nil
+			return k8s.StatusSpec{}, false, nil
 		}
 
 		if err != nil {
-			return StatusSpec{}, false, err
+			return k8s.StatusSpec{}, false, err
 		}
 
 		return *s.TypedSpec(), s.TypedSpec().Ready, nil
 	}
 
-	sec, ok, err := status(SecretsStatusType)
+	sec, ok, err := status(k8s.SecretsStatusType)
 	if err != nil || !ok {
 		return want, err
 	}
 
-	conf, ok, err := status(ConfigStatusType)
+	conf, ok, err := status(k8s.ConfigStatusType)
 	if err != nil || !ok {
 		return want, err
 	}
 
-	for id, typ := range map[string]string{APIServerID: APIServerConfigType, ControllerManagerID: ControllerManagerConfigType, SchedulerID: SchedulerConfigType} {
-		cc, err := bus.GetAs[*ComponentConfig](ctx, r, bus.Pointer{Namespace: NamespaceControlPlane, Type: typ, ID: id})
+	for id, typ := range map[string]string{k8s.APIServerID: k8s.APIServerConfigType, k8s.ControllerManagerID: k8s.ControllerManagerConfigType, k8s.SchedulerID: k8s.SchedulerConfigType} {
+		cc, err := bus.GetAs[*k8s.ComponentConfig](ctx, r, bus.Pointer{Namespace: k8s.NamespaceControlPlane, Type: typ, ID: id})
 		if bus.IsNotFound(err) {
 			continue
 		}
@@ -112,7 +113,7 @@ func (c StaticPodController) pods(ctx context.Context, r bus.ControllerRuntime) 
 			continue
 		}
 
-		want[id] = StaticPodSpec{Pod: pod}
+		want[id] = k8s.StaticPodSpec{Pod: pod}
 	}
 
 	return want, nil

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // StaticPodServerController serves every StaticPod as one PodList on a
@@ -28,12 +29,12 @@ func (*StaticPodServerController) Name() string { return "k8s.StaticPodServerCon
 
 // Inputs implements bus.Controller.
 func (*StaticPodServerController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: NamespaceK8s, Type: StaticPodType}}
+	return []bus.Input{{Namespace: k8s.NamespaceK8s, Type: k8s.StaticPodType}}
 }
 
 // Outputs implements bus.Controller.
 func (*StaticPodServerController) Outputs() []bus.Output {
-	return []bus.Output{{Type: StaticPodServerStatusType}}
+	return []bus.Output{{Type: k8s.StaticPodServerStatusType}}
 }
 
 // Run implements bus.Controller.
@@ -83,7 +84,7 @@ func (c *StaticPodServerController) Run(ctx context.Context, r bus.ControllerRun
 		case <-r.EventCh():
 		}
 
-		pods, err := bus.ListAs[*StaticPod](ctx, r, bus.Kind{Namespace: NamespaceK8s, Type: StaticPodType})
+		pods, err := bus.ListAs[*k8s.StaticPod](ctx, r, bus.Kind{Namespace: k8s.NamespaceK8s, Type: k8s.StaticPodType})
 		if err != nil {
 			return err
 		}
@@ -104,8 +105,8 @@ func (c *StaticPodServerController) Run(ctx context.Context, r bus.ControllerRun
 		body = b
 		mu.Unlock()
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, StaticPodServerStatusType,
-			map[string]StaticPodServerStatusSpec{StaticPodServerID: {URL: url}}); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.StaticPodServerStatusType,
+			map[string]k8s.StaticPodServerStatusSpec{k8s.StaticPodServerID: {URL: url}}); err != nil {
 			return err
 		}
 

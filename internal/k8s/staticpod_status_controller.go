@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // KubeletPodsURL is the kubelet's list of the pods it runs.
@@ -36,12 +37,12 @@ func (*StaticPodStatusController) Name() string { return "k8s.KubeletStaticPodCo
 
 // Inputs implements bus.Controller.
 func (*StaticPodStatusController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: NamespaceK8s, Type: StaticPodType}}
+	return []bus.Input{{Namespace: k8s.NamespaceK8s, Type: k8s.StaticPodType}}
 }
 
 // Outputs implements bus.Controller.
 func (*StaticPodStatusController) Outputs() []bus.Output {
-	return []bus.Output{{Type: StaticPodStatusType}}
+	return []bus.Output{{Type: k8s.StaticPodStatusType}}
 }
 
 // Run implements bus.Controller.
@@ -67,12 +68,12 @@ func (c *StaticPodStatusController) Run(ctx context.Context, r bus.ControllerRun
 		case <-tick.C:
 		}
 
-		pods, err := r.List(ctx, bus.Kind{Namespace: NamespaceK8s, Type: StaticPodType})
+		pods, err := r.List(ctx, bus.Kind{Namespace: k8s.NamespaceK8s, Type: k8s.StaticPodType})
 		if err != nil {
 			return err
 		}
 
-		want := map[string]StaticPodStatusSpec{}
+		want := map[string]k8s.StaticPodStatusSpec{}
 
 		if len(pods) > 0 {
 			got, err := c.poll(ctx)
@@ -94,19 +95,19 @@ func (c *StaticPodStatusController) Run(ctx context.Context, r bus.ControllerRun
 			want = got
 		}
 
-		if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceK8s, StaticPodStatusType, want); err != nil {
+		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.StaticPodStatusType, want); err != nil {
 			return err
 		}
 	}
 }
 
-func (c *StaticPodStatusController) poll(ctx context.Context) (map[string]StaticPodStatusSpec, error) {
+func (c *StaticPodStatusController) poll(ctx context.Context) (map[string]k8s.StaticPodStatusSpec, error) {
 	root := c.Root
 	if root == "" {
 		root = "/"
 	}
 
-	dir := filepath.Join(root, SecretsDir, APIServerID)
+	dir := filepath.Join(root, SecretsDir, k8s.APIServerID)
 
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "apiserver-kubelet-client.crt"), filepath.Join(dir, "apiserver-kubelet-client.key"))
 	if err != nil {
@@ -154,12 +155,12 @@ func (c *StaticPodStatusController) poll(ctx context.Context) (map[string]Static
 		return nil, fmt.Errorf("kubelet pods: %w", err)
 	}
 
-	out := map[string]StaticPodStatusSpec{}
+	out := map[string]k8s.StaticPodStatusSpec{}
 
 	for _, p := range list.Items {
 		switch p.Metadata.Annotations["kubernetes.io/config.source"] {
 		case "file", "http":
-			out[p.Metadata.Namespace+"/"+p.Metadata.Name] = StaticPodStatusSpec{PodStatus: p.Status}
+			out[p.Metadata.Namespace+"/"+p.Metadata.Name] = k8s.StaticPodStatusSpec{PodStatus: p.Status}
 		}
 	}
 

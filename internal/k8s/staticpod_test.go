@@ -8,6 +8,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // generated is a real control-plane and worker config from gen config.
@@ -46,7 +47,7 @@ func TestStaticPods(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pod, err := StaticPodFor(APIServerID, specs[APIServerID], podVersions{secrets: "s1", config: "3", configFile: "f2"})
+	pod, err := StaticPodFor(k8s.APIServerID, specs[k8s.APIServerID], podVersions{secrets: "s1", config: "3", configFile: "f2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestStaticPods(t *testing.T) {
 		t.Errorf("env: POD_IP, then sorted with $ escaped: %v", env)
 	}
 
-	cm, err := StaticPodFor(ControllerManagerID, specs[ControllerManagerID], podVersions{})
+	cm, err := StaticPodFor(k8s.ControllerManagerID, specs[k8s.ControllerManagerID], podVersions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +114,9 @@ func TestStaticPodDeniedArgs(t *testing.T) {
 		set  func(map[string]string)
 		path string
 	}{
-		{APIServerID, func(m map[string]string) { cp.Cluster.APIServer.ExtraArgs = m }, "cluster.apiServer.extraArgs"},
-		{ControllerManagerID, func(m map[string]string) { cp.Cluster.ControllerManager.ExtraArgs = m }, "cluster.controllerManager.extraArgs"},
-		{SchedulerID, func(m map[string]string) { cp.Cluster.Scheduler.ExtraArgs = m }, "cluster.scheduler.extraArgs"},
+		{k8s.APIServerID, func(m map[string]string) { cp.Cluster.APIServer.ExtraArgs = m }, "cluster.apiServer.extraArgs"},
+		{k8s.ControllerManagerID, func(m map[string]string) { cp.Cluster.ControllerManager.ExtraArgs = m }, "cluster.controllerManager.extraArgs"},
+		{k8s.SchedulerID, func(m map[string]string) { cp.Cluster.Scheduler.ExtraArgs = m }, "cluster.scheduler.extraArgs"},
 	} {
 		denied := configs.DeniedExtraArgs[tc.path][0]
 		tc.set(map[string]string{denied: "x"})
@@ -149,12 +150,12 @@ func TestComponentsDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if specs[SchedulerID].Enabled || !specs[ControllerManagerID].Enabled {
-		t.Errorf("enabled: scheduler %v, controller-manager %v", specs[SchedulerID].Enabled, specs[ControllerManagerID].Enabled)
+	if specs[k8s.SchedulerID].Enabled || !specs[k8s.ControllerManagerID].Enabled {
+		t.Errorf("enabled: scheduler %v, controller-manager %v", specs[k8s.SchedulerID].Enabled, specs[k8s.ControllerManagerID].Enabled)
 	}
 
-	if specs[APIServerID].Image != "registry.k8s.io/kube-apiserver:v1.33.13" {
-		t.Errorf("image %s", specs[APIServerID].Image)
+	if specs[k8s.APIServerID].Image != "registry.k8s.io/kube-apiserver:v1.33.13" {
+		t.Errorf("image %s", specs[k8s.APIServerID].Image)
 	}
 }
 
@@ -210,9 +211,9 @@ func TestStaticPodProbes(t *testing.T) {
 		port int
 		path string
 	}{
-		{APIServerID, 0, ""},
-		{ControllerManagerID, 10257, "/healthz"},
-		{SchedulerID, 10259, "/livez"},
+		{k8s.APIServerID, 0, ""},
+		{k8s.ControllerManagerID, 10257, "/healthz"},
+		{k8s.SchedulerID, 10259, "/livez"},
 	} {
 		pod, err := StaticPodFor(tc.id, specs[tc.id], podVersions{})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/render"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // configSource is one place a config may come from, in the order acquire
@@ -117,12 +118,12 @@ func (n *Node) acquire(ctx context.Context, w io.Writer) (loadedConfig, error) {
 		break
 	}
 
-	n.setStage(ctx, StageMaintenance)
+	n.setStage(ctx, runtime.StageMaintenance)
 	fmt.Fprintln(w, "[talos] entering maintenance mode: waiting for a config (talosctl apply-config --insecure)")
 
 	select {
 	case offered := <-n.offered:
-		n.setStage(ctx, StageBooting)
+		n.setStage(ctx, runtime.StageBooting)
 		return offered, nil
 	case <-ctx.Done():
 		return loadedConfig{}, ctx.Err()
@@ -153,14 +154,14 @@ func (n *Node) check(data []byte) (*configs.Config, error) {
 }
 
 func (n *Node) recordLoadError(ctx context.Context, source string, err error) {
-	n.publishLoadError(ctx, LastLoadErrorID, ConfigLoadErrorSpec{Source: source, Error: err.Error(), Time: time.Now().UTC()}, true)
+	n.publishLoadError(ctx, runtime.LastLoadErrorID, runtime.ConfigLoadErrorSpec{Source: source, Error: err.Error(), Time: time.Now().UTC()}, true)
 }
 
 // publishLoadError writes a ConfigLoadError and, for a new one, emits
 // Talos's event for it.
-func (n *Node) publishLoadError(ctx context.Context, id string, spec ConfigLoadErrorSpec, event bool) {
-	_, merr := n.store.Modify(ctx, bus.NewTyped(NamespaceRuntime, ConfigLoadErrorType, id, ConfigLoadErrorSpec{}), func(r bus.Resource) error {
-		*r.(*ConfigLoadError).TypedSpec() = spec //nolint:forcetypeassert // our own type
+func (n *Node) publishLoadError(ctx context.Context, id string, spec runtime.ConfigLoadErrorSpec, event bool) {
+	_, merr := n.store.Modify(ctx, bus.NewTyped(runtime.NamespaceRuntime, runtime.ConfigLoadErrorType, id, runtime.ConfigLoadErrorSpec{}), func(r bus.Resource) error {
+		*r.(*runtime.ConfigLoadError).TypedSpec() = spec //nolint:forcetypeassert // our own type
 		return nil
 	}, bus.WithOwner(owner))
 	if merr != nil {

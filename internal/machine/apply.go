@@ -10,6 +10,8 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/render"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // ApplyMode is how a new config takes effect.
@@ -225,9 +227,9 @@ func (n *Node) validate(data []byte) (*configs.Config, []string, error) {
 }
 
 func (n *Node) inMaintenance() bool {
-	st, err := bus.GetAs[*MachineStage](context.Background(), n.store, bus.Pointer{Namespace: NamespaceRuntime, Type: MachineStageType, ID: MachineID})
+	st, err := bus.GetAs[*runtime.MachineStage](context.Background(), n.store, bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStageType, ID: runtime.MachineID})
 
-	return err == nil && st.TypedSpec().Stage == StageMaintenance
+	return err == nil && st.TypedSpec().Stage == runtime.StageMaintenance
 }
 
 func (n *Node) applyInMaintenance(ctx context.Context, next loadedConfig, opts ApplyOptions, res ApplyResult) (ApplyResult, error) {
@@ -392,8 +394,8 @@ func (n *Node) publish(ctx context.Context, next loadedConfig) error {
 	n.active, n.activeCfg = next.data, next.cfg
 	n.mu.Unlock()
 
-	_, err := n.store.Modify(ctx, bus.NewTyped(NamespaceConfig, MachineConfigType, ActiveConfigID, MachineConfigSpec{}), func(r bus.Resource) error {
-		spec := r.(*MachineConfig).TypedSpec() //nolint:forcetypeassert // our own type
+	_, err := n.store.Modify(ctx, bus.NewTyped(config.NamespaceConfig, config.MachineConfigType, config.ActiveConfigID, config.MachineConfigSpec{}), func(r bus.Resource) error {
+		spec := r.(*config.MachineConfig).TypedSpec() //nolint:forcetypeassert // our own type
 		spec.Config, spec.YAML = next.cfg, string(next.data)
 
 		return nil

@@ -14,89 +14,9 @@ import (
 
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/disk"
+	"github.com/talosbox/talosbox/internal/resources/block"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
-
-// Talos's block resources (pkg/machinery/resources/block), as `talosctl
-// get disks`, `get blockdevices` and `get systemdisk` show them.
-const (
-	DiskType             = "Disks.block.talos.dev"
-	BlockDeviceType      = "BlockDevices.block.talos.dev"
-	DiscoveredVolumeType = "DiscoveredVolumes.block.talos.dev"
-	SystemDiskType       = "SystemDisks.block.talos.dev"
-
-	// SystemDiskID is the one SystemDisk.
-	SystemDiskID = "system-disk"
-)
-
-// DiskSpec is a whole disk, with Talos's keys.
-type DiskSpec struct {
-	DevPath    string `yaml:"dev_path"`
-	Size       int64  `yaml:"size"`
-	PrettySize string `yaml:"pretty_size"`
-	IOSize     int64  `yaml:"io_size"`
-	SectorSize int64  `yaml:"sector_size"`
-	Readonly   bool   `yaml:"readonly"`
-	CDROM      bool   `yaml:"cdrom"`
-	Model      string `yaml:"model,omitempty"`
-	Serial     string `yaml:"serial,omitempty"`
-	Modalias   string `yaml:"modalias,omitempty"`
-	WWID       string `yaml:"wwid,omitempty"`
-	UUID       string `yaml:"uuid,omitempty"`
-	BusPath    string `yaml:"bus_path,omitempty"`
-	Transport  string `yaml:"transport,omitempty"`
-	Rotational bool   `yaml:"rotational"`
-}
-
-// BlockDeviceSpec is any block device, disk or partition.
-type BlockDeviceSpec struct {
-	Type            string `yaml:"type"` // disk or partition
-	Major           int    `yaml:"major"`
-	Minor           int    `yaml:"minor"`
-	PartitionName   string `yaml:"partitionName,omitempty"`
-	PartitionNumber int    `yaml:"partitionNumber,omitempty"`
-	DevicePath      string `yaml:"devicePath"`
-	Parent          string `yaml:"parent,omitempty"`
-}
-
-// DiscoveredVolumeSpec is what a probe found on a disk or partition.
-type DiscoveredVolumeSpec struct {
-	DevPath        string `yaml:"dev_path"`
-	Type           string `yaml:"type"` // disk or partition
-	Parent         string `yaml:"parent,omitempty"`
-	Size           int64  `yaml:"size"`
-	PrettySize     string `yaml:"pretty_size"`
-	SectorSize     int64  `yaml:"sector_size,omitempty"`
-	Name           string `yaml:"name,omitempty"` // ext4, xfs, vfat, luks, gpt, talosmeta, ...
-	UUID           string `yaml:"uuid,omitempty"`
-	Label          string `yaml:"label,omitempty"`
-	PartitionLabel string `yaml:"partition_label,omitempty"`
-	PartitionIndex int    `yaml:"partition_index,omitempty"`
-}
-
-// SystemDiskSpec names the disk holding STATE.
-type SystemDiskSpec struct {
-	DiskID  string `yaml:"diskID"`
-	DevPath string `yaml:"devPath"`
-}
-
-var blockDefinitions = []bus.Definition{
-	{Type: DiskType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"disk", "disks"},
-		PrintColumns: []bus.PrintColumn{
-			{Name: "SIZE", JSONPath: "{.pretty_size}"}, {Name: "READ ONLY", JSONPath: "{.readonly}"},
-			{Name: "TRANSPORT", JSONPath: "{.transport}"}, {Name: "ROTATIONAL", JSONPath: "{.rotational}"},
-			{Name: "WWID", JSONPath: "{.wwid}"}, {Name: "MODEL", JSONPath: "{.model}"}, {Name: "SERIAL", JSONPath: "{.serial}"},
-		}},
-	{Type: BlockDeviceType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"blockdevice", "blockdevices"},
-		PrintColumns: []bus.PrintColumn{{Name: "TYPE", JSONPath: "{.type}"}, {Name: "PARTITIONNAME", JSONPath: "{.partitionName}"}}},
-	{Type: DiscoveredVolumeType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"discoveredvolume", "discoveredvolumes", "dv"},
-		PrintColumns: []bus.PrintColumn{
-			{Name: "TYPE", JSONPath: "{.type}"}, {Name: "SIZE", JSONPath: "{.pretty_size}"}, {Name: "DISCOVERED", JSONPath: "{.name}"},
-			{Name: "LABEL", JSONPath: "{.label}"}, {Name: "PARTITIONLABEL", JSONPath: "{.partition_label}"},
-		}},
-	{Type: SystemDiskType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"systemdisk"},
-		PrintColumns: []bus.PrintColumn{{Name: "DISK", JSONPath: "{.diskID}"}}},
-	volumeStatusDefinition,
-}
 
 // BlockController mirrors the machine's block devices into Disks,
 // BlockDevices and the SystemDisk. It rescans on the kernel's block
@@ -120,7 +40,7 @@ func (*BlockController) Inputs() []bus.Input { return nil }
 
 // Outputs implements bus.Controller.
 func (*BlockController) Outputs() []bus.Output {
-	return []bus.Output{{Type: DiskType}, {Type: BlockDeviceType}, {Type: DiscoveredVolumeType}, {Type: SystemDiskType}}
+	return []bus.Output{{Type: block.DiskType}, {Type: block.BlockDeviceType}, {Type: block.DiscoveredVolumeType}, {Type: block.SystemDiskType}}
 }
 
 // Run implements bus.Controller.
@@ -169,18 +89,18 @@ func (c *BlockController) reconcile(ctx context.Context, r bus.ControllerRuntime
 		return err
 	}
 
-	disks := map[string]DiskSpec{}
-	blocks := map[string]BlockDeviceSpec{}
-	volumes := map[string]DiscoveredVolumeSpec{}
-	system := map[string]SystemDiskSpec{}
+	disks := map[string]block.DiskSpec{}
+	blocks := map[string]block.BlockDeviceSpec{}
+	volumes := map[string]block.DiscoveredVolumeSpec{}
+	system := map[string]block.SystemDiskSpec{}
 
 	for _, d := range devs {
-		b := BlockDeviceSpec{Type: "disk", Major: d.Major, Minor: d.Minor, DevicePath: d.Path}
+		b := block.BlockDeviceSpec{Type: "disk", Major: d.Major, Minor: d.Minor, DevicePath: d.Path}
 
 		if d.IsPartition() {
 			b.Type, b.PartitionName, b.PartitionNumber, b.Parent = "partition", d.PartName, d.PartN, d.Disk
 		} else {
-			disks[d.Name] = DiskSpec{
+			disks[d.Name] = block.DiskSpec{
 				DevPath: d.Path, Size: d.Size, PrettySize: humanize.Bytes(uint64(d.Size)), IOSize: d.IOSize, SectorSize: d.SectorSize,
 				Readonly: d.ReadOnly, CDROM: strings.HasPrefix(d.Name, "sr"), Model: d.Model, Serial: d.Serial, Modalias: d.Modalias,
 				WWID: d.WWID, UUID: d.UUID, BusPath: d.BusPath, Transport: d.Transport, Rotational: d.Rotational,
@@ -195,22 +115,22 @@ func (c *BlockController) reconcile(ctx context.Context, r bus.ControllerRuntime
 	}
 
 	if st, ok := disk.FindPartition(devs, "", disk.LabelState); ok {
-		system[SystemDiskID] = SystemDiskSpec{DiskID: st.Disk, DevPath: "/dev/" + st.Disk}
+		system[block.SystemDiskID] = block.SystemDiskSpec{DiskID: st.Disk, DevPath: "/dev/" + st.Disk}
 	}
 
-	if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceRuntime, DiskType, disks); err != nil {
+	if err := bus.SyncOutputs(ctx, r, c.Name(), runtime.NamespaceRuntime, block.DiskType, disks); err != nil {
 		return fmt.Errorf("disks: %w", err)
 	}
 
-	if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceRuntime, BlockDeviceType, blocks); err != nil {
+	if err := bus.SyncOutputs(ctx, r, c.Name(), runtime.NamespaceRuntime, block.BlockDeviceType, blocks); err != nil {
 		return fmt.Errorf("block devices: %w", err)
 	}
 
-	if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceRuntime, DiscoveredVolumeType, volumes); err != nil {
+	if err := bus.SyncOutputs(ctx, r, c.Name(), runtime.NamespaceRuntime, block.DiscoveredVolumeType, volumes); err != nil {
 		return fmt.Errorf("discovered volumes: %w", err)
 	}
 
-	if err := bus.SyncOutputs(ctx, r, c.Name(), NamespaceRuntime, SystemDiskType, system); err != nil {
+	if err := bus.SyncOutputs(ctx, r, c.Name(), runtime.NamespaceRuntime, block.SystemDiskType, system); err != nil {
 		return fmt.Errorf("system disk: %w", err)
 	}
 
@@ -220,23 +140,23 @@ func (c *BlockController) reconcile(ctx context.Context, r bus.ControllerRuntime
 // discover probes a device's first blocks. Devices that cannot be opened
 // (a container sees the host's sysfs but not its /dev), removable and
 // empty ones are left out.
-func (c *BlockController) discover(d disk.BlockDevice) (DiscoveredVolumeSpec, bool) {
+func (c *BlockController) discover(d disk.BlockDevice) (block.DiscoveredVolumeSpec, bool) {
 	if d.Removable || d.Size == 0 || strings.HasPrefix(d.Name, "sr") {
-		return DiscoveredVolumeSpec{}, false
+		return block.DiscoveredVolumeSpec{}, false
 	}
 
 	f, err := os.Open(filepath.Join(c.DevRoot, d.Path))
 	if err != nil {
-		return DiscoveredVolumeSpec{}, false
+		return block.DiscoveredVolumeSpec{}, false
 	}
 	defer f.Close()
 
 	found, err := disk.ProbeVolume(disk.Region{File: f, Size: d.Size})
 	if err != nil {
-		return DiscoveredVolumeSpec{}, false
+		return block.DiscoveredVolumeSpec{}, false
 	}
 
-	v := DiscoveredVolumeSpec{DevPath: d.Path, Type: "disk", Size: d.Size, PrettySize: humanize.Bytes(uint64(d.Size)), SectorSize: d.SectorSize,
+	v := block.DiscoveredVolumeSpec{DevPath: d.Path, Type: "disk", Size: d.Size, PrettySize: humanize.Bytes(uint64(d.Size)), SectorSize: d.SectorSize,
 		Name: found.Name, UUID: found.UUID, Label: found.Label}
 
 	if d.IsPartition() {

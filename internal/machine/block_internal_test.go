@@ -10,6 +10,8 @@ import (
 
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/disk"
+	"github.com/talosbox/talosbox/internal/resources/block"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // TestBlockController mirrors a fake sysfs into Disks, BlockDevices and
@@ -48,7 +50,7 @@ func TestBlockController(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	ids := func(typ string) map[string]bus.Resource {
-		rs, err := store.List(ctx, bus.Kind{Namespace: NamespaceRuntime, Type: typ})
+		rs, err := store.List(ctx, bus.Kind{Namespace: runtime.NamespaceRuntime, Type: typ})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,14 +76,14 @@ func TestBlockController(t *testing.T) {
 		}
 	}
 
-	waitUntil("two disks", func() bool { return len(ids(DiskType)) == 2 })
+	waitUntil("two disks", func() bool { return len(ids(block.DiskType)) == 2 })
 
-	vda := ids(DiskType)["vda"].(*bus.Typed[DiskSpec]).TypedSpec()
+	vda := ids(block.DiskType)["vda"].(*bus.Typed[block.DiskSpec]).TypedSpec()
 	if vda.DevPath != "/dev/vda" || vda.Size != 6<<30 || vda.PrettySize != "6.4 GB" || vda.Serial != "talos-vda" {
 		t.Errorf("vda = %+v", vda)
 	}
 
-	if len(ids(SystemDiskType)) != 0 {
+	if len(ids(block.SystemDiskType)) != 0 {
 		t.Error("a system disk before any STATE partition")
 	}
 
@@ -121,32 +123,32 @@ func TestBlockController(t *testing.T) {
 
 	rescan <- struct{}{}
 
-	waitUntil("the system disk", func() bool { return len(ids(SystemDiskType)) == 1 })
+	waitUntil("the system disk", func() bool { return len(ids(block.SystemDiskType)) == 1 })
 
-	if sd := ids(SystemDiskType)[SystemDiskID].(*bus.Typed[SystemDiskSpec]).TypedSpec(); sd.DiskID != "vda" || sd.DevPath != "/dev/vda" {
+	if sd := ids(block.SystemDiskType)[block.SystemDiskID].(*bus.Typed[block.SystemDiskSpec]).TypedSpec(); sd.DiskID != "vda" || sd.DevPath != "/dev/vda" {
 		t.Errorf("system disk = %+v", sd)
 	}
 
-	bd := ids(BlockDeviceType)["vda5"].(*bus.Typed[BlockDeviceSpec]).TypedSpec()
+	bd := ids(block.BlockDeviceType)["vda5"].(*bus.Typed[block.BlockDeviceSpec]).TypedSpec()
 	if bd.Type != "partition" || bd.PartitionName != "STATE" || bd.PartitionNumber != 5 || bd.Parent != "vda" || bd.Major != 254 || bd.Minor != 5 {
 		t.Errorf("vda5 = %+v", bd)
 	}
 
-	if len(ids(DiskType)) != 2 {
-		t.Errorf("disks after the partition: %v", ids(DiskType))
+	if len(ids(block.DiskType)) != 2 {
+		t.Errorf("disks after the partition: %v", ids(block.DiskType))
 	}
 
-	vols := ids(DiscoveredVolumeType)
+	vols := ids(block.DiscoveredVolumeType)
 	if _, ok := vols["sdb"]; ok || len(vols) != 2 {
 		t.Errorf("discovered volumes %v: want vda and vda5 (sdb has no device node)", vols)
 	}
 
-	st := vols["vda5"].(*bus.Typed[DiscoveredVolumeSpec]).TypedSpec()
+	st := vols["vda5"].(*bus.Typed[block.DiscoveredVolumeSpec]).TypedSpec()
 	if st.Name != "ext4" || st.Label != "STATE" || st.PartitionLabel != "STATE" || st.Type != "partition" || st.Parent != "vda" || st.UUID == "" {
 		t.Errorf("vda5 discovered as %+v", st)
 	}
 
-	if v := vols["vda"].(*bus.Typed[DiscoveredVolumeSpec]).TypedSpec(); v.Name != "" || v.Type != "disk" {
+	if v := vols["vda"].(*bus.Typed[block.DiscoveredVolumeSpec]).TypedSpec(); v.Name != "" || v.Type != "disk" {
 		t.Errorf("blank vda discovered as %+v", v)
 	}
 }

@@ -4,29 +4,10 @@ import (
 	"context"
 	"slices"
 
-	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/cri"
 )
-
-// The CRI's registry configuration, under Talos's name.
-const (
-	NamespaceCRI         = "cri"
-	RegistriesConfigType = "RegistriesConfigs.cri.talos.dev"
-	// RegistriesConfigID names the singleton.
-	RegistriesConfigID = "registries"
-)
-
-// RegistriesConfigSpec is machine.registries as the CRI applies it: the
-// hosts tree and 01-registries.part are rendered from it.
-type RegistriesConfigSpec struct {
-	Mirrors map[string]configs.RegistryMirror `yaml:"mirrors,omitempty"`
-	Config  map[string]configs.RegistryConfig `yaml:"config,omitempty"`
-	// Hosts are the registries the hosts tree has a directory for.
-	Hosts []string `yaml:"hosts,omitempty"`
-}
-
-// RegistriesConfig is the resource type of the CRI's registry config.
-type RegistriesConfig = bus.Typed[RegistriesConfigSpec]
 
 // CRIRegistryController renders the CRI's registry mirrors whenever the
 // machine config changes: containerd reads the hosts tree at every pull,
@@ -42,12 +23,12 @@ func (*CRIRegistryController) Name() string { return "cri.RegistryController" }
 
 // Inputs implements bus.Controller.
 func (*CRIRegistryController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: NamespaceConfig, Type: MachineConfigType}}
+	return []bus.Input{{Namespace: config.NamespaceConfig, Type: config.MachineConfigType}}
 }
 
 // Outputs implements bus.Controller.
 func (*CRIRegistryController) Outputs() []bus.Output {
-	return []bus.Output{{Type: RegistriesConfigType}}
+	return []bus.Output{{Type: cri.RegistriesConfigType}}
 }
 
 // Run implements bus.Controller.
@@ -59,7 +40,7 @@ func (c *CRIRegistryController) Run(ctx context.Context, r bus.ControllerRuntime
 		case <-r.EventCh():
 		}
 
-		mc, err := bus.GetAs[*MachineConfig](ctx, r, bus.Pointer{Namespace: NamespaceConfig, Type: MachineConfigType, ID: ActiveConfigID})
+		mc, err := bus.GetAs[*config.MachineConfig](ctx, r, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID})
 		if bus.IsNotFound(err) {
 			continue
 		}
@@ -79,7 +60,7 @@ func (c *CRIRegistryController) Run(ctx context.Context, r bus.ControllerRuntime
 			}
 		}
 
-		var spec RegistriesConfigSpec
+		var spec cri.RegistriesConfigSpec
 		if cfg.Machine != nil && cfg.Machine.Registries != nil {
 			spec.Mirrors, spec.Config = cfg.Machine.Registries.Mirrors, cfg.Machine.Registries.Config
 
@@ -90,7 +71,7 @@ func (c *CRIRegistryController) Run(ctx context.Context, r bus.ControllerRuntime
 			slices.Sort(spec.Hosts)
 		}
 
-		if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(NamespaceCRI, RegistriesConfigType, RegistriesConfigID, RegistriesConfigSpec{}), func(res *RegistriesConfig) error {
+		if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(cri.NamespaceCRI, cri.RegistriesConfigType, cri.RegistriesConfigID, cri.RegistriesConfigSpec{}), func(res *cri.RegistriesConfig) error {
 			*res.TypedSpec() = spec
 			return nil
 		}); err != nil {

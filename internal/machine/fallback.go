@@ -1,5 +1,22 @@
 package machine
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/meta"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/sequencer"
+)
+
 // A boot never dies of its config. When a boot task fails after the config
 // was loaded (user files, disks, env, kernel settings, services that
 // refuse it: anything in bootSequence), the node keeps the config aside on
@@ -17,21 +34,6 @@ package machine
 // calls it when Run fails): a failure there reverts the slot, not the
 // config; should the previous slot then fail with the same config, that
 // boot falls back the config.
-
-import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"maps"
-	"os"
-	"slices"
-	"time"
-
-	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/meta"
-	"github.com/talosbox/talosbox/internal/sequencer"
-)
 
 // bootError is a boot sequence that failed with a config loaded.
 type bootError struct {
@@ -156,7 +158,7 @@ func (n *Node) fallBack(ctx context.Context, bootErr error) fallbackAction {
 		n.logf("config fallback: %v", why)
 	}
 
-	spec := ConfigLoadErrorSpec{
+	spec := runtime.ConfigLoadErrorSpec{
 		Source: be.loaded.source, Error: be.err.Error(), Time: time.Now().UTC(), Phase: be.phase, Task: be.task,
 		FailedConfigPath: n.state.path(FailedConfigFile),
 		Action:           "booted the last good config (" + n.state.path(LastGoodConfigFile) + ") instead",
@@ -200,7 +202,7 @@ func (n *Node) fallBack(ctx context.Context, bootErr error) fallbackAction {
 
 // fallbackSequence undoes what the failed boot started and makes STATE
 // hold the last good config (or none).
-func (n *Node) fallbackSequence(failed, good loadedConfig, kept []byte, spec ConfigLoadErrorSpec) *sequencer.Sequence {
+func (n *Node) fallbackSequence(failed, good loadedConfig, kept []byte, spec runtime.ConfigLoadErrorSpec) *sequencer.Sequence {
 	metal := n.opts.Platform.IsMetal()
 	seq := &sequencer.Sequence{Name: "configFallback"}
 
@@ -256,7 +258,7 @@ func (n *Node) forgetFailedBoot(ctx context.Context) {
 	n.active, n.activeCfg = nil, nil
 	n.mu.Unlock()
 
-	err := n.store.Destroy(ctx, bus.Pointer{Namespace: NamespaceConfig, Type: MachineConfigType, ID: ActiveConfigID}, bus.WithOwner(owner))
+	err := n.store.Destroy(ctx, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID}, bus.WithOwner(owner))
 	if err != nil && !bus.IsNotFound(err) {
 		n.logf("config fallback: withdraw the failed config: %v", err)
 	}
@@ -277,7 +279,7 @@ func (n *Node) loadTimeFallback(ctx context.Context, source string, data []byte,
 		return loadedConfig{}, false
 	}
 
-	spec := ConfigLoadErrorSpec{
+	spec := runtime.ConfigLoadErrorSpec{
 		Source: source, Error: loadErr.Error(), Time: time.Now().UTC(),
 		FailedConfigPath: n.state.path(FailedConfigFile),
 		Action:           "loaded the last good config (" + n.state.path(LastGoodConfigFile) + ") instead",
@@ -321,7 +323,7 @@ func (n *Node) publishBootRecord(ctx context.Context, event bool) {
 		spec.FailedConfig = string(kept)
 	}
 
-	n.publishLoadError(ctx, BootErrorID, spec, event)
+	n.publishLoadError(ctx, runtime.BootErrorID, spec, event)
 }
 
 // bootedGood runs as a boot reaches running: its config is the last good
@@ -347,7 +349,7 @@ func (n *Node) bootedGood(ctx context.Context, loaded loadedConfig, w io.Writer)
 	if cleared {
 		fmt.Fprintln(w, "[talos] the config that failed to boot before now runs: its failure record is cleared")
 
-		err := n.store.Destroy(ctx, bus.Pointer{Namespace: NamespaceRuntime, Type: ConfigLoadErrorType, ID: BootErrorID}, bus.WithOwner(owner))
+		err := n.store.Destroy(ctx, bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.ConfigLoadErrorType, ID: runtime.BootErrorID}, bus.WithOwner(owner))
 		if err != nil && !bus.IsNotFound(err) {
 			fmt.Fprintf(w, "[talos] config fallback: %v\n", err)
 		}

@@ -1,12 +1,5 @@
 package machine
 
-// What STATE keeps so that a config that breaks the boot never kills the
-// node: the last config that booted to running, the config that failed
-// (moved aside, not deleted, so that it can be inspected) and a record of
-// why. All of it survives a reboot, which on metal is how the node boots
-// the last good config again, and all of it holds secrets: 0600, written
-// atomically like config.yaml.
-
 import (
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,7 +13,15 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/internal/atomicfile"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
+
+// What STATE keeps so that a config that breaks the boot never kills the
+// node: the last config that booted to running, the config that failed
+// (moved aside, not deleted, so that it can be inspected) and a record of
+// why. All of it survives a reboot, which on metal is how the node boots
+// the last good config again, and all of it holds secrets: 0600, written
+// atomically like config.yaml.
 
 // Files on STATE beside config.yaml.
 const (
@@ -38,7 +39,7 @@ const maxFailedHashes = 16
 // fallbackRecord is config-fallback.yaml.
 type fallbackRecord struct {
 	// Last is the most recent config the node refused to boot.
-	Last ConfigLoadErrorSpec `yaml:"last"`
+	Last runtime.ConfigLoadErrorSpec `yaml:"last"`
 	// LastSHA256 is that config's hash: it is forgotten once the same
 	// config boots to running (applied again after a fix).
 	LastSHA256 string `yaml:"lastSHA256"`
@@ -129,7 +130,7 @@ func (s State) saveRecord(rec *fallbackRecord) error {
 // the config's hash (of the config as it was, not of what was kept).
 // Files first, record last: a crash in between leaves config.yaml as it
 // was, and the next boot fails and comes here again.
-func (s State) keepFailed(data, kept []byte, why ConfigLoadErrorSpec) error {
+func (s State) keepFailed(data, kept []byte, why runtime.ConfigLoadErrorSpec) error {
 	rec, err := s.loadRecord()
 	if err != nil {
 		// A record that cannot be read is replaced: the failure at hand
@@ -194,7 +195,7 @@ func (s State) forgetFailure(data []byte) (bool, error) {
 			return false, err
 		}
 
-		rec.Last, rec.LastSHA256 = ConfigLoadErrorSpec{}, ""
+		rec.Last, rec.LastSHA256 = runtime.ConfigLoadErrorSpec{}, ""
 	}
 
 	if rec.LastSHA256 == "" && len(rec.Failed) == 0 {

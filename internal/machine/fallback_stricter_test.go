@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 // A config that brought the node to running is booted again even when
@@ -33,13 +34,13 @@ func TestConfigThatRanBeforeBootsUnderStricterValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitStage(t, n, machine.StageRunning)
+	waitStage(t, n, runtime.StageRunning)
 
 	if h := hostnameOf(t, n); h != "older" {
 		t.Errorf("hostname %q: the config that ran before was not booted", h)
 	}
 
-	rec := waitFor(t, n, errorPtr, "load error", func(r *machine.ConfigLoadError) bool {
+	rec := waitFor(t, n, errorPtr, "load error", func(r *runtime.ConfigLoadError) bool {
 		return strings.Contains(r.TypedSpec().Error, `invalid DNS domain "Cluster.Local"`)
 	})
 	if !strings.Contains(rec.TypedSpec().Source, "booted anyway") {

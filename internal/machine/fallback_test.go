@@ -16,10 +16,12 @@ import (
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/meta/metatest"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
-var bootErrorPtr = bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.ConfigLoadErrorType, ID: machine.BootErrorID}
+var bootErrorPtr = bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.ConfigLoadErrorType, ID: runtime.BootErrorID}
 
 func stateFile(t *testing.T, n *testNode, name string) []byte {
 	t.Helper()
@@ -44,10 +46,10 @@ func writeState(t *testing.T, n *testNode, data []byte) {
 }
 
 // bootRecord waits for the ConfigLoadErrors "boot" a fallback publishes.
-func bootRecord(t *testing.T, n *testNode, want string) machine.ConfigLoadErrorSpec {
+func bootRecord(t *testing.T, n *testNode, want string) runtime.ConfigLoadErrorSpec {
 	t.Helper()
 
-	r := waitFor(t, n, bootErrorPtr, "the boot's config load error", func(r *machine.ConfigLoadError) bool {
+	r := waitFor(t, n, bootErrorPtr, "the boot's config load error", func(r *runtime.ConfigLoadError) bool {
 		return strings.Contains(r.TypedSpec().Error, want)
 	})
 
@@ -60,7 +62,7 @@ func fallbacks(n *testNode) int {
 }
 
 // assertFellBack checks what a fallback from bad to good leaves behind.
-func assertFellBack(t *testing.T, n *testNode, good, bad []byte, rec machine.ConfigLoadErrorSpec, task string) {
+func assertFellBack(t *testing.T, n *testNode, good, bad []byte, rec runtime.ConfigLoadErrorSpec, task string) {
 	t.Helper()
 
 	if h := hostnameOf(t, n); h != "good" {
@@ -138,7 +140,7 @@ func TestStagedConfigThatFailsToBootFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitStage(t, n, machine.StageRunning)
+	waitStage(t, n, runtime.StageRunning)
 	t.Logf("from the reboot into the bad config to running on the last good one: %s", time.Since(start))
 
 	rec := bootRecord(t, n, "/var/fallback/d")
@@ -158,7 +160,7 @@ func TestStagedConfigThatFailsToBootFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitStage(t, n, machine.StageRunning)
+	waitStage(t, n, runtime.StageRunning)
 
 	if got := fallbacks(n); got != 1 {
 		t.Fatalf("the reboot after a fallback fell back again (%d)", got)
@@ -206,7 +208,7 @@ func TestRefusedEnvAndRefusingServiceFallBack(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		waitStage(t, n, machine.StageRunning)
+		waitStage(t, n, runtime.StageRunning)
 
 		rec := bootRecord(t, n, "TB_FALLBACK_Z")
 		assertFellBack(t, n, good, bad, rec, "setUserEnvVars")
@@ -225,7 +227,7 @@ func TestRefusedEnvAndRefusingServiceFallBack(t *testing.T) {
 		}
 
 		rec := bootRecord(t, n, `service "picky" failed 3 times while the node booted: `)
-		waitStage(t, n, machine.StageRunning)
+		waitStage(t, n, runtime.StageRunning)
 
 		if rec.Task != "startAllServices" || !strings.Contains(rec.Error, "picky refuses this config") {
 			t.Errorf("boot record: task %q, error %q", rec.Task, rec.Error)
@@ -260,7 +262,7 @@ func TestInvalidPersistedConfigLoadsTheLastGood(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitStage(t, n, machine.StageRunning)
+	waitStage(t, n, runtime.StageRunning)
 
 	rec := bootRecord(t, n, `unknown field "colour"`)
 	if !strings.Contains(rec.Action, "loaded the last good config") || rec.Task != "" {
@@ -290,7 +292,7 @@ func TestFirstBootFailureWaitsInMaintenance(t *testing.T) {
 	blockPath(t, dir, "/var/fb/f/g")
 
 	n := startNode(t, dir, bad)
-	waitStage(t, n, machine.StageMaintenance)
+	waitStage(t, n, runtime.StageMaintenance)
 
 	rec := bootRecord(t, n, "/var/fb/f/g")
 	if !strings.Contains(rec.Action, "maintenance mode") || rec.Task != "writeUserFiles" {
@@ -326,7 +328,7 @@ func TestFirstBootFailureWaitsInMaintenance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitStage(t, n, machine.StageRunning)
+	waitStage(t, n, runtime.StageRunning)
 
 	if h := hostnameOf(t, n); h != "good" {
 		t.Fatalf("hostname %q", h)
@@ -340,7 +342,7 @@ func TestFirstBootFailureWaitsInMaintenance(t *testing.T) {
 	n.done <- nil
 
 	again := startNode(t, dir, bad)
-	waitStage(t, again, machine.StageRunning)
+	waitStage(t, again, runtime.StageRunning)
 
 	if h := hostnameOf(t, again); h != "good" || fallbacks(again) != 0 || !strings.Contains(again.console.String(), "failed to boot before") {
 		t.Errorf("restarted with the failed --config: hostname %q, %d fallbacks", h, fallbacks(again))
@@ -403,7 +405,7 @@ func TestTryOnTryRevertsToTheConfirmedConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor(t, n, configPtr, "the revert", func(r *machine.MachineConfig) bool { return r.TypedSpec().Config.Machine.Network.Hostname != "try-2" })
+	waitFor(t, n, configPtr, "the revert", func(r *config.MachineConfig) bool { return r.TypedSpec().Config.Machine.Network.Hostname != "try-2" })
 
 	if h := hostnameOf(t, n); h != "confirmed" {
 		t.Fatalf("after the tries reverted the node runs %q, want the confirmed config", h)
@@ -470,7 +472,7 @@ func TestBootRecordRedactedForReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	red, err := machine.ConfigLoadErrorSpec{Error: "boom", FailedConfig: string(data)}.RedactedYAML()
+	red, err := runtime.ConfigLoadErrorSpec{Error: "boom", FailedConfig: string(data)}.RedactedYAML()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +482,7 @@ func TestBootRecordRedactedForReaders(t *testing.T) {
 	}
 
 	// A failed config that does not even decode is left out.
-	red, err = machine.ConfigLoadErrorSpec{Error: "bad", FailedConfig: "machine: [" + cfg.Machine.Token}.RedactedYAML()
+	red, err = runtime.ConfigLoadErrorSpec{Error: "bad", FailedConfig: "machine: [" + cfg.Machine.Token}.RedactedYAML()
 	if err != nil || bytes.Contains(red, []byte(cfg.Machine.Token)) {
 		t.Fatalf("redacted record of an undecodable config (%v):\n%s", err, red)
 	}

@@ -4,44 +4,9 @@ import (
 	"context"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
+	"github.com/talosbox/talosbox/internal/resources/config"
 )
-
-// Types Talos users query about the node itself: `get machinetype` answers
-// scripts that branch on the node's role, `get identities` the node ID that
-// discovery publishes.
-const (
-	MachineTypeType = "MachineTypes.config.talos.dev"
-	IdentityType    = "Identities.cluster.talos.dev"
-
-	// MachineTypeID and IdentityID are Talos's singleton IDs.
-	MachineTypeID = "machine-type"
-	IdentityID    = "local"
-
-	namespaceCluster = "cluster"
-)
-
-// MachineTypeSpec is machine.type of the config in effect.
-type MachineTypeSpec struct {
-	MachineType string `yaml:"machineType"`
-}
-
-// MachineType is the resource type of the node's role.
-type MachineType = bus.Typed[MachineTypeSpec]
-
-// IdentitySpec is the node's stable identity.
-type IdentitySpec struct {
-	NodeID string `yaml:"nodeId"`
-}
-
-// Identity is the resource type of the node's identity.
-type Identity = bus.Typed[IdentitySpec]
-
-var identityDefinitions = []bus.Definition{
-	{Type: MachineTypeType, DefaultNamespace: NamespaceConfig, Aliases: []string{"machinetype", "mt"},
-		PrintColumns: []bus.PrintColumn{{Name: "TYPE", JSONPath: "{.machineType}"}}},
-	{Type: IdentityType, DefaultNamespace: namespaceCluster, Aliases: []string{"identity"},
-		PrintColumns: []bus.PrintColumn{{Name: "ID", JSONPath: "{.nodeId}"}}},
-}
 
 // MachineTypeController follows machine.type of the active config; before
 // a config exists the node has no type, and the resource is absent.
@@ -52,12 +17,12 @@ func (*MachineTypeController) Name() string { return "config.MachineTypeControll
 
 // Inputs implements bus.Controller.
 func (*MachineTypeController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: NamespaceConfig, Type: MachineConfigType}}
+	return []bus.Input{{Namespace: config.NamespaceConfig, Type: config.MachineConfigType}}
 }
 
 // Outputs implements bus.Controller.
 func (*MachineTypeController) Outputs() []bus.Output {
-	return []bus.Output{{Type: MachineTypeType}}
+	return []bus.Output{{Type: config.MachineTypeType}}
 }
 
 // Run implements bus.Controller.
@@ -69,7 +34,7 @@ func (*MachineTypeController) Run(ctx context.Context, r bus.ControllerRuntime) 
 		case <-r.EventCh():
 		}
 
-		mc, err := bus.GetAs[*MachineConfig](ctx, r, bus.Pointer{Namespace: NamespaceConfig, Type: MachineConfigType, ID: ActiveConfigID})
+		mc, err := bus.GetAs[*config.MachineConfig](ctx, r, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID})
 		if bus.IsNotFound(err) || (err == nil && (mc.TypedSpec().Config == nil || mc.TypedSpec().Config.Machine == nil)) {
 			continue
 		}
@@ -79,7 +44,7 @@ func (*MachineTypeController) Run(ctx context.Context, r bus.ControllerRuntime) 
 		}
 
 		typ := mc.TypedSpec().Config.Machine.Type
-		if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(NamespaceConfig, MachineTypeType, MachineTypeID, MachineTypeSpec{}), func(mt *MachineType) error {
+		if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(config.NamespaceConfig, config.MachineTypeType, config.MachineTypeID, config.MachineTypeSpec{}), func(mt *config.MachineType) error {
 			mt.TypedSpec().MachineType = typ
 
 			return nil
@@ -102,7 +67,7 @@ func (*NodeIdentityController) Inputs() []bus.Input { return nil }
 
 // Outputs implements bus.Controller.
 func (*NodeIdentityController) Outputs() []bus.Output {
-	return []bus.Output{{Type: IdentityType}}
+	return []bus.Output{{Type: cluster.IdentityType}}
 }
 
 // Run implements bus.Controller.
@@ -112,7 +77,7 @@ func (c *NodeIdentityController) Run(ctx context.Context, r bus.ControllerRuntim
 		return err
 	}
 
-	if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(namespaceCluster, IdentityType, IdentityID, IdentitySpec{}), func(i *Identity) error {
+	if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(cluster.Namespace, cluster.IdentityType, cluster.IdentityID, cluster.IdentitySpec{}), func(i *cluster.Identity) error {
 		i.TypedSpec().NodeID = id
 
 		return nil

@@ -1,12 +1,5 @@
 package machine
 
-// META on the node: the partition is found at boot (a copy found bad is
-// repaired there), every tag is mirrored as a MetaKeys resource, and the
-// API's MetaWrite and MetaDelete edit it. Each edit reads, changes and
-// writes the partition under its lock (internal/meta.Edit), so an
-// installer or a second writer never loses a change to a stale copy held
-// here; the resources follow what was written.
-
 import (
 	"context"
 	"errors"
@@ -14,53 +7,28 @@ import (
 	"io"
 	"sync"
 
-	"gopkg.in/yaml.v3"
-
-	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/meta"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
-// MetaKeyType mirrors one META tag, as Talos names it: ID "0x%02x", spec
-// {value}.
-const MetaKeyType = "MetaKeys.runtime.talos.dev"
+// META on the node: the partition is found at boot (a copy found bad is
+// repaired there), every tag is mirrored as a MetaKeys resource, and the
+// API's MetaWrite and MetaDelete edit it. Each edit reads, changes and
+// writes the partition under its lock (internal/meta.Edit), so an
+// installer or a second writer never loses a change to a stale copy held
+// here; the resources follow what was written.
 
 // ErrNoMeta is returned by the META calls of a node that has no META
 // partition (a container, or a metal node before its install).
 var ErrNoMeta = errors.New("this node has no META partition")
-
-// MetaKeySpec is a tag's value.
-type MetaKeySpec struct {
-	Value string `yaml:"value"`
-	// Secret: the value may hold key material, shown to admins only.
-	Secret bool `yaml:"-" json:"-"`
-}
 
 // secretTags hold key material: STATE's encryption config may carry a
 // static passphrase in clear, and the machine token identifies the node to
 // its management service. Talos shows them to readers; the node's design
 // keeps secrets off a reader's path.
 var secretTags = map[uint8]bool{meta.StateEncryptionConfig: true, meta.UniqueMachineToken: true}
-
-// RedactedYAML is the spec as a caller without os:admin sees it.
-func (s MetaKeySpec) RedactedYAML() ([]byte, error) {
-	if s.Secret {
-		s.Value = configs.Redacted
-	}
-
-	return yaml.Marshal(s)
-}
-
-// MetaKey is the resource type of one META tag.
-type MetaKey = bus.Typed[MetaKeySpec]
-
-var metaDefinition = bus.Definition{
-	Type: MetaKeyType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"meta"},
-	PrintColumns: []bus.PrintColumn{{Name: "VALUE", JSONPath: "{.value}"}},
-	// Only the secret tags are masked (RedactedYAML); the rest reads as is.
-	Sensitive: true,
-}
 
 // metaState is where the node's META is.
 type metaState struct {
@@ -186,12 +154,12 @@ func (n *Node) editMeta(ctx context.Context, fn func(*meta.Meta) error) (*meta.M
 
 // publishMeta makes the MetaKeys exactly m's tags.
 func (n *Node) publishMeta(ctx context.Context, m *meta.Meta) error {
-	want := map[string]MetaKeySpec{}
+	want := map[string]runtime.MetaKeySpec{}
 	for tag, v := range m.Values() {
-		want[meta.TagID(tag)] = MetaKeySpec{Value: string(v), Secret: secretTags[tag]}
+		want[meta.TagID(tag)] = runtime.MetaKeySpec{Value: string(v), Secret: secretTags[tag]}
 	}
 
-	return bus.SyncOutputs(ctx, ownedStore{n.store}, owner, NamespaceRuntime, MetaKeyType, want)
+	return bus.SyncOutputs(ctx, ownedStore{n.store}, owner, runtime.NamespaceRuntime, runtime.MetaKeyType, want)
 }
 
 // ownedStore is the node's store writing as machined, for SyncOutputs.

@@ -12,12 +12,13 @@ import (
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/meta/metatest"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
 func metaKeys(t *testing.T, n *testNode) map[string]string {
 	t.Helper()
 
-	keys, err := bus.ListAs[*machine.MetaKey](context.Background(), n.Store(), bus.Kind{Namespace: machine.NamespaceRuntime, Type: machine.MetaKeyType})
+	keys, err := bus.ListAs[*runtime.MetaKey](context.Background(), n.Store(), bus.Kind{Namespace: runtime.NamespaceRuntime, Type: runtime.MetaKeyType})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestMetaOnTheNode(t *testing.T) {
 	}
 
 	n := startNodeWith(t, "", nil, func(o *machine.Options) { o.MetaPath = path })
-	waitStage(t, n, machine.StageMaintenance)
+	waitStage(t, n, runtime.StageMaintenance)
 
 	for _, want := range []string{"META on " + path + ": repaired copy 2: checksum", "META on " + path + ": 2 key(s)"} {
 		if !strings.Contains(n.console.String(), want) {
@@ -106,15 +107,15 @@ func TestMetaKeyRedaction(t *testing.T) {
 	path, _ := metatest.Image(t, map[uint8]string{meta.StateEncryptionConfig: "s3cret", meta.UniqueMachineToken: "token", meta.UserReserved3: "plain"})
 
 	n := startNodeWith(t, "", nil, func(o *machine.Options) { o.MetaPath = path })
-	waitStage(t, n, machine.StageMaintenance)
+	waitStage(t, n, runtime.StageMaintenance)
 
-	keys, err := bus.ListAs[*machine.MetaKey](context.Background(), n.Store(), bus.Kind{Namespace: machine.NamespaceRuntime, Type: machine.MetaKeyType})
+	keys, err := bus.ListAs[*runtime.MetaKey](context.Background(), n.Store(), bus.Kind{Namespace: runtime.NamespaceRuntime, Type: runtime.MetaKeyType})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	def, ok := n.Registry().Get(machine.MetaKeyType)
-	if !ok || !def.Sensitive || def.DefaultNamespace != machine.NamespaceRuntime || def.PrintColumns[0].Name != "VALUE" {
+	def, ok := n.Registry().Get(runtime.MetaKeyType)
+	if !ok || !def.Sensitive || def.DefaultNamespace != runtime.NamespaceRuntime || def.PrintColumns[0].Name != "VALUE" {
 		t.Fatalf("definition %+v", def)
 	}
 
@@ -144,7 +145,7 @@ func TestMetaCorruptIsAnError(t *testing.T) {
 	}
 
 	n := startNodeWith(t, "", nil, func(o *machine.Options) { o.MetaPath = path })
-	waitStage(t, n, machine.StageMaintenance)
+	waitStage(t, n, runtime.StageMaintenance)
 
 	if !strings.Contains(n.console.String(), "META on "+path+" cannot be used: META on "+path+": META is corrupt: no good copy") {
 		t.Fatalf("console:\n%s", n.console.String())
@@ -166,7 +167,7 @@ func TestMetaCorruptIsAnError(t *testing.T) {
 // A container node has no META: the calls say so, naming why.
 func TestNoMetaInContainer(t *testing.T) {
 	n := startNode(t, "", nil)
-	waitStage(t, n, machine.StageMaintenance)
+	waitStage(t, n, runtime.StageMaintenance)
 
 	err := n.MetaWrite(context.Background(), meta.UserReserved1, []byte("x"))
 	if !errors.Is(err, machine.ErrNoMeta) || !strings.Contains(err.Error(), "this node has no META partition: it runs in a container") {

@@ -17,9 +17,13 @@ import (
 	"github.com/talosbox/talosbox/internal/logring"
 	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/resources/block"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 	"github.com/talosbox/talosbox/internal/sequencer"
 	"github.com/talosbox/talosbox/internal/supervisor"
-	"github.com/talosbox/talosbox/internal/timed"
 )
 
 // Options configure a Node.
@@ -213,11 +217,11 @@ func New(opts Options) (*Node, error) {
 		n.emit(ev)
 	}}
 
-	defs := append(append([]bus.Definition{}, Definitions...), supervisor.Definition, timed.Definition)
-	defs = append(defs, identityDefinitions...)
-	defs = append(defs, metaDefinition)
-	defs = append(defs, blockDefinitions...)
-	defs = append(defs, network.Definitions...)
+	defs := append(append([]bus.Definition{}, runtime.Definitions...), v1alpha1.ServiceDefinition, v1alpha1.TimeStatusDefinition)
+	defs = append(defs, cluster.IdentityDefinitions...)
+	defs = append(defs, runtime.MetaKeyDefinition)
+	defs = append(defs, block.Definitions...)
+	defs = append(defs, networkres.Definitions...)
 	defs = append(defs, opts.Definitions...)
 	for _, d := range defs {
 		if err := n.registry.Register(d); err != nil {
@@ -288,7 +292,7 @@ var ErrReboot = errors.New("reboot")
 // ErrPowerOff for a requested shutdown; in container mode a reboot boots
 // again in-process.
 func (n *Node) Run(ctx context.Context) error {
-	if err := n.store.Create(ctx, bus.NewTyped(NamespaceRuntime, MachineStageType, MachineID, MachineStageSpec{Stage: StageBooting}), bus.WithOwner(owner)); err != nil {
+	if err := n.store.Create(ctx, bus.NewTyped(runtime.NamespaceRuntime, runtime.MachineStageType, runtime.MachineID, runtime.MachineStageSpec{Stage: runtime.StageBooting}), bus.WithOwner(owner)); err != nil {
 		return err
 	}
 
@@ -299,7 +303,7 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 
 			if errors.Is(err, errRebootNow) {
-				n.setStage(ctx, StageRebooting)
+				n.setStage(ctx, runtime.StageRebooting)
 
 				if err := n.seq.Run(ctx, n.stopSequence("reboot")); err != nil {
 					return err
@@ -312,7 +316,7 @@ func (n *Node) Run(ctx context.Context) error {
 			case fallbackBootAgain:
 				continue
 			case fallbackReboot:
-				n.setStage(ctx, StageRebooting)
+				n.setStage(ctx, runtime.StageRebooting)
 				return ErrReboot
 			case fallbackNone:
 			}
@@ -344,7 +348,7 @@ func (n *Node) Run(ctx context.Context) error {
 // maintenance mode if there is none), then set the machine up and start
 // the services.
 func (n *Node) boot(ctx context.Context) error {
-	n.setStage(ctx, StageBooting)
+	n.setStage(ctx, runtime.StageBooting)
 
 	var loaded loadedConfig
 
@@ -365,7 +369,7 @@ func (n *Node) boot(ctx context.Context) error {
 // logServices prints the Services resources once the boot is done: one
 // line an operator (or a test without API access) can read the node from.
 func (n *Node) logServices(ctx context.Context) {
-	svcs, err := bus.ListAs[*supervisor.ServiceResource](ctx, n.store, bus.Kind{Namespace: supervisor.Namespace, Type: supervisor.ServiceType})
+	svcs, err := bus.ListAs[*v1alpha1.Service](ctx, n.store, bus.Kind{Namespace: runtime.NamespaceRuntime, Type: v1alpha1.ServiceType})
 	if err != nil {
 		n.logf("list services: %v", err)
 		return
@@ -391,7 +395,7 @@ func (n *Node) logServices(ctx context.Context) {
 func (n *Node) handle(ctx context.Context, req request) (err error, again bool) {
 	switch req.kind {
 	case reqReboot:
-		n.setStage(ctx, StageRebooting)
+		n.setStage(ctx, runtime.StageRebooting)
 
 		if err := n.seq.Run(ctx, n.stopSequence("reboot")); err != nil {
 			return err, false
@@ -399,7 +403,7 @@ func (n *Node) handle(ctx context.Context, req request) (err error, again bool) 
 
 		return nil, !n.opts.Platform.IsMetal()
 	case reqUpgradeReboot:
-		n.setStage(ctx, StageUpgrading)
+		n.setStage(ctx, runtime.StageUpgrading)
 
 		if err := n.seq.Run(ctx, n.upgradeSequence()); err != nil {
 			return err, false
@@ -409,7 +413,7 @@ func (n *Node) handle(ctx context.Context, req request) (err error, again bool) 
 	case reqShutdown:
 		return n.shutdown(ctx, req.drain), false
 	case reqReset:
-		n.setStage(ctx, StageResetting)
+		n.setStage(ctx, runtime.StageResetting)
 
 		if err := n.seq.Run(ctx, n.resetSequence(req.reset)); err != nil {
 			return err, false
@@ -422,7 +426,7 @@ func (n *Node) handle(ctx context.Context, req request) (err error, again bool) 
 }
 
 func (n *Node) shutdown(ctx context.Context, drain bool) error {
-	n.setStage(ctx, StageShuttingDown)
+	n.setStage(ctx, runtime.StageShuttingDown)
 
 	seq := &sequencer.Sequence{Name: "shutdown"}
 	if drain {
@@ -432,9 +436,9 @@ func (n *Node) shutdown(ctx context.Context, drain bool) error {
 	return n.seq.Run(ctx, n.appendStop(seq))
 }
 
-func (n *Node) setStage(ctx context.Context, st Stage) {
-	_, err := n.store.Modify(ctx, bus.NewTyped(NamespaceRuntime, MachineStageType, MachineID, MachineStageSpec{}), func(r bus.Resource) error {
-		r.(*MachineStage).TypedSpec().Stage = st //nolint:forcetypeassert // our own type
+func (n *Node) setStage(ctx context.Context, st runtime.Stage) {
+	_, err := n.store.Modify(ctx, bus.NewTyped(runtime.NamespaceRuntime, runtime.MachineStageType, runtime.MachineID, runtime.MachineStageSpec{}), func(r bus.Resource) error {
+		r.(*runtime.MachineStage).TypedSpec().Stage = st //nolint:forcetypeassert // our own type
 		return nil
 	}, bus.WithOwner(owner))
 	if err != nil {

@@ -21,7 +21,10 @@ import (
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/platform"
-	"github.com/talosbox/talosbox/internal/supervisor"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 var (
@@ -216,27 +219,27 @@ func waitFor[T bus.Resource](t *testing.T, n *testNode, p bus.Pointer, what stri
 }
 
 var (
-	stagePtr  = bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.MachineStageType, ID: machine.MachineID}
-	statusPtr = bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.MachineStatusType, ID: machine.MachineID}
-	configPtr = bus.Pointer{Namespace: machine.NamespaceConfig, Type: machine.MachineConfigType, ID: machine.ActiveConfigID}
-	errorPtr  = bus.Pointer{Namespace: machine.NamespaceRuntime, Type: machine.ConfigLoadErrorType, ID: "last"}
+	stagePtr  = bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStageType, ID: runtime.MachineID}
+	statusPtr = bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStatusType, ID: runtime.MachineID}
+	configPtr = bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID}
+	errorPtr  = bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.ConfigLoadErrorType, ID: "last"}
 )
 
-func waitStage(t *testing.T, n *testNode, st machine.Stage) {
+func waitStage(t *testing.T, n *testNode, st runtime.Stage) {
 	t.Helper()
-	waitFor(t, n, stagePtr, "stage "+string(st), func(r *machine.MachineStage) bool { return r.TypedSpec().Stage == st })
+	waitFor(t, n, stagePtr, "stage "+string(st), func(r *runtime.MachineStage) bool { return r.TypedSpec().Stage == st })
 }
 
-func waitReady(t *testing.T, n *testNode) *machine.MachineStatus {
+func waitReady(t *testing.T, n *testNode) *runtime.MachineStatus {
 	t.Helper()
 
-	return waitFor(t, n, statusPtr, "ready", func(r *machine.MachineStatus) bool { return r.TypedSpec().Status.Ready })
+	return waitFor(t, n, statusPtr, "ready", func(r *runtime.MachineStatus) bool { return r.TypedSpec().Status.Ready })
 }
 
 func hostnameOf(t *testing.T, n *testNode) string {
 	t.Helper()
 
-	mc, err := bus.GetAs[*machine.MachineConfig](context.Background(), n.Store(), configPtr)
+	mc, err := bus.GetAs[*config.MachineConfig](context.Background(), n.Store(), configPtr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +251,10 @@ func TestMaintenanceModeThenApply(t *testing.T) {
 	n := startNode(t, "", nil)
 	ctx := context.Background()
 
-	waitStage(t, n, machine.StageMaintenance)
+	waitStage(t, n, runtime.StageMaintenance)
 
-	st := waitFor(t, n, statusPtr, "status in maintenance", func(r *machine.MachineStatus) bool {
-		return r.TypedSpec().Stage == machine.StageMaintenance
+	st := waitFor(t, n, statusPtr, "status in maintenance", func(r *runtime.MachineStatus) bool {
+		return r.TypedSpec().Stage == runtime.StageMaintenance
 	})
 	if st.TypedSpec().Status.Ready {
 		t.Fatal("a node in maintenance mode reports ready")
@@ -263,12 +266,12 @@ func TestMaintenanceModeThenApply(t *testing.T) {
 		t.Fatalf("invalid apply: %v", err)
 	}
 
-	rec := waitFor(t, n, errorPtr, "config load error", func(r *machine.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
+	rec := waitFor(t, n, errorPtr, "config load error", func(r *runtime.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
 	if !strings.Contains(rec.TypedSpec().Error, `unknown machine type "boss"`) {
 		t.Fatalf("recorded error %q", rec.TypedSpec().Error)
 	}
 
-	if got, _ := bus.GetAs[*machine.MachineStage](ctx, n.Store(), stagePtr); got.TypedSpec().Stage != machine.StageMaintenance {
+	if got, _ := bus.GetAs[*runtime.MachineStage](ctx, n.Store(), stagePtr); got.TypedSpec().Stage != runtime.StageMaintenance {
 		t.Fatalf("stage after a refused config: %s", got.TypedSpec().Stage)
 	}
 
@@ -300,16 +303,16 @@ func TestMaintenanceModeThenApply(t *testing.T) {
 	}
 
 	// What Talos users query about the node itself: its role and identity.
-	waitFor(t, n, bus.Pointer{Namespace: machine.NamespaceConfig, Type: machine.MachineTypeType, ID: machine.MachineTypeID}, "machine type",
-		func(r *machine.MachineType) bool { return r.TypedSpec().MachineType == "worker" })
+	waitFor(t, n, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineTypeType, ID: config.MachineTypeID}, "machine type",
+		func(r *config.MachineType) bool { return r.TypedSpec().MachineType == "worker" })
 
 	id, err := n.Identity()
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	waitFor(t, n, bus.Pointer{Namespace: "cluster", Type: machine.IdentityType, ID: machine.IdentityID}, "node identity",
-		func(r *machine.Identity) bool { return r.TypedSpec().NodeID == id })
+	waitFor(t, n, bus.Pointer{Namespace: "cluster", Type: cluster.IdentityType, ID: cluster.IdentityID}, "node identity",
+		func(r *cluster.Identity) bool { return r.TypedSpec().NodeID == id })
 
 	// The event stream saw the refusal, the tasks and the services.
 	types := n.eventTypes()
@@ -403,7 +406,7 @@ func TestApplyModes(t *testing.T) {
 		t.Fatal("try apply not active")
 	}
 
-	waitFor(t, n, configPtr, "try revert", func(r *machine.MachineConfig) bool { return r.TypedSpec().Config.Machine.Network.Hostname == "live" })
+	waitFor(t, n, configPtr, "try revert", func(r *config.MachineConfig) bool { return r.TypedSpec().Config.Machine.Network.Hostname == "live" })
 
 	if after, _ := os.ReadFile(statePath); !bytes.Equal(after, staged) {
 		t.Fatal("a try apply touched the persisted config")
@@ -446,12 +449,12 @@ func TestApplyModes(t *testing.T) {
 		t.Fatalf("auto apply needing a reboot: %+v %v", res, err)
 	}
 
-	var seen []machine.Stage
+	var seen []runtime.Stage
 
-	for len(seen) == 0 || seen[len(seen)-1] != machine.StageRunning || !slices.Contains(seen, machine.StageRebooting) {
+	for len(seen) == 0 || seen[len(seen)-1] != runtime.StageRunning || !slices.Contains(seen, runtime.StageRebooting) {
 		select {
 		case ev := <-stages.Events():
-			if r, ok := ev.Resource.(*machine.MachineStage); ok && ev.Type == bus.Updated {
+			if r, ok := ev.Resource.(*runtime.MachineStage); ok && ev.Type == bus.Updated {
 				seen = append(seen, r.TypedSpec().Stage)
 			}
 		case <-wctx.Done():
@@ -459,7 +462,7 @@ func TestApplyModes(t *testing.T) {
 		}
 	}
 
-	if want := []machine.Stage{machine.StageRebooting, machine.StageBooting, machine.StageRunning}; !slices.Equal(seen, want) {
+	if want := []runtime.Stage{runtime.StageRebooting, runtime.StageBooting, runtime.StageRunning}; !slices.Equal(seen, want) {
 		t.Fatalf("stages %v, want %v", seen, want)
 	}
 
@@ -474,9 +477,9 @@ func TestApplyModes(t *testing.T) {
 func TestPersistFalseIsRefused(t *testing.T) {
 	n := startNode(t, "", workerConfig(t, "persist: false"))
 
-	waitStage(t, n, machine.StageMaintenance)
+	waitStage(t, n, runtime.StageMaintenance)
 
-	rec := waitFor(t, n, errorPtr, "config load error", func(r *machine.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
+	rec := waitFor(t, n, errorPtr, "config load error", func(r *runtime.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
 	if !strings.Contains(rec.TypedSpec().Error, ".persist should be enabled") {
 		t.Fatalf("load error %q does not say why", rec.TypedSpec().Error)
 	}
@@ -522,7 +525,7 @@ func TestResetWipesAndReturnsToMaintenance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitStage(t, n, machine.StageMaintenance)
+	waitStage(t, n, runtime.StageMaintenance)
 
 	// The config is gone; the identity was wiped and made anew.
 	if _, err := os.Stat(filepath.Join(n.dir, "state", machine.ConfigFile)); !os.IsNotExist(err) {
@@ -543,7 +546,7 @@ func TestResetWipesAndReturnsToMaintenance(t *testing.T) {
 // (the new slot is written by then).
 func TestRebootForUpgradeDrainsFirst(t *testing.T) {
 	type call struct {
-		stage    machine.Stage
+		stage    runtime.Stage
 		services int
 	}
 
@@ -553,12 +556,12 @@ func TestRebootForUpgradeDrainsFirst(t *testing.T) {
 
 	n = startNodeWith(t, "", workerConfig(t), func(o *machine.Options) {
 		o.Drain = func(ctx context.Context, w io.Writer) error {
-			st, err := bus.GetAs[*machine.MachineStage](ctx, n.Store(), stagePtr)
+			st, err := bus.GetAs[*runtime.MachineStage](ctx, n.Store(), stagePtr)
 			if err != nil {
 				return err
 			}
 
-			svcs, _ := n.Store().List(ctx, bus.Kind{Namespace: supervisor.Namespace, Type: supervisor.ServiceType})
+			svcs, _ := n.Store().List(ctx, bus.Kind{Namespace: runtime.NamespaceRuntime, Type: v1alpha1.ServiceType})
 			calls <- call{st.TypedSpec().Stage, len(svcs)}
 
 			fmt.Fprintln(w, "[talos] cordoned node test")
@@ -575,7 +578,7 @@ func TestRebootForUpgradeDrainsFirst(t *testing.T) {
 
 	select {
 	case c := <-calls:
-		if c.stage != machine.StageUpgrading || c.services == 0 {
+		if c.stage != runtime.StageUpgrading || c.services == 0 {
 			t.Fatalf("drained at stage %q with %d services, want upgrading with the services still there", c.stage, c.services)
 		}
 	case <-time.After(20 * time.Second):
@@ -602,7 +605,7 @@ func TestRebootForUpgradeDrainsFirst(t *testing.T) {
 
 	select {
 	case c := <-calls:
-		if c.stage != machine.StageResetting {
+		if c.stage != runtime.StageResetting {
 			t.Errorf("reset drained at stage %q", c.stage)
 		}
 	default:
@@ -621,13 +624,13 @@ func TestRebootForUpgradeDrainsFirst(t *testing.T) {
 }
 
 func TestGracefulShutdownDrains(t *testing.T) {
-	drained := make(chan machine.Stage, 1)
+	drained := make(chan runtime.Stage, 1)
 
 	var n *testNode
 
 	n = startNodeWith(t, "", workerConfig(t), func(o *machine.Options) {
 		o.Drain = func(ctx context.Context, _ io.Writer) error {
-			st, err := bus.GetAs[*machine.MachineStage](ctx, n.Store(), stagePtr)
+			st, err := bus.GetAs[*runtime.MachineStage](ctx, n.Store(), stagePtr)
 			if err == nil {
 				drained <- st.TypedSpec().Stage
 			}
@@ -644,7 +647,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 
 	select {
 	case st := <-drained:
-		if st != machine.StageShuttingDown {
+		if st != runtime.StageShuttingDown {
 			t.Errorf("drained at stage %q", st)
 		}
 	default:
@@ -703,8 +706,8 @@ func TestInvalidPersistedConfigWaitsInMaintenance(t *testing.T) {
 
 	n := startNode(t, dir, nil)
 
-	waitStage(t, n, machine.StageMaintenance)
-	rec := waitFor(t, n, errorPtr, "load error", func(r *machine.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
+	waitStage(t, n, runtime.StageMaintenance)
+	rec := waitFor(t, n, errorPtr, "load error", func(r *runtime.ConfigLoadError) bool { return r.TypedSpec().Error != "" })
 
 	if !strings.Contains(rec.TypedSpec().Error, `unknown field "colour"`) {
 		t.Fatalf("error %q", rec.TypedSpec().Error)

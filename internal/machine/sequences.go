@@ -9,14 +9,15 @@ import (
 	"os"
 	"slices"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/talosbox/talosbox/internal/kmod"
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 	"github.com/talosbox/talosbox/internal/sequencer"
 	"github.com/talosbox/talosbox/internal/userfiles"
 	"github.com/talosbox/talosbox/internal/version"
-
-	"golang.org/x/sys/unix"
 )
 
 func task(name string, fn sequencer.TaskFunc) sequencer.Task {
@@ -208,7 +209,7 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	seq.Append("running", task("markRunning", func(ctx context.Context, w io.Writer) error {
 		// Before the stage says running: whoever sees it may rely on it.
 		n.bootedGood(ctx, loaded, w)
-		n.setStage(ctx, StageRunning)
+		n.setStage(ctx, runtime.StageRunning)
 
 		if metal {
 			n.dropUpgradeFallback(ctx, w)

@@ -12,6 +12,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/timed"
 )
@@ -245,7 +246,7 @@ func (n *Node) networkOptions() (network.Options, error) {
 
 	opts := network.Options{NodeID: id, Operators: network.DHCP4Operators}
 	if extra := n.opts.Operators; extra != nil {
-		opts.Operators = func(spec network.OperatorSpecSpec, env network.OperatorEnv) (network.Operator, error) {
+		opts.Operators = func(spec networkres.OperatorSpecSpec, env network.OperatorEnv) (network.Operator, error) {
 			if op, err := network.DHCP4Operators(spec, env); op != nil || err != nil {
 				return op, err
 			}

@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/supervisor"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 // MachineStatusController derives MachineStatus from the stage and the
@@ -19,14 +20,14 @@ func (*MachineStatusController) Name() string { return "runtime.MachineStatusCon
 // Inputs implements bus.Controller.
 func (*MachineStatusController) Inputs() []bus.Input {
 	return []bus.Input{
-		{Namespace: NamespaceRuntime, Type: MachineStageType},
-		{Namespace: supervisor.Namespace, Type: supervisor.ServiceType},
+		{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStageType},
+		{Namespace: runtime.NamespaceRuntime, Type: v1alpha1.ServiceType},
 	}
 }
 
 // Outputs implements bus.Controller.
 func (*MachineStatusController) Outputs() []bus.Output {
-	return []bus.Output{{Type: MachineStatusType}}
+	return []bus.Output{{Type: runtime.MachineStatusType}}
 }
 
 // Run implements bus.Controller.
@@ -38,9 +39,9 @@ func (*MachineStatusController) Run(ctx context.Context, r bus.ControllerRuntime
 		case <-r.EventCh():
 		}
 
-		stage := StageBooting
+		stage := runtime.StageBooting
 
-		st, err := bus.GetAs[*MachineStage](ctx, r, bus.Pointer{Namespace: NamespaceRuntime, Type: MachineStageType, ID: MachineID})
+		st, err := bus.GetAs[*runtime.MachineStage](ctx, r, bus.Pointer{Namespace: runtime.NamespaceRuntime, Type: runtime.MachineStageType, ID: runtime.MachineID})
 		switch {
 		case err == nil:
 			stage = st.TypedSpec().Stage
@@ -48,15 +49,15 @@ func (*MachineStatusController) Run(ctx context.Context, r bus.ControllerRuntime
 			return err
 		}
 
-		svcs, err := bus.ListAs[*supervisor.ServiceResource](ctx, r, bus.Kind{Namespace: supervisor.Namespace, Type: supervisor.ServiceType})
+		svcs, err := bus.ListAs[*v1alpha1.Service](ctx, r, bus.Kind{Namespace: runtime.NamespaceRuntime, Type: v1alpha1.ServiceType})
 		if err != nil {
 			return err
 		}
 
-		var unmet []UnmetCondition
+		var unmet []runtime.UnmetCondition
 
-		if stage != StageRunning {
-			unmet = append(unmet, UnmetCondition{Name: "stage", Reason: fmt.Sprintf("the node is %s", stage)})
+		if stage != runtime.StageRunning {
+			unmet = append(unmet, runtime.UnmetCondition{Name: "stage", Reason: fmt.Sprintf("the node is %s", stage)})
 		}
 
 		for _, s := range svcs {
@@ -64,11 +65,11 @@ func (*MachineStatusController) Run(ctx context.Context, r bus.ControllerRuntime
 			up := (spec.Running && (spec.Healthy || spec.Unknown)) || spec.State == "Finished" || spec.State == "Skipped"
 
 			if !up {
-				unmet = append(unmet, UnmetCondition{Name: "service", Reason: fmt.Sprintf("service %q is %s", s.Metadata().ID, spec.State)})
+				unmet = append(unmet, runtime.UnmetCondition{Name: "service", Reason: fmt.Sprintf("service %q is %s", s.Metadata().ID, spec.State)})
 			}
 		}
 
-		_, err = bus.ModifyAs(ctx, r, bus.NewTyped(NamespaceRuntime, MachineStatusType, MachineID, MachineStatusSpec{}), func(ms *MachineStatus) error {
+		_, err = bus.ModifyAs(ctx, r, bus.NewTyped(runtime.NamespaceRuntime, runtime.MachineStatusType, runtime.MachineID, runtime.MachineStatusSpec{}), func(ms *runtime.MachineStatus) error {
 			spec := ms.TypedSpec()
 			spec.Stage = stage
 			spec.Status.Ready = len(unmet) == 0

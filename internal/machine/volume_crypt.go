@@ -1,8 +1,5 @@
 package machine
 
-// Opening STATE and EPHEMERAL for mounting: plain, or LUKS2 mapped through
-// dm-crypt, with a VolumeStatus saying which and how it went.
-
 import (
 	"context"
 	"errors"
@@ -21,45 +18,12 @@ import (
 	"github.com/talosbox/talosbox/internal/dm"
 	"github.com/talosbox/talosbox/internal/luks2"
 	"github.com/talosbox/talosbox/internal/meta"
+	"github.com/talosbox/talosbox/internal/resources/block"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
-// VolumeStatusType is Talos's VolumeStatus (`talosctl get volumestatus`).
-const VolumeStatusType = "VolumeStatuses.block.talos.dev"
-
-// Volume phases, as Talos names them.
-const (
-	PhaseReady  = "ready"
-	PhaseFailed = "failed"
-	PhaseClosed = "closed"
-)
-
-// VolumeStatusSpec is one system volume's state, with Talos's keys.
-type VolumeStatusSpec struct {
-	Phase                    string   `yaml:"phase"`
-	Type                     string   `yaml:"type"`
-	Location                 string   `yaml:"location"`
-	MountLocation            string   `yaml:"mountLocation,omitempty"`
-	PartitionIndex           int      `yaml:"partitionIndex,omitempty"`
-	ParentLocation           string   `yaml:"parentLocation,omitempty"`
-	Size                     int64    `yaml:"size"`
-	PrettySize               string   `yaml:"prettySize"`
-	Filesystem               string   `yaml:"filesystem,omitempty"`
-	EncryptionProvider       string   `yaml:"encryptionProvider,omitempty"`
-	ConfiguredEncryptionKeys []string `yaml:"configuredEncryptionKeys,omitempty"`
-	EncryptionFailedSyncs    []string `yaml:"encryptionFailedSyncs,omitempty"`
-	MountPath                string   `yaml:"mountPath,omitempty"`
-	ErrorMessage             string   `yaml:"errorMessage,omitempty"`
-}
-
-// VolumeStatus is the resource type of a VolumeStatusSpec.
-type VolumeStatus = bus.Typed[VolumeStatusSpec]
-
-var volumeStatusDefinition = bus.Definition{Type: VolumeStatusType, DefaultNamespace: NamespaceRuntime,
-	Aliases: []string{"volumestatus", "volumestatuses", "vs"},
-	PrintColumns: []bus.PrintColumn{
-		{Name: "TYPE", JSONPath: "{.type}"}, {Name: "PHASE", JSONPath: "{.phase}"},
-		{Name: "LOCATION", JSONPath: "{.location}"}, {Name: "SIZE", JSONPath: "{.prettySize}"},
-	}}
+// Opening STATE and EPHEMERAL for mounting: plain, or LUKS2 mapped through
+// dm-crypt, with a VolumeStatus saying which and how it went.
 
 // mappedName is the dm-crypt mapping of a partition, as Talos names it.
 func mappedName(dev disk.BlockDevice) string { return dev.Name + "-encrypted" }
@@ -70,12 +34,12 @@ func mappedName(dev disk.BlockDevice) string { return dev.Name + "-encrypted" }
 // The outcome, failures included, is published as the label's
 // VolumeStatus.
 func (n *Node) openVolume(ctx context.Context, dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, w io.Writer) (string, error) {
-	st := VolumeStatusSpec{Phase: PhaseReady, Type: "partition", Location: dev.Path, ParentLocation: "/dev/" + dev.Disk,
+	st := block.VolumeStatusSpec{Phase: block.PhaseReady, Type: "partition", Location: dev.Path, ParentLocation: "/dev/" + dev.Disk,
 		Size: dev.Size, PrettySize: humanize.Bytes(uint64(dev.Size)), Filesystem: disk.FSExt4, MountLocation: dev.Path}
 
 	path, err := n.openVolumeAs(dev, label, ec, &st, w)
 	if err != nil {
-		st.Phase, st.ErrorMessage = PhaseFailed, err.Error()
+		st.Phase, st.ErrorMessage = block.PhaseFailed, err.Error()
 	}
 
 	n.publishVolumeStatus(ctx, label, st)
@@ -83,7 +47,7 @@ func (n *Node) openVolume(ctx context.Context, dev disk.BlockDevice, label strin
 	return path, err
 }
 
-func (n *Node) openVolumeAs(dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, st *VolumeStatusSpec, w io.Writer) (string, error) {
+func (n *Node) openVolumeAs(dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, st *block.VolumeStatusSpec, w io.Writer) (string, error) {
 	f, err := disk.OpenExclusive(dev.Path)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, err)
@@ -132,7 +96,7 @@ func configKey(label string) string {
 // openEncrypted formats (when empty) or unlocks the LUKS2 volume on dev,
 // syncs its key slots with ec, maps it and makes sure the mapping holds
 // a filesystem.
-func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, empty bool, st *VolumeStatusSpec, w io.Writer) (string, error) {
+func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, empty bool, st *block.VolumeStatusSpec, w io.Writer) (string, error) {
 	st.EncryptionProvider = "luks2"
 	for _, k := range ec.Keys {
 		st.ConfiguredEncryptionKeys = append(st.ConfiguredEncryptionKeys, strconv.Itoa(k.Slot))
@@ -248,15 +212,15 @@ func (n *Node) closeVolume(ctx context.Context, dev disk.BlockDevice, label stri
 
 	fmt.Fprintf(w, "[talos] closed %s (/dev/mapper/%s)\n", label, name)
 
-	n.publishVolumeStatus(ctx, label, VolumeStatusSpec{Phase: PhaseClosed, Type: "partition", Location: dev.Path,
+	n.publishVolumeStatus(ctx, label, block.VolumeStatusSpec{Phase: block.PhaseClosed, Type: "partition", Location: dev.Path,
 		Size: dev.Size, PrettySize: humanize.Bytes(uint64(dev.Size)), EncryptionProvider: "luks2"})
 
 	return nil
 }
 
-func (n *Node) publishVolumeStatus(ctx context.Context, label string, spec VolumeStatusSpec) {
-	_, err := n.store.Modify(ctx, bus.NewTyped(NamespaceRuntime, VolumeStatusType, label, VolumeStatusSpec{}), func(r bus.Resource) error {
-		*r.(*VolumeStatus).TypedSpec() = spec //nolint:forcetypeassert
+func (n *Node) publishVolumeStatus(ctx context.Context, label string, spec block.VolumeStatusSpec) {
+	_, err := n.store.Modify(ctx, bus.NewTyped(runtime.NamespaceRuntime, block.VolumeStatusType, label, block.VolumeStatusSpec{}), func(r bus.Resource) error {
+		*r.(*block.VolumeStatus).TypedSpec() = spec //nolint:forcetypeassert
 		return nil
 	}, bus.WithOwner(owner))
 	if err != nil {

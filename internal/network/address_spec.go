@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // AddressSpecController applies AddressSpecs. It remembers the addresses
@@ -34,7 +35,7 @@ func NewAddressSpecController(opts *Options) *AddressSpecController {
 func (c *AddressSpecController) Name() string { return "network.AddressSpecController" }
 
 func (c *AddressSpecController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: Namespace, Type: AddressSpecType}}
+	return []bus.Input{{Namespace: network.Namespace, Type: network.AddressSpecType}}
 }
 
 func (c *AddressSpecController) Outputs() []bus.Output { return []bus.Output{issueOutput} }
@@ -49,7 +50,7 @@ func (c *AddressSpecController) reconcile(ctx context.Context, r bus.ControllerR
 	c.mu.Lock()
 	defer c.mu.Unlock()
 
-	specs, err := bus.ListAs[*AddressSpec](ctx, r, bus.Kind{Namespace: Namespace, Type: AddressSpecType})
+	specs, err := bus.ListAs[*network.AddressSpec](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.AddressSpecType})
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (c *AddressSpecController) reconcile(ctx context.Context, r bus.ControllerR
 
 // checkForeign refuses an address whose IP is already on another link
 // under someone else's management.
-func (c *AddressSpecController) checkForeign(id string, spec *AddressSpecSpec, have map[string]AddressStatusSpec) error {
+func (c *AddressSpecController) checkForeign(id string, spec *network.AddressSpecSpec, have map[string]network.AddressStatusSpec) error {
 	for hid, st := range have {
 		if st.Address.Addr() == spec.Address.Addr() && hid != id {
 			if _, ours := c.owned[hid]; !ours {
@@ -129,7 +130,7 @@ func (c *AddressSpecController) checkForeign(id string, spec *AddressSpecSpec, h
 	return nil
 }
 
-func (c *AddressSpecController) add(k *kernel, spec *AddressSpecSpec) error {
+func (c *AddressSpecController) add(k *kernel, spec *network.AddressSpecSpec) error {
 	link, err := k.h.LinkByName(spec.LinkName)
 	if err != nil {
 		var nf netlink.LinkNotFoundError

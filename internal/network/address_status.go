@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // AddressStatusController mirrors the namespace's addresses into
@@ -25,7 +26,7 @@ func (c *AddressStatusController) Name() string { return "network.AddressStatusC
 func (c *AddressStatusController) Inputs() []bus.Input { return nil }
 
 func (c *AddressStatusController) Outputs() []bus.Output {
-	return []bus.Output{{Type: AddressStatusType}}
+	return []bus.Output{{Type: network.AddressStatusType}}
 }
 
 func (c *AddressStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -36,12 +37,12 @@ func (c *AddressStatusController) Run(ctx context.Context, r bus.ControllerRunti
 			return err
 		}
 
-		return syncOutputs(ctx, r, c.Name(), Namespace, AddressStatusType, want)
+		return syncOutputs(ctx, r, c.Name(), network.Namespace, network.AddressStatusType, want)
 	})
 }
 
 // kernelAddresses reads every address in the namespace, by Talos ID.
-func kernelAddresses(k *kernel) (map[string]AddressStatusSpec, error) {
+func kernelAddresses(k *kernel) (map[string]network.AddressStatusSpec, error) {
 	names, err := linkNames(k)
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func kernelAddresses(k *kernel) (map[string]AddressStatusSpec, error) {
 		return nil, fmt.Errorf("list addresses: %w", err)
 	}
 
-	want := make(map[string]AddressStatusSpec, len(addrs))
+	want := make(map[string]network.AddressStatusSpec, len(addrs))
 
 	for _, a := range addrs {
 		p, ok := prefixOf(a.IPNet)
@@ -60,15 +61,15 @@ func kernelAddresses(k *kernel) (map[string]AddressStatusSpec, error) {
 			continue
 		}
 
-		st := AddressStatusSpec{
+		st := network.AddressStatusSpec{
 			Address: p, LinkIndex: a.LinkIndex, LinkName: names[a.LinkIndex],
-			Family: familyOf(p.Addr()), Scope: scopeName(netlink.Scope(a.Scope)), Flags: a.Flags,
+			Family: network.FamilyOf(p.Addr()), Scope: scopeName(netlink.Scope(a.Scope)), Flags: a.Flags,
 		}
 		st.Local, _ = addrOf(a.Peer)
 		st.Broadcast, _ = netip.AddrFromSlice(a.Broadcast)
 		st.Broadcast = st.Broadcast.Unmap()
 
-		want[AddressID(st.LinkName, p)] = st
+		want[network.AddressID(st.LinkName, p)] = st
 	}
 
 	return want, nil

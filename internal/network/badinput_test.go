@@ -6,7 +6,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // A link that does not exist yet is waited for and reported; once it
@@ -21,23 +21,23 @@ func TestMissingLinkIsWaitedFor(t *testing.T) {
 		Routes:    []configs.Route{{Network: "10.40.0.0/16", Gateway: "10.9.5.1"}},
 	}}})
 
-	if is := nd.issue("link/eth1", "waiting for link eth1"); is.State != network.IssuePending {
+	if is := nd.issue("link/eth1", "waiting for link eth1"); is.State != networkres.IssuePending {
 		t.Errorf("link issue state %q, want pending", is.State)
 	}
 
 	nd.issue("address/eth1/10.9.5.2/24", "waiting for link eth1")
-	nd.waitFor(network.NetworkStatusType, "status with issues", func(items []bus.Resource) bool {
-		return len(items) == 1 && strings.Contains(strings.Join(items[0].(*network.NetworkStatus).TypedSpec().Issues, "\n"), "link/eth1")
+	nd.waitFor(networkres.NetworkStatusType, "status with issues", func(items []bus.Resource) bool {
+		return len(items) == 1 && strings.Contains(strings.Join(items[0].(*networkres.NetworkStatus).TypedSpec().Issues, "\n"), "link/eth1")
 	})
 
 	ns.veth("eth1", "peer1")
 
-	nd.waitFor(network.RouteStatusType, "route on the new link", hasIDs(false, "inet4/10.9.5.1/10.40.0.0/16/1024"))
-	nd.waitFor(network.LinkStatusType, "eth1 up with MTU 1280", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.RouteStatusType, "route on the new link", hasIDs(false, "inet4/10.9.5.1/10.40.0.0/16/1024"))
+	nd.waitFor(networkres.LinkStatusType, "eth1 up with MTU 1280", func(items []bus.Resource) bool {
 		l, ok := ids(items)["eth1"]
-		return ok && l.(*network.LinkStatus).TypedSpec().Up && l.(*network.LinkStatus).TypedSpec().MTU == 1280
+		return ok && l.(*networkres.LinkStatus).TypedSpec().Up && l.(*networkres.LinkStatus).TypedSpec().MTU == 1280
 	})
-	nd.waitFor(network.ApplyIssueType, "issues cleared", func(items []bus.Resource) bool { return len(items) == 0 })
+	nd.waitFor(networkres.ApplyIssueType, "issues cleared", func(items []bus.Resource) bool { return len(items) == 0 })
 }
 
 func TestConflictsAndBadMTU(t *testing.T) {
@@ -54,26 +54,26 @@ func TestConflictsAndBadMTU(t *testing.T) {
 	}})
 
 	is := nd.issue("link/eth0", "set MTU 70000 on link eth0")
-	if is.State != network.IssueError || !strings.Contains(is.Message, "invalid argument") {
+	if is.State != networkres.IssueError || !strings.Contains(is.Message, "invalid argument") {
 		t.Errorf("MTU issue: %+v", is)
 	}
 
 	is = nd.issue("address/eth1/10.9.6.2/24", "conflicts with eth0/10.9.6.2/24")
-	if is.State != network.IssueError {
+	if is.State != networkres.IssueError {
 		t.Errorf("conflict issue: %+v", is)
 	}
 
 	nd.issue("address/eth1/10.9.7.7/24", "conflicts with eth2/10.9.7.7/24 already in the kernel (not managed by networkd)")
 
 	// The rest still applies: eth0 is up with its address despite its MTU.
-	nd.waitFor(network.AddressStatusType, "eth0's address", hasIDs(false, "eth0/10.9.6.2/24"))
-	nd.waitFor(network.AddressStatusType, "no duplicate on eth1", hasIDs(true, "eth1/10.9.6.2/24", "eth1/10.9.7.7/24"))
+	nd.waitFor(networkres.AddressStatusType, "eth0's address", hasIDs(false, "eth0/10.9.6.2/24"))
+	nd.waitFor(networkres.AddressStatusType, "no duplicate on eth1", hasIDs(true, "eth1/10.9.6.2/24", "eth1/10.9.7.7/24"))
 
 	// Fixing the config clears the issues.
 	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{
 		{Interface: "eth0", Addresses: []string{"10.9.6.2/24"}, MTU: 9000},
 	}})
-	nd.waitFor(network.ApplyIssueType, "issues cleared", func(items []bus.Resource) bool { return len(items) == 0 })
+	nd.waitFor(networkres.ApplyIssueType, "issues cleared", func(items []bus.Resource) bool { return len(items) == 0 })
 }
 
 // A foreign route in the way of a configured one is reported, not replaced.

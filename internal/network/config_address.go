@@ -3,19 +3,21 @@ package network
 import (
 	"fmt"
 	"slices"
+
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // NewAddressConfigController builds AddressSpecs from ip= (cmdline) and
 // from each interface's and VLAN's addresses and legacy cidr
 // (configuration).
-func NewAddressConfigController(opts *Options) *configController[AddressSpecSpec] {
-	return &configController[AddressSpecSpec]{name: "network.AddressConfigController", typ: AddressSpecType, opts: opts, build: buildAddresses}
+func NewAddressConfigController(opts *Options) *configController[network.AddressSpecSpec] {
+	return &configController[network.AddressSpecSpec]{name: "network.AddressConfigController", typ: network.AddressSpecType, opts: opts, build: buildAddresses}
 }
 
-func buildAddresses(src *source, out *layeredSet[AddressSpecSpec], is issues) {
+func buildAddresses(src *source, out *layeredSet[network.AddressSpecSpec], is issues) {
 	if c := src.cmdline; c.Address.IsValid() {
 		if name := src.cmdlineLink(); name != "" && !src.ignored(name) {
-			spec := AddressSpecSpec{Address: c.Address, LinkName: name, Family: familyOf(c.Address.Addr()), Layer: LayerCmdline}
+			spec := network.AddressSpecSpec{Address: c.Address, LinkName: name, Family: network.FamilyOf(c.Address.Addr()), Layer: network.LayerCmdline}
 			out.add(spec.ID(), spec)
 		}
 	}
@@ -32,7 +34,7 @@ func buildAddresses(src *source, out *layeredSet[AddressSpecSpec], is issues) {
 				continue
 			}
 
-			spec := AddressSpecSpec{Address: p, LinkName: link, Family: familyOf(p.Addr()), Layer: LayerConfiguration}
+			spec := network.AddressSpecSpec{Address: p, LinkName: link, Family: network.FamilyOf(p.Addr()), Layer: network.LayerConfiguration}
 			out.add(spec.ID(), spec)
 		}
 	}

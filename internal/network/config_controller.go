@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // configController is the shape every XConfigController shares: read the
@@ -19,13 +20,13 @@ type configController[S layered] struct {
 
 // layered is what the merge needs from a spec.
 type layered interface {
-	SpecLayer() ConfigLayer
+	SpecLayer() network.ConfigLayer
 }
 
 // layeredSet collects specs by their layered ID.
 type layeredSet[S layered] map[string]S
 
-func (s layeredSet[S]) add(id string, spec S) { s[LayeredID(spec.SpecLayer(), id)] = spec }
+func (s layeredSet[S]) add(id string, spec S) { s[network.LayeredID(spec.SpecLayer(), id)] = spec }
 
 func (c *configController[S]) Name() string { return c.name }
 
@@ -45,7 +46,7 @@ func (c *configController[S]) Run(ctx context.Context, r bus.ControllerRuntime) 
 		out, is := layeredSet[S]{}, issues{}
 		c.build(src, &out, is)
 
-		if err := syncOutputs(ctx, r, c.name, ConfigNamespace, c.typ, map[string]S(out)); err != nil {
+		if err := syncOutputs(ctx, r, c.name, network.ConfigNamespace, c.typ, map[string]S(out)); err != nil {
 			return err
 		}
 

@@ -3,6 +3,8 @@ package network
 import (
 	"crypto/sha256"
 	"strings"
+
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // NewHostnameConfigController builds the HostnameSpec: talos-xxx-yyy from
@@ -10,29 +12,29 @@ import (
 // platform's (a container's hostname), and
 // machine.network.hostname (configuration). A DHCP operator adds its own
 // at the operator layer, between the last two.
-func NewHostnameConfigController(opts *Options) *configController[HostnameSpecSpec] {
-	return &configController[HostnameSpecSpec]{name: "network.HostnameConfigController", typ: HostnameSpecType, opts: opts, build: buildHostname}
+func NewHostnameConfigController(opts *Options) *configController[network.HostnameSpecSpec] {
+	return &configController[network.HostnameSpecSpec]{name: "network.HostnameConfigController", typ: network.HostnameSpecType, opts: opts, build: buildHostname}
 }
 
-func buildHostname(src *source, out *layeredSet[HostnameSpecSpec], _ issues) {
-	out.add(HostnameID, HostnameSpecSpec{Hostname: DefaultHostname(src.nodeID), Layer: LayerDefault})
+func buildHostname(src *source, out *layeredSet[network.HostnameSpecSpec], _ issues) {
+	out.add(network.HostnameID, network.HostnameSpecSpec{Hostname: DefaultHostname(src.nodeID), Layer: network.LayerDefault})
 
 	if h := src.cmdline.Hostname; h != "" {
-		out.add(HostnameID, splitFQDN(h, LayerCmdline))
+		out.add(network.HostnameID, splitFQDN(h, network.LayerCmdline))
 	}
 
 	if h := src.platformHostname; h != "" {
-		out.add(HostnameID, splitFQDN(h, LayerPlatform))
+		out.add(network.HostnameID, splitFQDN(h, network.LayerPlatform))
 	}
 
 	if src.net != nil && src.net.Hostname != "" {
-		out.add(HostnameID, splitFQDN(src.net.Hostname, LayerConfiguration))
+		out.add(network.HostnameID, splitFQDN(src.net.Hostname, network.LayerConfiguration))
 	}
 }
 
-func splitFQDN(fqdn string, layer ConfigLayer) HostnameSpecSpec {
+func splitFQDN(fqdn string, layer network.ConfigLayer) network.HostnameSpecSpec {
 	h, d, _ := strings.Cut(fqdn, ".")
-	return HostnameSpecSpec{Hostname: h, Domainname: d, Layer: layer}
+	return network.HostnameSpecSpec{Hostname: h, Domainname: d, Layer: layer}
 }
 
 // DefaultHostname is "talos-xxx-yyy", stable for a node ID.

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // NewOperatorConfigController builds OperatorSpecs: a DHCP client for
@@ -12,24 +13,24 @@ import (
 // only when dhcpOptions.ipv6 is true, as in Talos. A vip on an interface or
 // VLAN of a control-plane node gets a vip operator (validation refuses it
 // elsewhere; a worker's config is ignored here all the same).
-func NewOperatorConfigController(opts *Options) *configController[OperatorSpecSpec] {
-	return &configController[OperatorSpecSpec]{name: "network.OperatorConfigController", typ: OperatorSpecType, opts: opts, build: buildOperators}
+func NewOperatorConfigController(opts *Options) *configController[network.OperatorSpecSpec] {
+	return &configController[network.OperatorSpecSpec]{name: "network.OperatorConfigController", typ: network.OperatorSpecType, opts: opts, build: buildOperators}
 }
 
-func buildOperators(src *source, out *layeredSet[OperatorSpecSpec], _ issues) {
+func buildOperators(src *source, out *layeredSet[network.OperatorSpecSpec], _ issues) {
 	skipHostname := src.net != nil && src.net.Hostname != ""
 
 	// Default DHCP: a metal machine gets an address in maintenance mode.
 	if name := src.defaultDHCPLink(); name != "" {
-		spec := OperatorSpecSpec{Operator: OperatorDHCP4, LinkName: name, RequireUp: true, RouteMetric: DefaultRouteMetric,
-			SkipHostnameRequest: skipHostname, Layer: LayerDefault}
+		spec := network.OperatorSpecSpec{Operator: network.OperatorDHCP4, LinkName: name, RequireUp: true, RouteMetric: network.DefaultRouteMetric,
+			SkipHostnameRequest: skipHostname, Layer: network.LayerDefault}
 		out.add(spec.ID(), spec)
 	}
 
 	if src.cmdline.DHCP {
 		if name := src.cmdlineLink(); name != "" && !src.ignored(name) {
-			spec := OperatorSpecSpec{Operator: OperatorDHCP4, LinkName: name, RequireUp: true, RouteMetric: DefaultRouteMetric,
-				SkipHostnameRequest: skipHostname || src.cmdline.Hostname != "", Layer: LayerCmdline}
+			spec := network.OperatorSpecSpec{Operator: network.OperatorDHCP4, LinkName: name, RequireUp: true, RouteMetric: network.DefaultRouteMetric,
+				SkipHostnameRequest: skipHostname || src.cmdline.Hostname != "", Layer: network.LayerCmdline}
 			out.add(spec.ID(), spec)
 		}
 	}
@@ -39,7 +40,7 @@ func buildOperators(src *source, out *layeredSet[OperatorSpecSpec], _ issues) {
 			return
 		}
 
-		metric := uint32(DefaultRouteMetric)
+		metric := uint32(network.DefaultRouteMetric)
 		v4, v6 := true, false
 
 		if o != nil {
@@ -57,14 +58,14 @@ func buildOperators(src *source, out *layeredSet[OperatorSpecSpec], _ issues) {
 		}
 
 		if v4 {
-			spec := OperatorSpecSpec{Operator: OperatorDHCP4, LinkName: link, RequireUp: true, RouteMetric: metric,
-				SkipHostnameRequest: skipHostname, Layer: LayerConfiguration}
+			spec := network.OperatorSpecSpec{Operator: network.OperatorDHCP4, LinkName: link, RequireUp: true, RouteMetric: metric,
+				SkipHostnameRequest: skipHostname, Layer: network.LayerConfiguration}
 			out.add(spec.ID(), spec)
 		}
 
 		if v6 {
-			spec := OperatorSpecSpec{Operator: OperatorDHCP6, LinkName: link, RequireUp: true, RouteMetric: metric,
-				SkipHostnameRequest: skipHostname, Layer: LayerConfiguration}
+			spec := network.OperatorSpecSpec{Operator: network.OperatorDHCP6, LinkName: link, RequireUp: true, RouteMetric: metric,
+				SkipHostnameRequest: skipHostname, Layer: network.LayerConfiguration}
 			if o != nil {
 				spec.DUIDv6 = o.DUIDv6
 			}
@@ -83,8 +84,8 @@ func buildOperators(src *source, out *layeredSet[OperatorSpecSpec], _ issues) {
 			return // validation reports it
 		}
 
-		spec := OperatorSpecSpec{Operator: OperatorVIP, LinkName: link, RequireUp: true,
-			VIP: VIPOperatorSpec{IP: ip, GratuitousARP: true}, Layer: LayerConfiguration}
+		spec := network.OperatorSpecSpec{Operator: network.OperatorVIP, LinkName: link, RequireUp: true,
+			VIP: network.VIPOperatorSpec{IP: ip, GratuitousARP: true}, Layer: network.LayerConfiguration}
 		out.add(spec.ID(), spec)
 	}
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // Talos's default resolvers.
@@ -12,22 +14,22 @@ var defaultResolvers = []netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustPa
 // NewResolverConfigController builds the ResolverSpec: Talos's default
 // servers, ip= dns0/dns1 (cmdline), machine.network.nameservers and
 // searchDomains (configuration).
-func NewResolverConfigController(opts *Options) *configController[ResolverSpecSpec] {
-	return &configController[ResolverSpecSpec]{name: "network.ResolverConfigController", typ: ResolverSpecType, opts: opts, build: buildResolvers}
+func NewResolverConfigController(opts *Options) *configController[network.ResolverSpecSpec] {
+	return &configController[network.ResolverSpecSpec]{name: "network.ResolverConfigController", typ: network.ResolverSpecType, opts: opts, build: buildResolvers}
 }
 
-func buildResolvers(src *source, out *layeredSet[ResolverSpecSpec], is issues) {
-	out.add(ResolverID, ResolverSpecSpec{DNSServers: slices.Clone(defaultResolvers), Layer: LayerDefault})
+func buildResolvers(src *source, out *layeredSet[network.ResolverSpecSpec], is issues) {
+	out.add(network.ResolverID, network.ResolverSpecSpec{DNSServers: slices.Clone(defaultResolvers), Layer: network.LayerDefault})
 
 	if len(src.cmdline.DNSServers) > 0 {
-		out.add(ResolverID, ResolverSpecSpec{DNSServers: slices.Clone(src.cmdline.DNSServers), Layer: LayerCmdline})
+		out.add(network.ResolverID, network.ResolverSpecSpec{DNSServers: slices.Clone(src.cmdline.DNSServers), Layer: network.LayerCmdline})
 	}
 
 	if src.net == nil || (len(src.net.Nameservers) == 0 && len(src.net.SearchDomains) == 0) {
 		return
 	}
 
-	spec := ResolverSpecSpec{SearchDomains: slices.Clone(src.net.SearchDomains), Layer: LayerConfiguration}
+	spec := network.ResolverSpecSpec{SearchDomains: slices.Clone(src.net.SearchDomains), Layer: network.LayerConfiguration}
 
 	for _, s := range src.net.Nameservers {
 		a, err := netip.ParseAddr(s)
@@ -47,5 +49,5 @@ func buildResolvers(src *source, out *layeredSet[ResolverSpecSpec], is issues) {
 		}
 	}
 
-	out.add(ResolverID, spec)
+	out.add(network.ResolverID, spec)
 }

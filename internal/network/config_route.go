@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // Route scopes.
@@ -17,16 +18,16 @@ const (
 
 // NewRouteConfigController builds RouteSpecs from the ip= gateway
 // (cmdline) and from each interface's and VLAN's routes (configuration).
-func NewRouteConfigController(opts *Options) *configController[RouteSpecSpec] {
-	return &configController[RouteSpecSpec]{name: "network.RouteConfigController", typ: RouteSpecType, opts: opts, build: buildRoutes}
+func NewRouteConfigController(opts *Options) *configController[network.RouteSpecSpec] {
+	return &configController[network.RouteSpecSpec]{name: "network.RouteConfigController", typ: network.RouteSpecType, opts: opts, build: buildRoutes}
 }
 
-func buildRoutes(src *source, out *layeredSet[RouteSpecSpec], is issues) {
+func buildRoutes(src *source, out *layeredSet[network.RouteSpecSpec], is issues) {
 	if c := src.cmdline; c.Gateway.IsValid() {
 		if name := src.cmdlineLink(); name != "" && !src.ignored(name) {
-			spec := RouteSpecSpec{
-				Family: familyOf(c.Gateway), Gateway: c.Gateway, OutLinkName: name, Table: TableMain,
-				Priority: DefaultRouteMetric, Scope: ScopeGlobal, Type: RouteTypeUnicast, Protocol: ProtoBoot, Layer: LayerCmdline,
+			spec := network.RouteSpecSpec{
+				Family: network.FamilyOf(c.Gateway), Gateway: c.Gateway, OutLinkName: name, Table: network.TableMain,
+				Priority: network.DefaultRouteMetric, Scope: ScopeGlobal, Type: network.RouteTypeUnicast, Protocol: network.ProtoBoot, Layer: network.LayerCmdline,
 			}
 			if c.Address.IsValid() {
 				spec.Source = c.Address.Addr()
@@ -57,13 +58,13 @@ func buildRoutes(src *source, out *layeredSet[RouteSpecSpec], is issues) {
 	}
 }
 
-func routeSpec(link string, rt configs.Route) (RouteSpecSpec, error) {
-	spec := RouteSpecSpec{
-		OutLinkName: link, Table: TableMain, Priority: rt.Metric, MTU: rt.MTU, Scope: ScopeGlobal,
-		Type: RouteTypeUnicast, Protocol: ProtoStatic, Layer: LayerConfiguration,
+func routeSpec(link string, rt configs.Route) (network.RouteSpecSpec, error) {
+	spec := network.RouteSpecSpec{
+		OutLinkName: link, Table: network.TableMain, Priority: rt.Metric, MTU: rt.MTU, Scope: ScopeGlobal,
+		Type: network.RouteTypeUnicast, Protocol: network.ProtoStatic, Layer: network.LayerConfiguration,
 	}
 	if spec.Priority == 0 {
-		spec.Priority = DefaultRouteMetric
+		spec.Priority = network.DefaultRouteMetric
 	}
 
 	var err error
@@ -90,14 +91,14 @@ func routeSpec(link string, rt configs.Route) (RouteSpecSpec, error) {
 
 	switch {
 	case spec.Destination.IsValid():
-		spec.Family = familyOf(spec.Destination.Addr())
+		spec.Family = network.FamilyOf(spec.Destination.Addr())
 	case spec.Gateway.IsValid():
-		spec.Family = familyOf(spec.Gateway)
+		spec.Family = network.FamilyOf(spec.Gateway)
 	default:
 		return spec, errors.New("a default route needs a gateway")
 	}
 
-	if spec.Gateway.IsValid() && familyOf(spec.Gateway) != spec.Family {
+	if spec.Gateway.IsValid() && network.FamilyOf(spec.Gateway) != spec.Family {
 		return spec, fmt.Errorf("gateway %s and network %s are of different families", spec.Gateway, spec.Destination)
 	}
 

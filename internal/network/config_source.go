@@ -4,48 +4,19 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
-
-// The machine config resource (internal/machine). It is named here rather
-// than imported so that internal/machine can import this package to wire
-// networkd into machined without an import cycle; a test checks the names
-// still agree.
-const (
-	MachineConfigNamespace = "config"
-	MachineConfigType      = "MachineConfigs.config.talos.dev"
-	MachineConfigID        = "v1alpha1"
-)
-
-// ConfigFromResource returns the *configs.Config held by a MachineConfig
-// resource: any resource whose spec is a struct with a Config
-// *configs.Config field.
-func ConfigFromResource(res bus.Resource) (*configs.Config, error) {
-	v := reflect.ValueOf(res.Spec())
-	for v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
-	}
-
-	if v.Kind() == reflect.Struct {
-		if f := v.FieldByName("Config"); f.IsValid() {
-			if cfg, ok := f.Interface().(*configs.Config); ok {
-				return cfg, nil
-			}
-		}
-	}
-
-	return nil, fmt.Errorf("%s: spec %T holds no *configs.Config", res.Metadata().Pointer(), res.Spec())
-}
 
 // configInputs are what every config controller reads.
 var configInputs = []bus.Input{
-	{Namespace: MachineConfigNamespace, Type: MachineConfigType, ID: MachineConfigID},
-	{Namespace: Namespace, Type: LinkStatusType},
+	{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID},
+	{Namespace: network.Namespace, Type: network.LinkStatusType},
 }
 
 // source is one snapshot of everything network config derives from.
@@ -54,7 +25,7 @@ type source struct {
 	cfg     *configs.Config        // nil without a config
 	cmdline Cmdline
 	cmdErr  error
-	links   []*LinkStatus
+	links   []*network.LinkStatus
 	nodeID  string
 	// platformHostname: Options.PlatformHostname.
 	platformHostname string
@@ -66,23 +37,21 @@ func readSource(ctx context.Context, r bus.ControllerRuntime, opts *Options) (*s
 	src := &source{nodeID: opts.NodeID, platformHostname: opts.PlatformHostname, defaultDHCP: opts.DefaultDHCP}
 	src.cmdline, src.cmdErr = ParseCmdline(opts.KernelCmdline)
 
-	res, err := r.Get(ctx, bus.Pointer{Namespace: MachineConfigNamespace, Type: MachineConfigType, ID: MachineConfigID})
+	mc, err := bus.GetAs[*config.MachineConfig](ctx, r, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID})
 
 	switch {
 	case bus.IsNotFound(err):
 	case err != nil:
 		return nil, fmt.Errorf("read machine config: %w", err)
 	default:
-		if src.cfg, err = ConfigFromResource(res); err != nil {
-			return nil, err
-		}
+		src.cfg = mc.TypedSpec().Config
 
 		if src.cfg != nil && src.cfg.Machine != nil {
 			src.net = src.cfg.Machine.Network
 		}
 	}
 
-	if src.links, err = bus.ListAs[*LinkStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: LinkStatusType}); err != nil {
+	if src.links, err = bus.ListAs[*network.LinkStatus](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.LinkStatusType}); err != nil {
 		return nil, fmt.Errorf("list links: %w", err)
 	}
 
@@ -237,4 +206,13 @@ func (s *source) configures(link string) bool {
 	}
 
 	return false
+}
+
+// mcConfig is the config a MachineConfig resource holds; nil without one.
+func mcConfig(mc *config.MachineConfig) *configs.Config {
+	if mc == nil {
+		return nil
+	}
+
+	return mc.TypedSpec().Config
 }

@@ -7,13 +7,14 @@ import (
 	"sync"
 
 	"github.com/talosbox/talosbox/internal/dhcp"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // DHCP4Operators is the OperatorFactory for dhcp4 specs: a DHCPv4 lease
 // held on the link, published at the operator layer. Other operators are
 // not built yet (nil, nil: reported pending).
-func DHCP4Operators(spec OperatorSpecSpec, env OperatorEnv) (Operator, error) {
-	if spec.Operator != OperatorDHCP4 {
+func DHCP4Operators(spec network.OperatorSpecSpec, env OperatorEnv) (Operator, error) {
+	if spec.Operator != network.OperatorDHCP4 {
 		return nil, nil
 	}
 
@@ -22,7 +23,7 @@ func DHCP4Operators(spec OperatorSpecSpec, env OperatorEnv) (Operator, error) {
 
 // dhcp4Operator turns lease events into specs.
 type dhcp4Operator struct {
-	spec OperatorSpecSpec
+	spec network.OperatorSpecSpec
 	env  OperatorEnv
 
 	mu    sync.Mutex
@@ -102,37 +103,37 @@ func (o *dhcp4Operator) current() *dhcp.Lease {
 
 // LinkSpecs carries the lease's MTU (option 26) to the link; a configured
 // MTU still wins (see mergeLinks).
-func (o *dhcp4Operator) LinkSpecs() []LinkSpecSpec {
+func (o *dhcp4Operator) LinkSpecs() []network.LinkSpecSpec {
 	l := o.current()
 	if l == nil || l.MTU <= 0 {
 		return nil
 	}
 
-	return []LinkSpecSpec{{Name: o.spec.LinkName, Up: true, MTU: uint32(l.MTU)}}
+	return []network.LinkSpecSpec{{Name: o.spec.LinkName, Up: true, MTU: uint32(l.MTU)}}
 }
 
-func (o *dhcp4Operator) AddressSpecs() []AddressSpecSpec {
+func (o *dhcp4Operator) AddressSpecs() []network.AddressSpecSpec {
 	l := o.current()
 	if l == nil {
 		return nil
 	}
 
-	return []AddressSpecSpec{{Address: l.Address, LinkName: o.spec.LinkName, Family: FamilyInet4}}
+	return []network.AddressSpecSpec{{Address: l.Address, LinkName: o.spec.LinkName, Family: network.FamilyInet4}}
 }
 
-func (o *dhcp4Operator) RouteSpecs() []RouteSpecSpec {
+func (o *dhcp4Operator) RouteSpecs() []network.RouteSpecSpec {
 	l := o.current()
 	if l == nil {
 		return nil
 	}
 
-	var out []RouteSpecSpec
+	var out []network.RouteSpecSpec
 
 	for _, r := range l.InstallRoutes() {
-		spec := RouteSpecSpec{
-			Family: FamilyInet4, Gateway: r.Gateway, OutLinkName: o.spec.LinkName,
-			Table: TableMain, Priority: o.spec.RouteMetric, Scope: ScopeGlobal, Source: l.Address.Addr(),
-			Type: RouteTypeUnicast, Protocol: ProtoBoot, // as Talos's DHCP routes
+		spec := network.RouteSpecSpec{
+			Family: network.FamilyInet4, Gateway: r.Gateway, OutLinkName: o.spec.LinkName,
+			Table: network.TableMain, Priority: o.spec.RouteMetric, Scope: ScopeGlobal, Source: l.Address.Addr(),
+			Type: network.RouteTypeUnicast, Protocol: network.ProtoBoot, // as Talos's DHCP routes
 		}
 
 		if r.Dst.Bits() > 0 {
@@ -149,30 +150,30 @@ func (o *dhcp4Operator) RouteSpecs() []RouteSpecSpec {
 	return out
 }
 
-func (o *dhcp4Operator) HostnameSpecs() []HostnameSpecSpec {
+func (o *dhcp4Operator) HostnameSpecs() []network.HostnameSpecSpec {
 	l := o.current()
 	if l == nil || l.Hostname == "" || o.spec.SkipHostnameRequest {
 		return nil
 	}
 
-	return []HostnameSpecSpec{{Hostname: l.Hostname, Domainname: l.Domain}}
+	return []network.HostnameSpecSpec{{Hostname: l.Hostname, Domainname: l.Domain}}
 }
 
-func (o *dhcp4Operator) ResolverSpecs() []ResolverSpecSpec {
+func (o *dhcp4Operator) ResolverSpecs() []network.ResolverSpecSpec {
 	l := o.current()
 	if l == nil || len(l.DNS) == 0 {
 		return nil
 	}
 
-	spec := ResolverSpecSpec{DNSServers: append([]netip.Addr(nil), l.DNS...)}
+	spec := network.ResolverSpecSpec{DNSServers: append([]netip.Addr(nil), l.DNS...)}
 	if l.Domain != "" {
 		spec.SearchDomains = []string{l.Domain}
 	}
 
-	return []ResolverSpecSpec{spec}
+	return []network.ResolverSpecSpec{spec}
 }
 
-func (o *dhcp4Operator) TimeServerSpecs() []TimeServerSpecSpec {
+func (o *dhcp4Operator) TimeServerSpecs() []network.TimeServerSpecSpec {
 	l := o.current()
 	if l == nil || len(l.NTP) == 0 {
 		return nil
@@ -183,5 +184,5 @@ func (o *dhcp4Operator) TimeServerSpecs() []TimeServerSpecSpec {
 		servers[i] = a.String()
 	}
 
-	return []TimeServerSpecSpec{{NTPServers: servers}}
+	return []network.TimeServerSpecSpec{{NTPServers: servers}}
 }

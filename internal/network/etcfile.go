@@ -9,6 +9,8 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // Rendered files, by EtcFileStatus ID.
@@ -36,15 +38,15 @@ func (c *EtcFileController) Name() string { return "network.EtcFileController" }
 
 func (c *EtcFileController) Inputs() []bus.Input {
 	return []bus.Input{
-		{Namespace: Namespace, Type: ResolverStatusType},
-		{Namespace: Namespace, Type: HostnameStatusType},
-		{Namespace: Namespace, Type: NodeAddressType, ID: NodeAddressesDef},
-		{Namespace: MachineConfigNamespace, Type: MachineConfigType, ID: MachineConfigID},
+		{Namespace: network.Namespace, Type: network.ResolverStatusType},
+		{Namespace: network.Namespace, Type: network.HostnameStatusType},
+		{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesDef},
+		{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID},
 	}
 }
 
 func (c *EtcFileController) Outputs() []bus.Output {
-	return []bus.Output{{Type: EtcFileStatusType}, issueOutput}
+	return []bus.Output{{Type: network.EtcFileStatusType}, issueOutput}
 }
 
 func (c *EtcFileController) Run(ctx context.Context, r bus.ControllerRuntime) error {
@@ -52,7 +54,7 @@ func (c *EtcFileController) Run(ctx context.Context, r bus.ControllerRuntime) er
 }
 
 func (c *EtcFileController) reconcile(ctx context.Context, r bus.ControllerRuntime) error {
-	res, err := bus.GetAs[*ResolverStatus](ctx, r, bus.Pointer{Namespace: Namespace, Type: ResolverStatusType, ID: ResolverID})
+	res, err := bus.GetAs[*network.ResolverStatus](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.ResolverStatusType, ID: network.ResolverID})
 	if bus.IsNotFound(err) {
 		return nil
 	}
@@ -61,7 +63,7 @@ func (c *EtcFileController) reconcile(ctx context.Context, r bus.ControllerRunti
 		return err
 	}
 
-	host, err := bus.GetAs[*HostnameStatus](ctx, r, bus.Pointer{Namespace: Namespace, Type: HostnameStatusType, ID: HostnameID})
+	host, err := bus.GetAs[*network.HostnameStatus](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.HostnameStatusType, ID: network.HostnameID})
 	if bus.IsNotFound(err) {
 		return nil // hosts names the node: wait for its name
 	}
@@ -70,17 +72,20 @@ func (c *EtcFileController) reconcile(ctx context.Context, r bus.ControllerRunti
 		return err
 	}
 
-	var node *NodeAddress
-	if node, err = bus.GetAs[*NodeAddress](ctx, r, bus.Pointer{Namespace: Namespace, Type: NodeAddressType, ID: NodeAddressesDef}); err != nil && !bus.IsNotFound(err) {
+	var node *network.NodeAddress
+	if node, err = bus.GetAs[*network.NodeAddress](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesDef}); err != nil && !bus.IsNotFound(err) {
 		return err
 	}
 
 	var netCfg *configs.NetworkConfig
 
-	if mc, err := r.Get(ctx, bus.Pointer{Namespace: MachineConfigNamespace, Type: MachineConfigType, ID: MachineConfigID}); err == nil {
-		if cfg, err := ConfigFromResource(mc); err == nil && cfg != nil && cfg.Machine != nil {
-			netCfg = cfg.Machine.Network
-		}
+	mc, err := bus.GetAs[*config.MachineConfig](ctx, r, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID})
+	if err != nil && !bus.IsNotFound(err) {
+		return err
+	}
+
+	if cfg := mcConfig(mc); cfg != nil && cfg.Machine != nil {
+		netCfg = cfg.Machine.Network
 	}
 
 	files := map[string]string{
@@ -88,7 +93,7 @@ func (c *EtcFileController) reconcile(ctx context.Context, r bus.ControllerRunti
 		HostsFile:  renderHosts(host.TypedSpec(), node, netCfg),
 	}
 
-	is, want := issues{}, map[string]EtcFileStatusSpec{}
+	is, want := issues{}, map[string]network.EtcFileStatusSpec{}
 
 	for id, contents := range files {
 		path := filepath.Join(c.opts.EtcDir, id)
@@ -102,17 +107,17 @@ func (c *EtcFileController) reconcile(ctx context.Context, r bus.ControllerRunti
 			c.written[path] = contents
 		}
 
-		want[id] = EtcFileStatusSpec{Path: path, Contents: contents}
+		want[id] = network.EtcFileStatusSpec{Path: path, Contents: contents}
 	}
 
-	if err := syncOutputs(ctx, r, c.Name(), Namespace, EtcFileStatusType, want); err != nil {
+	if err := syncOutputs(ctx, r, c.Name(), network.Namespace, network.EtcFileStatusType, want); err != nil {
 		return err
 	}
 
 	return is.sync(ctx, r, c.Name())
 }
 
-func renderResolvConf(res *ResolverStatusSpec, host *HostnameStatusSpec, n *configs.NetworkConfig) string {
+func renderResolvConf(res *network.ResolverStatusSpec, host *network.HostnameStatusSpec, n *configs.NetworkConfig) string {
 	var b strings.Builder
 
 	for _, s := range res.DNSServers[:min(len(res.DNSServers), maxResolvers)] {
@@ -131,7 +136,7 @@ func renderResolvConf(res *ResolverStatusSpec, host *HostnameStatusSpec, n *conf
 	return b.String()
 }
 
-func renderHosts(host *HostnameStatusSpec, node *NodeAddress, n *configs.NetworkConfig) string {
+func renderHosts(host *network.HostnameStatusSpec, node *network.NodeAddress, n *configs.NetworkConfig) string {
 	var b strings.Builder
 
 	b.WriteString("127.0.0.1\tlocalhost\n")

@@ -17,8 +17,9 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/network"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // testNS is a network namespace of the test's own, removed at cleanup.
@@ -145,10 +146,10 @@ func (nd *node) setConfigOf(typ string, n *configs.NetworkConfig) {
 	nd.t.Helper()
 
 	cfg := &configs.Config{Version: "v1alpha1", Machine: &configs.MachineConfig{Type: typ, Network: n}}
-	mc := bus.NewTyped(machine.NamespaceConfig, machine.MachineConfigType, machine.ActiveConfigID, machine.MachineConfigSpec{Config: cfg})
+	mc := bus.NewTyped(config.NamespaceConfig, config.MachineConfigType, config.ActiveConfigID, config.MachineConfigSpec{Config: cfg})
 
 	if _, err := nd.store.Modify(context.Background(), mc, func(r bus.Resource) error {
-		r.(*machine.MachineConfig).TypedSpec().Config = cfg
+		r.(*config.MachineConfig).TypedSpec().Config = cfg
 		return nil
 	}, bus.WithOwner("machined")); err != nil {
 		nd.t.Fatal(err)
@@ -161,7 +162,7 @@ func (nd *node) waitFor(typ string, what string, cond func([]bus.Resource) bool)
 	nd.t.Helper()
 
 	start := time.Now()
-	k := bus.Kind{Namespace: network.Namespace, Type: typ}
+	k := bus.Kind{Namespace: networkres.Namespace, Type: typ}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -197,7 +198,7 @@ func dump(items []bus.Resource) string {
 	var b strings.Builder
 	for _, r := range items {
 		b.WriteString("\n  " + r.Metadata().ID)
-		if is, ok := r.(*network.ApplyIssue); ok {
+		if is, ok := r.(*networkres.ApplyIssue); ok {
 			b.WriteString(": " + is.TypedSpec().Message)
 		}
 	}
@@ -230,18 +231,18 @@ func hasIDs(absent bool, want ...string) func([]bus.Resource) bool {
 }
 
 // issue waits for an ApplyIssue whose message contains text and returns it.
-func (nd *node) issue(id, text string) network.ApplyIssueSpec {
+func (nd *node) issue(id, text string) networkres.ApplyIssueSpec {
 	nd.t.Helper()
 
-	var got network.ApplyIssueSpec
+	var got networkres.ApplyIssueSpec
 
-	nd.waitFor(network.ApplyIssueType, "issue "+id, func(items []bus.Resource) bool {
+	nd.waitFor(networkres.ApplyIssueType, "issue "+id, func(items []bus.Resource) bool {
 		r, ok := ids(items)[id]
 		if !ok {
 			return false
 		}
 
-		got = *r.(*network.ApplyIssue).TypedSpec()
+		got = *r.(*networkres.ApplyIssue).TypedSpec()
 
 		return strings.Contains(got.Message, text)
 	})

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // HostnameSetter applies a hostname. It is pluggable because only a
@@ -85,7 +86,7 @@ func writeFileAtomic(path string, data []byte) error {
 // setter and publishes HostnameStatus once it is in effect.
 type HostnameSpecController struct {
 	opts    *Options
-	applied HostnameStatusSpec
+	applied network.HostnameStatusSpec
 }
 
 // NewHostnameSpecController makes the controller.
@@ -96,16 +97,16 @@ func NewHostnameSpecController(opts *Options) *HostnameSpecController {
 func (c *HostnameSpecController) Name() string { return "network.HostnameSpecController" }
 
 func (c *HostnameSpecController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: Namespace, Type: HostnameSpecType, ID: HostnameID}}
+	return []bus.Input{{Namespace: network.Namespace, Type: network.HostnameSpecType, ID: network.HostnameID}}
 }
 
 func (c *HostnameSpecController) Outputs() []bus.Output {
-	return []bus.Output{{Type: HostnameStatusType}, issueOutput}
+	return []bus.Output{{Type: network.HostnameStatusType}, issueOutput}
 }
 
 func (c *HostnameSpecController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	return loop(ctx, r, nil, func() error {
-		spec, err := bus.GetAs[*HostnameSpec](ctx, r, bus.Pointer{Namespace: Namespace, Type: HostnameSpecType, ID: HostnameID})
+		spec, err := bus.GetAs[*network.HostnameSpec](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.HostnameSpecType, ID: network.HostnameID})
 		if bus.IsNotFound(err) {
 			return nil
 		}
@@ -114,19 +115,19 @@ func (c *HostnameSpecController) Run(ctx context.Context, r bus.ControllerRuntim
 			return err
 		}
 
-		want := HostnameStatusSpec{Hostname: spec.TypedSpec().Hostname, Domainname: spec.TypedSpec().Domainname}
+		want := network.HostnameStatusSpec{Hostname: spec.TypedSpec().Hostname, Domainname: spec.TypedSpec().Domainname}
 		is := issues{}
 
 		if want != c.applied && c.opts.Hostname != nil {
 			if err := c.opts.Hostname.SetHostname(want.Hostname, want.Domainname); err != nil {
-				is.fail("hostname/"+HostnameID, err)
+				is.fail("hostname/"+network.HostnameID, err)
 				return is.sync(ctx, r, c.Name())
 			}
 		}
 
 		c.applied = want
 
-		if err := syncOutputs(ctx, r, c.Name(), Namespace, HostnameStatusType, map[string]HostnameStatusSpec{HostnameID: want}); err != nil {
+		if err := syncOutputs(ctx, r, c.Name(), network.Namespace, network.HostnameStatusType, map[string]network.HostnameStatusSpec{network.HostnameID: want}); err != nil {
 			return err
 		}
 

@@ -7,12 +7,14 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // createLink creates a logical link and marks it as networkd's. Only
 // VLANs can be exercised on a host without the dummy, bonding and
 // wireguard modules; the other kinds are covered in the QEMU guest.
-func createLink(k *kernel, spec *LinkSpecSpec) (netlink.Link, error) {
+func createLink(k *kernel, spec *network.LinkSpecSpec) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = spec.Name
 
@@ -23,9 +25,9 @@ func createLink(k *kernel, spec *LinkSpecSpec) (netlink.Link, error) {
 	var link netlink.Link
 
 	switch spec.Kind {
-	case KindDummy:
+	case network.KindDummy:
 		link = &netlink.Dummy{LinkAttrs: attrs}
-	case KindVLAN:
+	case network.KindVLAN:
 		parent, err := k.h.LinkByName(spec.ParentName)
 		if err != nil {
 			return nil, fmt.Errorf("%w: parent %s of VLAN %s: %v", errLinkMissing, spec.ParentName, spec.Name, err)
@@ -33,14 +35,14 @@ func createLink(k *kernel, spec *LinkSpecSpec) (netlink.Link, error) {
 
 		attrs.ParentIndex = parent.Attrs().Index
 		link = &netlink.Vlan{LinkAttrs: attrs, VlanId: int(spec.VLAN.ID), VlanProtocol: netlink.VLAN_PROTOCOL_8021Q}
-	case KindBond:
+	case network.KindBond:
 		b := netlink.NewLinkBond(attrs)
 		if err := bondSettings(b, &spec.Bond); err != nil {
 			return nil, fmt.Errorf("bond %s: %w", spec.Name, err)
 		}
 
 		link = b
-	case KindWireGuard:
+	case network.KindWireGuard:
 		link = &netlink.Wireguard{LinkAttrs: attrs}
 	default:
 		return nil, fmt.Errorf("link %s: cannot create a link of kind %q", spec.Name, spec.Kind)
@@ -65,7 +67,7 @@ func createLink(k *kernel, spec *LinkSpecSpec) (netlink.Link, error) {
 	return created, nil
 }
 
-func bondSettings(b *netlink.Bond, s *BondSpec) error {
+func bondSettings(b *netlink.Bond, s *network.BondSpec) error {
 	if s.Mode != "" {
 		if b.Mode = netlink.StringToBondMode(s.Mode); b.Mode == netlink.BOND_MODE_UNKNOWN {
 			return fmt.Errorf("unknown bond mode %q", s.Mode)
@@ -105,11 +107,11 @@ func bondSettings(b *netlink.Bond, s *BondSpec) error {
 
 // updateLogical brings a logical link that exists in line with its spec
 // where that is more than MTU and state: the bond and WireGuard settings.
-func updateLogical(k *kernel, link netlink.Link, spec *LinkSpecSpec) error {
+func updateLogical(k *kernel, link netlink.Link, spec *network.LinkSpecSpec) error {
 	switch spec.Kind {
-	case KindBond:
+	case network.KindBond:
 		return updateBond(k, link, spec)
-	case KindWireGuard:
+	case network.KindWireGuard:
 	default:
 		return nil
 	}
@@ -140,7 +142,7 @@ func updateLogical(k *kernel, link netlink.Link, spec *LinkSpecSpec) error {
 	})
 }
 
-func wireGuardConfig(s *WireGuardSpec) (wgtypes.Config, error) {
+func wireGuardConfig(s *network.WireGuardSpec) (wgtypes.Config, error) {
 	key, err := wgtypes.ParseKey(s.PrivateKey)
 	if err != nil {
 		return wgtypes.Config{}, fmt.Errorf("private key: %w", err)
@@ -222,7 +224,7 @@ func wireGuardMatches(dev *wgtypes.Device, cfg wgtypes.Config) bool {
 // no members: those members are released here and join again right after,
 // from their own specs, in the same reconcile pass (members rank after
 // bonds); the bond is brought back up if it was up.
-func updateBond(k *kernel, link netlink.Link, spec *LinkSpecSpec) error {
+func updateBond(k *kernel, link netlink.Link, spec *network.LinkSpecSpec) error {
 	cur, ok := link.(*netlink.Bond)
 	if !ok {
 		return fmt.Errorf("link %s is a %s link, not a bond", spec.Name, link.Type())

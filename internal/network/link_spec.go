@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // LinkAlias marks links networkd created (IFLA_IFALIAS), so it removes
@@ -35,7 +36,7 @@ func NewLinkSpecController(opts *Options) *LinkSpecController { return &LinkSpec
 func (c *LinkSpecController) Name() string { return "network.LinkSpecController" }
 
 func (c *LinkSpecController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: Namespace, Type: LinkSpecType}}
+	return []bus.Input{{Namespace: network.Namespace, Type: network.LinkSpecType}}
 }
 
 func (c *LinkSpecController) Outputs() []bus.Output { return []bus.Output{issueOutput} }
@@ -48,13 +49,13 @@ func (c *LinkSpecController) Run(ctx context.Context, r bus.ControllerRuntime) e
 
 // rank orders link work so that what a link depends on exists first:
 // plain links, then bonds, their members, and VLANs on top.
-func rank(s *LinkSpecSpec) int {
+func rank(s *network.LinkSpecSpec) int {
 	switch {
-	case s.Kind == KindBond:
+	case s.Kind == network.KindBond:
 		return 1
 	case s.BondMaster != "":
 		return 2
-	case s.Kind == KindVLAN:
+	case s.Kind == network.KindVLAN:
 		return 3
 	}
 
@@ -62,12 +63,12 @@ func rank(s *LinkSpecSpec) int {
 }
 
 func (c *LinkSpecController) reconcile(ctx context.Context, r bus.ControllerRuntime, k *kernel) (issues, error) {
-	specs, err := bus.ListAs[*LinkSpec](ctx, r, bus.Kind{Namespace: Namespace, Type: LinkSpecType})
+	specs, err := bus.ListAs[*network.LinkSpec](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.LinkSpecType})
 	if err != nil {
 		return nil, err
 	}
 
-	slices.SortStableFunc(specs, func(a, b *LinkSpec) int { return cmp.Compare(rank(a.TypedSpec()), rank(b.TypedSpec())) })
+	slices.SortStableFunc(specs, func(a, b *network.LinkSpec) int { return cmp.Compare(rank(a.TypedSpec()), rank(b.TypedSpec())) })
 
 	is := issues{}
 	wanted := map[string]bool{}
@@ -103,7 +104,7 @@ func (c *LinkSpecController) reconcile(ctx context.Context, r bus.ControllerRunt
 
 var errLinkMissing = errors.New("link not found")
 
-func (c *LinkSpecController) apply(k *kernel, spec *LinkSpecSpec) error {
+func (c *LinkSpecController) apply(k *kernel, spec *network.LinkSpecSpec) error {
 	link, err := k.h.LinkByName(spec.Name)
 
 	var notFound netlink.LinkNotFoundError

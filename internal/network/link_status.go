@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // LinkStatusController mirrors the namespace's links into LinkStatuses and
@@ -29,7 +30,9 @@ func (c *LinkStatusController) Name() string { return "network.LinkStatusControl
 
 func (c *LinkStatusController) Inputs() []bus.Input { return nil }
 
-func (c *LinkStatusController) Outputs() []bus.Output { return []bus.Output{{Type: LinkStatusType}} }
+func (c *LinkStatusController) Outputs() []bus.Output {
+	return []bus.Output{{Type: network.LinkStatusType}}
+}
 
 func (c *LinkStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	return runWithKernel(ctx, r, c.opts.NetNSPath, watchLinks, func(ctx context.Context, k *kernel) error {
@@ -43,11 +46,11 @@ func (c *LinkStatusController) reconcile(ctx context.Context, r bus.ControllerRu
 		return fmt.Errorf("list links: %w", err)
 	}
 
-	want := make(map[string]LinkStatusSpec, len(links))
+	want := make(map[string]network.LinkStatusSpec, len(links))
 
 	for _, l := range links {
 		a := l.Attrs()
-		want[a.Name] = LinkStatusSpec{
+		want[a.Name] = network.LinkStatusSpec{
 			Index:            a.Index,
 			Type:             a.EncapType,
 			Kind:             linkKind(l),
@@ -64,7 +67,7 @@ func (c *LinkStatusController) reconcile(ctx context.Context, r bus.ControllerRu
 		}
 	}
 
-	return syncOutputs(ctx, r, c.Name(), Namespace, LinkStatusType, want)
+	return syncOutputs(ctx, r, c.Name(), network.Namespace, network.LinkStatusType, want)
 }
 
 // linkKind is the rtnetlink kind, empty for a plain NIC.

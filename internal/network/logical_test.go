@@ -9,6 +9,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // The specs for bonds, VLANs, dummies and WireGuard links; this host
@@ -34,14 +35,14 @@ func TestLogicalLinkSpecs(t *testing.T) {
 
 	var links map[string]bus.Resource
 
-	nd.waitFor(network.LinkSpecType, "logical link specs", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.LinkSpecType, "logical link specs", func(items []bus.Resource) bool {
 		links = ids(items)
 		return len(links) == 8 // lo, bond0, eth0, eth1, eth2, eth2.100, dummy0, wg0
 	})
 
-	spec := func(id string) *network.LinkSpecSpec { return links[id].(*network.LinkSpec).TypedSpec() }
+	spec := func(id string) *networkres.LinkSpecSpec { return links[id].(*networkres.LinkSpec).TypedSpec() }
 
-	if s := spec("bond0"); !s.Logical || s.Kind != network.KindBond || s.Bond.Mode != "802.3ad" || s.Bond.MIIMon != 100 {
+	if s := spec("bond0"); !s.Logical || s.Kind != networkres.KindBond || s.Bond.Mode != "802.3ad" || s.Bond.MIIMon != 100 {
 		t.Errorf("bond0: %+v", s)
 	}
 
@@ -49,25 +50,25 @@ func TestLogicalLinkSpecs(t *testing.T) {
 		t.Errorf("eth1: %+v", s)
 	}
 
-	if s := spec("eth2.100"); s.Kind != network.KindVLAN || s.ParentName != "eth2" || s.VLAN.ID != 100 || s.MTU != 1400 {
+	if s := spec("eth2.100"); s.Kind != networkres.KindVLAN || s.ParentName != "eth2" || s.VLAN.ID != 100 || s.MTU != 1400 {
 		t.Errorf("eth2.100: %+v", s)
 	}
 
-	if s := spec("dummy0"); s.Kind != network.KindDummy || !s.Logical {
+	if s := spec("dummy0"); s.Kind != networkres.KindDummy || !s.Logical {
 		t.Errorf("dummy0: %+v", s)
 	}
 
-	if s := spec("wg0"); s.Kind != network.KindWireGuard || len(s.WireGuard.Peers) != 1 || s.WireGuard.Peers[0].AllowedIPs[0].String() != "10.99.0.0/16" {
+	if s := spec("wg0"); s.Kind != networkres.KindWireGuard || len(s.WireGuard.Peers) != 1 || s.WireGuard.Peers[0].AllowedIPs[0].String() != "10.99.0.0/16" {
 		t.Errorf("wg0: %+v", s)
 	}
 
-	nd.waitFor(network.RouteSpecType, "VLAN default route", hasIDs(false, "inet4/192.168.2.1//1024"))
-	nd.waitFor(network.AddressSpecType, "VLAN and dummy addresses, not the ignored link's",
+	nd.waitFor(networkres.RouteSpecType, "VLAN default route", hasIDs(false, "inet4/192.168.2.1//1024"))
+	nd.waitFor(networkres.AddressSpecType, "VLAN and dummy addresses, not the ignored link's",
 		func(items []bus.Resource) bool {
 			m := ids(items)
 			return m["eth2.100/192.168.2.10/28"] != nil && m["dummy0/169.254.5.5/32"] != nil && m["eth9/10.1.1.1/24"] == nil
 		})
-	nd.waitFor(network.OperatorSpecType, "DHCP on the bond", hasIDs(false, "dhcp4/bond0"))
+	nd.waitFor(networkres.OperatorSpecType, "DHCP on the bond", hasIDs(false, "dhcp4/bond0"))
 }
 
 // A shared IP gets a vip operator on a control plane only, on the link or
@@ -85,22 +86,22 @@ func TestVIPOperatorSpecs(t *testing.T) {
 
 	var got map[string]bus.Resource
 
-	nd.waitFor(network.OperatorSpecType, "vip operators on eth0 and eth1.7", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.OperatorSpecType, "vip operators on eth0 and eth1.7", func(items []bus.Resource) bool {
 		got = ids(items)
 		return got["vip/eth0"] != nil && got["vip/eth1.7"] != nil && got["dhcp4/eth0"] != nil
 	})
 
-	if s := got["vip/eth0"].(*network.OperatorSpec).TypedSpec(); s.VIP.IP.String() != "10.5.0.100" || !s.VIP.GratuitousARP || !s.RequireUp {
+	if s := got["vip/eth0"].(*networkres.OperatorSpec).TypedSpec(); s.VIP.IP.String() != "10.5.0.100" || !s.VIP.GratuitousARP || !s.RequireUp {
 		t.Errorf("vip/eth0: %+v", s)
 	}
 
-	if s := got["vip/eth1.7"].(*network.OperatorSpec).TypedSpec(); s.VIP.IP.String() != "192.168.7.100" {
+	if s := got["vip/eth1.7"].(*networkres.OperatorSpec).TypedSpec(); s.VIP.IP.String() != "192.168.7.100" {
 		t.Errorf("vip/eth1.7: %+v", s)
 	}
 
 	// The same config on a worker: DHCP stays, the shared IP does not.
 	nd.setConfigOf("worker", netCfg)
-	nd.waitFor(network.OperatorSpecType, "no vip operator on a worker", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.OperatorSpecType, "no vip operator on a worker", func(items []bus.Resource) bool {
 		got = ids(items)
 		return got["vip/eth0"] == nil && got["vip/eth1.7"] == nil && got["dhcp4/eth0"] != nil
 	})
@@ -151,20 +152,20 @@ func TestDefaultDHCP(t *testing.T) {
 
 	// bond0 (the bonding module makes one when it loads) sorts first but is
 	// no physical NIC.
-	for id, spec := range map[string]network.LinkStatusSpec{"bond0": {Type: "ether", Kind: "bond"}, "eth0": {Type: "ether"}} {
-		if err := nd.store.Create(context.Background(), bus.NewTyped(network.Namespace, network.LinkStatusType, id, spec), bus.WithOwner("test")); err != nil {
+	for id, spec := range map[string]networkres.LinkStatusSpec{"bond0": {Type: "ether", Kind: "bond"}, "eth0": {Type: "ether"}} {
+		if err := nd.store.Create(context.Background(), bus.NewTyped(networkres.Namespace, networkres.LinkStatusType, id, spec), bus.WithOwner("test")); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	nd.setConfig(nil)
-	nd.waitFor(network.OperatorSpecType, "default DHCP on eth0, not bond0", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.OperatorSpecType, "default DHCP on eth0, not bond0", func(items []bus.Resource) bool {
 		m := ids(items)
 		return m["dhcp4/eth0"] != nil && m["dhcp4/bond0"] == nil
 	})
-	nd.waitFor(network.LinkSpecType, "eth0 up", hasIDs(false, "eth0"))
+	nd.waitFor(networkres.LinkSpecType, "eth0 up", hasIDs(false, "eth0"))
 
 	// A static address in the config replaces it.
 	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{{Interface: "eth0", Addresses: []string{"10.5.0.9/24"}}}})
-	nd.waitFor(network.OperatorSpecType, "no DHCP on a configured link", hasIDs(true, "dhcp4/eth0"))
+	nd.waitFor(networkres.OperatorSpecType, "no DHCP on a configured link", hasIDs(true, "dhcp4/eth0"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // mergeController is the generic XMergeController: it folds the layered
@@ -24,7 +25,7 @@ func newMerge[S layered](name, typ string) *mergeController[S] {
 // mergeLinks keeps the higher layer's link spec but takes the MTU from a
 // lower layer (DHCP's) when the higher one sets none, as Talos merges link
 // fields across layers.
-func mergeLinks(lower, higher LinkSpecSpec) LinkSpecSpec {
+func mergeLinks(lower, higher network.LinkSpecSpec) network.LinkSpecSpec {
 	if higher.MTU == 0 {
 		higher.MTU = lower.MTU
 	}
@@ -35,7 +36,7 @@ func mergeLinks(lower, higher LinkSpecSpec) LinkSpecSpec {
 func (c *mergeController[S]) Name() string { return c.name }
 
 func (c *mergeController[S]) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: ConfigNamespace, Type: c.typ}}
+	return []bus.Input{{Namespace: network.ConfigNamespace, Type: c.typ}}
 }
 
 func (c *mergeController[S]) Outputs() []bus.Output {
@@ -44,7 +45,7 @@ func (c *mergeController[S]) Outputs() []bus.Output {
 
 func (c *mergeController[S]) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	return loop(ctx, r, nil, func() error {
-		items, err := bus.ListAs[*bus.Typed[S]](ctx, r, bus.Kind{Namespace: ConfigNamespace, Type: c.typ})
+		items, err := bus.ListAs[*bus.Typed[S]](ctx, r, bus.Kind{Namespace: network.ConfigNamespace, Type: c.typ})
 		if err != nil {
 			return err
 		}
@@ -74,6 +75,6 @@ func (c *mergeController[S]) Run(ctx context.Context, r bus.ControllerRuntime) e
 			}
 		}
 
-		return syncOutputs(ctx, r, c.name, Namespace, c.typ, want)
+		return syncOutputs(ctx, r, c.name, network.Namespace, c.typ, want)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // NetworkStatusController sums the network up in one NetworkStatus: the
@@ -20,30 +21,30 @@ func (c *NetworkStatusController) Name() string { return "network.StatusControll
 
 func (c *NetworkStatusController) Inputs() []bus.Input {
 	return []bus.Input{
-		{Namespace: Namespace, Type: NodeAddressType, ID: NodeAddressesCur},
-		{Namespace: Namespace, Type: RouteStatusType},
-		{Namespace: Namespace, Type: HostnameStatusType},
-		{Namespace: Namespace, Type: EtcFileStatusType},
-		{Namespace: Namespace, Type: ApplyIssueType},
+		{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur},
+		{Namespace: network.Namespace, Type: network.RouteStatusType},
+		{Namespace: network.Namespace, Type: network.HostnameStatusType},
+		{Namespace: network.Namespace, Type: network.EtcFileStatusType},
+		{Namespace: network.Namespace, Type: network.ApplyIssueType},
 	}
 }
 
 func (c *NetworkStatusController) Outputs() []bus.Output {
-	return []bus.Output{{Type: NetworkStatusType}}
+	return []bus.Output{{Type: network.NetworkStatusType}}
 }
 
 func (c *NetworkStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	return loop(ctx, r, nil, func() error {
-		var st NetworkStatusSpec
+		var st network.NetworkStatusSpec
 
-		node, err := bus.GetAs[*NodeAddress](ctx, r, bus.Pointer{Namespace: Namespace, Type: NodeAddressType, ID: NodeAddressesCur})
+		node, err := bus.GetAs[*network.NodeAddress](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.NodeAddressType, ID: network.NodeAddressesCur})
 		if err != nil && !bus.IsNotFound(err) {
 			return err
 		}
 
 		st.AddressReady = node != nil && len(node.TypedSpec().Addresses) > 0
 
-		routes, err := bus.ListAs[*RouteStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: RouteStatusType})
+		routes, err := bus.ListAs[*network.RouteStatus](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.RouteStatusType})
 		if err != nil {
 			return err
 		}
@@ -54,18 +55,18 @@ func (c *NetworkStatusController) Run(ctx context.Context, r bus.ControllerRunti
 			}
 		}
 
-		if _, err := r.Get(ctx, bus.Pointer{Namespace: Namespace, Type: HostnameStatusType, ID: HostnameID}); err == nil {
+		if _, err := r.Get(ctx, bus.Pointer{Namespace: network.Namespace, Type: network.HostnameStatusType, ID: network.HostnameID}); err == nil {
 			st.HostnameReady = true
 		}
 
-		files, err := r.List(ctx, bus.Kind{Namespace: Namespace, Type: EtcFileStatusType})
+		files, err := r.List(ctx, bus.Kind{Namespace: network.Namespace, Type: network.EtcFileStatusType})
 		if err != nil {
 			return err
 		}
 
 		st.EtcFilesReady = c.opts.EtcDir == "" || len(files) == 2
 
-		iss, err := bus.ListAs[*ApplyIssue](ctx, r, bus.Kind{Namespace: Namespace, Type: ApplyIssueType})
+		iss, err := bus.ListAs[*network.ApplyIssue](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.ApplyIssueType})
 		if err != nil {
 			return err
 		}
@@ -74,6 +75,6 @@ func (c *NetworkStatusController) Run(ctx context.Context, r bus.ControllerRunti
 			st.Issues = append(st.Issues, fmt.Sprintf("%s: %s (%s)", is.Metadata().ID, is.TypedSpec().Message, is.TypedSpec().State))
 		}
 
-		return syncOutputs(ctx, r, c.Name(), Namespace, NetworkStatusType, map[string]NetworkStatusSpec{NetworkStatusID: st})
+		return syncOutputs(ctx, r, c.Name(), network.Namespace, network.NetworkStatusType, map[string]network.NetworkStatusSpec{network.NetworkStatusID: st})
 	})
 }

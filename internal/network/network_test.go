@@ -11,6 +11,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 func staticConfig() *configs.NetworkConfig {
@@ -36,7 +37,7 @@ func staticConfig() *configs.NetworkConfig {
 
 func ready(items []bus.Resource) bool {
 	for _, r := range items {
-		st := r.(*network.NetworkStatus).TypedSpec()
+		st := r.(*networkres.NetworkStatus).TypedSpec()
 		if st.AddressReady && st.ConnectivityReady && st.HostnameReady && st.EtcFilesReady && len(st.Issues) == 0 {
 			return true
 		}
@@ -52,14 +53,14 @@ func TestStaticConfig(t *testing.T) {
 	nd := startNode(t, ns, nil)
 	nd.setConfig(staticConfig())
 
-	nd.waitFor(network.NetworkStatusType, "network ready", ready)
-	nd.waitFor(network.AddressStatusType, "addresses", hasIDs(false, "eth0/10.9.0.2/24", "eth0/10.9.1.2/24", "eth0/10.9.2.2/24"))
-	nd.waitFor(network.RouteStatusType, "routes", hasIDs(false,
+	nd.waitFor(networkres.NetworkStatusType, "network ready", ready)
+	nd.waitFor(networkres.AddressStatusType, "addresses", hasIDs(false, "eth0/10.9.0.2/24", "eth0/10.9.1.2/24", "eth0/10.9.2.2/24"))
+	nd.waitFor(networkres.RouteStatusType, "routes", hasIDs(false,
 		"inet4/10.9.0.1/10.20.0.0/16/100", "inet4/10.9.1.1/10.30.0.0/16/1024", "inet4/10.9.0.1//1024"))
 
-	nd.waitFor(network.LinkStatusType, "eth0 up with MTU 1400", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.LinkStatusType, "eth0 up with MTU 1400", func(items []bus.Resource) bool {
 		l, ok := ids(items)["eth0"]
-		return ok && l.(*network.LinkStatus).TypedSpec().Up && l.(*network.LinkStatus).TypedSpec().MTU == 1400
+		return ok && l.(*networkres.LinkStatus).TypedSpec().Up && l.(*networkres.LinkStatus).TypedSpec().MTU == 1400
 	})
 
 	h := ns.handle()
@@ -73,7 +74,7 @@ func TestStaticConfig(t *testing.T) {
 		t.Errorf("eth0: MTU %d, flags %v; want 1400 and up", a.MTU, a.Flags)
 	}
 
-	routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: network.RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
+	routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: networkres.RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +100,9 @@ func TestStaticConfig(t *testing.T) {
 	checkFile(t, nd.etc+"/resolv.conf", "nameserver 10.9.0.53\nnameserver 10.9.0.54\n\nsearch example.org\n")
 
 	// hosts follows the node address, which may arrive after readiness.
-	nd.waitFor(network.EtcFileStatusType, "hosts with the node address", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.EtcFileStatusType, "hosts with the node address", func(items []bus.Resource) bool {
 		r, ok := ids(items)[network.HostsFile]
-		return ok && strings.Contains(r.(*network.EtcFileStatus).TypedSpec().Contents, "10.9.0.2\t")
+		return ok && strings.Contains(r.(*networkres.EtcFileStatus).TypedSpec().Contents, "10.9.0.2\t")
 	})
 
 	hosts, _ := os.ReadFile(nd.etc + "/hosts") //nolint:errcheck // checked below
@@ -111,11 +112,11 @@ func TestStaticConfig(t *testing.T) {
 		}
 	}
 
-	nd.waitFor(network.NodeAddressType, "node addresses", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.NodeAddressType, "node addresses", func(items []bus.Resource) bool {
 		m := ids(items)
 		def, ok := m["default"]
 
-		return ok && def.(*network.NodeAddress).TypedSpec().Addresses[0].String() == "10.9.0.2/24" && m["current"] != nil
+		return ok && def.(*networkres.NodeAddress).TypedSpec().Addresses[0].String() == "10.9.0.2/24" && m["current"] != nil
 	})
 }
 

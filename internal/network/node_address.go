@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // NodeAddressController derives NodeAddresses from AddressStatuses:
@@ -18,19 +19,21 @@ type NodeAddressController struct{}
 func (c *NodeAddressController) Name() string { return "network.NodeAddressController" }
 
 func (c *NodeAddressController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: Namespace, Type: AddressStatusType}, {Namespace: Namespace, Type: LinkStatusType}}
+	return []bus.Input{{Namespace: network.Namespace, Type: network.AddressStatusType}, {Namespace: network.Namespace, Type: network.LinkStatusType}}
 }
 
-func (c *NodeAddressController) Outputs() []bus.Output { return []bus.Output{{Type: NodeAddressType}} }
+func (c *NodeAddressController) Outputs() []bus.Output {
+	return []bus.Output{{Type: network.NodeAddressType}}
+}
 
 func (c *NodeAddressController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	return loop(ctx, r, nil, func() error {
-		addrs, err := bus.ListAs[*AddressStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: AddressStatusType})
+		addrs, err := bus.ListAs[*network.AddressStatus](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.AddressStatusType})
 		if err != nil {
 			return err
 		}
 
-		links, err := bus.ListAs[*LinkStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: LinkStatusType})
+		links, err := bus.ListAs[*network.LinkStatus](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.LinkStatusType})
 		if err != nil {
 			return err
 		}
@@ -64,17 +67,17 @@ func (c *NodeAddressController) Run(ctx context.Context, r bus.ControllerRuntime
 		})
 
 		current = slices.Compact(current)
-		want := map[string]NodeAddressSpec{NodeAddressesCur: {Addresses: current}}
+		want := map[string]network.NodeAddressSpec{network.NodeAddressesCur: {Addresses: current}}
 
 		// The default is the first address with a subnet: a host address
 		// (/32, /128) is a shared IP, which moves between nodes and must
 		// not name this one.
 		if i := slices.IndexFunc(current, func(p netip.Prefix) bool { return p.Bits() < p.Addr().BitLen() }); i >= 0 {
-			want[NodeAddressesDef] = NodeAddressSpec{Addresses: current[i : i+1 : i+1]}
+			want[network.NodeAddressesDef] = network.NodeAddressSpec{Addresses: current[i : i+1 : i+1]}
 		} else if len(current) > 0 {
-			want[NodeAddressesDef] = NodeAddressSpec{Addresses: current[:1:1]}
+			want[network.NodeAddressesDef] = network.NodeAddressSpec{Addresses: current[:1:1]}
 		}
 
-		return syncOutputs(ctx, r, c.Name(), Namespace, NodeAddressType, want)
+		return syncOutputs(ctx, r, c.Name(), network.Namespace, network.NodeAddressType, want)
 	})
 }

@@ -3,6 +3,8 @@ package network
 import (
 	"context"
 	"log/slog"
+
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // Operator is the hook for the DHCP client (and later the VIP keeper): a
@@ -21,11 +23,11 @@ import (
 type Operator interface {
 	Run(ctx context.Context, notify func())
 
-	AddressSpecs() []AddressSpecSpec
-	RouteSpecs() []RouteSpecSpec
-	HostnameSpecs() []HostnameSpecSpec
-	ResolverSpecs() []ResolverSpecSpec
-	TimeServerSpecs() []TimeServerSpecSpec
+	AddressSpecs() []network.AddressSpecSpec
+	RouteSpecs() []network.RouteSpecSpec
+	HostnameSpecs() []network.HostnameSpecSpec
+	ResolverSpecs() []network.ResolverSpecSpec
+	TimeServerSpecs() []network.TimeServerSpecSpec
 }
 
 // OperatorEnv is what an operator may need from networkd.
@@ -40,11 +42,11 @@ type OperatorEnv struct {
 // OperatorFactory builds the operator for a spec. It returns (nil, nil)
 // for an operator it does not implement, which networkd reports as a
 // pending ApplyIssue rather than an error.
-type OperatorFactory func(spec OperatorSpecSpec, env OperatorEnv) (Operator, error)
+type OperatorFactory func(spec network.OperatorSpecSpec, env OperatorEnv) (Operator, error)
 
 // LinkSettings is implemented by operators that learn settings of their
 // link, such as the MTU a DHCP server hands out. They are published at the
 // operator layer, where the configuration still wins for what it sets.
 type LinkSettings interface {
-	LinkSpecs() []LinkSpecSpec
+	LinkSpecs() []network.LinkSpecSpec
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // OperatorSpecController runs one Operator per merged OperatorSpec (built
@@ -20,7 +21,7 @@ type OperatorSpecController struct {
 }
 
 type runningOperator struct {
-	spec   OperatorSpecSpec
+	spec   network.OperatorSpecSpec
 	op     Operator
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -34,12 +35,12 @@ func NewOperatorSpecController(opts *Options) *OperatorSpecController {
 func (c *OperatorSpecController) Name() string { return "network.OperatorSpecController" }
 
 func (c *OperatorSpecController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: Namespace, Type: OperatorSpecType}, {Namespace: Namespace, Type: LinkStatusType}}
+	return []bus.Input{{Namespace: network.Namespace, Type: network.OperatorSpecType}, {Namespace: network.Namespace, Type: network.LinkStatusType}}
 }
 
 func (c *OperatorSpecController) Outputs() []bus.Output {
 	out := []bus.Output{issueOutput}
-	for _, t := range []string{LinkSpecType, AddressSpecType, RouteSpecType, HostnameSpecType, ResolverSpecType, TimeServerSpecType} {
+	for _, t := range []string{network.LinkSpecType, network.AddressSpecType, network.RouteSpecType, network.HostnameSpecType, network.ResolverSpecType, network.TimeServerSpecType} {
 		out = append(out, bus.Output{Type: t, Kind: bus.OutputShared})
 	}
 
@@ -64,12 +65,12 @@ func (c *OperatorSpecController) Run(ctx context.Context, r bus.ControllerRuntim
 }
 
 func (c *OperatorSpecController) reconcile(ctx context.Context, r bus.ControllerRuntime) (issues, error) {
-	specs, err := bus.ListAs[*OperatorSpec](ctx, r, bus.Kind{Namespace: Namespace, Type: OperatorSpecType})
+	specs, err := bus.ListAs[*network.OperatorSpec](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.OperatorSpecType})
 	if err != nil {
 		return nil, err
 	}
 
-	links, err := bus.ListAs[*LinkStatus](ctx, r, bus.Kind{Namespace: Namespace, Type: LinkStatusType})
+	links, err := bus.ListAs[*network.LinkStatus](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.LinkStatusType})
 	if err != nil {
 		return nil, err
 	}
@@ -159,42 +160,42 @@ func (c *OperatorSpecController) stopAll() {
 
 // publish writes every running operator's results at the operator layer.
 func (c *OperatorSpecController) publish(ctx context.Context, r bus.ControllerRuntime) error {
-	links, addrs, routes := layeredSet[LinkSpecSpec]{}, layeredSet[AddressSpecSpec]{}, layeredSet[RouteSpecSpec]{}
-	hosts, resolvers, times := layeredSet[HostnameSpecSpec]{}, layeredSet[ResolverSpecSpec]{}, layeredSet[TimeServerSpecSpec]{}
+	links, addrs, routes := layeredSet[network.LinkSpecSpec]{}, layeredSet[network.AddressSpecSpec]{}, layeredSet[network.RouteSpecSpec]{}
+	hosts, resolvers, times := layeredSet[network.HostnameSpecSpec]{}, layeredSet[network.ResolverSpecSpec]{}, layeredSet[network.TimeServerSpecSpec]{}
 
 	c.mu.Lock()
 
 	for _, ro := range c.running {
 		if ls, ok := ro.op.(LinkSettings); ok {
 			for _, s := range ls.LinkSpecs() {
-				s.Layer = LayerOperator
+				s.Layer = network.LayerOperator
 				links.add(s.Name, s)
 			}
 		}
 
 		for _, s := range ro.op.AddressSpecs() {
-			s.Layer = LayerOperator
+			s.Layer = network.LayerOperator
 			addrs.add(s.ID(), s)
 		}
 
 		for _, s := range ro.op.RouteSpecs() {
-			s.Layer = LayerOperator
+			s.Layer = network.LayerOperator
 			routes.add(s.ID(), s)
 		}
 
 		for _, s := range ro.op.HostnameSpecs() {
-			s.Layer = LayerOperator
-			hosts.add(HostnameID, s)
+			s.Layer = network.LayerOperator
+			hosts.add(network.HostnameID, s)
 		}
 
 		for _, s := range ro.op.ResolverSpecs() {
-			s.Layer = LayerOperator
-			resolvers.add(ResolverID, s)
+			s.Layer = network.LayerOperator
+			resolvers.add(network.ResolverID, s)
 		}
 
 		for _, s := range ro.op.TimeServerSpecs() {
-			s.Layer = LayerOperator
-			times.add(TimeServerID, s)
+			s.Layer = network.LayerOperator
+			times.add(network.TimeServerID, s)
 		}
 	}
 
@@ -202,25 +203,25 @@ func (c *OperatorSpecController) publish(ctx context.Context, r bus.ControllerRu
 
 	name := c.Name()
 
-	if err := syncOutputs(ctx, r, name, ConfigNamespace, LinkSpecType, map[string]LinkSpecSpec(links)); err != nil {
+	if err := syncOutputs(ctx, r, name, network.ConfigNamespace, network.LinkSpecType, map[string]network.LinkSpecSpec(links)); err != nil {
 		return err
 	}
 
-	if err := syncOutputs(ctx, r, name, ConfigNamespace, AddressSpecType, map[string]AddressSpecSpec(addrs)); err != nil {
+	if err := syncOutputs(ctx, r, name, network.ConfigNamespace, network.AddressSpecType, map[string]network.AddressSpecSpec(addrs)); err != nil {
 		return err
 	}
 
-	if err := syncOutputs(ctx, r, name, ConfigNamespace, RouteSpecType, map[string]RouteSpecSpec(routes)); err != nil {
+	if err := syncOutputs(ctx, r, name, network.ConfigNamespace, network.RouteSpecType, map[string]network.RouteSpecSpec(routes)); err != nil {
 		return err
 	}
 
-	if err := syncOutputs(ctx, r, name, ConfigNamespace, HostnameSpecType, map[string]HostnameSpecSpec(hosts)); err != nil {
+	if err := syncOutputs(ctx, r, name, network.ConfigNamespace, network.HostnameSpecType, map[string]network.HostnameSpecSpec(hosts)); err != nil {
 		return err
 	}
 
-	if err := syncOutputs(ctx, r, name, ConfigNamespace, ResolverSpecType, map[string]ResolverSpecSpec(resolvers)); err != nil {
+	if err := syncOutputs(ctx, r, name, network.ConfigNamespace, network.ResolverSpecType, map[string]network.ResolverSpecSpec(resolvers)); err != nil {
 		return err
 	}
 
-	return syncOutputs(ctx, r, name, ConfigNamespace, TimeServerSpecType, map[string]TimeServerSpecSpec(times))
+	return syncOutputs(ctx, r, name, network.ConfigNamespace, network.TimeServerSpecType, map[string]network.TimeServerSpecSpec(times))
 }

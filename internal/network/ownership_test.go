@@ -7,7 +7,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 func oneAddress(addr, dst string) *configs.NetworkConfig {
@@ -25,8 +25,8 @@ func TestDriftIsCorrected(t *testing.T) {
 
 	nd := startNode(t, ns, nil)
 	nd.setConfig(oneAddress("10.9.0.2/24", "10.20.0.0/16"))
-	nd.waitFor(network.AddressStatusType, "address", hasIDs(false, "eth0/10.9.0.2/24"))
-	nd.waitFor(network.RouteStatusType, "route", hasIDs(false, "inet4/10.9.0.1/10.20.0.0/16/50"))
+	nd.waitFor(networkres.AddressStatusType, "address", hasIDs(false, "eth0/10.9.0.2/24"))
+	nd.waitFor(networkres.RouteStatusType, "route", hasIDs(false, "inet4/10.9.0.1/10.20.0.0/16/50"))
 
 	for range 3 {
 		// Subscribe before deleting, so the re-adds cannot be missed.
@@ -56,16 +56,16 @@ func TestConfigChangeKeepsForeignState(t *testing.T) {
 
 	nd := startNode(t, ns, nil)
 	nd.setConfig(oneAddress("10.9.0.2/24", "10.20.0.0/16"))
-	nd.waitFor(network.RouteStatusType, "route", hasIDs(false, "inet4/10.9.0.1/10.20.0.0/16/50"))
+	nd.waitFor(networkres.RouteStatusType, "route", hasIDs(false, "inet4/10.9.0.1/10.20.0.0/16/50"))
 
 	ns.ip("route", "add", "10.78.0.0/16", "via", "10.9.0.1", "metric", "50") // foreign, while running
 
 	nd.setConfig(oneAddress("10.9.0.3/24", "10.21.0.0/16"))
-	nd.waitFor(network.AddressStatusType, "new address, old gone", func(items []bus.Resource) bool {
+	nd.waitFor(networkres.AddressStatusType, "new address, old gone", func(items []bus.Resource) bool {
 		m := ids(items)
 		return m["eth0/10.9.0.3/24"] != nil && m["eth0/10.9.0.2/24"] == nil
 	})
-	nd.waitFor(network.RouteStatusType, "new route, old gone",
+	nd.waitFor(networkres.RouteStatusType, "new route, old gone",
 		func(items []bus.Resource) bool {
 			m := ids(items)
 			return m["inet4/10.9.0.1/10.21.0.0/16/50"] != nil && m["inet4/10.9.0.1/10.20.0.0/16/50"] == nil
@@ -84,8 +84,8 @@ func TestConfigChangeKeepsForeignState(t *testing.T) {
 
 	// An empty network config takes everything of networkd's away.
 	nd.setConfig(&configs.NetworkConfig{})
-	nd.waitFor(network.RouteStatusType, "owned routes gone", hasIDs(true, "inet4/10.9.0.1/10.21.0.0/16/50"))
-	nd.waitFor(network.AddressStatusType, "owned address gone", hasIDs(true, "eth0/10.9.0.3/24"))
+	nd.waitFor(networkres.RouteStatusType, "owned routes gone", hasIDs(true, "inet4/10.9.0.1/10.21.0.0/16/50"))
+	nd.waitFor(networkres.AddressStatusType, "owned address gone", hasIDs(true, "eth0/10.9.0.3/24"))
 
 	if routes := ns.ip("route", "show"); !strings.Contains(routes, "10.77.0.0/16") || strings.Contains(routes, "proto 116") {
 		t.Errorf("after clearing the config:\n%s", routes)

@@ -8,34 +8,29 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/network"
-	"github.com/talosbox/talosbox/internal/supervisor"
-	"github.com/talosbox/talosbox/internal/timed"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
+	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 func TestDefinitionsRegister(t *testing.T) {
 	reg := bus.NewRegistry()
-	for _, d := range append(append(append([]bus.Definition{}, machine.Definitions...), supervisor.Definition, timed.Definition), network.Definitions...) {
+	for _, d := range append(append(append([]bus.Definition{}, runtime.Definitions...), v1alpha1.ServiceDefinition, v1alpha1.TimeStatusDefinition), networkres.Definitions...) {
 		if err := reg.Register(d); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	for name, want := range map[string]string{
-		"address": network.AddressStatusType, "routes": network.RouteStatusType, "hostname": network.HostnameStatusType,
-		"resolvers": network.ResolverStatusType, "timeservers": network.TimeServerStatusType, "nodeaddresses": network.NodeAddressType,
-		"operators": network.OperatorSpecType, "netstatus": network.NetworkStatusType, "links": network.LinkStatusType,
+		"address": networkres.AddressStatusType, "routes": networkres.RouteStatusType, "hostname": networkres.HostnameStatusType,
+		"resolvers": networkres.ResolverStatusType, "timeservers": networkres.TimeServerStatusType, "nodeaddresses": networkres.NodeAddressType,
+		"operators": networkres.OperatorSpecType, "netstatus": networkres.NetworkStatusType, "links": networkres.LinkStatusType,
 	} {
 		d, err := reg.Lookup(name)
 		if err != nil || d.Type != want {
 			t.Errorf("lookup %q: %v %v", name, d.Type, err)
 		}
-	}
-
-	if network.MachineConfigType != machine.MachineConfigType || network.MachineConfigNamespace != machine.NamespaceConfig ||
-		network.MachineConfigID != machine.ActiveConfigID {
-		t.Error("network's names for the machine config drifted from internal/machine")
 	}
 }
 
@@ -82,11 +77,11 @@ func TestOperatorLayer(t *testing.T) {
 
 	var (
 		mu      sync.Mutex
-		started []network.OperatorSpecSpec
+		started []networkres.OperatorSpecSpec
 	)
 
 	nd := startNode(t, ns, func(o *network.Options) {
-		o.Operators = func(spec network.OperatorSpecSpec, env network.OperatorEnv) (network.Operator, error) {
+		o.Operators = func(spec networkres.OperatorSpecSpec, env network.OperatorEnv) (network.Operator, error) {
 			mu.Lock()
 			defer mu.Unlock()
 
@@ -97,10 +92,10 @@ func TestOperatorLayer(t *testing.T) {
 	})
 
 	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{{Interface: "eth0", DHCP: true}}})
-	nd.waitFor(network.AddressStatusType, "DHCP address", hasIDs(false, "eth0/10.9.8.50/24"))
-	nd.waitFor(network.RouteStatusType, "DHCP default route", hasIDs(false, "inet4/10.9.8.1//1024"))
-	nd.waitFor(network.HostnameStatusType, "DHCP hostname", func(items []bus.Resource) bool {
-		return len(items) == 1 && items[0].(*network.HostnameStatus).TypedSpec().Hostname == "from-dhcp"
+	nd.waitFor(networkres.AddressStatusType, "DHCP address", hasIDs(false, "eth0/10.9.8.50/24"))
+	nd.waitFor(networkres.RouteStatusType, "DHCP default route", hasIDs(false, "inet4/10.9.8.1//1024"))
+	nd.waitFor(networkres.HostnameStatusType, "DHCP hostname", func(items []bus.Resource) bool {
+		return len(items) == 1 && items[0].(*networkres.HostnameStatus).TypedSpec().Hostname == "from-dhcp"
 	})
 	checkFileEventually(t, nd, network.ResolvFile, "nameserver 10.9.8.53\n")
 
@@ -108,7 +103,7 @@ func TestOperatorLayer(t *testing.T) {
 	linkMTU := func(mtu int) func([]bus.Resource) bool {
 		return func(items []bus.Resource) bool {
 			for _, it := range items {
-				if it.Metadata().ID == "eth0" && it.(*network.LinkStatus).TypedSpec().MTU == mtu {
+				if it.Metadata().ID == "eth0" && it.(*networkres.LinkStatus).TypedSpec().MTU == mtu {
 					return true
 				}
 			}
@@ -117,26 +112,26 @@ func TestOperatorLayer(t *testing.T) {
 		}
 	}
 
-	nd.waitFor(network.LinkStatusType, "eth0 at the lease's MTU 1400", linkMTU(1400))
+	nd.waitFor(networkres.LinkStatusType, "eth0 at the lease's MTU 1400", linkMTU(1400))
 	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{{Interface: "eth0", DHCP: true, MTU: 1300}}})
-	nd.waitFor(network.LinkStatusType, "eth0 at the configured MTU 1300", linkMTU(1300))
+	nd.waitFor(networkres.LinkStatusType, "eth0 at the configured MTU 1300", linkMTU(1300))
 
 	nd.setConfig(&configs.NetworkConfig{Hostname: "configured", Interfaces: []configs.Device{{Interface: "eth0", DHCP: true}}})
-	nd.waitFor(network.HostnameStatusType, "configured hostname", func(items []bus.Resource) bool {
-		return len(items) == 1 && items[0].(*network.HostnameStatus).TypedSpec().Hostname == "configured"
+	nd.waitFor(networkres.HostnameStatusType, "configured hostname", func(items []bus.Resource) bool {
+		return len(items) == 1 && items[0].(*networkres.HostnameStatus).TypedSpec().Hostname == "configured"
 	})
 
 	// Without dhcp the operator stops and its address goes.
 	nd.setConfig(&configs.NetworkConfig{Interfaces: []configs.Device{{Interface: "eth0"}}})
-	nd.waitFor(network.AddressStatusType, "DHCP address gone", hasIDs(true, "eth0/10.9.8.50/24"))
-	nd.waitFor(network.HostnameStatusType, "default hostname", func(items []bus.Resource) bool {
-		return len(items) == 1 && items[0].(*network.HostnameStatus).TypedSpec().Hostname == network.DefaultHostname("test-node")
+	nd.waitFor(networkres.AddressStatusType, "DHCP address gone", hasIDs(true, "eth0/10.9.8.50/24"))
+	nd.waitFor(networkres.HostnameStatusType, "default hostname", func(items []bus.Resource) bool {
+		return len(items) == 1 && items[0].(*networkres.HostnameStatus).TypedSpec().Hostname == network.DefaultHostname("test-node")
 	})
 
 	mu.Lock()
 	defer mu.Unlock()
 
-	if len(started) == 0 || started[0].Operator != network.OperatorDHCP4 || started[0].LinkName != "eth0" || started[0].RouteMetric != 1024 {
+	if len(started) == 0 || started[0].Operator != networkres.OperatorDHCP4 || started[0].LinkName != "eth0" || started[0].RouteMetric != 1024 {
 		t.Errorf("operators started: %+v", started)
 	}
 }
@@ -160,10 +155,10 @@ func TestCmdlineLayer(t *testing.T) {
 		o.KernelCmdline = "ip=10.9.9.2::10.9.9.1:255.255.255.0:cmdhost:eth0:off:10.9.9.53"
 	})
 
-	nd.waitFor(network.RouteStatusType, "cmdline default route", hasIDs(false, "inet4/10.9.9.1//1024"))
-	nd.waitFor(network.AddressStatusType, "cmdline address", hasIDs(false, "eth0/10.9.9.2/24"))
-	nd.waitFor(network.HostnameStatusType, "cmdline hostname", func(items []bus.Resource) bool {
-		return len(items) == 1 && items[0].(*network.HostnameStatus).TypedSpec().Hostname == "cmdhost"
+	nd.waitFor(networkres.RouteStatusType, "cmdline default route", hasIDs(false, "inet4/10.9.9.1//1024"))
+	nd.waitFor(networkres.AddressStatusType, "cmdline address", hasIDs(false, "eth0/10.9.9.2/24"))
+	nd.waitFor(networkres.HostnameStatusType, "cmdline hostname", func(items []bus.Resource) bool {
+		return len(items) == 1 && items[0].(*networkres.HostnameStatus).TypedSpec().Hostname == "cmdhost"
 	})
 	checkFileEventually(t, nd, network.ResolvFile, "nameserver 10.9.9.53\n")
 }
@@ -177,23 +172,23 @@ func TestPlatformHostnameLayer(t *testing.T) {
 
 	hostname := func(want string) func([]bus.Resource) bool {
 		return func(items []bus.Resource) bool {
-			return len(items) == 1 && items[0].(*network.HostnameStatus).TypedSpec().Hostname == want
+			return len(items) == 1 && items[0].(*networkres.HostnameStatus).TypedSpec().Hostname == want
 		}
 	}
 
-	nd.waitFor(network.HostnameStatusType, "the platform's hostname", hostname("demo-controlplane-1"))
+	nd.waitFor(networkres.HostnameStatusType, "the platform's hostname", hostname("demo-controlplane-1"))
 	checkFile(t, nd.host, "demo-controlplane-1\n")
 
 	nd.setConfig(&configs.NetworkConfig{Hostname: "from-config"})
-	nd.waitFor(network.HostnameStatusType, "the config's hostname", hostname("from-config"))
+	nd.waitFor(networkres.HostnameStatusType, "the config's hostname", hostname("from-config"))
 }
 
 func checkFileEventually(t *testing.T, nd *node, id, want string) {
 	t.Helper()
 
-	nd.waitFor(network.EtcFileStatusType, id, func(items []bus.Resource) bool {
+	nd.waitFor(networkres.EtcFileStatusType, id, func(items []bus.Resource) bool {
 		r, ok := ids(items)[id]
-		return ok && r.(*network.EtcFileStatus).TypedSpec().Contents == want
+		return ok && r.(*networkres.EtcFileStatus).TypedSpec().Contents == want
 	})
 	checkFile(t, nd.etc+"/"+id, want)
 }

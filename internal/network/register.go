@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // Options configure networkd's controllers.
@@ -50,13 +51,13 @@ func Controllers(opts Options) []bus.Controller {
 		NewTimeServerConfigController(o),
 		NewOperatorConfigController(o),
 		// merge: layered specs -> final specs
-		&mergeController[LinkSpecSpec]{name: "network.LinkMergeController", typ: LinkSpecType, combine: mergeLinks},
-		newMerge[AddressSpecSpec]("network.AddressMergeController", AddressSpecType),
-		newMerge[RouteSpecSpec]("network.RouteMergeController", RouteSpecType),
-		newMerge[HostnameSpecSpec]("network.HostnameMergeController", HostnameSpecType),
-		newMerge[ResolverSpecSpec]("network.ResolverMergeController", ResolverSpecType),
-		newMerge[TimeServerSpecSpec]("network.TimeServerMergeController", TimeServerSpecType),
-		newMerge[OperatorSpecSpec]("network.OperatorMergeController", OperatorSpecType),
+		&mergeController[network.LinkSpecSpec]{name: "network.LinkMergeController", typ: network.LinkSpecType, combine: mergeLinks},
+		newMerge[network.AddressSpecSpec]("network.AddressMergeController", network.AddressSpecType),
+		newMerge[network.RouteSpecSpec]("network.RouteMergeController", network.RouteSpecType),
+		newMerge[network.HostnameSpecSpec]("network.HostnameMergeController", network.HostnameSpecType),
+		newMerge[network.ResolverSpecSpec]("network.ResolverMergeController", network.ResolverSpecType),
+		newMerge[network.TimeServerSpecSpec]("network.TimeServerMergeController", network.TimeServerSpecType),
+		newMerge[network.OperatorSpecSpec]("network.OperatorMergeController", network.OperatorSpecType),
 		// spec: final specs -> kernel, files, operators
 		NewLinkSpecController(o),
 		NewAddressSpecController(o),

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // RouteSpecController applies RouteSpecs. Every route it adds carries
@@ -27,7 +28,7 @@ func NewRouteSpecController(opts *Options) *RouteSpecController {
 func (c *RouteSpecController) Name() string { return "network.RouteSpecController" }
 
 func (c *RouteSpecController) Inputs() []bus.Input {
-	return []bus.Input{{Namespace: Namespace, Type: RouteSpecType}}
+	return []bus.Input{{Namespace: network.Namespace, Type: network.RouteSpecType}}
 }
 
 func (c *RouteSpecController) Outputs() []bus.Output { return []bus.Output{issueOutput} }
@@ -43,13 +44,13 @@ func (c *RouteSpecController) Run(ctx context.Context, r bus.ControllerRuntime) 
 // routeKey is what makes a kernel route unique (with tos, always 0 here).
 type routeKey struct {
 	family string
-	table  RoutingTable
+	table  network.RoutingTable
 	dst    netip.Prefix
 	prio   uint32
 }
 
 func (c *RouteSpecController) reconcile(ctx context.Context, r bus.ControllerRuntime, k *kernel) (issues, error) {
-	specs, err := bus.ListAs[*RouteSpec](ctx, r, bus.Kind{Namespace: Namespace, Type: RouteSpecType})
+	specs, err := bus.ListAs[*network.RouteSpec](ctx, r, bus.Kind{Namespace: network.Namespace, Type: network.RouteSpecType})
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +93,12 @@ func (c *RouteSpecController) reconcile(ctx context.Context, r bus.ControllerRun
 	}
 
 	for key, rt := range have {
-		if rt.Protocol != RouteProtocol || wanted[key] {
+		if rt.Protocol != network.RouteProtocol || wanted[key] {
 			continue
 		}
 
 		if err := k.h.RouteDel(&rt); err != nil && !errors.Is(err, unix.ESRCH) {
-			is.fail("route/"+RouteID(key.table, key.family, netip.Addr{}, key.dst, key.prio), fmt.Errorf("remove route: %w", err))
+			is.fail("route/"+network.RouteID(key.table, key.family, netip.Addr{}, key.dst, key.prio), fmt.Errorf("remove route: %w", err))
 		}
 	}
 
@@ -106,7 +107,7 @@ func (c *RouteSpecController) reconcile(ctx context.Context, r bus.ControllerRun
 
 // apply makes the kernel hold the route; cur is the kernel's route with
 // the same key, if any.
-func (c *RouteSpecController) apply(k *kernel, spec *RouteSpecSpec, cur netlink.Route, names map[int]string) error {
+func (c *RouteSpecController) apply(k *kernel, spec *network.RouteSpecSpec, cur netlink.Route, names map[int]string) error {
 	want, err := kernelRoute(k, spec)
 	if err != nil {
 		return err
@@ -119,7 +120,7 @@ func (c *RouteSpecController) apply(k *kernel, spec *RouteSpecSpec, cur netlink.
 		if err := k.h.RouteAdd(want); err != nil {
 			return fmt.Errorf("add route %s: %w", spec.ID(), err)
 		}
-	case cur.Protocol != RouteProtocol:
+	case cur.Protocol != network.RouteProtocol:
 		return fmt.Errorf("route %s conflicts with a route in the kernel not managed by networkd (protocol %d, via %s dev %s)",
 			spec.ID(), cur.Protocol, cur.Gw, names[cur.LinkIndex])
 	case !sameRoute(cur, want):
@@ -131,19 +132,19 @@ func (c *RouteSpecController) apply(k *kernel, spec *RouteSpecSpec, cur netlink.
 	return nil
 }
 
-func kernelRoute(k *kernel, spec *RouteSpecSpec) (*netlink.Route, error) {
+func kernelRoute(k *kernel, spec *network.RouteSpecSpec) (*netlink.Route, error) {
 	// The kernel copy always carries RouteProtocol, whatever the spec's
 	// Protocol (its origin) says: that is how networkd knows its routes.
 	rt := &netlink.Route{
-		Table: int(spec.Table), Priority: int(spec.Priority), Protocol: RouteProtocol, MTU: int(spec.MTU),
+		Table: int(spec.Table), Priority: int(spec.Priority), Protocol: network.RouteProtocol, MTU: int(spec.MTU),
 		Scope: netlink.SCOPE_UNIVERSE, Family: netlink.FAMILY_V4, Type: int(spec.Type),
 	}
 
-	if spec.Type == RouteTypeUnspec {
-		rt.Type = int(RouteTypeUnicast) // what the kernel reports for it
+	if spec.Type == network.RouteTypeUnspec {
+		rt.Type = int(network.RouteTypeUnicast) // what the kernel reports for it
 	}
 
-	if spec.Family == FamilyInet6 {
+	if spec.Family == network.FamilyInet6 {
 		rt.Family = netlink.FAMILY_V6
 	}
 
@@ -158,7 +159,7 @@ func kernelRoute(k *kernel, spec *RouteSpecSpec) (*netlink.Route, error) {
 		rt.Dst = ipNet(spec.Destination)
 	} else {
 		zero := netip.IPv4Unspecified()
-		if spec.Family == FamilyInet6 {
+		if spec.Family == network.FamilyInet6 {
 			zero = netip.IPv6Unspecified()
 		}
 

@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // RouteStatusController mirrors the namespace's routes (every table but
@@ -24,7 +25,9 @@ func (c *RouteStatusController) Name() string { return "network.RouteStatusContr
 
 func (c *RouteStatusController) Inputs() []bus.Input { return nil }
 
-func (c *RouteStatusController) Outputs() []bus.Output { return []bus.Output{{Type: RouteStatusType}} }
+func (c *RouteStatusController) Outputs() []bus.Output {
+	return []bus.Output{{Type: network.RouteStatusType}}
+}
 
 func (c *RouteStatusController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	return runWithKernel(ctx, r, c.opts.NetNSPath, watchRoutes|watchLinks, func(ctx context.Context, k *kernel) error {
@@ -33,11 +36,11 @@ func (c *RouteStatusController) Run(ctx context.Context, r bus.ControllerRuntime
 			return err
 		}
 
-		return syncOutputs(ctx, r, c.Name(), Namespace, RouteStatusType, want)
+		return syncOutputs(ctx, r, c.Name(), network.Namespace, network.RouteStatusType, want)
 	})
 }
 
-func (c *RouteStatusController) read(k *kernel) (map[string]RouteStatusSpec, error) {
+func (c *RouteStatusController) read(k *kernel) (map[string]network.RouteStatusSpec, error) {
 	names, err := linkNames(k)
 	if err != nil {
 		return nil, err
@@ -50,16 +53,16 @@ func (c *RouteStatusController) read(k *kernel) (map[string]RouteStatusSpec, err
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
 
-	want := make(map[string]RouteStatusSpec, len(routes))
+	want := make(map[string]network.RouteStatusSpec, len(routes))
 
 	for _, rt := range routes {
-		if RoutingTable(rt.Table) == TableLocal {
+		if network.RoutingTable(rt.Table) == network.TableLocal {
 			continue
 		}
 
 		st := routeStatus(rt, names)
 
-		id := RouteID(st.Table, st.Family, st.Gateway, st.Destination, st.Priority)
+		id := network.RouteID(st.Table, st.Family, st.Gateway, st.Destination, st.Priority)
 		if _, dup := want[id]; dup {
 			// The same destination and metric on several links (IPv6
 			// multicast, link-local): the link tells them apart.
@@ -74,12 +77,12 @@ func (c *RouteStatusController) read(k *kernel) (map[string]RouteStatusSpec, err
 
 // routeStatus is a kernel route as a RouteStatus; names maps link indexes
 // to link names.
-func routeStatus(rt netlink.Route, names map[int]string) RouteStatusSpec {
-	st := RouteStatusSpec{
+func routeStatus(rt netlink.Route, names map[int]string) network.RouteStatusSpec {
+	st := network.RouteStatusSpec{
 		OutLinkIndex: uint32(rt.LinkIndex), OutLinkName: names[rt.LinkIndex],
-		Table: RoutingTable(rt.Table), Priority: uint32(rt.Priority), Scope: scopeName(rt.Scope),
-		Type: RouteType(rt.Type), Flags: RouteFlags(rt.Flags), Protocol: RouteProto(rt.Protocol),
-		MTU: uint32(rt.MTU), Managed: rt.Protocol == RouteProtocol,
+		Table: network.RoutingTable(rt.Table), Priority: uint32(rt.Priority), Scope: scopeName(rt.Scope),
+		Type: network.RouteType(rt.Type), Flags: network.RouteFlags(rt.Flags), Protocol: network.RouteProto(rt.Protocol),
+		MTU: uint32(rt.MTU), Managed: rt.Protocol == network.RouteProtocol,
 	}
 
 	st.Destination, _ = prefixOf(rt.Dst)
@@ -94,13 +97,13 @@ func routeStatus(rt netlink.Route, names map[int]string) RouteStatusSpec {
 
 	switch {
 	case rt.Family == netlink.FAMILY_V6:
-		st.Family = FamilyInet6
+		st.Family = network.FamilyInet6
 	case rt.Family == netlink.FAMILY_V4:
-		st.Family = FamilyInet4
+		st.Family = network.FamilyInet4
 	case st.Destination.IsValid():
-		st.Family = familyOf(st.Destination.Addr())
+		st.Family = network.FamilyOf(st.Destination.Addr())
 	case st.Gateway.IsValid():
-		st.Family = familyOf(st.Gateway)
+		st.Family = network.FamilyOf(st.Gateway)
 	}
 
 	return st

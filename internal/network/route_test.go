@@ -10,7 +10,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // routeYAML is a route spec as `talosctl get -o yaml` shows it (apid
@@ -36,7 +36,7 @@ func routeYAML(t *testing.T, spec any) map[string]any {
 func columns(t *testing.T, typ string, spec map[string]any) map[string]string {
 	t.Helper()
 
-	for _, d := range network.Definitions {
+	for _, d := range networkres.Definitions {
 		if d.Type != typ {
 			continue
 		}
@@ -114,30 +114,30 @@ func TestRouteStatusFields(t *testing.T) {
 
 	nd := startNode(t, ns, nil)
 
-	st := waitRoute(t, nd, network.RouteStatusType, "inet4/10.61.0.1/10.62.0.0/16/77")
+	st := waitRoute(t, nd, networkres.RouteStatusType, "inet4/10.61.0.1/10.62.0.0/16/77")
 	checkFields(t, "static route", st, map[string]any{
 		"family": "inet4", "dst": "10.62.0.0/16", "src": "", "gateway": "10.61.0.1", "outLinkIndex": idx,
 		"outLinkName": "eth0", "table": "main", "priority": 77, "scope": "global", "type": "unicast",
 		"flags": "", "protocol": "static", "mtu": 1300,
 	})
 
-	if cols := columns(t, network.RouteStatusType, st); cols["DESTINATION"] != "10.62.0.0/16" || cols["GATEWAY"] != "10.61.0.1" ||
+	if cols := columns(t, networkres.RouteStatusType, st); cols["DESTINATION"] != "10.62.0.0/16" || cols["GATEWAY"] != "10.61.0.1" ||
 		cols["LINK"] != "eth0" || cols["METRIC"] != "77" {
 		t.Errorf("talosctl get routes columns: %v", cols)
 	}
 
-	def := waitRoute(t, nd, network.RouteStatusType, "inet4/10.61.0.1//600")
+	def := waitRoute(t, nd, networkres.RouteStatusType, "inet4/10.61.0.1//600")
 	checkFields(t, "default route", def, map[string]any{"dst": "", "gateway": "10.61.0.1", "protocol": "dhcp", "outLinkName": "eth0"})
 
-	conn := waitRoute(t, nd, network.RouteStatusType, "inet4//10.61.0.0/24/0")
+	conn := waitRoute(t, nd, networkres.RouteStatusType, "inet4//10.61.0.0/24/0")
 	checkFields(t, "connected route", conn, map[string]any{
 		"dst": "10.61.0.0/24", "src": "10.61.0.2", "gateway": "", "scope": "link", "protocol": "kernel", "outLinkName": "eth0",
 	})
 
-	bh := waitRoute(t, nd, network.RouteStatusType, "100/inet4//10.63.0.0/16/0")
+	bh := waitRoute(t, nd, networkres.RouteStatusType, "100/inet4//10.63.0.0/16/0")
 	checkFields(t, "blackhole route", bh, map[string]any{"dst": "10.63.0.0/16", "table": "100", "type": "blackhole", "protocol": "boot"})
 
-	v6 := waitRoute(t, nd, network.RouteStatusType, "inet6/fd00:61::1/fd00:62::/48/78")
+	v6 := waitRoute(t, nd, networkres.RouteStatusType, "inet6/fd00:61::1/fd00:62::/48/78")
 	checkFields(t, "IPv6 route", v6, map[string]any{
 		"family": "inet6", "dst": "fd00:62::/48", "gateway": "fd00:61::1", "outLinkName": "eth0", "type": "unicast",
 	})
@@ -146,19 +146,19 @@ func TestRouteStatusFields(t *testing.T) {
 	// kernel copy carries networkd's protocol.
 	nd.setConfig(oneAddress("10.9.0.2/24", "10.20.0.0/16"))
 
-	spec := waitRoute(t, nd, network.RouteSpecType, "inet4/10.9.0.1/10.20.0.0/16/50")
+	spec := waitRoute(t, nd, networkres.RouteSpecType, "inet4/10.9.0.1/10.20.0.0/16/50")
 	checkFields(t, "configured route spec", spec, map[string]any{
 		"family": "inet4", "dst": "10.20.0.0/16", "src": "", "gateway": "10.9.0.1", "outLinkName": "eth0", "table": "main",
 		"priority": 50, "scope": "global", "type": "unicast", "flags": "", "protocol": "static", "layer": "configuration",
 	})
 
-	if cols := columns(t, network.RouteSpecType, spec); cols["DESTINATION"] != "10.20.0.0/16" || cols["GATEWAY"] != "10.9.0.1" {
+	if cols := columns(t, networkres.RouteSpecType, spec); cols["DESTINATION"] != "10.20.0.0/16" || cols["GATEWAY"] != "10.9.0.1" {
 		t.Errorf("talosctl get routespecs columns: %v", cols)
 	}
 
-	own := waitRoute(t, nd, network.RouteStatusType, "inet4/10.9.0.1/10.20.0.0/16/50")
+	own := waitRoute(t, nd, networkres.RouteStatusType, "inet4/10.9.0.1/10.20.0.0/16/50")
 	checkFields(t, "networkd's route", own, map[string]any{
-		"dst": "10.20.0.0/16", "gateway": "10.9.0.1", "outLinkName": "eth0", "protocol": network.RouteProtocol, "managed": true,
+		"dst": "10.20.0.0/16", "gateway": "10.9.0.1", "outLinkName": "eth0", "protocol": networkres.RouteProtocol, "managed": true,
 	})
 }
 
@@ -166,8 +166,8 @@ func TestRouteStatusFields(t *testing.T) {
 // the YAML has, for specs and statuses alike.
 func TestRouteColumns(t *testing.T) {
 	full := map[string]any{
-		network.RouteStatusType: network.RouteStatusSpec{Destination: netip.MustParsePrefix("10.1.0.0/16"), Gateway: netip.MustParseAddr("10.0.0.1")},
-		network.RouteSpecType:   network.RouteSpecSpec{Destination: netip.MustParsePrefix("10.1.0.0/16"), Gateway: netip.MustParseAddr("10.0.0.1")},
+		networkres.RouteStatusType: networkres.RouteStatusSpec{Destination: netip.MustParsePrefix("10.1.0.0/16"), Gateway: netip.MustParseAddr("10.0.0.1")},
+		networkres.RouteSpecType:   networkres.RouteSpecSpec{Destination: netip.MustParsePrefix("10.1.0.0/16"), Gateway: netip.MustParseAddr("10.0.0.1")},
 	}
 
 	for typ, spec := range full {
@@ -182,7 +182,7 @@ func TestRouteColumns(t *testing.T) {
 	}
 
 	// A default route still has the dst key (empty), as in Talos.
-	if m := routeYAML(t, network.RouteStatusSpec{}); m["dst"] != "" || m["gateway"] != "" || m["table"] != "unspec" || m["type"] != "unspec" {
+	if m := routeYAML(t, networkres.RouteStatusSpec{}); m["dst"] != "" || m["gateway"] != "" || m["table"] != "unspec" || m["type"] != "unspec" {
 		t.Errorf("zero status: %v", m)
 	}
 }
@@ -193,11 +193,11 @@ func TestRouteEnums(t *testing.T) {
 		v    interface{ MarshalText() ([]byte, error) }
 		want string
 	}{
-		{network.TableMain, "main"}, {network.TableLocal, "local"}, {network.RoutingTable(100), "100"}, {network.RoutingTable(1000), "1000"},
-		{network.RouteTypeUnicast, "unicast"}, {network.RouteTypeLocal, "local"}, {network.RouteTypeBroadcast, "broadcast"},
-		{network.ProtoBoot, "boot"}, {network.ProtoStatic, "static"}, {network.ProtoKernel, "kernel"}, {network.ProtoDHCP, "dhcp"},
-		{network.RouteProto(network.RouteProtocol), "116"},
-		{network.RouteFlags(0), ""}, {network.RouteFlags(0x200 | 0x4), "cloned"}, {network.RouteFlags(0x100 | 0x4000), "notify,offload"},
+		{networkres.TableMain, "main"}, {networkres.TableLocal, "local"}, {networkres.RoutingTable(100), "100"}, {networkres.RoutingTable(1000), "1000"},
+		{networkres.RouteTypeUnicast, "unicast"}, {networkres.RouteTypeLocal, "local"}, {networkres.RouteTypeBroadcast, "broadcast"},
+		{networkres.ProtoBoot, "boot"}, {networkres.ProtoStatic, "static"}, {networkres.ProtoKernel, "kernel"}, {networkres.ProtoDHCP, "dhcp"},
+		{networkres.RouteProto(networkres.RouteProtocol), "116"},
+		{networkres.RouteFlags(0), ""}, {networkres.RouteFlags(0x200 | 0x4), "cloned"}, {networkres.RouteFlags(0x100 | 0x4000), "notify,offload"},
 	} {
 		b, err := tt.v.MarshalText()
 		if err != nil || string(b) != tt.want {
@@ -206,10 +206,10 @@ func TestRouteEnums(t *testing.T) {
 	}
 
 	var (
-		tbl   network.RoutingTable
-		typ   network.RouteType
-		proto network.RouteProto
-		flags network.RouteFlags
+		tbl   networkres.RoutingTable
+		typ   networkres.RouteType
+		proto networkres.RouteProto
+		flags networkres.RouteFlags
 	)
 
 	for _, tt := range []struct {
@@ -227,7 +227,7 @@ func TestRouteEnums(t *testing.T) {
 		}
 	}
 
-	if tbl != 1000 || typ != 6 || proto != network.RouteProtocol || flags != 0x4100 {
+	if tbl != 1000 || typ != 6 || proto != networkres.RouteProtocol || flags != 0x4100 {
 		t.Errorf("parsed table %d, type %d, protocol %d, flags %#x", tbl, typ, proto, flags)
 	}
 }
@@ -243,11 +243,11 @@ func TestRouteSpecOrigin(t *testing.T) {
 		Routes: []configs.Route{{Network: "10.40.0.0/16"}},
 	}}})
 
-	spec := waitRoute(t, nd, network.RouteSpecType, "inet4//10.40.0.0/16/1024")
+	spec := waitRoute(t, nd, networkres.RouteSpecType, "inet4//10.40.0.0/16/1024")
 	checkFields(t, "link route spec", spec, map[string]any{
 		"dst": "10.40.0.0/16", "gateway": "", "scope": "link", "type": "unicast", "protocol": "static", "priority": 1024,
 	})
 
-	st := waitRoute(t, nd, network.RouteStatusType, "inet4//10.40.0.0/16/1024")
+	st := waitRoute(t, nd, networkres.RouteStatusType, "inet4//10.40.0.0/16/1024")
 	checkFields(t, "link route status", st, map[string]any{"dst": "10.40.0.0/16", "scope": "link", "outLinkName": "eth0", "managed": true})
 }

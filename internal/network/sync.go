@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // syncOutputs makes the resources of (ns, typ) owned by owner exactly
@@ -17,23 +18,23 @@ func syncOutputs[S any](ctx context.Context, r bus.ControllerRuntime, owner, ns,
 
 // issues collects what one pass of a controller could not apply, keyed by
 // "<kind>/<spec id>".
-type issues map[string]ApplyIssueSpec
+type issues map[string]network.ApplyIssueSpec
 
 func (is issues) pending(id, format string, args ...any) {
-	is[id] = ApplyIssueSpec{State: IssuePending, Message: fmt.Sprintf(format, args...)}
+	is[id] = network.ApplyIssueSpec{State: network.IssuePending, Message: fmt.Sprintf(format, args...)}
 }
 
 func (is issues) fail(id string, err error) {
-	is[id] = ApplyIssueSpec{State: IssueError, Message: err.Error()}
+	is[id] = network.ApplyIssueSpec{State: network.IssueError, Message: err.Error()}
 }
 
 // sync publishes the issues as ApplyIssues owned by owner.
 func (is issues) sync(ctx context.Context, r bus.ControllerRuntime, owner string) error {
-	return syncOutputs(ctx, r, owner, Namespace, ApplyIssueType, map[string]ApplyIssueSpec(is))
+	return syncOutputs(ctx, r, owner, network.Namespace, network.ApplyIssueType, map[string]network.ApplyIssueSpec(is))
 }
 
 // issueOutput is the output every controller that reports issues declares.
-var issueOutput = bus.Output{Type: ApplyIssueType, Kind: bus.OutputShared}
+var issueOutput = bus.Output{Type: network.ApplyIssueType, Kind: bus.OutputShared}
 
 // loop is the body every controller shares: reconcile on each wake-up,
 // failing (and so restarting with backoff) on an error.

@@ -14,6 +14,7 @@ import (
 	"github.com/talosbox/talosbox/internal/k8s/manifests/templates"
 	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // kubernetes renders what the node's Kubernetes controllers render, under
@@ -61,7 +62,7 @@ func (b *builder) controlPlane() {
 
 	v := k8srender.PodVersions{Secrets: SecretsVersion, Config: ConfigVersion, ConfigFile: k8srender.FilesVersion(files)}
 
-	for _, id := range []string{k8srender.APIServerID, k8srender.ControllerManagerID, k8srender.SchedulerID} {
+	for _, id := range []string{k8s.APIServerID, k8s.ControllerManagerID, k8s.SchedulerID} {
 		spec := specs[id]
 		if !spec.Enabled {
 			b.note("%s is disabled (machine.controlPlane): the node renders no pod for it", id)
@@ -158,10 +159,10 @@ func (b *builder) kubelet() {
 	}
 
 	svc, err := yaml.Marshal(struct {
-		Image            string            `yaml:"image"`
-		ExpectedNodename string            `yaml:"expectedNodename,omitempty"`
-		BootstrapServer  string            `yaml:"bootstrapKubeconfigServer"`
-		ExtraMounts      []k8srender.Mount `yaml:"extraMounts,omitempty"`
+		Image            string      `yaml:"image"`
+		ExpectedNodename string      `yaml:"expectedNodename,omitempty"`
+		BootstrapServer  string      `yaml:"bootstrapKubeconfigServer"`
+		ExtraMounts      []k8s.Mount `yaml:"extraMounts,omitempty"`
 	}{spec.Image, spec.ExpectedNodename, server, spec.ExtraMounts})
 	if err != nil {
 		b.fail("machine.kubelet", "kubelet service: %v", err)

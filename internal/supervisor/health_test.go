@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -78,7 +79,7 @@ func TestHealthTransitions(t *testing.T) {
 		t.Fatalf("user started before apid was healthy:\n%s", dump(evs))
 	}
 
-	res, err := bus.GetAs[*supervisor.ServiceResource](t.Context(), h.store, supervisor.ServicePointer("apid"))
+	res, err := bus.GetAs[*v1alpha1.Service](t.Context(), h.store, v1alpha1.ServicePointer("apid"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestWaitUpReturnsAfterTheResourceSaysHealthy(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		res, err := bus.GetAs[*supervisor.ServiceResource](t.Context(), h.store, supervisor.ServicePointer(id))
+		res, err := bus.GetAs[*v1alpha1.Service](t.Context(), h.store, v1alpha1.ServicePointer(id))
 		if err != nil {
 			t.Fatal(err)
 		}

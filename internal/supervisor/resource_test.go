@@ -11,24 +11,25 @@ import (
 
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/logring"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
 func TestDefinition(t *testing.T) {
 	reg := bus.NewRegistry()
-	if err := reg.Register(supervisor.Definition); err != nil {
+	if err := reg.Register(v1alpha1.ServiceDefinition); err != nil {
 		t.Fatal(err)
 	}
 
-	for _, name := range []string{"svc", "services", "service", supervisor.ServiceType} {
+	for _, name := range []string{"svc", "services", "service", v1alpha1.ServiceType} {
 		d, err := reg.Lookup(name)
-		if err != nil || d.Type != supervisor.ServiceType {
+		if err != nil || d.Type != v1alpha1.ServiceType {
 			t.Errorf("Lookup(%q) = %v, %v", name, d.Type, err)
 		}
 	}
 
 	var cols []string
-	for _, c := range supervisor.Definition.PrintColumns {
+	for _, c := range v1alpha1.ServiceDefinition.PrintColumns {
 		cols = append(cols, c.Name)
 	}
 
@@ -36,7 +37,7 @@ func TestDefinition(t *testing.T) {
 }
 
 func TestServiceSpecDeepCopy(t *testing.T) {
-	orig := supervisor.ServiceSpec{State: "Running", Events: []supervisor.EventSpec{{Message: "a"}}}
+	orig := v1alpha1.ServiceSpec{State: "Running", Events: []v1alpha1.EventSpec{{Message: "a"}}}
 	cp := orig.DeepCopy()
 	cp.Events[0].Message = "b"
 
@@ -46,7 +47,7 @@ func TestServiceSpecDeepCopy(t *testing.T) {
 }
 
 // nextSpec returns the next Services resource spec from the watch.
-func nextSpec(t *testing.T, w *bus.Watcher) supervisor.ServiceSpec {
+func nextSpec(t *testing.T, w *bus.Watcher) v1alpha1.ServiceSpec {
 	t.Helper()
 
 	for {
@@ -57,7 +58,7 @@ func nextSpec(t *testing.T, w *bus.Watcher) supervisor.ServiceSpec {
 			}
 
 			if ev.Type == bus.Created || ev.Type == bus.Updated {
-				return *ev.Resource.(*supervisor.ServiceResource).TypedSpec()
+				return *ev.Resource.(*v1alpha1.Service).TypedSpec()
 			}
 		case <-time.After(waitTimeout):
 			t.Fatal("timed out waiting for a Services resource")
@@ -68,7 +69,7 @@ func nextSpec(t *testing.T, w *bus.Watcher) supervisor.ServiceSpec {
 func TestServicesResourcesMirrorState(t *testing.T) {
 	h := newHarness(t, nil)
 
-	w, err := h.store.Watch(ctxTimeout(t), supervisor.ServicePointer("svc"))
+	w, err := h.store.Watch(ctxTimeout(t), v1alpha1.ServicePointer("svc"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestServicesResourcesMirrorState(t *testing.T) {
 		t.Fatalf("after the sixth event: %+v", again)
 	}
 
-	res, err := h.store.Get(t.Context(), supervisor.ServicePointer("svc"))
+	res, err := h.store.Get(t.Context(), v1alpha1.ServicePointer("svc"))
 	if err != nil || res.Metadata().Owner != supervisor.Owner {
 		t.Fatalf("resource %v, %v", res, err)
 	}

@@ -11,18 +11,19 @@ import (
 	"github.com/beevik/ntp"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 const waitLimit = 30 * time.Second
 
 // waitStatus waits until the TimeStatus satisfies cond and returns it.
-func waitStatus(t *testing.T, st *bus.Store, what string, cond func(TimeStatusSpec) bool) TimeStatusSpec {
+func waitStatus(t *testing.T, st *bus.Store, what string, cond func(v1alpha1.TimeStatusSpec) bool) v1alpha1.TimeStatusSpec {
 	t.Helper()
 
 	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
 	defer cancel()
 
-	w, err := st.Watch(ctx, StatusPointer())
+	w, err := st.Watch(ctx, v1alpha1.TimeStatusPointer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func waitStatus(t *testing.T, st *bus.Store, what string, cond func(TimeStatusSp
 			continue
 		}
 
-		spec := *ev.Resource.(*TimeStatus).TypedSpec() //nolint:forcetypeassert // the only type stored there
+		spec := *ev.Resource.(*v1alpha1.TimeStatus).TypedSpec() //nolint:forcetypeassert // the only type stored there
 		if cond(spec) {
 			return spec
 		}
@@ -40,7 +41,7 @@ func waitStatus(t *testing.T, st *bus.Store, what string, cond func(TimeStatusSp
 
 	t.Fatalf("timed out waiting for the time status to be %s", what)
 
-	return TimeStatusSpec{}
+	return v1alpha1.TimeStatusSpec{}
 }
 
 // running is a syncer run in the background.

@@ -14,6 +14,7 @@ import (
 	"github.com/beevik/ntp"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 const (
@@ -104,7 +105,7 @@ func (s *syncer) run(ctx context.Context) error {
 	if s.opts.Disabled {
 		s.logf("time sync is disabled by machine.time.disabled")
 
-		err := s.publish(ctx, func(st *TimeStatusSpec) {
+		err := s.publish(ctx, func(st *v1alpha1.TimeStatusSpec) {
 			st.Synced, st.SyncDisabled = true, true
 		})
 
@@ -117,7 +118,7 @@ func (s *syncer) run(ctx context.Context) error {
 
 	// A restart keeps Synced: the clock did not lose its sync because the
 	// service restarted. Only a status left by disabled sync is reset.
-	err := s.publish(ctx, func(st *TimeStatusSpec) {
+	err := s.publish(ctx, func(st *v1alpha1.TimeStatusSpec) {
 		if st.SyncDisabled {
 			st.Synced, st.SyncDisabled = false, false
 		}
@@ -149,7 +150,7 @@ func (s *syncer) run(ctx context.Context) error {
 
 			s.logf("no time server answered within the boot timeout (%s): reporting the time as synced so that boot goes on", s.opts.BootTimeout)
 
-			if err := s.publish(ctx, func(st *TimeStatusSpec) { st.Synced = true }); err != nil {
+			if err := s.publish(ctx, func(st *v1alpha1.TimeStatusSpec) { st.Synced = true }); err != nil {
 				return s.stopped(ctx, err)
 			}
 
@@ -216,7 +217,7 @@ func (s *syncer) syncOnce(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 
-		return true, s.publish(ctx, func(st *TimeStatusSpec) {
+		return true, s.publish(ctx, func(st *v1alpha1.TimeStatusSpec) {
 			st.Synced = true
 			if stepped {
 				st.Epoch++
@@ -311,11 +312,11 @@ func defaultQuery(ctx context.Context, server string) (*ntp.Response, error) {
 }
 
 // publish changes the TimeStatus, creating it if needed.
-func (s *syncer) publish(ctx context.Context, fn func(*TimeStatusSpec)) error {
-	_, err := s.opts.Store.Modify(ctx, NewTimeStatus(TimeStatusSpec{}), func(r bus.Resource) error {
-		st, ok := r.(*TimeStatus)
+func (s *syncer) publish(ctx context.Context, fn func(*v1alpha1.TimeStatusSpec)) error {
+	_, err := s.opts.Store.Modify(ctx, v1alpha1.NewTimeStatus(v1alpha1.TimeStatusSpec{}), func(r bus.Resource) error {
+		st, ok := r.(*v1alpha1.TimeStatus)
 		if !ok {
-			return fmt.Errorf("%s is stored as %T", StatusPointer(), r)
+			return fmt.Errorf("%s is stored as %T", v1alpha1.TimeStatusPointer(), r)
 		}
 
 		fn(st.TypedSpec())

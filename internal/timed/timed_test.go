@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 func TestSyncWithChrony(t *testing.T) {
@@ -33,7 +34,7 @@ func TestSyncWithChrony(t *testing.T) {
 
 			// Watch before starting, to see the status go from unsynced
 			// to synced.
-			w, err := st.Watch(t.Context(), StatusPointer())
+			w, err := st.Watch(t.Context(), v1alpha1.TimeStatusPointer())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +45,7 @@ func TestSyncWithChrony(t *testing.T) {
 				return Run(ctx, Options{Servers: tc.servers, Store: st}, &log)
 			})
 
-			var seen []TimeStatusSpec
+			var seen []v1alpha1.TimeStatusSpec
 
 			timeout := time.After(waitLimit)
 
@@ -52,19 +53,19 @@ func TestSyncWithChrony(t *testing.T) {
 				select {
 				case ev := <-w.Events():
 					if ev.Type == bus.Created || ev.Type == bus.Updated {
-						seen = append(seen, *ev.Resource.(*TimeStatus).TypedSpec()) //nolint:forcetypeassert // only type stored
+						seen = append(seen, *ev.Resource.(*v1alpha1.TimeStatus).TypedSpec()) //nolint:forcetypeassert // only type stored
 					}
 				case <-timeout:
 					t.Fatalf("not synced; statuses %+v, log:\n%s", seen, log.String())
 				}
 			}
 
-			want := []TimeStatusSpec{{}, {Synced: true}}
+			want := []v1alpha1.TimeStatusSpec{{}, {Synced: true}}
 			if fmt.Sprint(seen) != fmt.Sprint(want) {
 				t.Errorf("statuses = %+v, want %+v", seen, want)
 			}
 
-			res, err := st.Get(t.Context(), StatusPointer())
+			res, err := st.Get(t.Context(), v1alpha1.TimeStatusPointer())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +198,7 @@ func TestInvalidAnswersFallThrough(t *testing.T) {
 	s := newTestSyncer(t, opts, &log, &fakeClock{})
 	start(t, s.run)
 
-	waitStatus(t, st, "synced", func(s TimeStatusSpec) bool { return s.Synced })
+	waitStatus(t, st, "synced", func(s v1alpha1.TimeStatusSpec) bool { return s.Synced })
 
 	for _, want := range []string{
 		"time server kod: " + ntp.ErrKissOfDeath.Error(),
@@ -292,8 +293,8 @@ func TestClockCorrection(t *testing.T) {
 				t.Errorf("steps %v slews %v, want steps %v slews %v", clk.steps, clk.slews, tc.steps, tc.slews)
 			}
 
-			got := waitStatus(t, st, "final", func(TimeStatusSpec) bool { return true })
-			if want := (TimeStatusSpec{Synced: true, Epoch: tc.epoch}); got != want {
+			got := waitStatus(t, st, "final", func(v1alpha1.TimeStatusSpec) bool { return true })
+			if want := (v1alpha1.TimeStatusSpec{Synced: true, Epoch: tc.epoch}); got != want {
 				t.Errorf("status = %+v, want %+v", got, want)
 			}
 
@@ -328,7 +329,7 @@ func TestRetryBacksOff(t *testing.T) {
 	s := newTestSyncer(t, Options{Servers: []string{"s"}, Store: st, Query: query}, &log, &fakeClock{})
 	start(t, s.run)
 
-	waitStatus(t, st, "synced", func(s TimeStatusSpec) bool { return s.Synced })
+	waitStatus(t, st, "synced", func(s v1alpha1.TimeStatusSpec) bool { return s.Synced })
 
 	var retries []string
 
@@ -354,7 +355,7 @@ func TestDisabled(t *testing.T) {
 
 	r := start(t, func(ctx context.Context) error { return Run(ctx, opts, nil) })
 
-	got := waitStatus(t, st, "synced with sync disabled", func(s TimeStatusSpec) bool { return s.SyncDisabled })
+	got := waitStatus(t, st, "synced with sync disabled", func(s v1alpha1.TimeStatusSpec) bool { return s.SyncDisabled })
 	if !got.Synced {
 		t.Errorf("status = %+v, want synced", got)
 	}
@@ -374,7 +375,7 @@ func TestDisabled(t *testing.T) {
 	s := newTestSyncer(t, Options{Store: st, Servers: []string{"s"}, Query: fail}, nil, &fakeClock{})
 	start(t, s.run)
 
-	waitStatus(t, st, "unsynced with sync enabled", func(s TimeStatusSpec) bool { return !s.Synced && !s.SyncDisabled })
+	waitStatus(t, st, "unsynced with sync enabled", func(s v1alpha1.TimeStatusSpec) bool { return !s.Synced && !s.SyncDisabled })
 }
 
 func TestBootTimeout(t *testing.T) {
@@ -385,8 +386,8 @@ func TestBootTimeout(t *testing.T) {
 	s := newTestSyncer(t, Options{Store: st, Servers: []string{"s"}, Query: fail, BootTimeout: 20 * time.Millisecond}, &log, &fakeClock{})
 	start(t, s.run)
 
-	got := waitStatus(t, st, "synced after the boot timeout", func(s TimeStatusSpec) bool { return s.Synced })
-	if got != (TimeStatusSpec{Synced: true}) {
+	got := waitStatus(t, st, "synced after the boot timeout", func(s v1alpha1.TimeStatusSpec) bool { return s.Synced })
+	if got != (v1alpha1.TimeStatusSpec{Synced: true}) {
 		t.Errorf("status = %+v", got)
 	}
 
@@ -397,7 +398,7 @@ func TestBootTimeout(t *testing.T) {
 
 func TestStatusOwnedByAnotherWriter(t *testing.T) {
 	st := bus.NewStore(bus.StoreOptions{})
-	if err := st.Create(t.Context(), NewTimeStatus(TimeStatusSpec{}), bus.WithOwner("someone")); err != nil {
+	if err := st.Create(t.Context(), v1alpha1.NewTimeStatus(v1alpha1.TimeStatusSpec{}), bus.WithOwner("someone")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -412,13 +413,13 @@ func TestStatusOwnedByAnotherWriter(t *testing.T) {
 
 func TestDefinition(t *testing.T) {
 	reg := bus.NewRegistry()
-	if err := reg.Register(Definition); err != nil {
+	if err := reg.Register(v1alpha1.TimeStatusDefinition); err != nil {
 		t.Fatal(err)
 	}
 
-	for _, name := range []string{"timestatus", "TimeStatuses", "timestatuses", TimeStatusType} {
+	for _, name := range []string{"timestatus", "TimeStatuses", "timestatuses", v1alpha1.TimeStatusType} {
 		d, err := reg.Lookup(name)
-		if err != nil || d.Type != TimeStatusType {
+		if err != nil || d.Type != v1alpha1.TimeStatusType {
 			t.Errorf("Lookup(%q) = %v, %v", name, d.Type, err)
 		}
 	}

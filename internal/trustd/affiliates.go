@@ -12,6 +12,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/security"
 	"github.com/talosbox/talosbox/internal/discovery"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // Affiliates stores the caller's record in the cluster's registry and
@@ -51,7 +52,7 @@ func (svc *service) leave(ctx context.Context, nodeID string) (*security.Affilia
 		return nil, status.Error(codes.Unimplemented, "trustd: this node's discovery registry cannot delete records")
 	}
 
-	if err := discovery.ValidateNodeID(nodeID); err != nil {
+	if err := cluster.ValidateNodeID(nodeID); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 
@@ -102,7 +103,7 @@ func (svc *service) WatchAffiliates(_ *security.WatchAffiliatesRequest, stream g
 	}
 }
 
-func affiliatesResponse(list []discovery.AffiliateSpec) *security.AffiliatesResponse {
+func affiliatesResponse(list []cluster.AffiliateSpec) *security.AffiliatesResponse {
 	resp := &security.AffiliatesResponse{Affiliates: make([]*security.Affiliate, 0, len(list))}
 	for _, a := range list {
 		resp.Affiliates = append(resp.Affiliates, affiliateToProto(a))
@@ -113,8 +114,8 @@ func affiliatesResponse(list []discovery.AffiliateSpec) *security.AffiliatesResp
 
 // affiliatesFromProto keeps the records that validate: one bad record
 // must not hide the rest.
-func affiliatesFromProto(resp *security.AffiliatesResponse) []discovery.AffiliateSpec {
-	out := make([]discovery.AffiliateSpec, 0, len(resp.GetAffiliates()))
+func affiliatesFromProto(resp *security.AffiliatesResponse) []cluster.AffiliateSpec {
+	out := make([]cluster.AffiliateSpec, 0, len(resp.GetAffiliates()))
 
 	for _, p := range resp.GetAffiliates() {
 		if a, err := affiliateFromProto(p); err == nil {
@@ -125,24 +126,24 @@ func affiliatesFromProto(resp *security.AffiliatesResponse) []discovery.Affiliat
 	return out
 }
 
-func affiliateFromProto(p *security.Affiliate) (discovery.AffiliateSpec, error) {
+func affiliateFromProto(p *security.Affiliate) (cluster.AffiliateSpec, error) {
 	if p == nil {
-		return discovery.AffiliateSpec{}, errors.New("trustd: no affiliate record")
+		return cluster.AffiliateSpec{}, errors.New("trustd: no affiliate record")
 	}
 
-	a := discovery.AffiliateSpec{
+	a := cluster.AffiliateSpec{
 		NodeID: p.GetNodeId(), Hostname: p.GetHostname(), Nodename: p.GetNodename(),
 		MachineType: p.GetMachineType(), OperatingSystem: p.GetOperatingSystem(),
 	}
 
 	if cp := p.GetControlPlane(); cp != nil {
-		a.ControlPlane = &discovery.ControlPlane{APIServerPort: int(cp.GetApiServerPort())}
+		a.ControlPlane = &cluster.ControlPlane{APIServerPort: int(cp.GetApiServerPort())}
 	}
 
 	for _, s := range p.GetAddresses() {
 		ip, err := netip.ParseAddr(s)
 		if err != nil {
-			return discovery.AffiliateSpec{}, fmt.Errorf("trustd: affiliate %s: %w", a.NodeID, err)
+			return cluster.AffiliateSpec{}, fmt.Errorf("trustd: affiliate %s: %w", a.NodeID, err)
 		}
 
 		a.Addresses = append(a.Addresses, ip)
@@ -151,7 +152,7 @@ func affiliateFromProto(p *security.Affiliate) (discovery.AffiliateSpec, error) 
 	return a, a.Validate()
 }
 
-func affiliateToProto(a discovery.AffiliateSpec) *security.Affiliate {
+func affiliateToProto(a cluster.AffiliateSpec) *security.Affiliate {
 	p := &security.Affiliate{
 		NodeId: a.NodeID, Hostname: a.Hostname, Nodename: a.Nodename,
 		MachineType: a.MachineType, OperatingSystem: a.OperatingSystem,

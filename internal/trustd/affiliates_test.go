@@ -13,6 +13,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/security"
 	"github.com/talosbox/talosbox/internal/discovery"
 	"github.com/talosbox/talosbox/internal/etcd/etcdtest"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // TestAffiliatesThroughTrustd: a worker publishes through trustd into the
@@ -23,15 +24,15 @@ func TestAffiliatesThroughTrustd(t *testing.T) {
 	ts := startServerWith(t, nil, reg)
 	ctx := testContext(t)
 
-	cp := discovery.AffiliateSpec{NodeID: "cpnode1", Hostname: "cp-1", Nodename: "cp-1", MachineType: "controlplane",
+	cp := cluster.AffiliateSpec{NodeID: "cpnode1", Hostname: "cp-1", Nodename: "cp-1", MachineType: "controlplane",
 		OperatingSystem: discovery.OperatingSystem(), Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.2")},
-		ControlPlane: &discovery.ControlPlane{APIServerPort: 6443}}
+		ControlPlane: &cluster.ControlPlane{APIServerPort: 6443}}
 	if err := reg.Publish(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
 
 	ca, _, _ := cas(t)
-	worker := discovery.AffiliateSpec{NodeID: "worker1", Hostname: "w-1", MachineType: "worker", Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.5")}}
+	worker := cluster.AffiliateSpec{NodeID: "worker1", Hostname: "w-1", MachineType: "worker", Addresses: []netip.Addr{netip.MustParseAddr("10.5.0.5")}}
 
 	// The first endpoint is down: the registry goes on to the next.
 	wr := &Registry{Endpoints: []string{closedAddr(t), ts.addr}, Token: testToken, Trust: trustPool(t, ca)}
@@ -55,7 +56,7 @@ func TestAffiliatesThroughTrustd(t *testing.T) {
 	// The records cross trustd whole: the control plane's API server port
 	// (KubePrism's upstreams on workers), and none for the worker.
 	for _, a := range got {
-		if want := map[string]discovery.AffiliateSpec{cp.NodeID: cp, worker.NodeID: worker}[a.NodeID]; !a.Equal(want) {
+		if want := map[string]cluster.AffiliateSpec{cp.NodeID: cp, worker.NodeID: worker}[a.NodeID]; !a.Equal(want) {
 			t.Errorf("the worker sees %+v, want %+v", a, want)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/security"
 	"github.com/talosbox/talosbox/internal/discovery"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // Registry is a discovery registry reached through trustd on the control
@@ -29,7 +30,7 @@ type Registry struct {
 	// last is what the last Publish got back. Only the caller of Publish
 	// and List touches it: Watch and Remove leave it alone, so they may
 	// run on goroutines of their own.
-	last []discovery.AffiliateSpec
+	last []cluster.AffiliateSpec
 }
 
 var (
@@ -38,7 +39,7 @@ var (
 )
 
 // Publish sends the record and keeps the cluster's answer for List.
-func (r *Registry) Publish(ctx context.Context, a discovery.AffiliateSpec) error {
+func (r *Registry) Publish(ctx context.Context, a cluster.AffiliateSpec) error {
 	return r.each(ctx, "discovery", func(conn *grpc.ClientConn) error {
 		resp, err := callAffiliates(ctx, conn, &security.AffiliatesRequest{Self: affiliateToProto(a)})
 		if err == nil {
@@ -50,7 +51,7 @@ func (r *Registry) Publish(ctx context.Context, a discovery.AffiliateSpec) error
 }
 
 // List returns what the last Publish got back.
-func (r *Registry) List(context.Context) ([]discovery.AffiliateSpec, error) { return r.last, nil }
+func (r *Registry) List(context.Context) ([]cluster.AffiliateSpec, error) { return r.last, nil }
 
 // Remove deletes nodeID's record on the control plane.
 func (r *Registry) Remove(ctx context.Context, nodeID string) error {
@@ -136,7 +137,7 @@ func (r *Registry) endpoints() ([]string, error) {
 // of the first endpoint that takes it, and returns when that stream
 // breaks: the caller watches again after a backoff, starting over from the
 // first endpoint.
-func (r *Registry) Watch(ctx context.Context, changed func([]discovery.AffiliateSpec)) error {
+func (r *Registry) Watch(ctx context.Context, changed func([]cluster.AffiliateSpec)) error {
 	endpoints, err := r.endpoints()
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func (r *Registry) Watch(ctx context.Context, changed func([]discovery.Affiliate
 
 // watchStream reads one stream until it breaks; established is set once
 // the first list came.
-func watchStream(ctx context.Context, conn *grpc.ClientConn, established *bool, changed func([]discovery.AffiliateSpec)) error {
+func watchStream(ctx context.Context, conn *grpc.ClientConn, established *bool, changed func([]cluster.AffiliateSpec)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

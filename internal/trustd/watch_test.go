@@ -17,6 +17,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/security"
 	"github.com/talosbox/talosbox/internal/discovery"
 	"github.com/talosbox/talosbox/internal/etcd/etcdtest"
+	"github.com/talosbox/talosbox/internal/resources/cluster"
 )
 
 // watchWithin bounds how long a change may take to reach a watching
@@ -41,7 +42,7 @@ func startWatching(tb testing.TB, reg *Registry) *watching {
 	go func() {
 		defer close(w.done)
 
-		w.err = reg.Watch(ctx, func(list []discovery.AffiliateSpec) {
+		w.err = reg.Watch(ctx, func(list []cluster.AffiliateSpec) {
 			ids := []string{}
 			for _, a := range list {
 				ids = append(ids, a.NodeID+"/"+a.Addresses[0].String())
@@ -101,8 +102,8 @@ func (w *watching) wait(tb testing.TB, want ...string) {
 	}
 }
 
-func affiliate(id, typ, addr string) discovery.AffiliateSpec {
-	return discovery.AffiliateSpec{NodeID: id, Hostname: id, MachineType: typ, Addresses: []netip.Addr{netip.MustParseAddr(addr)}}
+func affiliate(id, typ, addr string) cluster.AffiliateSpec {
+	return cluster.AffiliateSpec{NodeID: id, Hostname: id, MachineType: typ, Addresses: []netip.Addr{netip.MustParseAddr(addr)}}
 }
 
 // TestWatchAffiliates: a worker watching through trustd sees the cluster,
@@ -259,7 +260,7 @@ func TestWatchAffiliatesRefused(t *testing.T) {
 	ca, _, _ := cas(t)
 	bad := &Registry{Endpoints: []string{ts.addr}, Token: "wrong.token", Trust: trustPool(t, ca)}
 
-	if err := bad.Watch(testContext(t), func([]discovery.AffiliateSpec) { t.Error("a list for a wrong token") }); err == nil || !strings.Contains(err.Error(), "wrong token") {
+	if err := bad.Watch(testContext(t), func([]cluster.AffiliateSpec) { t.Error("a list for a wrong token") }); err == nil || !strings.Contains(err.Error(), "wrong token") {
 		t.Fatalf("wrong token: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/talosbox/talosbox/internal/etcd/etcdtest"
-	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/vip"
 )
 
@@ -97,7 +97,7 @@ func (o *ownership) waitOwner(t *testing.T, not string, deadline time.Duration) 
 func TestElectionFailover(t *testing.T) {
 	member := etcdtest.Start(t)
 
-	spec := network.OperatorSpecSpec{Operator: network.OperatorVIP, LinkName: "eth0", VIP: network.VIPOperatorSpec{IP: netip.MustParseAddr("10.5.0.100")}}
+	spec := networkres.OperatorSpecSpec{Operator: networkres.OperatorVIP, LinkName: "eth0", VIP: networkres.VIPOperatorSpec{IP: netip.MustParseAddr("10.5.0.100")}}
 	own := &ownership{owners: map[string]bool{}, changed: make(chan struct{}, 1)}
 	cands := map[string]*candidate{}
 
@@ -179,14 +179,14 @@ func TestElectionFailover(t *testing.T) {
 
 func TestNewRefusesBadSpecs(t *testing.T) {
 	client := func(context.Context) (*clientv3.Client, <-chan struct{}, error) { return nil, nil, nil }
-	good := network.OperatorSpecSpec{Operator: network.OperatorVIP, LinkName: "eth0", VIP: network.VIPOperatorSpec{IP: netip.MustParseAddr("10.5.0.100")}}
+	good := networkres.OperatorSpecSpec{Operator: networkres.OperatorVIP, LinkName: "eth0", VIP: networkres.VIPOperatorSpec{IP: netip.MustParseAddr("10.5.0.100")}}
 
 	for _, tc := range []struct {
 		name string
 		opts vip.Options
 	}{
-		{"no ip", vip.Options{Spec: network.OperatorSpecSpec{Operator: network.OperatorVIP, LinkName: "eth0"}, Client: client}},
-		{"dhcp spec", vip.Options{Spec: network.OperatorSpecSpec{Operator: network.OperatorDHCP4, LinkName: "eth0"}, Client: client}},
+		{"no ip", vip.Options{Spec: networkres.OperatorSpecSpec{Operator: networkres.OperatorVIP, LinkName: "eth0"}, Client: client}},
+		{"dhcp spec", vip.Options{Spec: networkres.OperatorSpecSpec{Operator: networkres.OperatorDHCP4, LinkName: "eth0"}, Client: client}},
 		{"no client", vip.Options{Spec: good}},
 		{"ttl below etcd's minimum", vip.Options{Spec: good, Client: client, TTL: time.Second}},
 	} {

@@ -17,7 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // ElectionPrefix is the etcd key prefix of VIP elections (Talos's
@@ -42,7 +42,7 @@ type Client func(ctx context.Context) (cli *clientv3.Client, gone <-chan struct{
 
 // Options configure an Operator.
 type Options struct {
-	Spec network.OperatorSpecSpec
+	Spec networkres.OperatorSpecSpec
 	// Client waits for this node's etcd.
 	Client Client
 	// Candidate is the value this node campaigns with (its hostname).
@@ -71,7 +71,7 @@ type Operator struct {
 
 // New makes the operator for opts.Spec.
 func New(opts Options) (*Operator, error) {
-	if opts.Spec.Operator != network.OperatorVIP || !opts.Spec.VIP.IP.IsValid() {
+	if opts.Spec.Operator != networkres.OperatorVIP || !opts.Spec.VIP.IP.IsValid() {
 		return nil, fmt.Errorf("vip: spec %s has no shared IP", opts.Spec.ID())
 	}
 
@@ -222,25 +222,25 @@ func (o *Operator) release(t *term, log *slog.Logger) {
 }
 
 // AddressSpecs is the IP, as a host address, while this node owns it.
-func (o *Operator) AddressSpecs() []network.AddressSpecSpec {
+func (o *Operator) AddressSpecs() []networkres.AddressSpecSpec {
 	if !o.Owner() {
 		return nil
 	}
 
 	ip := o.opts.Spec.VIP.IP
-	family := network.FamilyInet4
+	family := networkres.FamilyInet4
 
 	if ip.Is6() {
-		family = network.FamilyInet6
+		family = networkres.FamilyInet6
 	}
 
-	return []network.AddressSpecSpec{{Address: netip.PrefixFrom(ip, ip.BitLen()), LinkName: o.opts.Spec.LinkName, Family: family}}
+	return []networkres.AddressSpecSpec{{Address: netip.PrefixFrom(ip, ip.BitLen()), LinkName: o.opts.Spec.LinkName, Family: family}}
 }
 
-func (o *Operator) RouteSpecs() []network.RouteSpecSpec           { return nil }
-func (o *Operator) HostnameSpecs() []network.HostnameSpecSpec     { return nil }
-func (o *Operator) ResolverSpecs() []network.ResolverSpecSpec     { return nil }
-func (o *Operator) TimeServerSpecs() []network.TimeServerSpecSpec { return nil }
+func (o *Operator) RouteSpecs() []networkres.RouteSpecSpec           { return nil }
+func (o *Operator) HostnameSpecs() []networkres.HostnameSpecSpec     { return nil }
+func (o *Operator) ResolverSpecs() []networkres.ResolverSpecSpec     { return nil }
+func (o *Operator) TimeServerSpecs() []networkres.TimeServerSpecSpec { return nil }
 
 // linkHasAddress asks the kernel whether link holds ip.
 func linkHasAddress(link string, ip netip.Addr) bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // Defaults Talos applies when the config is silent.
@@ -95,11 +96,11 @@ func imageVersion(image string) string {
 	return ""
 }
 
-func volumes(in []configs.VolumeMount) []ExtraVolume {
-	out := make([]ExtraVolume, 0, len(in))
+func volumes(in []configs.VolumeMount) []k8s.ExtraVolume {
+	out := make([]k8s.ExtraVolume, 0, len(in))
 
 	for i, v := range in {
-		out = append(out, ExtraVolume{Name: "extra-" + strconv.Itoa(i), HostPath: v.HostPath, MountPath: v.MountPath, ReadOnly: v.ReadOnly})
+		out = append(out, k8s.ExtraVolume{Name: "extra-" + strconv.Itoa(i), HostPath: v.HostPath, MountPath: v.MountPath, ReadOnly: v.ReadOnly})
 	}
 
 	return out
@@ -108,9 +109,9 @@ func volumes(in []configs.VolumeMount) []ExtraVolume {
 // resources are a component's requests and limits: configs'
 // ComponentResources (the defaults validation checks limits against)
 // under the config's own.
-func resources(r *configs.ResourcesConfig, component string) Resources {
+func resources(r *configs.ResourcesConfig, component string) k8s.Resources {
 	def := configs.ComponentResources[component]
-	out := Resources{Requests: map[string]string{"cpu": def["cpu"], "memory": def["memory"]}}
+	out := k8s.Resources{Requests: map[string]string{"cpu": def["cpu"], "memory": def["memory"]}}
 	if r == nil {
 		return out
 	}
@@ -132,16 +133,16 @@ func resources(r *configs.ResourcesConfig, component string) Resources {
 
 // ComponentConfigs are the three control-plane components' configs of a
 // control-plane node, by ID.
-func ComponentConfigs(cfg *configs.Config) (map[string]ComponentConfigSpec, error) {
+func ComponentConfigs(cfg *configs.Config) (map[string]k8s.ComponentConfigSpec, error) {
 	cl, err := ClusterFrom(cfg)
 	if err != nil {
 		return nil, err
 	}
 
 	c := cfg.Cluster
-	out := map[string]ComponentConfigSpec{}
+	out := map[string]k8s.ComponentConfigSpec{}
 
-	api := ComponentConfigSpec{Image: images.APIServer(cl.Version).String(), Enabled: true,
+	api := k8s.ComponentConfigSpec{Image: images.APIServer(cl.Version).String(), Enabled: true,
 		EtcdServers: []string{"https://127.0.0.1:2379"}, LocalPort: cl.LocalPort,
 		ServiceCIDRs: cl.ServiceSubnets, PodCIDRs: cl.PodSubnets, ControlPlaneEndpoint: cl.Endpoint.String(),
 		Resources: resources(nil, "apiServer")}
@@ -154,9 +155,9 @@ func ComponentConfigs(cfg *configs.Config) (map[string]ComponentConfigSpec, erro
 		api.Resources = resources(a.Resources, "apiServer")
 	}
 
-	out[APIServerID] = api
+	out[k8s.APIServerID] = api
 
-	cm := ComponentConfigSpec{Image: images.ControllerManager(cl.Version).String(), Enabled: true,
+	cm := k8s.ComponentConfigSpec{Image: images.ControllerManager(cl.Version).String(), Enabled: true,
 		ServiceCIDRs: cl.ServiceSubnets, PodCIDRs: cl.PodSubnets, Resources: resources(nil, "controllerManager")}
 
 	if x := c.ControllerManager; x != nil {
@@ -167,7 +168,7 @@ func ComponentConfigs(cfg *configs.Config) (map[string]ComponentConfigSpec, erro
 		cm.Resources = resources(x.Resources, "controllerManager")
 	}
 
-	sch := ComponentConfigSpec{Image: images.Scheduler(cl.Version).String(), Enabled: true, Resources: resources(nil, "scheduler")}
+	sch := k8s.ComponentConfigSpec{Image: images.Scheduler(cl.Version).String(), Enabled: true, Resources: resources(nil, "scheduler")}
 
 	if x := c.Scheduler; x != nil {
 		sch.Image = cmp.Or(x.Image, sch.Image)
@@ -187,8 +188,8 @@ func ComponentConfigs(cfg *configs.Config) (map[string]ComponentConfigSpec, erro
 		}
 	}
 
-	out[ControllerManagerID] = cm
-	out[SchedulerID] = sch
+	out[k8s.ControllerManagerID] = cm
+	out[k8s.SchedulerID] = sch
 
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // File is one file the node writes for Kubernetes.
@@ -65,7 +66,7 @@ func ConfigFiles(cfg *configs.Config) ([]File, error) {
 	sched := map[string]any{
 		"apiVersion":       "kubescheduler.config.k8s.io/v1",
 		"kind":             "KubeSchedulerConfiguration",
-		"clientConnection": map[string]any{"kubeconfig": secret(SchedulerID, "kubeconfig")},
+		"clientConnection": map[string]any{"kubeconfig": secret(k8s.SchedulerID, "kubeconfig")},
 	}
 
 	if scheduler != nil && len(scheduler.Config) > 0 {
@@ -78,7 +79,7 @@ func ConfigFiles(cfg *configs.Config) ([]File, error) {
 			cc = map[string]any{}
 		}
 
-		cc["kubeconfig"] = secret(SchedulerID, "kubeconfig")
+		cc["kubeconfig"] = secret(k8s.SchedulerID, "kubeconfig")
 		user["clientConnection"] = cc
 		user["apiVersion"], user["kind"] = sched["apiVersion"], sched["kind"]
 		sched = user
@@ -91,10 +92,10 @@ func ConfigFiles(cfg *configs.Config) ([]File, error) {
 		uid      int
 		doc      map[string]any
 	}{
-		{APIServerID, "admission-control-config.yaml", APIServerUID, admission},
-		{APIServerID, "auditpolicy.yaml", APIServerUID, audit},
-		{APIServerID, "authorization-config.yaml", APIServerUID, authz},
-		{SchedulerID, "scheduler-config.yaml", SchedulerUID, sched},
+		{k8s.APIServerID, "admission-control-config.yaml", APIServerUID, admission},
+		{k8s.APIServerID, "auditpolicy.yaml", APIServerUID, audit},
+		{k8s.APIServerID, "authorization-config.yaml", APIServerUID, authz},
+		{k8s.SchedulerID, "scheduler-config.yaml", SchedulerUID, sched},
 	} {
 		data, err := yaml.Marshal(f.doc)
 		if err != nil {

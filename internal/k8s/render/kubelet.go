@@ -13,6 +13,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // The kubelet's files (REFERENCE-K8S §1.2).
@@ -44,10 +45,10 @@ type KubeletInputs struct {
 }
 
 // KubeletSpecFor renders the kubelet's command line and configuration.
-func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (KubeletSpecSpec, error) {
+func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (k8s.KubeletSpecSpec, error) {
 	cl, err := ClusterFrom(cfg)
 	if err != nil {
-		return KubeletSpecSpec{}, err
+		return k8s.KubeletSpecSpec{}, err
 	}
 
 	k := cfg.Machine.Kubelet
@@ -55,7 +56,7 @@ func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (KubeletSpecSpec, err
 		k = &configs.KubeletConfig{}
 	}
 
-	spec := KubeletSpecSpec{Image: cmp.Or(k.Image, images.Kubelet(cl.Version).String()), ExpectedNodename: in.Nodename}
+	spec := k8s.KubeletSpecSpec{Image: cmp.Or(k.Image, images.Kubelet(cl.Version).String()), ExpectedNodename: in.Nodename}
 
 	args := argSet{
 		"bootstrap-kubeconfig": KubeletBootstrapPath,
@@ -79,17 +80,17 @@ func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (KubeletSpecSpec, err
 	}
 
 	if err := args.merge(k.ExtraArgs, kubeletPolicies, "machine.kubelet.extraArgs"); err != nil {
-		return KubeletSpecSpec{}, err
+		return k8s.KubeletSpecSpec{}, err
 	}
 
 	spec.Args = args.args()
 
 	for _, m := range k.ExtraMounts {
-		spec.ExtraMounts = append(spec.ExtraMounts, Mount{Destination: m.Destination, Type: cmp.Or(m.Type, "bind"), Source: m.Source, Options: slices.Clone(m.Options)})
+		spec.ExtraMounts = append(spec.ExtraMounts, k8s.Mount{Destination: m.Destination, Type: cmp.Or(m.Type, "bind"), Source: m.Source, Options: slices.Clone(m.Options)})
 	}
 
 	if spec.Config, err = kubeletConfiguration(cfg, k, cl, in); err != nil {
-		return KubeletSpecSpec{}, err
+		return k8s.KubeletSpecSpec{}, err
 	}
 
 	return spec, nil
@@ -235,7 +236,7 @@ func nthIPs(subnets []string, n int) ([]netip.Addr, error) {
 
 // KubeletConfigYAML is the kubelet's configuration file (KubeletConfigPath)
 // as the node writes it.
-func KubeletConfigYAML(spec KubeletSpecSpec) ([]byte, error) {
+func KubeletConfigYAML(spec k8s.KubeletSpecSpec) ([]byte, error) {
 	conf, err := yaml.Marshal(spec.Config)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet config: %w", err)

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // NodeIPConfigFor is how the node IP is picked (REFERENCE-K8S §3.3):
 // validSubnets from machine.kubelet.nodeIP, else every address of the
 // service CIDRs' families; the pod and service CIDRs are excluded.
-func NodeIPConfigFor(validSubnets []string, cl Cluster) NodeIPConfigSpec {
-	spec := NodeIPConfigSpec{ValidSubnets: validSubnets}
+func NodeIPConfigFor(validSubnets []string, cl Cluster) k8s.NodeIPConfigSpec {
+	spec := k8s.NodeIPConfigSpec{ValidSubnets: validSubnets}
 
 	if len(spec.ValidSubnets) == 0 {
 		v4, v6 := false, false
@@ -38,7 +40,7 @@ func NodeIPConfigFor(validSubnets []string, cl Cluster) NodeIPConfigSpec {
 // PickNodeIPs applies a NodeIPConfig to the node's addresses: the first
 // IPv4 and the first IPv6 address that match a valid subnet ("!cidr" is a
 // negative match) and no excluded one. skipped are the other matches.
-func PickNodeIPs(cfg NodeIPConfigSpec, addrs []netip.Addr) (picked, skipped []netip.Addr, err error) {
+func PickNodeIPs(cfg k8s.NodeIPConfigSpec, addrs []netip.Addr) (picked, skipped []netip.Addr, err error) {
 	var include, exclude []netip.Prefix
 
 	for _, s := range cfg.ValidSubnets {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // The users the control-plane components run as (Talos's uids).
@@ -16,7 +18,7 @@ const (
 	SchedulerUID         = 65536
 )
 
-var componentUIDs = map[string]int{APIServerID: APIServerUID, ControllerManagerID: ControllerManagerUID, SchedulerID: SchedulerUID}
+var componentUIDs = map[string]int{k8s.APIServerID: APIServerUID, k8s.ControllerManagerID: ControllerManagerUID, k8s.SchedulerID: SchedulerUID}
 
 // PodVersions are the annotations that make the kubelet restart a pod
 // whenever what it reads changes.
@@ -30,7 +32,7 @@ type PodVersions struct {
 }
 
 // StaticPodFor renders one control-plane component's pod.
-func StaticPodFor(id string, spec ComponentConfigSpec, v PodVersions) (map[string]any, error) {
+func StaticPodFor(id string, spec k8s.ComponentConfigSpec, v PodVersions) (map[string]any, error) {
 	var (
 		args  []string
 		err   error
@@ -38,12 +40,12 @@ func StaticPodFor(id string, spec ComponentConfigSpec, v PodVersions) (map[strin
 	)
 
 	switch id {
-	case APIServerID:
+	case k8s.APIServerID:
 		args, err = apiServerArgs(spec)
-	case ControllerManagerID:
+	case k8s.ControllerManagerID:
 		args, err = controllerManagerArgs(spec)
 		probe = httpsProbe(10257, "/healthz")
-	case SchedulerID:
+	case k8s.SchedulerID:
 		args, err = schedulerArgs(spec)
 		probe = httpsProbe(10259, "/livez")
 	default:
@@ -60,7 +62,7 @@ func StaticPodFor(id string, spec ComponentConfigSpec, v PodVersions) (map[strin
 		"talos.dev/config-version":  v.Config,
 		"talos.dev/secrets-version": v.Secrets,
 	}
-	if id == APIServerID {
+	if id == k8s.APIServerID {
 		annotations["talos.dev/config-file-version"] = v.ConfigFile
 	}
 
@@ -71,12 +73,12 @@ func StaticPodFor(id string, spec ComponentConfigSpec, v PodVersions) (map[strin
 		hostPathVolume("secrets", path.Join(SecretsDir, id)),
 	}
 
-	if id != ControllerManagerID {
+	if id != k8s.ControllerManagerID {
 		mounts = append(mounts, map[string]any{"name": "config", "mountPath": path.Join(ConfigDir, id), "readOnly": true})
 		vols = append(vols, hostPathVolume("config", path.Join(ConfigDir, id)))
 	}
 
-	if id == APIServerID {
+	if id == k8s.APIServerID {
 		mounts = append(mounts, map[string]any{"name": "audit", "mountPath": AuditDir, "readOnly": false})
 		vols = append(vols, hostPathVolume("audit", AuditDir))
 	}
@@ -87,7 +89,7 @@ func StaticPodFor(id string, spec ComponentConfigSpec, v PodVersions) (map[strin
 	}
 
 	caps := map[string]any{"drop": []any{"ALL"}}
-	if id == APIServerID {
+	if id == k8s.APIServerID {
 		caps["add"] = []any{"NET_BIND_SERVICE"}
 	}
 
@@ -193,7 +195,7 @@ func stringMap(m map[string]string) map[string]any {
 
 // env is POD_IP, then the user's variables sorted by key with $ escaped
 // (the kubelet would expand $(VAR) references), as Talos renders it.
-func env(spec ComponentConfigSpec) []any {
+func env(spec k8s.ComponentConfigSpec) []any {
 	out := []any{map[string]any{"name": "POD_IP", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "status.podIP"}}}}
 
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
@@ -205,9 +207,9 @@ func env(spec ComponentConfigSpec) []any {
 
 func secret(id, file string) string { return path.Join(SecretsDir, id, file) }
 
-func apiServerArgs(spec ComponentConfigSpec) ([]string, error) {
-	s := func(f string) string { return secret(APIServerID, f) }
-	c := func(f string) string { return path.Join(ConfigDir, APIServerID, f) }
+func apiServerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
+	s := func(f string) string { return secret(k8s.APIServerID, f) }
+	c := func(f string) string { return path.Join(ConfigDir, k8s.APIServerID, f) }
 
 	a := argSet{
 		"admission-control-config-file":      c("admission-control-config.yaml"),
@@ -271,8 +273,8 @@ func apiServerArgs(spec ComponentConfigSpec) ([]string, error) {
 	return a.args(), nil
 }
 
-func controllerManagerArgs(spec ComponentConfigSpec) ([]string, error) {
-	s := func(f string) string { return secret(ControllerManagerID, f) }
+func controllerManagerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
+	s := func(f string) string { return secret(k8s.ControllerManagerID, f) }
 
 	a := argSet{
 		"allocate-node-cidrs":              "true",
@@ -301,15 +303,15 @@ func controllerManagerArgs(spec ComponentConfigSpec) ([]string, error) {
 	return append([]string{"--use-service-account-credentials"}, a.args()...), nil
 }
 
-func schedulerArgs(spec ComponentConfigSpec) ([]string, error) {
-	s := func(f string) string { return secret(SchedulerID, f) }
+func schedulerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
+	s := func(f string) string { return secret(k8s.SchedulerID, f) }
 
 	a := argSet{
 		"authentication-kubeconfig":              s("kubeconfig"),
 		"authentication-tolerate-lookup-failure": "false",
 		"authorization-kubeconfig":               s("kubeconfig"),
 		"bind-address":                           "127.0.0.1",
-		"config":                                 path.Join(ConfigDir, SchedulerID, "scheduler-config.yaml"),
+		"config":                                 path.Join(ConfigDir, k8s.SchedulerID, "scheduler-config.yaml"),
 		"leader-elect":                           "true",
 		"profiling":                              "false",
 		"tls-min-version":                        "VersionTLS13",

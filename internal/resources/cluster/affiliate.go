@@ -1,10 +1,4 @@
-// Package discovery lists the nodes of a cluster on every node: each node
-// publishes an affiliate record (its identity, hostname, addresses, machine
-// type and OS) to a registry on the control plane, and reads everyone
-// else's back as Affiliates and Members resources. Control-plane nodes
-// keep the registry in etcd, under leases; workers reach it through
-// trustd with the machine token.
-package discovery
+package cluster
 
 import (
 	"errors"
@@ -101,9 +95,8 @@ func (s MemberSpec) DeepCopy() MemberSpec {
 // Member is a Members resource.
 type Member = bus.Typed[MemberSpec]
 
-// Limits on a record: workers' records come over the network.
 const (
-	maxAddresses = 32
+	MaxAddresses = 32
 	maxField     = 253
 )
 
@@ -137,8 +130,8 @@ func (s AffiliateSpec) Validate() error {
 		return fmt.Errorf("affiliate %s: invalid machine type %q", s.NodeID, s.MachineType)
 	case len(s.OperatingSystem) > maxField:
 		return fmt.Errorf("affiliate %s: operating system name too long", s.NodeID)
-	case len(s.Addresses) > maxAddresses:
-		return fmt.Errorf("affiliate %s: %d addresses, at most %d", s.NodeID, len(s.Addresses), maxAddresses)
+	case len(s.Addresses) > MaxAddresses:
+		return fmt.Errorf("affiliate %s: %d addresses, at most %d", s.NodeID, len(s.Addresses), MaxAddresses)
 	case s.ControlPlane != nil && (s.ControlPlane.APIServerPort < 1 || s.ControlPlane.APIServerPort > 65535):
 		return fmt.Errorf("affiliate %s: invalid API server port %d", s.NodeID, s.ControlPlane.APIServerPort)
 	}

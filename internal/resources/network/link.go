@@ -8,6 +8,11 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+const (
+	LinkSpecType   = "LinkSpecs.net.talos.dev"
+	LinkStatusType = "LinkStatuses.net.talos.dev"
+)
+
 // Link kinds networkd can create. An empty kind is a link that must
 // already exist (a NIC, a veth, the loopback).
 const (

@@ -6,6 +6,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/bus"
 )
 
 // RedactedYAML is the manifest as a caller without os:admin sees it: every
@@ -44,3 +45,26 @@ func (s ManifestSpec) RedactedYAML() ([]byte, error) {
 
 	return yaml.Marshal(out)
 }
+
+const (
+	ManifestType = "Manifests.kubernetes.talos.dev"
+)
+
+// ManifestSpec is one bootstrap manifest: its objects, in order.
+type ManifestSpec struct {
+	Items []map[string]any `yaml:"items" json:"items"`
+	// Set (talosbox) is a digest of the IDs of all the manifests
+	// rendered with this one. The apply controller acts only on a list
+	// of manifests whose IDs match it, never on one caught halfway
+	// through an update, which could look like removed manifests to
+	// prune.
+	Set string `yaml:"set,omitempty" json:"set,omitempty"`
+	// Error (talosbox) says why the manifest could not be rendered this
+	// time (an extraManifests URL that did not download); Items are then
+	// the last ones rendered, if any, and its objects are not pruned.
+	Error string `yaml:"error,omitempty" json:"error,omitempty"`
+}
+
+type (
+	Manifest = bus.Typed[ManifestSpec]
+)

@@ -6,13 +6,18 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+const (
+	AddressSpecType   = "AddressSpecs.net.talos.dev"
+	AddressStatusType = "AddressStatuses.net.talos.dev"
+)
+
 // Address families as Talos prints them.
 const (
 	FamilyInet4 = "inet4"
 	FamilyInet6 = "inet6"
 )
 
-func familyOf(a netip.Addr) string {
+func FamilyOf(a netip.Addr) string {
 	if a.Is4() || a.Is4In6() {
 		return FamilyInet4
 	}

@@ -10,6 +10,11 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+const (
+	RouteSpecType   = "RouteSpecs.net.talos.dev"
+	RouteStatusType = "RouteStatuses.net.talos.dev"
+)
+
 // DefaultRouteMetric is the metric of a route that names none (Talos's).
 const DefaultRouteMetric = 1024
 

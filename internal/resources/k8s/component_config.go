@@ -1,15 +1,10 @@
-// Package render turns a machine config into what a node runs Kubernetes
-// with: the control-plane components' configs and static pods, the files
-// they read, the kubelet's command line and configuration, the node IP
-// choice and the bootstrap manifests' options. Everything here is a pure
-// function of its inputs, with no bus, client or file system, so the node
-// (internal/k8s) and talosctl (validate --render, internal/render) share
-// one renderer and cannot disagree about what a config means.
-package render
+package k8s
 
 import (
 	"maps"
 	"slices"
+
+	"github.com/talosbox/talosbox/internal/bus"
 )
 
 // The control-plane components, by their static pod's name.
@@ -67,25 +62,12 @@ func (s ComponentConfigSpec) DeepCopy() ComponentConfigSpec {
 	return s
 }
 
-// KubeletSpecSpec is what the kubelet runs with.
-type KubeletSpecSpec struct {
-	Image            string         `yaml:"image" json:"image"`
-	Args             []string       `yaml:"args,omitempty" json:"args,omitempty"`
-	ExtraMounts      []Mount        `yaml:"extraMounts,omitempty" json:"extraMounts,omitempty"`
-	ExpectedNodename string         `yaml:"expectedNodename,omitempty" json:"expectedNodename,omitempty"`
-	Config           map[string]any `yaml:"config" json:"config"`
-}
+const (
+	APIServerConfigType         = "APIServerConfigs.kubernetes.talos.dev"
+	ControllerManagerConfigType = "ControllerManagerConfigs.kubernetes.talos.dev"
+	SchedulerConfigType         = "SchedulerConfigs.kubernetes.talos.dev"
+)
 
-// Mount is an OCI mount into the kubelet's container.
-type Mount struct {
-	Destination string   `yaml:"destination" json:"destination"`
-	Type        string   `yaml:"type,omitempty" json:"type,omitempty"`
-	Source      string   `yaml:"source" json:"source"`
-	Options     []string `yaml:"options,omitempty" json:"options,omitempty"`
-}
-
-// NodeIPConfigSpec is how the node IP is chosen.
-type NodeIPConfigSpec struct {
-	ValidSubnets   []string `yaml:"validSubnets" json:"validSubnets"`
-	ExcludeSubnets []string `yaml:"excludeSubnets" json:"excludeSubnets"`
-}
+type (
+	ComponentConfig = bus.Typed[ComponentConfigSpec]
+)

@@ -1,0 +1,5 @@
+package config
+
+const (
+	NamespaceConfig = "config"
+)

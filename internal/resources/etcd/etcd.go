@@ -1,0 +1,5 @@
+package etcd
+
+const (
+	EtcdNamespace = "etcd"
+)

@@ -1,0 +1,42 @@
+package etcd
+
+import (
+	"slices"
+
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+const (
+	EtcdSpecType = "EtcdSpecs.etcd.talos.dev"
+	EtcdSpecID   = "etcd"
+)
+
+// EtcdSpecSpec is what the member runs with.
+type EtcdSpecSpec struct {
+	Name                  string            `yaml:"name" json:"name"`
+	AdvertisedAddresses   []string          `yaml:"advertisedAddresses" json:"advertisedAddresses"`
+	ListenPeerAddresses   []string          `yaml:"listenPeerAddresses" json:"listenPeerAddresses"`
+	ListenClientAddresses []string          `yaml:"listenClientAddresses" json:"listenClientAddresses"`
+	ExtraArgs             map[string]string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
+}
+
+// DeepCopy copies the lists and the map.
+func (s EtcdSpecSpec) DeepCopy() EtcdSpecSpec {
+	s.AdvertisedAddresses = slices.Clone(s.AdvertisedAddresses)
+	s.ListenPeerAddresses = slices.Clone(s.ListenPeerAddresses)
+	s.ListenClientAddresses = slices.Clone(s.ListenClientAddresses)
+
+	if s.ExtraArgs != nil {
+		m := make(map[string]string, len(s.ExtraArgs))
+		for k, v := range s.ExtraArgs {
+			m[k] = v
+		}
+
+		s.ExtraArgs = m
+	}
+
+	return s
+}
+
+// EtcdSpec is an EtcdSpecs resource.
+type EtcdSpec = bus.Typed[EtcdSpecSpec]

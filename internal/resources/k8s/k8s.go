@@ -1,0 +1,6 @@
+package k8s
+
+const (
+	NamespaceK8s          = "k8s"
+	NamespaceControlPlane = "controlplane"
+)

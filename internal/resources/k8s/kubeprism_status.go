@@ -1,0 +1,21 @@
+package k8s
+
+import (
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+const (
+	KubePrismStatusType = "KubePrismStatuses.kubernetes.talos.dev"
+)
+
+// KubePrismStatusSpec says where KubePrism listens and whether an API
+// server answered its last check.
+type KubePrismStatusSpec struct {
+	Host    string `yaml:"host" json:"host"`
+	Healthy bool   `yaml:"healthy" json:"healthy"`
+	Error   string `yaml:"error,omitempty" json:"error,omitempty"`
+}
+
+type (
+	KubePrismStatus = bus.Typed[KubePrismStatusSpec]
+)

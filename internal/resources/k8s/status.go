@@ -1,0 +1,21 @@
+package k8s
+
+import (
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+const (
+	SecretsStatusType = "SecretStatuses.kubernetes.talos.dev"
+	ConfigStatusType  = "ConfigStatuses.kubernetes.talos.dev"
+)
+
+// StatusSpec is SecretStatus and ConfigStatus: whether the files the
+// static pods read are written, and their version.
+type StatusSpec struct {
+	Ready   bool   `yaml:"ready" json:"ready"`
+	Version string `yaml:"version" json:"version"`
+}
+
+type (
+	Status = bus.Typed[StatusSpec]
+)

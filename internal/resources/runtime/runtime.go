@@ -1,0 +1,5 @@
+package runtime
+
+const (
+	NamespaceRuntime = "runtime"
+)

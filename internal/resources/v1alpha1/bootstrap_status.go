@@ -1,0 +1,21 @@
+package v1alpha1
+
+import (
+	"github.com/talosbox/talosbox/internal/bus"
+)
+
+const (
+	// BootstrapStatusType is Talos 0.9's; the seed's `get bs` still asks
+	// for it. A static-pod control plane is never self-hosted.
+	BootstrapStatusType = "BootstrapStatuses.v1alpha1.talos.dev"
+	BootstrapStatusID   = "control-plane"
+)
+
+// BootstrapStatusSpec is Talos 0.9's bootkube status.
+type BootstrapStatusSpec struct {
+	SelfHosted bool `yaml:"selfHosted" json:"selfHosted"`
+}
+
+type (
+	BootstrapStatus = bus.Typed[BootstrapStatusSpec]
+)
