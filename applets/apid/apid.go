@@ -18,6 +18,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/apid"
 	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/platform"
@@ -66,7 +67,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 
 	fs.StringVar(&o.stateDir, "state-dir", "", "`DIR` holding the node's state: config, identity, files (required)")
 	fs.StringVar(&o.config, "config", "", "machine config `FILE` (default: the one kept in the state dir)")
-	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", apid.DefaultPort), "`ADDR` (host:port) to serve on")
+	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", constants.ApidPort), "`ADDR` (host:port) to serve on")
 	fs.Var(&o.trustd, "trustd", "trustd `ENDPOINTS` a worker asks for its certificate (host or host:port)")
 	if code, done := fs.Parse(args); done {
 		return code

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -29,8 +28,6 @@ import (
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/reaper"
-	"github.com/talosbox/talosbox/internal/resources/etcd"
-	k8sres "github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/version"
 )
@@ -213,9 +210,8 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 		Controllers: func(n *machine.Node) []bus.Controller {
 			return append(plane.Controllers(n), kube.Controllers(n)...)
 		},
-		Definitions: append(slices.Clone(etcd.Definitions), k8sres.Definitions...),
-		Networkd:    networkd,
-		OnEvent:     func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
+		Networkd: networkd,
+		OnEvent:  func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})
 	if err != nil {
 		return fatal(p, env, err)

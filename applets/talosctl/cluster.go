@@ -24,7 +24,6 @@ const (
 	defaultSubnet      = "10.5.0.0/24"
 	defaultNodeCPUs    = "2.0"
 	defaultNodeMemory  = 2048 // MiB
-	apidPort           = 50000
 )
 
 func newClusterCommand(g *GlobalFlags) *cobra.Command {

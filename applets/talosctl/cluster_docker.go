@@ -1,8 +1,5 @@
 package talosctl
 
-// cluster create's Docker provisioner: one privileged container per node
-// on a bridge network of the cluster's own.
-
 import (
 	"context"
 	"fmt"
@@ -13,10 +10,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/provision"
 	"github.com/talosbox/talosbox/internal/version"
 )
+
+// cluster create's Docker provisioner: one privileged container per node
+// on a bridge network of the cluster's own.
 
 // runDocker makes the nodes as containers from the node image, publishes
 // the first control plane's API on this host and waits for the cluster.
@@ -78,7 +79,7 @@ func (f *clusterCreateFlags) runDocker(ctx context.Context, out io.Writer, st *s
 				return err
 			}
 
-			nr.Ports = []provision.PortMapping{{ContainerPort: apidPort, HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: port}}
+			nr.Ports = []provision.PortMapping{{ContainerPort: constants.ApidPort, HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: port}}
 		}
 
 		req.Nodes = append(req.Nodes, nr)
@@ -250,13 +251,13 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 func publishedAPI(c *provision.Cluster) (string, error) {
 	for _, n := range c.Nodes {
 		for _, p := range n.Ports {
-			if p.ContainerPort == apidPort && p.HostPort != 0 {
+			if p.ContainerPort == constants.ApidPort && p.HostPort != 0 {
 				return netip.AddrPortFrom(p.HostIP, p.HostPort).String(), nil
 			}
 		}
 	}
 
-	return "", fmt.Errorf("cluster %q: no node publishes the API port %d", c.Name, apidPort)
+	return "", fmt.Errorf("cluster %q: no node publishes the API port %d", c.Name, constants.ApidPort)
 }
 
 // apiHostPort is the host port of the first control plane's API: the one

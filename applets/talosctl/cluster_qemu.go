@@ -24,6 +24,7 @@ import (
 	"github.com/talosbox/talosbox/initramfs"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/provision"
 	"github.com/talosbox/talosbox/internal/provision/vm"
 	"github.com/talosbox/talosbox/internal/version"
@@ -324,7 +325,7 @@ func applyMaintenance(ctx context.Context, out io.Writer, nodes []nodePlan, time
 }
 
 func applyOne(ctx context.Context, n nodePlan) error {
-	addr := net.JoinHostPort(n.ip.String(), strconv.Itoa(apidPort))
+	addr := net.JoinHostPort(n.ip.String(), strconv.Itoa(constants.ApidPort))
 
 	c, err := client.New(client.Options{Endpoints: []string{addr}, Insecure: true})
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/configpatch"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/provision"
 )
 
@@ -52,8 +52,8 @@ func checkWireguardCIDR(s string, subnet netip.Prefix, n int) (netip.Prefix, err
 	// routes would capture the traffic that carries it.
 	reserved := []struct{ what, cidr string }{
 		{"--subnet", subnet.String()},
-		{"the pod network", generate.DefaultPodSubnet},
-		{"the service network", generate.DefaultServiceSubnet},
+		{"the pod network", constants.DefaultPodSubnet},
+		{"the service network", constants.DefaultServiceSubnet},
 	}
 
 	for _, r := range reserved {

@@ -16,6 +16,7 @@ import (
 	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/configpatch"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/render"
 	"github.com/talosbox/talosbox/internal/talosconfig"
@@ -96,7 +97,7 @@ with an AES-CBC secret, which a bundle from --with-secrets must hold.`,
 	fl.StringVar(&f.installDisk, "install-disk", generate.DefaultInstallDisk, "the disk to install to")
 	fl.StringVar(&f.installImage, "install-image", generate.DefaultInstallImage, "the image used to perform an installation")
 	fl.StringSliceVar(&f.additionalSANs, "additional-sans", nil, "additional Subject-Alt-Names for the APIServer certificate")
-	fl.StringVar(&f.dnsDomain, "dns-domain", generate.DefaultDNSDomain, "the dns domain to use for cluster")
+	fl.StringVar(&f.dnsDomain, "dns-domain", constants.DefaultDNSDomain, "the dns domain to use for cluster")
 	fl.StringArrayVar(&f.registryMirrors, "registry-mirror", nil, "list of registry mirrors to use in format: <registry host>=<mirror URL>")
 	fl.BoolVar(&f.force, "force", false, "will overwrite existing files")
 	fl.MarkHidden("output") //nolint:errcheck // the flag exists

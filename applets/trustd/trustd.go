@@ -16,6 +16,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/trustd"
@@ -68,7 +69,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.StringVar(&o.caKey, "ca-key", "", "the OS CA's private key, a PEM `FILE` (with --ca-cert)")
 	fs.StringVar(&o.token, "token", "", "the `TOKEN` callers must present (machine.token)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "read the token from `FILE` instead")
-	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", trustd.DefaultPort), "`ADDR` (host:port) to serve on")
+	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", constants.TrustdPort), "`ADDR` (host:port) to serve on")
 	fs.DurationVar(&o.ttl, "ttl", trustd.DefaultTTL, "lifetime of the certificates issued")
 	fs.Var(&o.certSANs, "cert-sans", "more `NAMES` (IPs or DNS names) for trustd's own serving certificate")
 	if code, done := fs.Parse(args); done {

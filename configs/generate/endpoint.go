@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/talosbox/talosbox/internal/constants"
 )
 
 // NormalizeEndpoint turns what a user passes as the cluster endpoint into
@@ -40,7 +42,7 @@ func NormalizeEndpoint(endpoint string) (string, error) {
 
 	port := u.Port()
 	if port == "" {
-		port = DefaultAPIServerPort
+		port = constants.DefaultAPIServerPort
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("invalid cluster endpoint %q: invalid port %q", endpoint, port)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/version"
@@ -28,11 +29,6 @@ var DefaultInstallImage = "ghcr.io/talosbox/installer:" + version.Tag
 const (
 	DefaultKubernetesVersion = images.Kubernetes
 	DefaultInstallDisk       = "/dev/sda"
-	DefaultDNSDomain         = "cluster.local"
-	DefaultPodSubnet         = "10.244.0.0/16"
-	DefaultServiceSubnet     = "10.96.0.0/12"
-	DefaultAPIServerPort     = "6443"
-	DefaultKubePrismPort     = 7445
 )
 
 // Options are the inputs of gen config. Only ClusterName and Endpoint are
@@ -174,14 +170,14 @@ func withDefaults(opts Options) (Options, error) {
 	if opts.NoInstallImage {
 		opts.InstallImage = ""
 	}
-	setDefault(&opts.DNSDomain, DefaultDNSDomain)
+	setDefault(&opts.DNSDomain, constants.DefaultDNSDomain)
 
 	if len(opts.PodSubnets) == 0 {
-		opts.PodSubnets = []string{DefaultPodSubnet}
+		opts.PodSubnets = []string{constants.DefaultPodSubnet}
 	}
 
 	if len(opts.ServiceSubnets) == 0 {
-		opts.ServiceSubnets = []string{DefaultServiceSubnet}
+		opts.ServiceSubnets = []string{constants.DefaultServiceSubnet}
 	}
 
 	return opts, nil
@@ -280,7 +276,7 @@ func withContract(cfg *configs.Config, c Contract) {
 	}
 
 	if c.kubePrism() {
-		f.KubePrism = &configs.KubePrism{Enabled: ptr(true), Port: DefaultKubePrismPort}
+		f.KubePrism = &configs.KubePrism{Enabled: ptr(true), Port: constants.KubePrismPort}
 	}
 
 	if c.hostDNS() {

@@ -26,14 +26,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/controlplane"
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
-
-// DefaultPort is apid's port, on every node.
-const DefaultPort = 50000
 
 // Options configure the server.
 type Options struct {
@@ -98,7 +96,7 @@ func NewServer(opts Options, log io.Writer) (*Server, error) {
 	}
 
 	if opts.RemotePort == 0 {
-		opts.RemotePort = DefaultPort
+		opts.RemotePort = constants.ApidPort
 	}
 
 	if opts.StopGrace == 0 {
@@ -123,7 +121,7 @@ func NewServer(opts Options, log io.Writer) (*Server, error) {
 // Run listens on opts.Listen and serves until ctx ends.
 func Run(ctx context.Context, opts Options, log io.Writer) error {
 	if opts.Listen == "" {
-		opts.Listen = ":" + strconv.Itoa(DefaultPort)
+		opts.Listen = ":" + strconv.Itoa(constants.ApidPort)
 	}
 
 	s, err := NewServer(opts, log)

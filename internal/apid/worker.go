@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/trustd"
 )
@@ -65,7 +66,7 @@ func trustdEndpoints(cfg *configs.Config) []string {
 		return nil
 	}
 
-	return []string{net.JoinHostPort(u.Hostname(), fmt.Sprint(trustd.DefaultPort))}
+	return []string{net.JoinHostPort(u.Hostname(), fmt.Sprint(constants.TrustdPort))}
 }
 
 // fetchTLS asks trustd once (with its own retries until ctx ends).

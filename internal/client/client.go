@@ -25,13 +25,11 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/talosconfig"
 )
 
 const (
-	// DefaultPort is apid's port, added to endpoints given without one.
-	DefaultPort = 50000
-
 	// MaxMessageSize caps gRPC messages both ways. It matches apid's limit,
 	// so a reply the server is willing to send is never refused here (a
 	// full machine config or a large resource list fits easily). apid caps
@@ -195,7 +193,7 @@ func NormalizeEndpoint(ep string) (hostport, host string, err error) {
 
 	h := strings.Trim(s, "[]")
 
-	return net.JoinHostPort(h, strconv.Itoa(DefaultPort)), h, nil
+	return net.JoinHostPort(h, strconv.Itoa(constants.ApidPort)), h, nil
 }
 
 // tlsConfig is TLS 1.3 with the context's CA and client certificate, or,

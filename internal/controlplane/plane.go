@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/etcd"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/network"
@@ -75,7 +76,7 @@ type Plane struct {
 // New makes a Plane for node.
 func New(opts Options) *Plane {
 	if opts.TrustdPort == 0 {
-		opts.TrustdPort = trustd.DefaultPort
+		opts.TrustdPort = constants.TrustdPort
 	}
 
 	if opts.EtcdClientPort == 0 {

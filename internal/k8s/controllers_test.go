@@ -15,6 +15,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/resources/config"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
@@ -151,7 +152,7 @@ func TestControlPlaneGraph(t *testing.T) {
 	})
 
 	for _, f := range []string{"kube-apiserver/apiserver.crt", "kube-apiserver/encryptionconfig.yaml", "kube-scheduler/kubeconfig"} {
-		fi, err := os.Stat(filepath.Join(g.root, SecretsDir, f))
+		fi, err := os.Stat(filepath.Join(g.root, constants.SecretsDir, f))
 		if err != nil || fi.Mode().Perm() != 0o400 {
 			t.Errorf("%s: %v %v", f, fi, err)
 		}

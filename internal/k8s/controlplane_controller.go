@@ -6,6 +6,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/config"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
@@ -71,7 +72,7 @@ func (c ControlPlaneController) Run(ctx context.Context, r bus.ControllerRuntime
 		bs := map[string]v1alpha1.BootstrapStatusSpec{}
 
 		if cfg != nil && cfg.IsControlPlane() {
-			specs, err := ComponentConfigs(cfg)
+			specs, err := render.ComponentConfigs(cfg)
 			if err != nil {
 				r.Logger().Error("control plane config", "error", err)
 				continue

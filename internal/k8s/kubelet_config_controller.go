@@ -9,6 +9,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
@@ -54,7 +55,7 @@ func kubeletConfigFor(cfg *configs.Config) (k8s.KubeletConfigSpec, bool) {
 		return k8s.KubeletConfigSpec{}, false
 	}
 
-	cl, err := ClusterFrom(cfg)
+	cl, err := render.ClusterFrom(cfg)
 	if err != nil {
 		return k8s.KubeletConfigSpec{}, false
 	}
@@ -78,7 +79,7 @@ func kubeletConfigFor(cfg *configs.Config) (k8s.KubeletConfigSpec, bool) {
 	}
 
 	if len(spec.ClusterDNS) == 0 {
-		ips, err := DNSServiceIPs(cl.ServiceSubnets)
+		ips, err := render.DNSServiceIPs(cl.ServiceSubnets)
 		if err != nil {
 			return k8s.KubeletConfigSpec{}, false
 		}

@@ -16,7 +16,8 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
+	"github.com/talosbox/talosbox/internal/constants"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
@@ -146,7 +147,7 @@ func (kl *kubelet) mounts(spec k8s.KubeletSpecSpec) ([]specs.Mount, error) {
 		{dst: "/etc/os-release", src: "/etc/os-release", opts: []string{"bind", "ro"}, file: true, optional: true},
 		{dst: "/etc/machine-id", src: "/etc/machine-id", opts: []string{"bind", "ro"}, file: true, optional: true},
 		{dst: "/etc/hosts", src: "/etc/hosts", opts: []string{"bind", "ro"}, file: true, optional: true},
-		{dst: ResolvConfPath, src: ResolvConfPath, opts: []string{"bind", "ro"}, file: true},
+		{dst: constants.ResolvConfPath, src: constants.ResolvConfPath, opts: []string{"bind", "ro"}, file: true},
 		{dst: "/etc/cni", src: "/etc/cni", opts: rbind},
 		{dst: "/opt/cni", src: "/opt/cni", opts: rbind, optional: true},
 		{dst: "/usr/libexec/kubernetes", src: "/usr/libexec/kubernetes", opts: rbind, optional: true},
@@ -205,7 +206,7 @@ func ensure(p string, file bool) error {
 
 // kubeletHealthy is Talos's check: /healthz on the kubelet's local port.
 func kubeletHealthy(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, KubeletHealthzURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, constants.KubeletHealthzURL, nil)
 	if err != nil {
 		return err
 	}
@@ -225,27 +226,27 @@ func kubeletHealthy(ctx context.Context) error {
 
 // kubeletFiles are what the kubelet reads besides its image: its
 // configuration, the bootstrap kubeconfig and the accepted CAs.
-func kubeletFiles(cfg *configs.Config, spec k8s.KubeletSpecSpec) ([]File, error) {
-	conf, err := k8srender.KubeletConfigYAML(spec)
+func kubeletFiles(cfg *configs.Config, spec k8s.KubeletSpecSpec) ([]render.File, error) {
+	conf, err := render.KubeletConfigYAML(spec)
 	if err != nil {
 		return nil, err
 	}
 
-	server, err := k8srender.KubeletServer(cfg)
+	server, err := render.KubeletServer(cfg)
 	if err != nil {
 		return nil, err
 	}
 
-	cas := k8srender.KubeletCAs(cfg)
+	cas := render.KubeletCAs(cfg)
 
 	boot, err := secrets.BootstrapKubeconfig(server, cas, cfg.Cluster.Token)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap kubeconfig: %w", err)
 	}
 
-	return []File{
-		{Path: KubeletConfigPath, Mode: 0o600, Data: conf},
-		{Path: KubeletBootstrapPath, Mode: 0o600, Data: boot},
-		{Path: KubeletCAPath, Mode: 0o400, Data: k8srender.KubeletCABundle(cas)},
+	return []render.File{
+		{Path: constants.KubeletConfigPath, Mode: 0o600, Data: conf},
+		{Path: constants.KubeletBootstrapPath, Mode: 0o600, Data: boot},
+		{Path: constants.KubeletCAPath, Mode: 0o400, Data: render.KubeletCABundle(cas)},
 	}, nil
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/hostdns"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -68,7 +70,7 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 			continue
 		}
 
-		for _, d := range []string{ManifestsDir, "/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/etc/cni/net.d"} {
+		for _, d := range []string{constants.ManifestsDir, "/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/etc/cni/net.d"} {
 			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 				r.Logger().Error("kubelet directories", "error", err)
 			}
@@ -104,7 +106,7 @@ func writeResolvConf(root string, forwardToHost bool) error {
 		data = hostResolvConf(data)
 	}
 
-	return WriteFiles(root, []File{{Path: ResolvConfPath, Mode: 0o644, Data: data}}, false)
+	return WriteFiles(root, []render.File{{Path: constants.ResolvConfPath, Mode: 0o644, Data: data}}, false)
 }
 
 // hostResolvConf keeps a resolv.conf's search and options lines and

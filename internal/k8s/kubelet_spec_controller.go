@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
@@ -67,7 +68,7 @@ func (c *KubeletSpecController) Run(ctx context.Context, r bus.ControllerRuntime
 			return err
 		}
 
-		spec, err := KubeletSpecFor(cfg, KubeletInputs{
+		spec, err := render.KubeletSpecFor(cfg, render.KubeletInputs{
 			Nodename: name.TypedSpec().Nodename, NodeIPs: ip.TypedSpec().Addresses,
 			StaticPodURL: srv.TypedSpec().URL, InContainer: c.InContainer,
 		})

@@ -7,15 +7,17 @@ import (
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/constants"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 func TestKubeletSpec(t *testing.T) {
 	cp, worker := generated(t)
 
-	in := KubeletInputs{Nodename: "cp-1", NodeIPs: []string{"10.5.0.2"}, StaticPodURL: "http://127.0.0.1:4567"}
+	in := render.KubeletInputs{Nodename: "cp-1", NodeIPs: []string{"10.5.0.2"}, StaticPodURL: "http://127.0.0.1:4567"}
 
-	spec, err := KubeletSpecFor(cp, in)
+	spec, err := render.KubeletSpecFor(cp, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +50,11 @@ func TestKubeletSpec(t *testing.T) {
 	}
 
 	taints, _ := c["registerWithTaints"].([]any)
-	if len(taints) != 1 || taints[0].(map[string]any)["key"] != controlPlaneTaint {
+	if len(taints) != 1 || taints[0].(map[string]any)["key"] != constants.ControlPlaneTaint {
 		t.Errorf("control planes are tainted: %v", taints)
 	}
 
-	wspec, err := KubeletSpecFor(worker, KubeletInputs{Nodename: "w-1", InContainer: true})
+	wspec, err := render.KubeletSpecFor(worker, render.KubeletInputs{Nodename: "w-1", InContainer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestKubeletSpecUserSettings(t *testing.T) {
 	k.ExtraConfig = configs.Unstructured{"maxPods": 50, "serializeImagePulls": true}
 	k.DisableManifestsDirectory = false
 
-	spec, err := KubeletSpecFor(worker, KubeletInputs{Nodename: "w-1", NodeIPs: []string{"10.5.0.3"}})
+	spec, err := render.KubeletSpecFor(worker, render.KubeletInputs{Nodename: "w-1", NodeIPs: []string{"10.5.0.3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestKubeletSpecUserSettings(t *testing.T) {
 		t.Error("a user hostname-override clears the expected node name")
 	}
 
-	if spec.Config["maxPods"] != 50 || spec.Config["serializeImagePulls"] != true || spec.Config["staticPodPath"] != ManifestsDir {
+	if spec.Config["maxPods"] != 50 || spec.Config["serializeImagePulls"] != true || spec.Config["staticPodPath"] != constants.ManifestsDir {
 		t.Errorf("config %v", spec.Config)
 	}
 
@@ -111,7 +113,7 @@ func TestKubeletSpecUserSettings(t *testing.T) {
 	} {
 		tc.set()
 
-		if _, err := KubeletSpecFor(worker, KubeletInputs{Nodename: "w-1"}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := render.KubeletSpecFor(worker, render.KubeletInputs{Nodename: "w-1"}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want %s", err, tc.want)
 		}
 	}
@@ -126,7 +128,7 @@ func TestPickNodeIPs(t *testing.T) {
 		netip.MustParseAddr("fd00::6"),
 	}
 
-	cl := Cluster{PodSubnets: []string{"10.244.0.0/16"}, ServiceSubnets: []string{"10.96.0.0/12", "fd01::/108"}}
+	cl := render.Cluster{PodSubnets: []string{"10.244.0.0/16"}, ServiceSubnets: []string{"10.96.0.0/12", "fd01::/108"}}
 
 	for _, tc := range []struct {
 		name        string
@@ -139,7 +141,7 @@ func TestPickNodeIPs(t *testing.T) {
 		{"nothing", []string{"192.168.0.0/16"}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			picked, skipped, err := PickNodeIPs(NodeIPConfigFor(tc.valid, cl), addrs)
+			picked, skipped, err := render.PickNodeIPs(render.NodeIPConfigFor(tc.valid, cl), addrs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,13 +161,13 @@ func TestPickNodeIPs(t *testing.T) {
 		})
 	}
 
-	if _, _, err := PickNodeIPs(k8s.NodeIPConfigSpec{ValidSubnets: []string{"10.0.0.0/33"}}, addrs); err == nil || !strings.Contains(err.Error(), "validSubnets") {
+	if _, _, err := render.PickNodeIPs(k8s.NodeIPConfigSpec{ValidSubnets: []string{"10.0.0.0/33"}}, addrs); err == nil || !strings.Contains(err.Error(), "validSubnets") {
 		t.Errorf("bad subnet: %v", err)
 	}
 }
 
 func TestServiceIPs(t *testing.T) {
-	dns, err := DNSServiceIPs([]string{"10.96.0.0/12", "fd00:10:96::/112"})
+	dns, err := render.DNSServiceIPs([]string{"10.96.0.0/12", "fd00:10:96::/112"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestServiceIPs(t *testing.T) {
 		t.Errorf("dns %v", dns)
 	}
 
-	if _, err := DNSServiceIPs([]string{"10.0.0.0/30"}); err == nil {
+	if _, err := render.DNSServiceIPs([]string{"10.0.0.0/30"}); err == nil {
 		t.Error("a /30 has no 10th address")
 	}
 }

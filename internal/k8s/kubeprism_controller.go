@@ -13,7 +13,8 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
+	"github.com/talosbox/talosbox/internal/constants"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/cluster"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
@@ -151,7 +152,7 @@ func (c *KubePrismController) probe(cfg *configs.Config) func(ctx context.Contex
 		}
 	}
 
-	return APIServerProbe(pool, filepath.Join(cmp.Or(c.Root, "/"), KubeletCertDir, "kubelet-client-current.pem"))
+	return APIServerProbe(pool, filepath.Join(cmp.Or(c.Root, "/"), constants.KubeletCertDir, "kubelet-client-current.pem"))
 }
 
 // prismServer is the listener a KubePrismController runs.
@@ -195,12 +196,8 @@ func (s *prismServer) stop() {
 }
 
 // KubePrismPort is the port KubePrism listens on for cfg, 0 when it is
-// off (see k8srender.KubePrismPort).
-func KubePrismPort(cfg *configs.Config) int { return k8srender.KubePrismPort(cfg) }
-
-// DefaultKubePrismPort is KubePrism's port when the config names none,
-// the one gen config writes.
-const DefaultKubePrismPort = k8srender.DefaultKubePrismPort
+// off (see render.KubePrismPort).
+func KubePrismPort(cfg *configs.Config) int { return render.KubePrismPort(cfg) }
 
 // kubePrismUpstreams are the API servers KubePrism balances, the node's
 // own first (on a control plane that is the one its kubelet runs), then
@@ -215,7 +212,7 @@ func kubePrismUpstreams(cfg *configs.Config, members []*cluster.Member) ([]strin
 		return nil, nil
 	}
 
-	cl, err := ClusterFrom(cfg)
+	cl, err := render.ClusterFrom(cfg)
 	if err != nil {
 		return nil, err
 	}

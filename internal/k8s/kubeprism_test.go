@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/cluster"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
@@ -354,7 +356,7 @@ func TestKubeletServer(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			i := slices.IndexFunc(files, func(f File) bool { return f.Path == KubeletBootstrapPath })
+			i := slices.IndexFunc(files, func(f render.File) bool { return f.Path == constants.KubeletBootstrapPath })
 			if i < 0 {
 				t.Fatal("no bootstrap kubeconfig")
 			}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
@@ -138,7 +139,7 @@ func kubeletRESTConfig(root string) (*rest.Config, error) {
 		root = "/"
 	}
 
-	path := filepath.Join(root, KubeletKubeconfigPath)
+	path := filepath.Join(root, constants.KubeletKubeconfigPath)
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
@@ -39,7 +40,7 @@ func (c NodeIPController) Run(ctx context.Context, r bus.ControllerRuntime) erro
 			continue
 		}
 
-		cl, err := ClusterFrom(cfg)
+		cl, err := render.ClusterFrom(cfg)
 		if err != nil {
 			continue
 		}
@@ -49,7 +50,7 @@ func (c NodeIPController) Run(ctx context.Context, r bus.ControllerRuntime) erro
 			valid = k.NodeIP.ValidSubnets
 		}
 
-		ipc := NodeIPConfigFor(valid, cl)
+		ipc := render.NodeIPConfigFor(valid, cl)
 		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceK8s, k8s.NodeIPConfigType, map[string]k8s.NodeIPConfigSpec{k8s.KubeletID: ipc}); err != nil {
 			return err
 		}
@@ -70,7 +71,7 @@ func (c NodeIPController) Run(ctx context.Context, r bus.ControllerRuntime) erro
 			}
 		}
 
-		picked, skipped, err := PickNodeIPs(ipc, addrs)
+		picked, skipped, err := render.PickNodeIPs(ipc, addrs)
 		if err != nil {
 			r.Logger().Error("node IP", "error", err)
 			continue

@@ -8,6 +8,8 @@ import (
 
 	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
@@ -42,13 +44,13 @@ func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRunti
 		want := map[string]k8s.StatusSpec{}
 
 		if cfg != nil && cfg.IsControlPlane() {
-			files, err := ConfigFiles(cfg)
+			files, err := render.ConfigFiles(cfg)
 			if err == nil {
 				err = WriteFiles(c.Root, files, true)
 			}
 
 			if err == nil {
-				err = ownedDir(filepath.Join(c.root(), AuditDir), APIServerUID)
+				err = ownedDir(filepath.Join(c.root(), constants.AuditDir), constants.APIServerUID)
 			}
 
 			if err != nil {
@@ -56,7 +58,7 @@ func (c *RenderConfigsController) Run(ctx context.Context, r bus.ControllerRunti
 				continue
 			}
 
-			want[k8s.StaticPodsStatusID] = k8s.StatusSpec{Ready: true, Version: FilesVersion(files)}
+			want[k8s.StaticPodsStatusID] = k8s.StatusSpec{Ready: true, Version: render.FilesVersion(files)}
 		}
 
 		if err := bus.SyncOutputs(ctx, r, c.Name(), k8s.NamespaceControlPlane, k8s.ConfigStatusType, want); err != nil {
@@ -92,7 +94,7 @@ func ownedDir(dir string, uid int) error {
 // WriteFiles writes files under root atomically, only those that
 // changed, in directories of mode 0755; with chown each file belongs to
 // its UID (the component it is for).
-func WriteFiles(root string, files []File, chown bool) error {
+func WriteFiles(root string, files []render.File, chown bool) error {
 	if root == "" {
 		root = "/"
 	}

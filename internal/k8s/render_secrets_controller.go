@@ -11,6 +11,8 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
@@ -126,7 +128,7 @@ func (c *RenderSecretsController) Run(ctx context.Context, r bus.ControllerRunti
 			lastKey = key
 		}
 
-		version, err := secrets.WriteStaticPodSecrets(secrets.WriteOptions{Dir: filepath.Join(c.root(), SecretsDir), Chown: true}, in, certs)
+		version, err := secrets.WriteStaticPodSecrets(secrets.WriteOptions{Dir: filepath.Join(c.root(), constants.SecretsDir), Chown: true}, in, certs)
 		if err != nil {
 			r.Logger().Error("write kubernetes secrets", "error", err)
 			continue
@@ -185,7 +187,7 @@ func nodeIdentity(ctx context.Context, r bus.Reader) (host, fqdn string, addrs [
 // apiserver's certificate, which restarts it, under a cluster in use.
 // The config's shared IPs are always there, whether held or not.
 func withoutClusterNetworks(cfg *configs.Config, addrs []netip.Addr) []netip.Addr {
-	cl, err := ClusterFrom(cfg)
+	cl, err := render.ClusterFrom(cfg)
 	if err != nil {
 		return addrs
 	}

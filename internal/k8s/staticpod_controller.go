@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
@@ -107,7 +108,7 @@ func (c StaticPodController) pods(ctx context.Context, r bus.ControllerRuntime) 
 			continue
 		}
 
-		pod, err := StaticPodFor(id, *spec, podVersions{secrets: sec.Version, config: strconv.FormatUint(cc.Metadata().Version, 10), configFile: conf.Version})
+		pod, err := render.StaticPodFor(id, *spec, render.PodVersions{Secrets: sec.Version, Config: strconv.FormatUint(cc.Metadata().Version, 10), ConfigFile: conf.Version})
 		if err != nil {
 			r.Logger().Error("static pod", "id", id, "error", err)
 			continue

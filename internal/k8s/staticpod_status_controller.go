@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
@@ -107,7 +108,7 @@ func (c *StaticPodStatusController) poll(ctx context.Context) (map[string]k8s.St
 		root = "/"
 	}
 
-	dir := filepath.Join(root, SecretsDir, k8s.APIServerID)
+	dir := filepath.Join(root, constants.SecretsDir, k8s.APIServerID)
 
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "apiserver-kubelet-client.crt"), filepath.Join(dir, "apiserver-kubelet-client.key"))
 	if err != nil {

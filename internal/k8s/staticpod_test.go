@@ -8,6 +8,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
@@ -42,12 +43,12 @@ func TestStaticPods(t *testing.T) {
 	cp.Cluster.APIServer.ExtraArgs = map[string]string{"enable-admission-plugins": "AlwaysPullImages,NodeRestriction", "v": "2"}
 	cp.Cluster.APIServer.Env = map[string]string{"B": "x$y", "A": "1"}
 
-	specs, err := ComponentConfigs(cp)
+	specs, err := render.ComponentConfigs(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	pod, err := StaticPodFor(k8s.APIServerID, specs[k8s.APIServerID], podVersions{secrets: "s1", config: "3", configFile: "f2"})
+	pod, err := render.StaticPodFor(k8s.APIServerID, specs[k8s.APIServerID], render.PodVersions{Secrets: "s1", Config: "3", ConfigFile: "f2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestStaticPods(t *testing.T) {
 		t.Errorf("env: POD_IP, then sorted with $ escaped: %v", env)
 	}
 
-	cm, err := StaticPodFor(k8s.ControllerManagerID, specs[k8s.ControllerManagerID], podVersions{})
+	cm, err := render.StaticPodFor(k8s.ControllerManagerID, specs[k8s.ControllerManagerID], render.PodVersions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +122,12 @@ func TestStaticPodDeniedArgs(t *testing.T) {
 		denied := configs.DeniedExtraArgs[tc.path][0]
 		tc.set(map[string]string{denied: "x"})
 
-		specs, err := ComponentConfigs(cp)
+		specs, err := render.ComponentConfigs(cp)
 		if err != nil {
 			t.Fatal(err)
 		}
 
-		_, err = StaticPodFor(tc.id, specs[tc.id], podVersions{})
+		_, err = render.StaticPodFor(tc.id, specs[tc.id], render.PodVersions{})
 		if err == nil || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), denied) {
 			t.Errorf("%s: %s: got %v", tc.id, denied, err)
 		}
@@ -145,7 +146,7 @@ func TestComponentsDisabled(t *testing.T) {
 	cp.Machine.ControlPlane = &configs.MachineControlPlaneConfig{Scheduler: &configs.DisabledToggle{Disabled: true}}
 	cp.Cluster.APIServer.Image = "registry.k8s.io/kube-apiserver:v1.33.13"
 
-	specs, err := ComponentConfigs(cp)
+	specs, err := render.ComponentConfigs(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestComponentsDisabled(t *testing.T) {
 func TestConfigFiles(t *testing.T) {
 	cp, _ := generated(t)
 
-	files, err := ConfigFiles(cp)
+	files, err := render.ConfigFiles(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,16 +181,16 @@ func TestConfigFiles(t *testing.T) {
 		t.Errorf("scheduler config: %s", s)
 	}
 
-	v1 := FilesVersion(files)
+	v1 := render.FilesVersion(files)
 
 	cp.Cluster.APIServer.AuditPolicy = configs.Unstructured{"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": []any{map[string]any{"level": "None"}}}
 
-	files2, err := ConfigFiles(cp)
+	files2, err := render.ConfigFiles(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if v2 := FilesVersion(files2); v2 == v1 || FilesVersion(files) != v1 {
+	if v2 := render.FilesVersion(files2); v2 == v1 || render.FilesVersion(files) != v1 {
 		t.Errorf("versions: %s then %s", v1, v2)
 	}
 }
@@ -201,7 +202,7 @@ func TestConfigFiles(t *testing.T) {
 func TestStaticPodProbes(t *testing.T) {
 	cp, _ := generated(t)
 
-	specs, err := ComponentConfigs(cp)
+	specs, err := render.ComponentConfigs(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestStaticPodProbes(t *testing.T) {
 		{k8s.ControllerManagerID, 10257, "/healthz"},
 		{k8s.SchedulerID, 10259, "/livez"},
 	} {
-		pod, err := StaticPodFor(tc.id, specs[tc.id], podVersions{})
+		pod, err := render.StaticPodFor(tc.id, specs[tc.id], render.PodVersions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,9 +17,7 @@ import (
 	"github.com/talosbox/talosbox/internal/logring"
 	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/platform"
-	"github.com/talosbox/talosbox/internal/resources/block"
-	"github.com/talosbox/talosbox/internal/resources/cluster"
-	networkres "github.com/talosbox/talosbox/internal/resources/network"
+	"github.com/talosbox/talosbox/internal/resources"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 	"github.com/talosbox/talosbox/internal/sequencer"
@@ -79,9 +77,6 @@ type Options struct {
 	Networkd bool
 	// StopTimeout bounds each service's stop (30 s by default).
 	StopTimeout time.Duration
-	// Definitions are resource types other packages publish on the node's
-	// bus (cluster members, etcd), registered for `talosctl get`.
-	Definitions []bus.Definition
 	// Controllers are other packages' controllers, run on the node's bus
 	// beside machined's own (discovery).
 	Controllers func(*Node) []bus.Controller
@@ -217,12 +212,7 @@ func New(opts Options) (*Node, error) {
 		n.emit(ev)
 	}}
 
-	defs := append(append([]bus.Definition{}, runtime.Definitions...), v1alpha1.ServiceDefinition, v1alpha1.TimeStatusDefinition)
-	defs = append(defs, cluster.IdentityDefinitions...)
-	defs = append(defs, runtime.MetaKeyDefinition)
-	defs = append(defs, block.Definitions...)
-	defs = append(defs, networkres.Definitions...)
-	defs = append(defs, opts.Definitions...)
+	defs := resources.Definitions()
 	for _, d := range defs {
 		if err := n.registry.Register(d); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/configs/manifestcheck"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/k8s/manifests/templates"
 	k8srender "github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/pki"
@@ -149,8 +150,8 @@ func (b *builder) kubelet() {
 		b.fail("cluster.token", "the kubelet's bootstrap kubeconfig needs a bootstrap token <6 of [a-z0-9]>.<16 of [a-z0-9]>")
 	}
 
-	b.add(Artifact{Path: "fs" + k8srender.KubeletConfigPath, NodePath: k8srender.KubeletConfigPath, Mode: 0o600, Data: conf})
-	b.add(Artifact{Path: "fs" + k8srender.KubeletCAPath, NodePath: k8srender.KubeletCAPath, Mode: 0o400,
+	b.add(Artifact{Path: "fs" + constants.KubeletConfigPath, NodePath: constants.KubeletConfigPath, Mode: 0o600, Data: conf})
+	b.add(Artifact{Path: "fs" + constants.KubeletCAPath, NodePath: constants.KubeletCAPath, Mode: 0o400,
 		Data: k8srender.KubeletCABundle(k8srender.KubeletCAs(b.cfg))})
 	b.add(Artifact{Path: "services/kubelet.args", NodePath: "the kubelet's command line", Data: argsFile("/usr/local/bin/kubelet", spec.Args)})
 

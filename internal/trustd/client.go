@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/talosbox/talosbox/internal/api/security"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -229,7 +230,7 @@ func endpointAddr(ep string) (string, error) {
 	host, port, err := net.SplitHostPort(ep)
 	if err != nil {
 		// No port: a bare host, or an IPv6 address with or without brackets.
-		host, port = strings.TrimSuffix(strings.TrimPrefix(ep, "["), "]"), strconv.Itoa(DefaultPort)
+		host, port = strings.TrimSuffix(strings.TrimPrefix(ep, "["), "]"), strconv.Itoa(constants.TrustdPort)
 	}
 
 	if host == "" {

@@ -31,9 +31,6 @@ import (
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
-// DefaultPort is trustd's port, as in Talos.
-const DefaultPort = 50001
-
 // DefaultTTL is the lifetime of issued certificates; a worker renews its
 // apid certificate at half-life, as control-plane nodes do.
 const DefaultTTL = 24 * time.Hour

@@ -9,22 +9,9 @@ import (
 	"strconv"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
-)
-
-// Defaults Talos applies when the config is silent.
-const (
-	DefaultDNSDomain     = "cluster.local"
-	DefaultPodSubnet     = "10.244.0.0/16"
-	DefaultServiceSubnet = "10.96.0.0/12"
-)
-
-// The paths the control plane reads (REFERENCE-K8S §1.2).
-const (
-	SecretsDir = "/system/secrets/kubernetes"
-	ConfigDir  = "/system/config/kubernetes"
-	AuditDir   = "/var/log/audit/kube"
 )
 
 // Cluster is what every Kubernetes controller reads from the config,
@@ -46,8 +33,8 @@ func ClusterFrom(cfg *configs.Config) (Cluster, error) {
 	}
 
 	c := cfg.Cluster
-	out := Cluster{Name: c.ClusterName, LocalPort: cfg.LocalAPIServerPort(), DNSDomain: DefaultDNSDomain,
-		PodSubnets: []string{DefaultPodSubnet}, ServiceSubnets: []string{DefaultServiceSubnet}, Version: images.Kubernetes}
+	out := Cluster{Name: c.ClusterName, LocalPort: cfg.LocalAPIServerPort(), DNSDomain: constants.DefaultDNSDomain,
+		PodSubnets: []string{constants.DefaultPodSubnet}, ServiceSubnets: []string{constants.DefaultServiceSubnet}, Version: images.Kubernetes}
 
 	if c.ControlPlane == nil || c.ControlPlane.Endpoint == "" {
 		return Cluster{}, fmt.Errorf("cluster.controlPlane.endpoint is required")

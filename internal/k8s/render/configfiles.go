@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
@@ -92,17 +93,17 @@ func ConfigFiles(cfg *configs.Config) ([]File, error) {
 		uid      int
 		doc      map[string]any
 	}{
-		{k8s.APIServerID, "admission-control-config.yaml", APIServerUID, admission},
-		{k8s.APIServerID, "auditpolicy.yaml", APIServerUID, audit},
-		{k8s.APIServerID, "authorization-config.yaml", APIServerUID, authz},
-		{k8s.SchedulerID, "scheduler-config.yaml", SchedulerUID, sched},
+		{k8s.APIServerID, "admission-control-config.yaml", constants.APIServerUID, admission},
+		{k8s.APIServerID, "auditpolicy.yaml", constants.APIServerUID, audit},
+		{k8s.APIServerID, "authorization-config.yaml", constants.APIServerUID, authz},
+		{k8s.SchedulerID, "scheduler-config.yaml", constants.SchedulerUID, sched},
 	} {
 		data, err := yaml.Marshal(f.doc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
 		}
 
-		out = append(out, File{Path: path.Join(ConfigDir, f.id, f.name), Mode: 0o400, UID: f.uid, Data: data})
+		out = append(out, File{Path: path.Join(constants.ConfigDir, f.id, f.name), Mode: 0o400, UID: f.uid, Data: data})
 	}
 
 	return out, nil

@@ -11,28 +11,16 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // The kubelet's files (REFERENCE-K8S §1.2).
 const (
-	KubeletConfigPath       = "/etc/kubernetes/kubelet.yaml"
-	KubeletBootstrapPath    = "/etc/kubernetes/bootstrap-kubeconfig"
-	KubeletKubeconfigPath   = "/etc/kubernetes/kubeconfig-kubelet"
-	KubeletCAPath           = "/etc/kubernetes/pki/ca.crt"
-	KubeletCertDir          = "/var/lib/kubelet/pki"
-	ManifestsDir            = "/etc/kubernetes/manifests"
-	ResolvConfPath          = "/system/resolved/resolv.conf"
-	KubeletHealthzURL       = "http://127.0.0.1:10248/healthz"
 	containerRuntimeSocket  = "unix:///run/containerd/containerd.sock"
 	kubeletConfigAPIVersion = "kubelet.config.k8s.io/v1beta1"
 )
-
-// ControlPlaneTaint is the taint control planes register with unless
-// cluster.allowSchedulingOnControlPlanes.
-const ControlPlaneTaint = "node-role.kubernetes.io/control-plane"
 
 // KubeletInputs are what the kubelet's spec is made from besides the config.
 type KubeletInputs struct {
@@ -59,11 +47,11 @@ func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (k8s.KubeletSpecSpec,
 	spec := k8s.KubeletSpecSpec{Image: cmp.Or(k.Image, images.Kubelet(cl.Version).String()), ExpectedNodename: in.Nodename}
 
 	args := argSet{
-		"bootstrap-kubeconfig": KubeletBootstrapPath,
-		"cert-dir":             KubeletCertDir,
-		"config":               KubeletConfigPath,
+		"bootstrap-kubeconfig": constants.KubeletBootstrapPath,
+		"cert-dir":             constants.KubeletCertDir,
+		"config":               constants.KubeletConfigPath,
 		"hostname-override":    in.Nodename,
-		"kubeconfig":           KubeletKubeconfigPath,
+		"kubeconfig":           constants.KubeletKubeconfigPath,
 	}
 
 	if len(in.NodeIPs) > 0 {
@@ -109,7 +97,7 @@ func kubeletConfiguration(cfg *configs.Config, k *configs.KubeletConfig, cl Clus
 	}
 
 	c["apiVersion"], c["kind"] = kubeletConfigAPIVersion, "KubeletConfiguration"
-	c["staticPodPath"] = ManifestsDir
+	c["staticPodPath"] = constants.ManifestsDir
 
 	if k.DisableManifestsDirectory {
 		delete(c, "staticPodPath")
@@ -121,7 +109,7 @@ func kubeletConfiguration(cfg *configs.Config, k *configs.KubeletConfig, cl Clus
 
 	c["port"] = 10250
 	c["authentication"] = map[string]any{
-		"x509":      map[string]any{"clientCAFile": KubeletCAPath},
+		"x509":      map[string]any{"clientCAFile": constants.KubeletCAPath},
 		"webhook":   map[string]any{"enabled": true},
 		"anonymous": map[string]any{"enabled": false},
 	}
@@ -142,7 +130,7 @@ func kubeletConfiguration(cfg *configs.Config, k *configs.KubeletConfig, cl Clus
 	c["rotateCertificates"] = true
 	c["protectKernelDefaults"] = !in.InContainer
 	c["containerRuntimeEndpoint"] = containerRuntimeSocket
-	c["resolvConf"] = ResolvConfPath
+	c["resolvConf"] = constants.ResolvConfPath
 
 	if k.DefaultRuntimeSeccompProfileEnabled {
 		c["seccompDefault"] = true
@@ -151,8 +139,8 @@ func kubeletConfiguration(cfg *configs.Config, k *configs.KubeletConfig, cl Clus
 	if cfg.IsControlPlane() && (cfg.Cluster == nil || !cfg.Cluster.AllowSchedulingOnControlPlanes) {
 		if _, ok := k.ExtraArgs["register-with-taints"]; !ok {
 			taints, _ := c["registerWithTaints"].([]any)
-			if !slices.ContainsFunc(taints, func(t any) bool { m, _ := t.(map[string]any); return m["key"] == ControlPlaneTaint }) {
-				taints = append(taints, map[string]any{"key": ControlPlaneTaint, "effect": "NoSchedule"})
+			if !slices.ContainsFunc(taints, func(t any) bool { m, _ := t.(map[string]any); return m["key"] == constants.ControlPlaneTaint }) {
+				taints = append(taints, map[string]any{"key": constants.ControlPlaneTaint, "effect": "NoSchedule"})
 			}
 
 			c["registerWithTaints"] = taints
@@ -304,12 +292,8 @@ func KubePrismPort(cfg *configs.Config) int {
 	}
 
 	if kp.Port == 0 {
-		return DefaultKubePrismPort
+		return constants.KubePrismPort
 	}
 
 	return kp.Port
 }
-
-// DefaultKubePrismPort is KubePrism's port when the config names none,
-// the one gen config writes.
-const DefaultKubePrismPort = generate.DefaultKubePrismPort

@@ -8,17 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
-// The users the control-plane components run as (Talos's uids).
-const (
-	APIServerUID         = 65534
-	ControllerManagerUID = 65535
-	SchedulerUID         = 65536
-)
-
-var componentUIDs = map[string]int{k8s.APIServerID: APIServerUID, k8s.ControllerManagerID: ControllerManagerUID, k8s.SchedulerID: SchedulerUID}
+var componentUIDs = map[string]int{k8s.APIServerID: constants.APIServerUID, k8s.ControllerManagerID: constants.ControllerManagerUID, k8s.SchedulerID: constants.SchedulerUID}
 
 // PodVersions are the annotations that make the kubelet restart a pod
 // whenever what it reads changes.
@@ -67,20 +61,20 @@ func StaticPodFor(id string, spec k8s.ComponentConfigSpec, v PodVersions) (map[s
 	}
 
 	mounts := []any{
-		map[string]any{"name": "secrets", "mountPath": path.Join(SecretsDir, id), "readOnly": true},
+		map[string]any{"name": "secrets", "mountPath": path.Join(constants.SecretsDir, id), "readOnly": true},
 	}
 	vols := []any{
-		hostPathVolume("secrets", path.Join(SecretsDir, id)),
+		hostPathVolume("secrets", path.Join(constants.SecretsDir, id)),
 	}
 
 	if id != k8s.ControllerManagerID {
-		mounts = append(mounts, map[string]any{"name": "config", "mountPath": path.Join(ConfigDir, id), "readOnly": true})
-		vols = append(vols, hostPathVolume("config", path.Join(ConfigDir, id)))
+		mounts = append(mounts, map[string]any{"name": "config", "mountPath": path.Join(constants.ConfigDir, id), "readOnly": true})
+		vols = append(vols, hostPathVolume("config", path.Join(constants.ConfigDir, id)))
 	}
 
 	if id == k8s.APIServerID {
-		mounts = append(mounts, map[string]any{"name": "audit", "mountPath": AuditDir, "readOnly": false})
-		vols = append(vols, hostPathVolume("audit", AuditDir))
+		mounts = append(mounts, map[string]any{"name": "audit", "mountPath": constants.AuditDir, "readOnly": false})
+		vols = append(vols, hostPathVolume("audit", constants.AuditDir))
 	}
 
 	for _, ev := range spec.ExtraVolumes {
@@ -205,11 +199,11 @@ func env(spec k8s.ComponentConfigSpec) []any {
 	return out
 }
 
-func secret(id, file string) string { return path.Join(SecretsDir, id, file) }
+func secret(id, file string) string { return path.Join(constants.SecretsDir, id, file) }
 
 func apiServerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 	s := func(f string) string { return secret(k8s.APIServerID, f) }
-	c := func(f string) string { return path.Join(ConfigDir, k8s.APIServerID, f) }
+	c := func(f string) string { return path.Join(constants.ConfigDir, k8s.APIServerID, f) }
 
 	a := argSet{
 		"admission-control-config-file":      c("admission-control-config.yaml"),
@@ -219,7 +213,7 @@ func apiServerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 		"audit-log-maxage":                   "30",
 		"audit-log-maxbackup":                "10",
 		"audit-log-maxsize":                  "100",
-		"audit-log-path":                     path.Join(AuditDir, "kube-apiserver.log"),
+		"audit-log-path":                     path.Join(constants.AuditDir, "kube-apiserver.log"),
 		"audit-policy-file":                  c("auditpolicy.yaml"),
 		"authorization-config":               c("authorization-config.yaml"),
 		"bind-address":                       "0.0.0.0",
@@ -311,7 +305,7 @@ func schedulerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 		"authentication-tolerate-lookup-failure": "false",
 		"authorization-kubeconfig":               s("kubeconfig"),
 		"bind-address":                           "127.0.0.1",
-		"config":                                 path.Join(ConfigDir, k8s.SchedulerID, "scheduler-config.yaml"),
+		"config":                                 path.Join(constants.ConfigDir, k8s.SchedulerID, "scheduler-config.yaml"),
 		"leader-elect":                           "true",
 		"profiling":                              "false",
 		"tls-min-version":                        "VersionTLS13",

@@ -17,16 +17,6 @@ const (
 	MemberType    = "Members.cluster.talos.dev"
 )
 
-// Definitions of the types above, for `talosctl get`.
-var Definitions = []bus.Definition{
-	{Type: AffiliateType, DefaultNamespace: Namespace, Aliases: []string{"affiliate"},
-		PrintColumns: []bus.PrintColumn{{Name: "HOSTNAME", JSONPath: "{.hostname}"},
-			{Name: "MACHINE TYPE", JSONPath: "{.machineType}"}, {Name: "ADDRESSES", JSONPath: "{.addresses}"}}},
-	{Type: MemberType, DefaultNamespace: Namespace, Aliases: []string{"member"},
-		PrintColumns: []bus.PrintColumn{{Name: "HOSTNAME", JSONPath: "{.hostname}"}, {Name: "MACHINE TYPE", JSONPath: "{.machineType}"},
-			{Name: "OS", JSONPath: "{.operatingSystem}"}, {Name: "ADDRESSES", JSONPath: "{.addresses}"}}},
-}
-
 // AffiliateSpec is one node as it describes itself. Its ID is NodeID.
 type AffiliateSpec struct {
 	NodeID          string       `yaml:"nodeId" json:"nodeId"`

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/resources/config"
 )
 
 const (
@@ -17,10 +16,3 @@ type IdentitySpec struct {
 
 // Identity is the resource type of the node's identity.
 type Identity = bus.Typed[IdentitySpec]
-
-var IdentityDefinitions = []bus.Definition{
-	{Type: config.MachineTypeType, DefaultNamespace: config.NamespaceConfig, Aliases: []string{"machinetype", "mt"},
-		PrintColumns: []bus.PrintColumn{{Name: "TYPE", JSONPath: "{.machineType}"}}},
-	{Type: IdentityType, DefaultNamespace: Namespace, Aliases: []string{"identity"},
-		PrintColumns: []bus.PrintColumn{{Name: "ID", JSONPath: "{.nodeId}"}}},
-}

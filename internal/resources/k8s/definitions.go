@@ -2,8 +2,6 @@ package k8s
 
 import (
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/resources/runtime"
-	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 // Definitions are the types this package publishes, for `talosctl get`.
@@ -40,6 +38,4 @@ var Definitions = []bus.Definition{
 		PrintColumns: []bus.PrintColumn{{Name: "ENDPOINTS", JSONPath: "{.endpoints[*].host}"}}},
 	{Type: KubePrismStatusType, DefaultNamespace: NamespaceK8s, Aliases: []string{"kubeprismstatus", "kubeprismstatuses", "kps"},
 		PrintColumns: []bus.PrintColumn{{Name: "HOST", JSONPath: "{.host}"}, {Name: "HEALTHY", JSONPath: "{.healthy}"}}},
-	{Type: v1alpha1.BootstrapStatusType, DefaultNamespace: runtime.NamespaceRuntime, Aliases: []string{"bootstrapstatus", "bs"},
-		PrintColumns: []bus.PrintColumn{{Name: "SELF HOSTED", JSONPath: "{.selfHosted}"}}},
 }

@@ -2,13 +2,11 @@ package runtime
 
 import (
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/resources/config"
-	"github.com/talosbox/talosbox/internal/resources/cri"
 )
 
-// Definitions of the types above, for the registry behind `talosctl get`.
+// Definitions are this package's types, for the registry behind
+// `talosctl get`.
 var Definitions = []bus.Definition{
-	{Type: config.MachineConfigType, DefaultNamespace: config.NamespaceConfig, Aliases: []string{"mc", "machineconfig"}, Sensitive: true},
 	{Type: MachineStageType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"stage"}, NoInitials: true,
 		PrintColumns: []bus.PrintColumn{{Name: "STAGE", JSONPath: "{.stage}"}}},
 	{Type: MachineStatusType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"machinestatus"},
@@ -16,6 +14,8 @@ var Definitions = []bus.Definition{
 	// Sensitive: a refused config is kept in the record, secrets and all.
 	{Type: ConfigLoadErrorType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"configerror"}, Sensitive: true,
 		PrintColumns: []bus.PrintColumn{{Name: "ERROR", JSONPath: "{.error}"}}},
-	// Registry credentials are secrets.
-	{Type: cri.RegistriesConfigType, DefaultNamespace: cri.NamespaceCRI, Aliases: []string{"registriesconfig", "registries"}, Sensitive: true},
+	{Type: MetaKeyType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"meta"},
+		PrintColumns: []bus.PrintColumn{{Name: "VALUE", JSONPath: "{.value}"}},
+		// Only the secret tags are masked (RedactedYAML); the rest reads as is.
+		Sensitive: true},
 }

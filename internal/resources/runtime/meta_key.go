@@ -29,10 +29,3 @@ func (s MetaKeySpec) RedactedYAML() ([]byte, error) {
 
 // MetaKey is the resource type of one META tag.
 type MetaKey = bus.Typed[MetaKeySpec]
-
-var MetaKeyDefinition = bus.Definition{
-	Type: MetaKeyType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"meta"},
-	PrintColumns: []bus.PrintColumn{{Name: "VALUE", JSONPath: "{.value}"}},
-	// Only the secret tags are masked (RedactedYAML); the rest reads as is.
-	Sensitive: true,
-}

@@ -11,19 +11,6 @@ const (
 	ServiceType = "Services.v1alpha1.talos.dev"
 )
 
-// Definition registers the Services type.
-var ServiceDefinition = bus.Definition{
-	Type:             ServiceType,
-	DefaultNamespace: runtime.NamespaceRuntime,
-	Aliases:          []string{"svc"},
-	// Talos's columns; the state is in the spec and in `services`.
-	PrintColumns: []bus.PrintColumn{
-		{Name: "RUNNING", JSONPath: "{.running}"},
-		{Name: "HEALTHY", JSONPath: "{.healthy}"},
-		{Name: "HEALTH UNKNOWN", JSONPath: "{.unknown}"},
-	},
-}
-
 // ServiceSpec is the spec of a Services resource.
 type ServiceSpec struct {
 	State       string `yaml:"state"`

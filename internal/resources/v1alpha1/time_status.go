@@ -10,17 +10,6 @@ const (
 	TimeStatusID   = "node"
 )
 
-// Definition registers TimeStatus for talosctl get.
-var TimeStatusDefinition = bus.Definition{
-	Type:             TimeStatusType,
-	DefaultNamespace: runtime.NamespaceRuntime,
-	Aliases:          []string{"timestatus"},
-	PrintColumns: []bus.PrintColumn{
-		{Name: "SYNCED", JSONPath: "{.synced}"},
-		{Name: "EPOCH", JSONPath: "{.epoch}"},
-	},
-}
-
 // TimeStatusSpec is the node's time sync state.
 type TimeStatusSpec struct {
 	// Synced is true once a server answered well (or the boot timeout
