@@ -3,7 +3,6 @@ package apid
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -12,6 +11,8 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // Metadata keys of node-to-node forwarding, as Talos names them.
@@ -24,7 +25,7 @@ const (
 
 // caller is who is calling, as the interceptors established it.
 type caller struct {
-	roles []Role
+	roles []role.Role
 	// maintenance: no client certificate was asked for; only the
 	// maintenance allow-list reaches the handlers.
 	maintenance bool
@@ -33,7 +34,7 @@ type caller struct {
 	forwarded bool
 }
 
-func (c *caller) admin() bool { return c != nil && hasRole(c.roles, RoleAdmin) }
+func (c *caller) admin() bool { return c != nil && role.Has(c.roles, role.Admin) }
 
 type callerKey struct{}
 
@@ -69,7 +70,7 @@ func (g *generation) authenticate(ctx context.Context) (*caller, error) {
 	}
 
 	roles := parseRoles(info.State.VerifiedChains[0][0].Subject.Organization)
-	if !hasRole(roles, RoleImpersonator) {
+	if !role.Has(roles, role.Impersonator) {
 		return &caller{roles: roles}, nil
 	}
 
@@ -78,21 +79,9 @@ func (g *generation) authenticate(ctx context.Context) (*caller, error) {
 	fwd := parseRoles(md.Get(mdRole))
 	// An impersonator cannot forward the impersonator role itself: that
 	// would let a chain of forwards launder roles.
-	fwd = deleteRole(fwd, RoleImpersonator)
+	fwd = role.Without(fwd, role.Impersonator)
 
 	return &caller{roles: fwd, forwarded: true}, nil
-}
-
-func deleteRole(roles []Role, r Role) []Role {
-	out := roles[:0:0]
-
-	for _, x := range roles {
-		if x != r {
-			out = append(out, x)
-		}
-	}
-
-	return out
 }
 
 // authorize is the one gate every call passes: the maintenance allow-list
@@ -117,18 +106,10 @@ func (g *generation) authorize(ctx context.Context, method string) (*caller, err
 		}
 
 		return nil, status.Errorf(codes.PermissionDenied, "apid: access to %s denied: it needs one of %s, the caller has %s",
-			method, formatRoles(methodRoles[method]), formatRoles(c.roles))
+			method, role.Format(methodRoles[method]), role.Format(c.roles))
 	}
 
 	return c, nil
-}
-
-func formatRoles(roles []Role) string {
-	if len(roles) == 0 {
-		return "no roles"
-	}
-
-	return "[" + strings.Join(roleStrings(roles), " ") + "]"
 }
 
 // unary authorizes, routes and stamps a unary call.

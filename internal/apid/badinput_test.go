@@ -12,6 +12,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // rawCodec sends bytes as they are, under the proto name, so the server
@@ -42,7 +43,7 @@ func (rawCodec) Name() string { return "proto" }
 
 func TestOversizedRequests(t *testing.T) {
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin))))
+	mc := machineClient(dial(t, shared.addr, clientCert(t, string(role.Admin))))
 
 	big := strings.Repeat("x", MaxRequestSize+1)
 
@@ -74,7 +75,7 @@ func TestOversizedRequests(t *testing.T) {
 
 func TestGarbageRequests(t *testing.T) {
 	ctx := testCtx(t)
-	cc := dial(t, shared.addr, clientCert(t, string(RoleAdmin)))
+	cc := dial(t, shared.addr, clientCert(t, string(role.Admin)))
 
 	garbage := map[string][]byte{
 		"truncated length":   {0x0a, 0x10, 'a'},
@@ -105,7 +106,7 @@ func TestGarbageRequests(t *testing.T) {
 
 func TestUnknownResourceType(t *testing.T) {
 	ctx := testCtx(t)
-	rc := resourceClient(dial(t, shared.addr, clientCert(t, string(RoleReader))))
+	rc := resourceClient(dial(t, shared.addr, clientCert(t, string(role.Reader))))
 
 	_, err := rc.Get(ctx, &resource.GetRequest{Type: "foo", Id: "x"})
 	wantCode(t, err, codes.NotFound, `resource type "foo" not found`)

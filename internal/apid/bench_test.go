@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // benchCalls runs b.N calls spread over clients goroutines, each with its
@@ -22,7 +23,7 @@ func benchCalls(b *testing.B, clients int, addr string, call func(ctx context.Co
 
 	conns := make([]*grpc.ClientConn, clients)
 	for i := range conns {
-		conns[i] = dial(b, addr, clientCert(b, string(RoleAdmin)))
+		conns[i] = dial(b, addr, clientCert(b, string(role.Admin)))
 
 		if err := call(context.Background(), conns[i]); err != nil { // connect outside the timing
 			b.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // errAwaitingCert is why a worker's apid does not serve yet: it has no OS
@@ -117,7 +118,7 @@ func newIdentity(active []byte, opts identityOptions) (*identity, error) {
 	})
 	id.server.covers = id.coversAddresses
 	id.client = newIssuer(func() (*pki.CertAndKey, error) {
-		return pki.NewClientCertificate(id.ca, pki.ClientOptions{Roles: []string{string(RoleImpersonator)}, TTL: pki.ServerCertValidity})
+		return pki.NewClientCertificate(id.ca, pki.ClientOptions{Roles: []string{string(role.Impersonator)}, TTL: pki.ServerCertValidity})
 	})
 
 	return id, nil

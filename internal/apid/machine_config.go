@@ -14,6 +14,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	imachine "github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/role"
 	"github.com/talosbox/talosbox/internal/talosconfig"
 )
 
@@ -104,15 +105,15 @@ func (m *machineServer) GenerateClientConfiguration(_ context.Context, req *mach
 
 	roles := req.GetRoles()
 	if len(roles) == 0 {
-		roles = []string{string(RoleAdmin)}
+		roles = []string{string(role.Admin)}
 	}
 
 	for _, r := range roles {
 		switch {
-		case Role(r) == RoleImpersonator:
+		case role.Role(r) == role.Impersonator:
 			return nil, status.Errorf(codes.InvalidArgument, "generate client configuration: role %q is reserved for apid", r)
-		case !slices.Contains(knownRoles, Role(r)):
-			return nil, status.Errorf(codes.InvalidArgument, "generate client configuration: unknown role %q (known: %s)", r, formatRoles(deleteRole(knownRoles, RoleImpersonator)))
+		case !slices.Contains(role.Known, role.Role(r)):
+			return nil, status.Errorf(codes.InvalidArgument, "generate client configuration: unknown role %q (known: %s)", r, role.Format(role.Without(role.Known, role.Impersonator)))
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/containers/containerdtest"
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // The test binary is also the containerd (and shim) these tests start;
@@ -23,11 +24,11 @@ func TestImagePullRoles(t *testing.T) {
 	ctx := testCtx(t)
 	req := &machine.ImagePullRequest{Namespace: common.ContainerdNamespace_NS_CRI, Reference: "registry.k8s.io/pause:3.10"}
 
-	_, err := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader)))).ImagePull(ctx, req)
+	_, err := machineClient(dial(t, shared.addr, clientCert(t, string(role.Reader)))).ImagePull(ctx, req)
 	wantCode(t, err, codes.PermissionDenied, "os:reader")
 
 	// Past authorization: this node runs no containerd.
-	for _, role := range []Role{RoleOperator, RoleAdmin} {
+	for _, role := range []role.Role{role.Operator, role.Admin} {
 		_, err = machineClient(dial(t, shared.addr, clientCert(t, string(role)))).ImagePull(ctx, req)
 		wantCode(t, err, codes.Unavailable, "containerd is not running")
 	}
@@ -37,7 +38,7 @@ func TestImagePullRoles(t *testing.T) {
 // right code rather than an internal error.
 func TestContainersErrors(t *testing.T) {
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader))))
+	mc := machineClient(dial(t, shared.addr, clientCert(t, string(role.Reader))))
 
 	_, err := mc.Containers(ctx, &machine.ContainersRequest{Namespace: "k8s.io", Driver: common.ContainerDriver_CRI})
 	wantCode(t, err, codes.Unavailable, "containerd is not running: no socket at ")
@@ -109,8 +110,8 @@ func TestContainersAndImages(t *testing.T) {
 	e.waitServing(t, false)
 
 	ctx := testCtx(t)
-	reader := machineClient(dial(t, e.addr, clientCert(t, string(RoleReader))))
-	operator := machineClient(dial(t, e.addr, clientCert(t, string(RoleOperator))))
+	reader := machineClient(dial(t, e.addr, clientCert(t, string(role.Reader))))
+	operator := machineClient(dial(t, e.addr, clientCert(t, string(role.Operator))))
 
 	cs, err := reader.Containers(ctx, &machine.ContainersRequest{Namespace: "system"})
 	if err != nil {

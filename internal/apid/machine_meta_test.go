@@ -16,6 +16,7 @@ import (
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/meta/metatest"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // metaEnv runs a node whose META is an image file holding tags.
@@ -62,7 +63,7 @@ func metaOnDisk(t *testing.T, path string, tag uint8) (string, bool) {
 func TestMetaWriteDelete(t *testing.T) {
 	e, path := metaEnv(t, nodeConfig(t, false, "machine: {network: {hostname: node-m}}"), map[uint8]string{meta.Upgrade: "A"})
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, e.addr, clientCert(t, string(RoleAdmin))))
+	mc := machineClient(dial(t, e.addr, clientCert(t, string(role.Admin))))
 
 	resp, err := mc.MetaWrite(ctx, &machine.MetaWriteRequest{Key: 0x0c, Value: []byte("hello")})
 	if err != nil {
@@ -103,7 +104,7 @@ func TestMetaWriteDelete(t *testing.T) {
 	wantCode(t, err, codes.ResourceExhausted, "set tag 0x0d: META is full")
 
 	// os:meta:writer writes META and nothing else.
-	mw := machineClient(dial(t, e.addr, clientCert(t, string(RoleMetaWriter))))
+	mw := machineClient(dial(t, e.addr, clientCert(t, string(role.MetaWriter))))
 	if _, err := mw.MetaWrite(ctx, &machine.MetaWriteRequest{Key: 0x0e, Value: []byte("w")}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestMetaRoles(t *testing.T) {
 	e, path := metaEnv(t, nodeConfig(t, false), map[uint8]string{meta.StateEncryptionConfig: `{"passphrase":"s3cret"}`, meta.UserReserved1: "plain"})
 	ctx := testCtx(t)
 
-	for _, role := range []Role{RoleReader, RoleOperator, RoleEtcdBackup} {
+	for _, role := range []role.Role{role.Reader, role.Operator, role.EtcdBackup} {
 		cc := dial(t, e.addr, clientCert(t, string(role)))
 		mc := machineClient(cc)
 
@@ -133,7 +134,7 @@ func TestMetaRoles(t *testing.T) {
 		t.Fatalf("0x0c = %q after refused calls", v)
 	}
 
-	rc := resourceClient(dial(t, e.addr, clientCert(t, string(RoleReader))))
+	rc := resourceClient(dial(t, e.addr, clientCert(t, string(role.Reader))))
 
 	for id, want := range map[string]string{"0x09": "value: '******'\n", "0x0c": "value: plain\n"} {
 		resp, err := rc.Get(ctx, &resource.GetRequest{Namespace: "runtime", Type: "meta", Id: id})
@@ -152,7 +153,7 @@ func TestMetaRoles(t *testing.T) {
 func TestMetaUnavailable(t *testing.T) {
 	ctx := testCtx(t)
 
-	admin := machineClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin))))
+	admin := machineClient(dial(t, shared.addr, clientCert(t, string(role.Admin))))
 	_, err := admin.MetaWrite(ctx, &machine.MetaWriteRequest{Key: 0x0c, Value: []byte("x")})
 	wantCode(t, err, codes.FailedPrecondition, "meta write: this node has no META partition: it runs in a container")
 

@@ -22,6 +22,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/role"
 	"github.com/talosbox/talosbox/internal/talosconfig"
 )
 
@@ -47,7 +48,7 @@ func readAll(t *testing.T, s grpc.ServerStreamingClient[common.Data]) ([]byte, e
 
 func TestSystemInformation(t *testing.T) {
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader))))
+	mc := machineClient(dial(t, shared.addr, clientCert(t, string(role.Reader))))
 
 	v, err := mc.Version(ctx, &emptypb.Empty{})
 	if err != nil || v.GetMessages()[0].GetVersion().GetTag() == "" || v.GetMessages()[0].GetMaintenance() {
@@ -109,7 +110,7 @@ func TestSystemInformation(t *testing.T) {
 
 func TestLogsAndEvents(t *testing.T) {
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader))))
+	mc := machineClient(dial(t, shared.addr, clientCert(t, string(role.Reader))))
 
 	logs, err := mc.Logs(ctx, &machine.LogsRequest{Id: "machined", TailLines: 3})
 	if err != nil {
@@ -181,8 +182,8 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	admin := machineClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin))))
-	reader := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader))))
+	admin := machineClient(dial(t, shared.addr, clientCert(t, string(role.Admin))))
+	reader := machineClient(dial(t, shared.addr, clientCert(t, string(role.Reader))))
 
 	list := func(req *machine.ListRequest) []string {
 		s, err := reader.List(ctx, req)
@@ -286,7 +287,7 @@ func TestFiles(t *testing.T) {
 
 func TestApplyConfigurationModes(t *testing.T) {
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin))))
+	mc := machineClient(dial(t, shared.addr, clientCert(t, string(role.Admin))))
 	cur := shared.node.ActiveConfig()
 
 	// A dry run returns the diff and changes nothing.
@@ -328,9 +329,9 @@ func TestApplyConfigurationModes(t *testing.T) {
 
 func TestGenerateClientConfiguration(t *testing.T) {
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin))))
+	mc := machineClient(dial(t, shared.addr, clientCert(t, string(role.Admin))))
 
-	res, err := mc.GenerateClientConfiguration(ctx, &machine.GenerateClientConfigurationRequest{Roles: []string{string(RoleReader)}})
+	res, err := mc.GenerateClientConfiguration(ctx, &machine.GenerateClientConfigurationRequest{Roles: []string{string(role.Reader)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestGenerateClientConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if !slices.Equal(crt.Subject.Organization, []string{string(RoleReader)}) || !slices.Equal(crt.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
+	if !slices.Equal(crt.Subject.Organization, []string{string(role.Reader)}) || !slices.Equal(crt.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
 		t.Fatalf("certificate %v %v", crt.Subject, crt.ExtKeyUsage)
 	}
 
@@ -378,7 +379,7 @@ func TestGenerateClientConfiguration(t *testing.T) {
 
 func TestResourceListWatchDefinitions(t *testing.T) {
 	ctx := testCtx(t)
-	admin := dial(t, shared.addr, clientCert(t, string(RoleAdmin)))
+	admin := dial(t, shared.addr, clientCert(t, string(role.Admin)))
 	rc := resourceClient(admin)
 
 	defs, err := rc.Definitions(ctx, &emptypb.Empty{})
@@ -444,7 +445,7 @@ func TestCoreServicesCannotBeStoppedOverTheAPI(t *testing.T) {
 // controller-runtime, reads the controllers' own log.
 func TestControllerRuntimeLog(t *testing.T) {
 	ctx := testCtx(t)
-	reader := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader))))
+	reader := machineClient(dial(t, shared.addr, clientCert(t, string(role.Reader))))
 
 	rs, err := reader.Logs(ctx, &machine.LogsRequest{Id: "controller-runtime", TailLines: -1})
 	if err != nil {

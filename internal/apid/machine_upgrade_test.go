@@ -14,12 +14,13 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/etcd"
 	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // A container node boots the image it was created from: upgrade and
 // rollback say so, and how to upgrade there, and change nothing.
 func TestUpgradeRefusedInContainers(t *testing.T) {
-	mc := machineClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin))))
+	mc := machineClient(dial(t, shared.addr, clientCert(t, string(role.Admin))))
 	ctx := testCtx(t)
 
 	_, err := mc.Upgrade(ctx, &machine.UpgradeRequest{Image: "ghcr.io/talosbox/installer:v9.9.9", Force: true})

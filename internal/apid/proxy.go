@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // maxRemoteConns bounds the pool of connections to other nodes: node
@@ -140,14 +142,14 @@ func (p *remotePool) close() {
 // outgoing is the context of a forwarded call: the caller's roles (the
 // target authorizes with them because we are os:impersonator) and who
 // forwarded, which also makes the target serve it itself.
-func outgoing(ctx context.Context, roles []Role, from string) context.Context {
-	md := metadata.MD{mdRole: roleStrings(roles), mdProxyFrom: []string{from}}
+func outgoing(ctx context.Context, roles []role.Role, from string) context.Context {
+	md := metadata.MD{mdRole: role.Strings(roles), mdProxyFrom: []string{from}}
 
 	return metadata.NewOutgoingContext(ctx, md)
 }
 
 // forwardUnary sends a unary call to another node's apid.
-func (p *remotePool) forwardUnary(ctx context.Context, target, method string, req any, roles []Role, from string) (any, error) {
+func (p *remotePool) forwardUnary(ctx context.Context, target, method string, req any, roles []role.Role, from string) (any, error) {
 	_, out, err := methodTypes(method)
 	if err != nil {
 		return nil, err
@@ -169,7 +171,7 @@ func (p *remotePool) forwardUnary(ctx context.Context, target, method string, re
 
 // forwardStream relays a server-streaming call: the one request there,
 // every response back, until the other node ends the stream.
-func (p *remotePool) forwardStream(ctx context.Context, target, method string, ss grpc.ServerStream, roles []Role, from string) error {
+func (p *remotePool) forwardStream(ctx context.Context, target, method string, ss grpc.ServerStream, roles []role.Role, from string) error {
 	in, out, err := methodTypes(method)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // machineConfigSpecs reads the active MachineConfig the three ways a
@@ -86,12 +87,12 @@ func TestMachineConfigRedactedForReaders(t *testing.T) {
 	e.waitServing(t, false)
 
 	tests := []struct {
-		role     Role
+		role     role.Role
 		redacted bool
 	}{
-		{RoleReader, true},
-		{RoleOperator, true},
-		{RoleAdmin, false},
+		{role.Reader, true},
+		{role.Operator, true},
+		{role.Admin, false},
 	}
 
 	for _, tt := range tests {

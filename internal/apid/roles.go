@@ -5,34 +5,17 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/role"
 )
-
-// Role is one Talos API role, carried as an organization of the client
-// certificate's subject.
-type Role string
 
 // Roles, as Talos names them.
-const (
-	RoleAdmin      Role = "os:admin"
-	RoleOperator   Role = "os:operator"
-	RoleReader     Role = "os:reader"
-	RoleEtcdBackup Role = "os:etcd:backup"
-	// RoleMetaWriter may write and delete META keys and nothing else (the
-	// Talos dashboard's role).
-	RoleMetaWriter Role = "os:meta:writer"
-	// RoleImpersonator is apid's own, for forwarding calls to other nodes:
-	// a peer holding it is authorized with the roles it forwards.
-	RoleImpersonator Role = "os:impersonator"
-)
-
-// knownRoles are the roles a certificate may carry; others are ignored.
-var knownRoles = []Role{RoleAdmin, RoleOperator, RoleReader, RoleEtcdBackup, RoleMetaWriter, RoleImpersonator}
+const ()
 
 // Sets of roles the table is written with.
 var (
-	readers   = []Role{RoleAdmin, RoleOperator, RoleReader}
-	operators = []Role{RoleAdmin, RoleOperator}
-	admins    = []Role{RoleAdmin}
+	readers   = []role.Role{role.Admin, role.Operator, role.Reader}
+	operators = []role.Role{role.Admin, role.Operator}
+	admins    = []role.Role{role.Admin}
 )
 
 // methodRoles is the one place that says who may call what. Every RPC the
@@ -41,7 +24,7 @@ var (
 // file contents (Read, Copy) and never secrets; operators add the
 // lifecycle of services and of the node, and image pulls; the rest is
 // for admins.
-var methodRoles = map[string][]Role{
+var methodRoles = map[string][]role.Role{
 	machine.MachineService_Version_FullMethodName:     readers,
 	machine.MachineService_Hostname_FullMethodName:    readers,
 	machine.MachineService_ServiceList_FullMethodName: readers,
@@ -76,7 +59,7 @@ var methodRoles = map[string][]Role{
 	machine.MachineService_EtcdDefragment_FullMethodName:        operators,
 	machine.MachineService_EtcdAlarmDisarm_FullMethodName:       operators,
 	// Backups are the one thing os:etcd:backup may do.
-	machine.MachineService_EtcdSnapshot_FullMethodName: {RoleAdmin, RoleOperator, RoleEtcdBackup},
+	machine.MachineService_EtcdSnapshot_FullMethodName: {role.Admin, role.Operator, role.EtcdBackup},
 
 	machine.MachineService_EtcdRecover_FullMethodName: admins,
 	machine.MachineService_Read_FullMethodName:        admins,
@@ -91,8 +74,8 @@ var methodRoles = map[string][]Role{
 	machine.MachineService_GenerateClientConfiguration_FullMethodName: admins,
 	// META holds the STATE encryption config and the upgrade fallback:
 	// admins, and the role made for it, as on Talos.
-	machine.MachineService_MetaWrite_FullMethodName:  {RoleAdmin, RoleMetaWriter},
-	machine.MachineService_MetaDelete_FullMethodName: {RoleAdmin, RoleMetaWriter},
+	machine.MachineService_MetaWrite_FullMethodName:  {role.Admin, role.MetaWriter},
+	machine.MachineService_MetaDelete_FullMethodName: {role.Admin, role.MetaWriter},
 
 	// Sensitive resources are redacted inside the handlers for non-admins.
 	resource.ResourceService_Get_FullMethodName:         readers,
@@ -102,35 +85,24 @@ var methodRoles = map[string][]Role{
 }
 
 // allowed reports whether any of roles may call method.
-func allowed(method string, roles []Role) bool {
+func allowed(method string, roles []role.Role) bool {
 	permitted, ok := methodRoles[method]
 	if !ok {
 		return false
 	}
 
-	return slices.ContainsFunc(roles, func(r Role) bool { return slices.Contains(permitted, r) })
+	return slices.ContainsFunc(roles, func(r role.Role) bool { return slices.Contains(permitted, r) })
 }
 
 // parseRoles keeps the known roles among names, without duplicates.
-func parseRoles(names []string) []Role {
-	var out []Role
+func parseRoles(names []string) []role.Role {
+	var out []role.Role
 
 	for _, n := range names {
-		r := Role(n)
-		if slices.Contains(knownRoles, r) && !slices.Contains(out, r) {
+		r := role.Role(n)
+		if slices.Contains(role.Known, r) && !slices.Contains(out, r) {
 			out = append(out, r)
 		}
-	}
-
-	return out
-}
-
-func hasRole(roles []Role, r Role) bool { return slices.Contains(roles, r) }
-
-func roleStrings(roles []Role) []string {
-	out := make([]string, len(roles))
-	for i, r := range roles {
-		out[i] = string(r)
 	}
 
 	return out

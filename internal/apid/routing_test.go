@@ -14,6 +14,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/role"
 )
 
 // nodeB is a second node on 127.0.0.2, its certificate valid for that
@@ -32,7 +33,7 @@ func TestRoutingToAnotherNode(t *testing.T) {
 	ctx := testCtx(t)
 	toB := withNode(ctx, b.addr)
 
-	admin := dial(t, shared.addr, clientCert(t, string(RoleAdmin)))
+	admin := dial(t, shared.addr, clientCert(t, string(role.Admin)))
 	mc := machineClient(admin)
 
 	// Unary: B answers and stamps its name.
@@ -96,7 +97,7 @@ func TestForwardedRolesStay(t *testing.T) {
 	ctx := testCtx(t)
 	toB := withNode(ctx, b.addr)
 
-	reader := dial(t, shared.addr, clientCert(t, string(RoleReader)))
+	reader := dial(t, shared.addr, clientCert(t, string(role.Reader)))
 
 	got, err := resourceClient(reader).Get(toB, &resource.GetRequest{Type: "mc", Id: config.ActiveConfigID})
 	if err != nil {
@@ -112,7 +113,7 @@ func TestForwardedRolesStay(t *testing.T) {
 
 	// B itself enforces forwarded roles: an os:impersonator peer gets
 	// the roles it forwards, never more, and none without them.
-	imp := machineClient(dial(t, b.addr, clientCert(t, string(RoleImpersonator))))
+	imp := machineClient(dial(t, b.addr, clientCert(t, string(role.Impersonator))))
 	fwd := func(roles ...string) context.Context {
 		md := metadata.Pairs(mdProxyFrom, "node-a")
 		for _, r := range roles {
@@ -122,28 +123,28 @@ func TestForwardedRolesStay(t *testing.T) {
 		return metadata.NewOutgoingContext(ctx, md)
 	}
 
-	_, err = imp.ServiceStop(fwd(string(RoleReader)), &machine.ServiceStopRequest{Id: "nope"})
+	_, err = imp.ServiceStop(fwd(string(role.Reader)), &machine.ServiceStopRequest{Id: "nope"})
 	wantCode(t, err, codes.PermissionDenied, "os:reader")
 
 	_, err = imp.ServiceStop(fwd(), &machine.ServiceStopRequest{Id: "nope"})
 	wantCode(t, err, codes.PermissionDenied, "no roles")
 
-	_, err = imp.ServiceStop(fwd(string(RoleImpersonator)), &machine.ServiceStopRequest{Id: "nope"})
+	_, err = imp.ServiceStop(fwd(string(role.Impersonator)), &machine.ServiceStopRequest{Id: "nope"})
 	wantCode(t, err, codes.PermissionDenied, "no roles")
 
-	_, err = imp.ServiceStop(fwd(string(RoleOperator)), &machine.ServiceStopRequest{Id: "nope"})
+	_, err = imp.ServiceStop(fwd(string(role.Operator)), &machine.ServiceStopRequest{Id: "nope"})
 	wantCode(t, err, codes.NotFound, `"nope"`)
 
 	// Roles in metadata mean nothing from an ordinary client.
-	rd := machineClient(dial(t, b.addr, clientCert(t, string(RoleReader))))
+	rd := machineClient(dial(t, b.addr, clientCert(t, string(role.Reader))))
 
-	_, err = rd.ServiceStop(fwd(string(RoleAdmin)), &machine.ServiceStopRequest{Id: "nope"})
+	_, err = rd.ServiceStop(fwd(string(role.Admin)), &machine.ServiceStopRequest{Id: "nope"})
 	wantCode(t, err, codes.PermissionDenied, "os:reader")
 }
 
 func TestRoutingErrors(t *testing.T) {
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, shared.addr, clientCert(t, string(RoleAdmin))))
+	mc := machineClient(dial(t, shared.addr, clientCert(t, string(role.Admin))))
 
 	// A node that is down: a closed port on loopback.
 	lis, err := net.Listen("tcp", "127.0.0.3:0")
@@ -194,7 +195,7 @@ func TestNodePortsOffInProduction(t *testing.T) {
 	e.srv.opts.NodePorts = false
 	e.waitServing(t, false)
 
-	mc := machineClient(dial(t, e.addr, clientCert(t, string(RoleReader))))
+	mc := machineClient(dial(t, e.addr, clientCert(t, string(role.Reader))))
 
 	_, err = mc.Version(withNode(testCtx(t), "10.9.9.9:22"), &emptypb.Empty{})
 	wantCode(t, err, codes.InvalidArgument, `apid: node "10.9.9.9:22": nodes are reached on port 50000; name the node without a port`)

@@ -19,6 +19,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/role"
 	"github.com/talosbox/talosbox/internal/trustd"
 )
 
@@ -128,7 +129,7 @@ func TestRejectedClientCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	csr, err := pki.NewCSR(keyPEM, pki.CSROptions{Organizations: []string{string(RoleAdmin)}})
+	csr, err := pki.NewCSR(keyPEM, pki.CSROptions{Organizations: []string{string(role.Admin)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestRejectedClientCertificates(t *testing.T) {
 	}
 
 	// The same connection path works with a proper certificate.
-	if _, err := machineClient(dial(t, shared.addr, clientCert(t, string(RoleReader)))).Version(testCtx(t), &emptypb.Empty{}); err != nil {
+	if _, err := machineClient(dial(t, shared.addr, clientCert(t, string(role.Reader)))).Version(testCtx(t), &emptypb.Empty{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -172,12 +173,12 @@ func TestRejectedClientCertificates(t *testing.T) {
 // Every RPC that the table keeps from readers is refused to them, before
 // any handler runs (so calling Reset here is safe).
 func TestReaderDeniedMutations(t *testing.T) {
-	cc := dial(t, shared.addr, clientCert(t, string(RoleReader)))
+	cc := dial(t, shared.addr, clientCert(t, string(role.Reader)))
 
 	denied := 0
 
 	for method := range methodRoles {
-		if allowed(method, []Role{RoleReader}) {
+		if allowed(method, []role.Role{role.Reader}) {
 			continue
 		}
 
@@ -197,12 +198,12 @@ func TestReaderDeniedMutations(t *testing.T) {
 // Operators get reader access plus the lifecycle of services and the
 // node; admin-only methods stay closed.
 func TestOperatorTable(t *testing.T) {
-	cc := dial(t, shared.addr, clientCert(t, string(RoleOperator)))
+	cc := dial(t, shared.addr, clientCert(t, string(role.Operator)))
 	mc := machineClient(cc)
 	ctx := testCtx(t)
 
 	for method, roles := range methodRoles {
-		if len(roles) == 1 && roles[0] == RoleAdmin {
+		if len(roles) == 1 && roles[0] == role.Admin {
 			wantCode(t, invoke(ctx, cc, method), codes.PermissionDenied, "os:operator")
 		}
 	}
@@ -234,7 +235,7 @@ func TestOperatorReboot(t *testing.T) {
 	}
 	defer w.Close()
 
-	resp, err := machineClient(dial(t, e.addr, clientCert(t, string(RoleOperator)))).Reboot(ctx, &machine.RebootRequest{})
+	resp, err := machineClient(dial(t, e.addr, clientCert(t, string(role.Operator)))).Reboot(ctx, &machine.RebootRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestDescriptorCoverage(t *testing.T) {
 	}
 
 	// Unknown methods are refused by the gate itself.
-	if allowed("/machine.MachineService/Unheard", []Role{RoleAdmin}) {
+	if allowed("/machine.MachineService/Unheard", []role.Role{role.Admin}) {
 		t.Fatal("a method outside the table is allowed")
 	}
 }
@@ -350,7 +351,7 @@ func TestMaintenanceMode(t *testing.T) {
 
 	// A client verifying against the OS CA cannot connect: there is no
 	// CA yet, the certificate is self-signed.
-	_, err = machineClient(dial(t, e.addr, clientCert(t, string(RoleAdmin)))).Version(ctx, &emptypb.Empty{})
+	_, err = machineClient(dial(t, e.addr, clientCert(t, string(role.Admin)))).Version(ctx, &emptypb.Empty{})
 	wantCode(t, err, codes.Unavailable, "")
 
 	// An invalid config is the caller's error.
@@ -373,7 +374,7 @@ func TestMaintenanceMode(t *testing.T) {
 	// The node leaves maintenance mode and apid restarts with mTLS.
 	e.waitServing(t, false)
 
-	v, err = machineClient(dial(t, e.addr, clientCert(t, string(RoleReader)))).Version(ctx, &emptypb.Empty{})
+	v, err = machineClient(dial(t, e.addr, clientCert(t, string(role.Reader)))).Version(ctx, &emptypb.Empty{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +446,7 @@ func TestWorkerCertificateFromTrustd(t *testing.T) {
 
 	e.waitServing(t, false)
 
-	conn := dial(t, e.addr, clientCert(t, string(RoleReader)))
+	conn := dial(t, e.addr, clientCert(t, string(role.Reader)))
 
 	v, err := machineClient(conn).Version(ctx, &emptypb.Empty{})
 	if err != nil {
@@ -468,7 +469,7 @@ func TestResetBackToMaintenance(t *testing.T) {
 	e.waitServing(t, false)
 
 	ctx := testCtx(t)
-	mc := machineClient(dial(t, e.addr, clientCert(t, string(RoleAdmin))))
+	mc := machineClient(dial(t, e.addr, clientCert(t, string(role.Admin))))
 
 	_, err := mc.Reset(ctx, &machine.ResetRequest{SystemPartitionsToWipe: []*machine.ResetPartitionSpec{{Label: "META", Wipe: true}}})
 	wantCode(t, err, codes.InvalidArgument, `"META"`)
