@@ -89,8 +89,9 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 	n.applyMu.Lock()
 	defer n.applyMu.Unlock()
 
+	cur, curData := n.currentConfig()
+
 	n.mu.Lock()
-	cur, curData := n.activeCfg, n.active
 	pending := n.tryTimer != nil || n.staged
 	n.mu.Unlock()
 
@@ -390,10 +391,6 @@ func (n *Node) cancelTryLocked() {
 // publish makes next the active config: the MachineConfig resource gets a
 // new version, and controllers reconcile from it.
 func (n *Node) publish(ctx context.Context, next loadedConfig) error {
-	n.mu.Lock()
-	n.active, n.activeCfg = next.data, next.cfg
-	n.mu.Unlock()
-
 	_, err := n.store.Modify(ctx, bus.NewTyped(config.NamespaceConfig, config.MachineConfigType, config.ActiveConfigID, config.MachineConfigSpec{}), func(r bus.Resource) error {
 		spec := r.(*config.MachineConfig).TypedSpec() //nolint:forcetypeassert // our own type
 		spec.Config, spec.YAML = next.cfg, string(next.data)
@@ -409,8 +406,33 @@ func (n *Node) publish(ctx context.Context, next loadedConfig) error {
 
 // ActiveConfig returns the config in effect, nil before one is applied.
 func (n *Node) ActiveConfig() []byte {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	_, data := n.currentConfig()
 
-	return n.active
+	return data
 }
+
+// currentConfig reads the config in effect from its MachineConfig
+// resource, the node's one copy: nil before one is applied.
+func (n *Node) currentConfig() (*configs.Config, []byte) {
+	mc, err := bus.GetAs[*config.MachineConfig](context.Background(), n.store, activeConfigPtr)
+	if err != nil {
+		return nil, nil
+	}
+
+	spec := mc.TypedSpec()
+
+	return spec.Config, []byte(spec.YAML)
+}
+
+// forgetConfig removes the config in effect from the bus: the node has
+// none until the next boot or apply.
+func (n *Node) forgetConfig(ctx context.Context) error {
+	err := n.store.Destroy(ctx, activeConfigPtr, bus.WithOwner(owner))
+	if err != nil && !bus.IsNotFound(err) {
+		return fmt.Errorf("forget config: %w", err)
+	}
+
+	return nil
+}
+
+var activeConfigPtr = bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID}

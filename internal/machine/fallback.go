@@ -12,7 +12,6 @@ import (
 
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/meta"
-	"github.com/talosbox/talosbox/internal/resources/config"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 	"github.com/talosbox/talosbox/internal/sequencer"
 )
@@ -255,11 +254,9 @@ func (n *Node) fallbackSequence(failed, good loadedConfig, kept []byte, spec run
 func (n *Node) forgetFailedBoot(ctx context.Context) {
 	n.mu.Lock()
 	n.booted, n.staged = true, false
-	n.active, n.activeCfg = nil, nil
 	n.mu.Unlock()
 
-	err := n.store.Destroy(ctx, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID}, bus.WithOwner(owner))
-	if err != nil && !bus.IsNotFound(err) {
+	if err := n.forgetConfig(ctx); err != nil {
 		n.logf("config fallback: withdraw the failed config: %v", err)
 	}
 

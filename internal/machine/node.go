@@ -135,10 +135,8 @@ type Node struct {
 	// applyMu makes applies one at a time.
 	applyMu sync.Mutex
 
-	mu        sync.Mutex
-	sup       *supervisor.Supervisor
-	active    []byte          // the config in effect, as applied
-	activeCfg *configs.Config // active, decoded
+	mu  sync.Mutex
+	sup *supervisor.Supervisor
 	// staged: STATE holds a config other than the active one, for the
 	// next boot (a staged or reboot apply).
 	staged   bool

@@ -321,9 +321,13 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 
 		if slices.Contains(labels, "STATE") {
 			n.mu.Lock()
-			n.active, n.activeCfg, n.staged = nil, nil, false
+			n.staged = false
 			n.opts.ConfigPath, n.opts.PlatformConfig = "", nil // the next boot starts from scratch
 			n.mu.Unlock()
+
+			if err := n.forgetConfig(ctx); err != nil {
+				return err
+			}
 		}
 
 		return nil

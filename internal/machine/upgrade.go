@@ -130,14 +130,12 @@ func (n *Node) upgradable(op string) (string, error) {
 }
 
 func (n *Node) activeConfig() *configs.Config {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-
-	if n.activeCfg == nil {
+	cfg, _ := n.currentConfig()
+	if cfg == nil {
 		return &configs.Config{}
 	}
 
-	return n.activeCfg
+	return cfg
 }
 
 func registries(cfg *configs.Config) *configs.RegistriesConfig {
