@@ -21,6 +21,7 @@ import (
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/machine/server"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/render"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -165,11 +166,17 @@ func run(ctx context.Context, o options, env applet.Env) int {
 // too: run alone, they are what the user watches.
 func apidService(n *machine.Node, ring *events.Ring, o options, console io.Writer) supervisor.Service {
 	opts := apid.Options{Node: n, Events: ring, Listen: o.listen, TrustdEndpoints: o.trustd}
+	machineService := server.Options{Node: n, Events: ring}
 
 	return supervisor.Service{
 		ID: "apid",
 		Runner: supervisor.GoroutineRunner(func(ctx context.Context, w io.Writer) error {
-			return apid.Run(ctx, opts, io.MultiWriter(w, console))
+			log := io.MultiWriter(w, console)
+			opts := opts
+			machineService.Log = log
+			opts.Register = server.Registrar(machineService)
+
+			return apid.Run(ctx, opts, log)
 		}),
 	}
 }

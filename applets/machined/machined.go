@@ -17,6 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/apid"
@@ -26,6 +27,7 @@ import (
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/k8s"
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/machine/server"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/reaper"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -200,7 +202,9 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 		ConfigPath:     cfg.path,
 		PlatformConfig: cfg.userData,
 		Console:        env.Stdout,
-		EarlyServices:  apid.EarlyServices(ring, listen, plane),
+		EarlyServices: apid.EarlyServices(ring, listen, plane, func(n *machine.Node, log io.Writer) func(*grpc.Server) {
+			return server.Registrar(server.Options{Node: n, Plane: plane, Events: ring, Log: log})
+		}),
 		Services: func(n *machine.Node, c *configs.Config) []supervisor.Service {
 			return append(plane.Services(n, c), kube.Services(n, c)...)
 		},

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/internal/network"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // serveSink reads each connection to its end and answers "got <bytes>".
@@ -120,7 +121,7 @@ func (g *guest) runDummy(ctx context.Context) (string, error) {
 
 	a := link.Attrs()
 
-	if link.Type() != network.KindDummy {
+	if link.Type() != networkres.KindDummy {
 		return "", fmt.Errorf("%s is a %s link, not a dummy", name, link.Type())
 	}
 

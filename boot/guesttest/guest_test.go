@@ -24,9 +24,10 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/kmod"
-	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/platform"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	networkres "github.com/talosbox/talosbox/internal/resources/network"
 )
 
 // Console markers the host waits for.
@@ -195,8 +196,8 @@ func startGuest(con io.Writer) (*guest, error) {
 		return nil, fmt.Errorf("machine config: %w", err)
 	}
 
-	mc := bus.NewTyped(machine.NamespaceConfig, machine.MachineConfigType, machine.ActiveConfigID,
-		machine.MachineConfigSpec{Config: cfg, YAML: g.spec.Config})
+	mc := bus.NewTyped(config.NamespaceConfig, config.MachineConfigType, config.ActiveConfigID,
+		config.MachineConfigSpec{Config: cfg, YAML: g.spec.Config})
 
 	g.store = bus.NewStore(bus.StoreOptions{})
 	if err := g.store.Create(context.Background(), mc, bus.WithOwner("guesttest")); err != nil {
@@ -507,8 +508,8 @@ func (g *guest) runWireGuard(ctx context.Context) (string, error) {
 // failed check.
 func (g *guest) dump() {
 	if g.store != nil {
-		st, err := bus.GetAs[*network.NetworkStatus](context.Background(), g.store,
-			bus.Pointer{Namespace: network.Namespace, Type: network.NetworkStatusType, ID: network.NetworkStatusID})
+		st, err := bus.GetAs[*networkres.NetworkStatus](context.Background(), g.store,
+			bus.Pointer{Namespace: networkres.Namespace, Type: networkres.NetworkStatusType, ID: networkres.NetworkStatusID})
 		if err == nil {
 			s := st.TypedSpec()
 			fmt.Fprintf(g.con, "networkd: address=%t issues=%q\n", s.AddressReady, s.Issues)

@@ -27,6 +27,7 @@ import (
 	"github.com/talosbox/talosbox/internal/configpatch"
 	"github.com/talosbox/talosbox/internal/events"
 	imachine "github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/machine/server"
 	"github.com/talosbox/talosbox/internal/pki"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
@@ -175,6 +176,12 @@ func startEnvWith(dir string, config []byte, listen string, apidTweak func(*Opti
 	srvOpts := Options{Node: e.node, Events: e.ring, StopGrace: 2 * time.Second, NodePorts: true}
 	if apidTweak != nil {
 		apidTweak(&srvOpts)
+	}
+
+	if srvOpts.Register == nil {
+		srvOpts.Register = server.Registrar(server.Options{
+			Node: e.node, Plane: srvOpts.Plane, Events: e.ring, Hostname: srvOpts.Hostname, Log: e.console,
+		})
 	}
 
 	e.srv, err = NewServer(srvOpts, e.console)

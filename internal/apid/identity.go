@@ -53,7 +53,7 @@ type identity struct {
 	// server certificate.
 	trustKey string
 
-	// addresses lists the node's addresses; localAddresses when nil
+	// addresses lists the node's addresses; machine.LocalAddresses when nil
 	// (tests replace it).
 	addresses func() []net.IP
 
@@ -62,20 +62,16 @@ type identity struct {
 }
 
 // newIdentity derives the identity from the active config (nil in
-// maintenance mode). hostname overrides the node's hostname when set.
-func newIdentity(active []byte, opts identityOptions) (*identity, error) {
+// maintenance mode): the node's own decoded copy, from the bus. hostname
+// overrides the node's hostname when set.
+func newIdentity(cfg *configs.Config, opts identityOptions) (*identity, error) {
 	hostname := opts.hostname
 
-	if active == nil {
+	if cfg == nil {
 		id := &identity{maintenance: true, hostname: hostnameOf(nil, hostname), trustKey: "maintenance"}
 		id.server = newSelfSignedIssuer(id.hostname)
 
 		return id, nil
-	}
-
-	cfg, err := configs.Decode(active)
-	if err != nil {
-		return nil, fmt.Errorf("apid: decode active config: %w", err)
 	}
 
 	id := &identity{cfg: cfg, hostname: hostnameOf(cfg, hostname)}
@@ -92,6 +88,7 @@ func newIdentity(active []byte, opts identityOptions) (*identity, error) {
 		pems = append(pems, a.Crt)
 	}
 
+	var err error
 	if id.trust, err = pki.CertPool(pems...); err != nil {
 		return nil, fmt.Errorf("apid: machine.ca/acceptedCAs: %w", err)
 	}
@@ -142,7 +139,7 @@ func (id *identity) sans() ([]net.IP, []string) {
 
 	addrs := id.addresses
 	if addrs == nil {
-		addrs = localAddresses
+		addrs = machine.LocalAddresses
 	}
 
 	for _, ip := range addrs() {
@@ -170,7 +167,7 @@ func (id *identity) sans() ([]net.IP, []string) {
 func (id *identity) coversAddresses(crt *x509.Certificate) bool {
 	addrs := id.addresses
 	if addrs == nil {
-		addrs = localAddresses
+		addrs = machine.LocalAddresses
 	}
 
 	for _, ip := range addrs() {
@@ -180,25 +177,6 @@ func (id *identity) coversAddresses(crt *x509.Certificate) bool {
 	}
 
 	return true
-}
-
-// localAddresses are the node's interface addresses. Networkd will publish
-// them on the bus (issue 6); until then the kernel is asked directly.
-func localAddresses() []net.IP {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-
-	out := make([]net.IP, 0, len(addrs))
-
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok {
-			out = append(out, n.IP)
-		}
-	}
-
-	return out
 }
 
 // isLocal says whether a node name ("host" or "host:port", as the node
@@ -223,5 +201,5 @@ func (id *identity) isLocal(host, port, ownPort string) bool {
 		return true
 	}
 
-	return slices.ContainsFunc(localAddresses(), ip.Equal)
+	return slices.ContainsFunc(machine.LocalAddresses(), ip.Equal)
 }

@@ -58,8 +58,11 @@ func (s *Server) newGRPCServer(id *identity) *grpc.Server {
 		grpc.ChainStreamInterceptor(g.stream),
 	)
 
-	machine.RegisterMachineServiceServer(gs, &machineServer{s: s})
 	resource.RegisterResourceServiceServer(gs, &resourceServer{s: s})
+
+	if s.opts.Register != nil {
+		s.opts.Register(gs)
+	}
 
 	return gs
 }

@@ -1,13 +1,9 @@
 package apid
 
 import (
-	"errors"
-	"fmt"
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
@@ -163,19 +159,4 @@ func TestMetaUnavailable(t *testing.T) {
 	e, _ := metaEnv(t, nil, nil)
 	_, err = machineClient(dialInsecure(t, e.addr)).MetaWrite(ctx, &machine.MetaWriteRequest{Key: 0x0c, Value: []byte("x")})
 	wantCode(t, err, codes.PermissionDenied, "maintenance mode")
-}
-
-func TestMetaErrorCodes(t *testing.T) {
-	for err, code := range map[error]codes.Code{
-		fmt.Errorf("x: %w", imachine.ErrNoMeta):  codes.FailedPrecondition,
-		fmt.Errorf("x: %w", meta.ErrCorrupt):     codes.DataLoss,
-		fmt.Errorf("x: %w", meta.ErrOverflow):    codes.ResourceExhausted,
-		fmt.Errorf("x: %w", meta.ErrInvalidTag):  codes.InvalidArgument,
-		errors.New("write /dev/vda4: I/O error"): codes.Internal,
-	} {
-		st, _ := status.FromError(metaError("meta write", err))
-		if st.Code() != code || !strings.HasPrefix(st.Message(), "meta write: ") {
-			t.Errorf("%v: %v %q, want %v", err, st.Code(), st.Message(), code)
-		}
-	}
 }

@@ -6,12 +6,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/talosbox/talosbox/configs"
 )
 
 // TestServerCertificateFollowsAddresses: a new address on the node gets a
 // new serving certificate naming it, without waiting for half-life.
 func TestServerCertificateFollowsAddresses(t *testing.T) {
-	id, err := newIdentity(nodeConfig(t, false), identityOptions{hostname: "cp-1"})
+	cfg, err := configs.Decode(nodeConfig(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	id, err := newIdentity(cfg, identityOptions{hostname: "cp-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

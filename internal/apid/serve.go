@@ -160,7 +160,7 @@ func (s *Server) awaitRemoteCert(ctx context.Context, cur, next *identity, fetch
 
 // currentIdentity derives the identity from the node's config and stage.
 func (s *Server) currentIdentity(ctx context.Context) (*identity, error) {
-	active := s.node.ActiveConfig()
+	active := s.node.Config()
 	if active == nil {
 		st, err := bus.GetAs[*runtime.MachineStage](ctx, s.node.Store(), stagePtr)
 		if err != nil || st.TypedSpec().Stage != runtime.StageMaintenance {

@@ -31,6 +31,7 @@ import (
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/supervisor"
+	"google.golang.org/grpc"
 )
 
 // Options configure the server.
@@ -64,6 +65,11 @@ type Options struct {
 	// Listening, when set, follows whether Run's listener is served: the
 	// apid service's health.
 	Listening *supervisor.Listening
+	// Register adds the node's services (MachineService, served by
+	// machined's handlers) to each gRPC server apid starts, behind its
+	// authentication, authorization and proxying. apid itself serves only
+	// ResourceService.
+	Register func(*grpc.Server)
 }
 
 // Server is one apid. Serve runs it on a listener.
@@ -213,8 +219,9 @@ func (s *Server) waitState(ctx context.Context, cond func(serving bool, id *iden
 
 // EarlyServices is machine.Options.EarlyServices for a node that serves
 // the API: apid starts with machined, before there is a config, so that
-// maintenance mode is served. listen is "" for ":50000".
-func EarlyServices(ring *events.Ring, listen string, plane *controlplane.Plane) func(*machine.Node) []supervisor.Service {
+// maintenance mode is served. listen is "" for ":50000"; register adds
+// the node's MachineService.
+func EarlyServices(ring *events.Ring, listen string, plane *controlplane.Plane, register Registrar) func(*machine.Node) []supervisor.Service {
 	return func(n *machine.Node) []supervisor.Service {
 		listening := &supervisor.Listening{}
 		opts := Options{Node: n, Events: ring, Listen: listen, Plane: plane, Listening: listening}
@@ -223,8 +230,17 @@ func EarlyServices(ring *events.Ring, listen string, plane *controlplane.Plane) 
 			ID:     "apid",
 			Health: listening.Check(),
 			Runner: supervisor.GoroutineRunner(func(ctx context.Context, w io.Writer) error {
+				opts := opts
+				if register != nil {
+					opts.Register = register(n, w)
+				}
+
 				return Run(ctx, opts, w)
 			}),
 		}}
 	}
 }
+
+// Registrar makes Options.Register for a node, given the log the apid
+// service writes to.
+type Registrar func(n *machine.Node, log io.Writer) func(*grpc.Server)

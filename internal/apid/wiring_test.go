@@ -3,6 +3,7 @@ package apid
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/events"
 	imachine "github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/machine/server"
 	"github.com/talosbox/talosbox/internal/platform"
 )
 
@@ -38,8 +40,10 @@ func TestEarlyServicesWiring(t *testing.T) {
 
 	node, err := imachine.New(imachine.Options{
 		Platform: p, Console: console, NoContainerd: true, StopTimeout: 5 * time.Second,
-		EarlyServices: EarlyServices(ring, addr, nil),
-		OnEvent:       func(ev imachine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
+		EarlyServices: EarlyServices(ring, addr, nil, func(n *imachine.Node, log io.Writer) func(*grpc.Server) {
+			return server.Registrar(server.Options{Node: n, Events: ring, Log: log})
+		}),
+		OnEvent: func(ev imachine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },
 	})
 	if err != nil {
 		t.Fatal(err)

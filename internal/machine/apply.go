@@ -411,6 +411,14 @@ func (n *Node) ActiveConfig() []byte {
 	return data
 }
 
+// Config is the config in effect, nil before one is applied. Callers
+// must not modify it.
+func (n *Node) Config() *configs.Config {
+	cfg, _ := n.currentConfig()
+
+	return cfg
+}
+
 // currentConfig reads the config in effect from its MachineConfig
 // resource, the node's one copy: nil before one is applied.
 func (n *Node) currentConfig() (*configs.Config, []byte) {

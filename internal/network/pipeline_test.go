@@ -11,12 +11,11 @@ import (
 	"github.com/talosbox/talosbox/internal/network"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
-	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
 func TestDefinitionsRegister(t *testing.T) {
 	reg := bus.NewRegistry()
-	for _, d := range append(append(append([]bus.Definition{}, runtime.Definitions...), v1alpha1.ServiceDefinition, v1alpha1.TimeStatusDefinition), networkres.Definitions...) {
+	for _, d := range append(append([]bus.Definition{}, runtime.Definitions...), networkres.Definitions...) {
 		if err := reg.Register(d); err != nil {
 			t.Fatal(err)
 		}

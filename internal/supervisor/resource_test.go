@@ -17,8 +17,10 @@ import (
 
 func TestDefinition(t *testing.T) {
 	reg := bus.NewRegistry()
-	if err := reg.Register(v1alpha1.ServiceDefinition); err != nil {
-		t.Fatal(err)
+	for _, d := range v1alpha1.Definitions {
+		if err := reg.Register(d); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	for _, name := range []string{"svc", "services", "service", v1alpha1.ServiceType} {
@@ -28,8 +30,13 @@ func TestDefinition(t *testing.T) {
 		}
 	}
 
+	d, err := reg.Lookup(v1alpha1.ServiceType)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	var cols []string
-	for _, c := range v1alpha1.ServiceDefinition.PrintColumns {
+	for _, c := range d.PrintColumns {
 		cols = append(cols, c.Name)
 	}
 

@@ -413,8 +413,10 @@ func TestStatusOwnedByAnotherWriter(t *testing.T) {
 
 func TestDefinition(t *testing.T) {
 	reg := bus.NewRegistry()
-	if err := reg.Register(v1alpha1.TimeStatusDefinition); err != nil {
-		t.Fatal(err)
+	for _, d := range v1alpha1.Definitions {
+		if err := reg.Register(d); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	for _, name := range []string{"timestatus", "TimeStatuses", "timestatuses", v1alpha1.TimeStatusType} {

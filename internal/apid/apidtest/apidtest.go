@@ -18,6 +18,7 @@ import (
 	"github.com/talosbox/talosbox/internal/apid"
 	"github.com/talosbox/talosbox/internal/events"
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/machine/server"
 	"github.com/talosbox/talosbox/internal/platform"
 )
 
@@ -85,7 +86,10 @@ func Start(t testing.TB, opts Options) *Node {
 	n.Addr = lis.Addr().String()
 
 	// NodePorts: several nodes in one process differ only by port.
-	n.Server, err = apid.NewServer(apid.Options{Node: n.Machine, Events: ring, Hostname: opts.Name, StopGrace: 2 * time.Second, NodePorts: true}, n.Console)
+	n.Server, err = apid.NewServer(apid.Options{
+		Node: n.Machine, Events: ring, Hostname: opts.Name, StopGrace: 2 * time.Second, NodePorts: true,
+		Register: server.Registrar(server.Options{Node: n.Machine, Events: ring, Hostname: opts.Name, Log: n.Console}),
+	}, n.Console)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"archive/tar"
@@ -163,7 +163,7 @@ func (m *machineServer) Read(req *machine.ReadRequest, srv grpc.ServerStreamingS
 // directory in container mode, which lives on the state volume. On metal
 // STATE is mounted at /system/state itself.
 func (m *machineServer) nodePath(p string) string {
-	pl := m.s.node.Platform()
+	pl := m.node.Platform()
 	if pl.IsMetal() || pl.StateDir == "" {
 		return p
 	}

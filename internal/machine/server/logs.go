@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"context"
@@ -49,9 +49,9 @@ func (m *machineServer) Logs(req *machine.LogsRequest, srv grpc.ServerStreamingS
 
 	switch req.GetId() {
 	case "machined":
-		ring = m.s.node.Log()
+		ring = m.node.Log()
 	case "controller-runtime":
-		ring = m.s.node.ControllerLog()
+		ring = m.node.ControllerLog()
 	default:
 		sup, err := m.supervisor()
 		if err != nil {
@@ -102,7 +102,7 @@ func sendChunks(srv grpc.ServerStreamingServer[common.Data], r io.Reader) error 
 
 // Events streams the node's events: the tail asked for, then new ones.
 func (m *machineServer) Events(req *machine.EventsRequest, srv grpc.ServerStreamingServer[machine.Event]) error {
-	ch := m.s.events.Watch(srv.Context(), events.WatchOptions{
+	ch := m.events.Watch(srv.Context(), events.WatchOptions{
 		TailEvents:  int(req.GetTailEvents()),
 		TailID:      req.GetTailId(),
 		TailSeconds: int(req.GetTailSeconds()),

@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func (m *machineServer) MetaWrite(ctx context.Context, req *machine.MetaWriteReq
 		return nil, err
 	}
 
-	if err := m.s.node.MetaWrite(ctx, tag, req.GetValue()); err != nil {
+	if err := m.node.MetaWrite(ctx, tag, req.GetValue()); err != nil {
 		return nil, metaError("meta write", err)
 	}
 
@@ -36,7 +36,7 @@ func (m *machineServer) MetaDelete(ctx context.Context, req *machine.MetaDeleteR
 		return nil, err
 	}
 
-	found, err := m.s.node.MetaDelete(ctx, tag)
+	found, err := m.node.MetaDelete(ctx, tag)
 	if err != nil {
 		return nil, metaError("meta delete", err)
 	}

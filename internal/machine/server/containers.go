@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type containerSource struct {
 // namespace is the system containerd's, any other the CRI containerd's;
 // the CRI driver answers for k8s.io only.
 func (m *machineServer) containerSourceOf(namespace string, driver common.ContainerDriver) (containerSource, error) {
-	rt := m.s.node.Runtime()
+	rt := m.node.Runtime()
 
 	switch driver {
 	case common.ContainerDriver_CRI:
@@ -129,7 +129,7 @@ func (m *machineServer) Stats(ctx context.Context, req *machine.StatsRequest) (*
 // they are ("<RFC3339Nano> stdout|stderr F|P <message>"), from tail_lines
 // back, following it across the kubelet's rotations if asked.
 func (m *machineServer) containerLogs(req *machine.LogsRequest, srv grpc.ServerStreamingServer[common.Data]) error {
-	path, err := containers.LogPath(srv.Context(), m.s.node.Runtime().CRISocket, req.GetId())
+	path, err := containers.LogPath(srv.Context(), m.node.Runtime().CRISocket, req.GetId())
 	if err != nil {
 		return containersError(err)
 	}
@@ -164,7 +164,7 @@ func (m *machineServer) ImageList(req *machine.ImageListRequest, srv grpc.Server
 		return err
 	}
 
-	imgs, err := containers.Images(srv.Context(), m.s.node.Runtime().CRISocket, ns)
+	imgs, err := containers.Images(srv.Context(), m.node.Runtime().CRISocket, ns)
 	if err != nil {
 		return containersError(err)
 	}
@@ -195,7 +195,7 @@ func (m *machineServer) ImagePull(ctx context.Context, req *machine.ImagePullReq
 		return nil, status.Error(codes.InvalidArgument, "image pull: a reference is required")
 	}
 
-	rt := m.s.node.Runtime()
+	rt := m.node.Runtime()
 
 	if _, err := containers.Pull(ctx, rt.CRISocket, ns, req.GetReference(), rt.HostsDir); err != nil {
 		return nil, containersError(err)

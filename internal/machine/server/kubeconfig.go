@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"archive/tar"
@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
 )
@@ -20,14 +19,9 @@ import (
 // system:masters, signed by the cluster CA, for the control-plane
 // endpoint. As on Talos it streams a tar.gz holding one file, kubeconfig.
 func (m *machineServer) Kubeconfig(_ *emptypb.Empty, srv grpc.ServerStreamingServer[common.Data]) error {
-	active := m.s.node.ActiveConfig()
-	if active == nil {
+	cfg := m.node.Config()
+	if cfg == nil {
 		return status.Error(codes.FailedPrecondition, "kubeconfig: the node has no config yet")
-	}
-
-	cfg, err := configs.Decode(active)
-	if err != nil {
-		return status.Errorf(codes.Internal, "kubeconfig: %v", err)
 	}
 
 	if !cfg.IsControlPlane() {

@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"context"
@@ -38,22 +38,22 @@ func etcdError(op string, err error) error {
 
 // member is the running etcd member, or the call's error.
 func (m *machineServer) member(op string) (*etcd.Server, error) {
-	if m.s.opts.Plane == nil {
+	if m.plane == nil {
 		return nil, etcdError(op, controlplane.ErrNotControlPlane)
 	}
 
-	srv, err := m.s.opts.Plane.Server()
+	srv, err := m.plane.Server()
 
 	return srv, etcdError(op, err)
 }
 
 // Bootstrap starts a one-member etcd cluster on this node.
 func (m *machineServer) Bootstrap(ctx context.Context, req *machine.BootstrapRequest) (*machine.BootstrapResponse, error) {
-	if m.s.opts.Plane == nil {
+	if m.plane == nil {
 		return nil, status.Error(codes.FailedPrecondition, "bootstrap can only be performed on a control plane node")
 	}
 
-	if err := m.s.opts.Plane.Bootstrap(ctx, req.GetRecoverEtcd(), req.GetRecoverSkipHashCheck()); err != nil {
+	if err := m.plane.Bootstrap(ctx, req.GetRecoverEtcd(), req.GetRecoverSkipHashCheck()); err != nil {
 		if errors.Is(err, controlplane.ErrAlreadyBootstrapped) {
 			return nil, status.Errorf(codes.AlreadyExists, "bootstrap: %v", err)
 		}
@@ -66,7 +66,7 @@ func (m *machineServer) Bootstrap(ctx context.Context, req *machine.BootstrapReq
 
 // EtcdRecover receives a snapshot for a later bootstrap --recover-from.
 func (m *machineServer) EtcdRecover(srv grpc.ClientStreamingServer[common.Data, machine.EtcdRecoverResponse]) error {
-	if m.s.opts.Plane == nil {
+	if m.plane == nil {
 		return etcdError("etcd recover", controlplane.ErrNotControlPlane)
 	}
 
@@ -98,7 +98,7 @@ func (m *machineServer) EtcdRecover(srv grpc.ClientStreamingServer[common.Data, 
 		}
 	}()
 
-	err := m.s.opts.Plane.Recover(pr)
+	err := m.plane.Recover(pr)
 	pr.Close()
 
 	if err != nil {
@@ -147,7 +147,7 @@ func (m *machineServer) EtcdRemoveMemberByID(ctx context.Context, req *machine.E
 }
 
 func (m *machineServer) EtcdLeaveCluster(ctx context.Context, _ *machine.EtcdLeaveClusterRequest) (*machine.EtcdLeaveClusterResponse, error) {
-	if m.s.opts.Plane == nil {
+	if m.plane == nil {
 		return nil, etcdError("etcd leave", controlplane.ErrNotControlPlane)
 	}
 
@@ -155,7 +155,7 @@ func (m *machineServer) EtcdLeaveCluster(ctx context.Context, _ *machine.EtcdLea
 		return nil, err
 	}
 
-	if err := m.s.opts.Plane.Leave(ctx, m.s.log); err != nil {
+	if err := m.plane.Leave(ctx, m.log); err != nil {
 		return nil, etcdError("etcd leave", err)
 	}
 

@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"context"
@@ -6,34 +6,86 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/controlplane"
 	"github.com/talosbox/talosbox/internal/events"
 	imachine "github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/version"
 )
 
+// Options are what the MachineService handlers serve.
+type Options struct {
+	// Node is the node the calls act on. Required.
+	Node *imachine.Node
+	// Plane serves the etcd calls and bootstrap; nil on a node without
+	// one (they fail with FailedPrecondition).
+	Plane *controlplane.Plane
+	// Events is the node's event stream, which `talosctl events` follows
+	// and sequences requested here are published to. Required.
+	Events *events.Ring
+	// Log receives what the handlers report outside a reply (etcd leave).
+	Log io.Writer
+	// Hostname overrides the node's name (config, then kernel): two test
+	// nodes in one process need different ones.
+	Hostname string
+}
+
+// Register adds MachineService to gs. apid calls it (through
+// Registrar) for every server it starts; its interceptors authenticate
+// and authorize each call before a handler runs.
+func Register(gs *grpc.Server, opts Options) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+
+	machine.RegisterMachineServiceServer(gs, &machineServer{
+		node: opts.Node, plane: opts.Plane, events: opts.Events, log: opts.Log, hostname: opts.Hostname,
+	})
+}
+
+// Registrar is Register as apid.Options.Register takes it.
+func Registrar(opts Options) func(*grpc.Server) {
+	return func(gs *grpc.Server) { Register(gs, opts) }
+}
+
 // machineServer is MachineService over machine.Node. Authorization is
-// done before any of it runs (authz.go); handlers only check what depends
-// on the caller beyond the method (redaction).
+// done before any of it runs (apid's interceptors); handlers only check
+// what depends on the caller beyond the method (redaction).
 type machineServer struct {
 	machine.UnimplementedMachineServiceServer
 
-	s *Server
+	node     *imachine.Node
+	plane    *controlplane.Plane
+	events   *events.Ring
+	log      io.Writer
+	hostname string
+}
+
+// nodeName is the node's name: the override, machine.network.hostname,
+// then the kernel's.
+func (m *machineServer) nodeName() string {
+	if m.hostname != "" {
+		return m.hostname
+	}
+
+	return imachine.Hostname(m.node.Config())
 }
 
 // Version reports the build, the platform and whether the node waits in
 // maintenance mode.
 func (m *machineServer) Version(context.Context, *emptypb.Empty) (*machine.VersionResponse, error) {
-	p := m.s.node.Platform()
+	p := m.node.Platform()
 
 	mode := "container"
 	if p.IsMetal() {
@@ -50,24 +102,19 @@ func (m *machineServer) Version(context.Context, *emptypb.Empty) (*machine.Versi
 			Arch:      runtime.GOARCH,
 		},
 		Platform:    &machine.PlatformInfo{Name: p.Name, Mode: mode},
-		Maintenance: m.s.node.ActiveConfig() == nil,
+		Maintenance: m.node.Config() == nil,
 	}}}, nil
 }
 
 // Hostname is the node's name: machine.network.hostname, else the
 // kernel's (networkd will set the kernel's from the config, issue 6).
 func (m *machineServer) Hostname(context.Context, *emptypb.Empty) (*machine.HostnameResponse, error) {
-	h := hostnameOf(nil, "")
-	if id := m.s.identity(); id != nil {
-		h = id.hostname
-	}
-
-	return &machine.HostnameResponse{Messages: []*machine.Hostname{{Hostname: h}}}, nil
+	return &machine.HostnameResponse{Messages: []*machine.Hostname{{Hostname: m.nodeName()}}}, nil
 }
 
 // supervisor is the current boot's, or Unavailable while there is none.
 func (m *machineServer) supervisor() (*supervisor.Supervisor, error) {
-	sup := m.s.node.Supervisor()
+	sup := m.node.Supervisor()
 	if sup == nil {
 		return nil, status.Error(codes.Unavailable, "the node is starting: no services yet")
 	}
@@ -180,13 +227,13 @@ func (m *machineServer) ServiceRestart(ctx context.Context, req *machine.Service
 func (m *machineServer) afterReply(ctx context.Context, sequence string, action func(context.Context) error) string {
 	actor := newActorID()
 
-	m.s.events.Publish(events.TypeSequence, sequence+" requested", map[string]string{"sequence": sequence, "action": "start", "actor_id": actor})
+	m.events.Publish(events.TypeSequence, sequence+" requested", map[string]string{"sequence": sequence, "action": "start", "actor_id": actor})
 
 	go func() {
 		<-ctx.Done()
 
 		if err := action(context.WithoutCancel(ctx)); err != nil {
-			m.s.events.Publish(events.TypeSequence, fmt.Sprintf("%s failed: %v", sequence, err), map[string]string{"sequence": sequence, "action": "stop", "actor_id": actor, "error": err.Error()})
+			m.events.Publish(events.TypeSequence, fmt.Sprintf("%s failed: %v", sequence, err), map[string]string{"sequence": sequence, "action": "stop", "actor_id": actor, "error": err.Error()})
 		}
 	}()
 
@@ -203,7 +250,7 @@ func newActorID() string {
 // Reboot answers, then reboots (in-process in container mode). The modes
 // (powercycle, force) make no difference here yet.
 func (m *machineServer) Reboot(ctx context.Context, _ *machine.RebootRequest) (*machine.RebootResponse, error) {
-	actor := m.afterReply(ctx, "reboot", m.s.node.Reboot)
+	actor := m.afterReply(ctx, "reboot", m.node.Reboot)
 
 	return &machine.RebootResponse{Messages: []*machine.Reboot{{ActorId: actor}}}, nil
 }
@@ -211,9 +258,9 @@ func (m *machineServer) Reboot(ctx context.Context, _ *machine.RebootRequest) (*
 // Shutdown answers, then stops the node (machined powers off on metal),
 // cordoning and draining it first unless --force, as in Talos.
 func (m *machineServer) Shutdown(ctx context.Context, req *machine.ShutdownRequest) (*machine.ShutdownResponse, error) {
-	shutdown := m.s.node.ShutdownGracefully
+	shutdown := m.node.ShutdownGracefully
 	if req.GetForce() {
-		shutdown = m.s.node.Shutdown
+		shutdown = m.node.Shutdown
 	}
 
 	actor := m.afterReply(ctx, "shutdown", shutdown)
@@ -241,7 +288,7 @@ func (m *machineServer) Reset(ctx context.Context, req *machine.ResetRequest) (*
 		return nil, status.Error(codes.InvalidArgument, "reset: the partitions listed are all marked wipe: false; nothing to wipe")
 	}
 
-	actor := m.afterReply(ctx, "reset", func(ctx context.Context) error { return m.s.node.Reset(ctx, opts) })
+	actor := m.afterReply(ctx, "reset", func(ctx context.Context) error { return m.node.Reset(ctx, opts) })
 
 	return &machine.ResetResponse{Messages: []*machine.Reset{{ActorId: actor}}}, nil
 }

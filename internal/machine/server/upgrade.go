@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"context"
@@ -42,15 +42,15 @@ func (m *machineServer) Upgrade(ctx context.Context, req *machine.UpgradeRequest
 
 	var unlock func()
 
-	if !req.GetForce() && m.s.opts.Plane != nil {
-		if srv, err := m.s.opts.Plane.Server(); err == nil {
+	if !req.GetForce() && m.plane != nil {
+		if srv, err := m.plane.Server(); err == nil {
 			if unlock, err = lockForUpgrade(ctx, srv); err != nil {
 				return nil, status.Errorf(codes.FailedPrecondition, "upgrade: %v (--force skips the etcd checks)", err)
 			}
 		}
 	}
 
-	_, err := m.s.node.Upgrade(ctx, imachine.UpgradeOptions{Image: req.GetImage(), Stage: req.GetStage()})
+	_, err := m.node.Upgrade(ctx, imachine.UpgradeOptions{Image: req.GetImage(), Stage: req.GetStage()})
 	if err != nil {
 		if unlock != nil {
 			unlock()
@@ -59,7 +59,7 @@ func (m *machineServer) Upgrade(ctx context.Context, req *machine.UpgradeRequest
 		return nil, upgradeError(err)
 	}
 
-	actor := m.afterReply(ctx, "upgrade", m.s.node.RebootForUpgrade)
+	actor := m.afterReply(ctx, "upgrade", m.node.RebootForUpgrade)
 
 	return &machine.UpgradeResponse{Messages: []*machine.Upgrade{{Ack: "Upgrade request received", ActorId: actor}}}, nil
 }
@@ -67,11 +67,11 @@ func (m *machineServer) Upgrade(ctx context.Context, req *machine.UpgradeRequest
 // Rollback points the boot loader back at the previous installation and
 // reboots, draining the node first as an upgrade does.
 func (m *machineServer) Rollback(ctx context.Context, _ *machine.RollbackRequest) (*machine.RollbackResponse, error) {
-	if _, err := m.s.node.Rollback(ctx); err != nil {
+	if _, err := m.node.Rollback(ctx); err != nil {
 		return nil, upgradeError(err)
 	}
 
-	m.afterReply(ctx, "rollback", m.s.node.RebootForUpgrade)
+	m.afterReply(ctx, "rollback", m.node.RebootForUpgrade)
 
 	return &machine.RollbackResponse{Messages: []*machine.Rollback{{}}}, nil
 }

@@ -1,4 +1,4 @@
-package apid
+package server
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func (m *machineServer) ApplyConfiguration(ctx context.Context, req *machine.App
 		opts.TryTimeout = d.AsDuration()
 	}
 
-	res, err := m.s.node.ApplyConfiguration(ctx, req.GetData(), opts)
+	res, err := m.node.ApplyConfiguration(ctx, req.GetData(), opts)
 	if err != nil {
 		return nil, applyError(ctx, err)
 	}
@@ -98,8 +98,8 @@ const maxClientTTL = pki.CAValidity
 // asked for (os:admin by default), signed by the OS CA, and a talosconfig
 // holding it.
 func (m *machineServer) GenerateClientConfiguration(_ context.Context, req *machine.GenerateClientConfigurationRequest) (*machine.GenerateClientConfigurationResponse, error) {
-	id := m.s.identity()
-	if id == nil || id.ca == nil || len(id.ca.Key) == 0 {
+	cfg := m.node.Config()
+	if cfg == nil || cfg.Machine == nil || cfg.Machine.CA == nil || len(cfg.Machine.CA.Key) == 0 {
 		return nil, status.Error(codes.FailedPrecondition, "generate client configuration: this node holds no OS CA key")
 	}
 
@@ -126,23 +126,25 @@ func (m *machineServer) GenerateClientConfiguration(_ context.Context, req *mach
 		ttl = d.AsDuration()
 	}
 
-	crt, err := pki.NewClientCertificate(id.ca, pki.ClientOptions{Roles: roles, TTL: ttl})
+	ca := &pki.CertAndKey{Crt: cfg.Machine.CA.Crt, Key: cfg.Machine.CA.Key}
+
+	crt, err := pki.NewClientCertificate(ca, pki.ClientOptions{Roles: roles, TTL: ttl})
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "generate client configuration: %v", err)
 	}
 
 	name := "talos"
-	if id.cfg != nil && id.cfg.Cluster != nil && id.cfg.Cluster.ClusterName != "" {
-		name = id.cfg.Cluster.ClusterName
+	if cfg.Cluster != nil && cfg.Cluster.ClusterName != "" {
+		name = cfg.Cluster.ClusterName
 	}
 
-	tc, err := talosconfig.New(name, endpoints(id), id.ca.Crt, crt).Bytes()
+	tc, err := talosconfig.New(name, endpoints(cfg.Machine.CertSANs), ca.Crt, crt).Bytes()
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "generate client configuration: %v", err)
 	}
 
 	return &machine.GenerateClientConfigurationResponse{Messages: []*machine.GenerateClientConfiguration{{
-		Ca:          id.ca.Crt,
+		Ca:          ca.Crt,
 		Crt:         crt.Crt,
 		Key:         crt.Key,
 		Talosconfig: tc,
@@ -151,16 +153,16 @@ func (m *machineServer) GenerateClientConfiguration(_ context.Context, req *mach
 
 // endpoints are where a client can reach this node: its global unicast
 // addresses and certSANs, or loopback when it has none.
-func endpoints(id *identity) []string {
+func endpoints(certSANs []string) []string {
 	var out []string
 
-	for _, ip := range localAddresses() {
+	for _, ip := range imachine.LocalAddresses() {
 		if ip.IsGlobalUnicast() && !slices.Contains(out, ip.String()) {
 			out = append(out, ip.String())
 		}
 	}
 
-	for _, san := range id.certSANs {
+	for _, san := range certSANs {
 		if !slices.Contains(out, san) && !strings.ContainsAny(san, "*") {
 			out = append(out, san)
 		}
