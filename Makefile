@@ -10,7 +10,7 @@
 #   make installer  the installer image (kernel, initramfs, GRUB) nodes install and upgrade from
 #   make lint       gofmt, go vet, staticcheck
 #   make generate   regenerate generated code
-#   make bench      the benchmarks behind the numbers in the issue notes
+#   make bench      the in-process benchmarks; make bench-<area> one script (scripts/README.md)
 
 GO       ?= go
 OUT      ?= _out/talosbox
@@ -152,6 +152,12 @@ generate:
 
 bench:
 	scripts/bench.sh
+
+# bench-<area>: scripts/bench-<area>.sh (scripts/README.md lists them).
+BENCHES := $(patsubst scripts/bench-%.sh,bench-%,$(wildcard scripts/bench-*.sh))
+.PHONY: $(BENCHES)
+$(BENCHES): bench-%:
+	scripts/bench-$*.sh
 
 clean:
 	rm -rf _out

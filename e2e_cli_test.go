@@ -489,7 +489,7 @@ skipping Kubernetes checks: no control plane node known
 			t.Errorf("the refused change was applied: %q", out)
 		}
 
-		// The seeds' spelling, `apply machineconfig -f`; the node runs
+		// Talos 0.9's spelling, `apply machineconfig -f`; the node runs
 		// that config already.
 		if out := run(t, "apply", "machineconfig", "-f", live, "--dry-run"); out != "Dry run summary:\nNo changes: the node already runs this configuration.\n" {
 			t.Errorf("apply machineconfig --dry-run:\n%s", out)

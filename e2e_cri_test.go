@@ -133,7 +133,7 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 		}
 	}
 
-	// What the seeds' troubleshooting steps read on a Docker node: the
+	// What Talos 0.9's troubleshooting steps read on a Docker node: the
 	// kernel log (the node has /dev/kmsg and CAP_SYSLOG) and the config at
 	// Talos's path.
 	if out := dc.ok("-n", node, "dmesg"); !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(node) + `: \[\s*\d+\.\d+\] `).MatchString(out) {

@@ -29,7 +29,7 @@ import (
 	"github.com/talosbox/talosbox/internal/images"
 )
 
-// What issue 19's Kubernetes test measures with (an API-server prober and
+// What the Kubernetes lifecycle test measures with (an API-server prober and
 // the load client's tallies) and the convert-k8s part of it.
 
 // apiserverProbe asks every control plane's API server /readyz every
@@ -231,7 +231,7 @@ func answeredAfter(tallies []loadTally, b time.Time) bool {
 }
 
 // testConvertK8s makes the cluster look bootkube-made: DaemonSets named
-// as seed 002's (running the echo image, not a second control plane),
+// as in Talos 0.9's self-hosted control plane (running the echo image, not a second control plane),
 // plus pod-checkpointer; convert-k8s must remove them all and leave the
 // static pods serving.
 func testConvertK8s(t *testing.T, dc *dockerCluster, cps []string, w string) {

@@ -66,7 +66,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, check func() erro
 	}
 }
 
-// TestDockerKubernetes is issue 17's cluster: three control planes and a
+// TestDockerKubernetes is the reference Kubernetes cluster in Docker: three control planes and a
 // worker in Docker, built from make images, each running the kubelet and
 // (control planes) the static-pod control plane.
 func TestDockerKubernetes(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/talosbox/talosbox/internal/images"
 )
 
-// The Kubernetes lifecycle of issue 19 runs on TestDockerKubernetes's
+// The Kubernetes lifecycle runs on TestDockerKubernetes's
 // cluster, which starts on the previous minor: upgrade-k8s under load,
 // a rollback by config, a try-mode apply that reverts, convert-k8s.
 
@@ -80,7 +80,7 @@ func (dc *dockerCluster) nodeConfigs(nodes []string) map[string]string {
 	return out
 }
 
-// testUpgradeUnderLoad is issue 19's upgrade: from the previous minor to
+// testUpgradeUnderLoad is the upgrade under load: from the previous minor to
 // the default, with a client on the worker requesting the echo Service
 // the whole time.
 func testUpgradeUnderLoad(t *testing.T, dc *dockerCluster, names map[string]string, cps []string, w string) {

@@ -1,7 +1,7 @@
 package configs
 
 // DeniedExtraArgs are the flags talosbox sets itself on each component,
-// by the config path of its extraArgs (REFERENCE-K8S §1.4 to §1.6, §3.1):
+// by the config path of its extraArgs (the flags Talos sets itself and refuses to have overridden):
 // overriding one would point a component at files or peers the node does
 // not manage, so validation refuses it instead of the node failing later.
 var DeniedExtraArgs = map[string][]string{

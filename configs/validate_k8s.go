@@ -205,7 +205,7 @@ func containsString(list []string, s string) bool {
 // controller-manager and scheduler at most one minor older, the kubelet
 // and kube-proxy at most three. One minor newer than the API server is a
 // warning, not a refusal: it is where a rollback by config passes (the
-// API server's image is patched back first, as seed 004 rolls back), and
+// API server's image is patched back first, as Talos 0.9's rollback guide does), and
 // it runs; two or more is refused. Older than the policy allows is a
 // warning: it runs, unsupported.
 func (v *validator) versionSkew(versions map[string]KubeVersion) {

@@ -2,7 +2,7 @@
 # Container-mode node: time from process start until every service is up
 # (the "[talos] services:" line, printed from the Services resources once
 # the boot sequence is done), over RUNS boots; then the idle RSS of the
-# node process IDLE seconds after boot (60 by default, as in the issue).
+# node process IDLE seconds after boot (60 by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s build >/dev/null

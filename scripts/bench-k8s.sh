@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kubernetes on talosbox, measured (issue 17's numbers):
+# Kubernetes on talosbox, measured (boot to Ready, memory, API latency):
 #   1. `talosctl cluster create` to healthy (every node Ready, CoreDNS up),
 #      for 1+1 and 3+1 Docker clusters;
 #   2. the memory of the first control-plane node with everything running,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How long a worker stays NotReady when the first control plane, the
 # cluster endpoint that `talosctl cluster create` makes, is reset with
-# `reset --graceful --reboot` (issue 31): a 3+1 Docker cluster, the reset,
+# `reset --graceful --reboot`: a 3+1 Docker cluster, the reset,
 # then the worker's Ready condition and an outside client's /readyz
 # sampled every second for DURATION seconds, asked of the second control
 # plane's API server (the endpoint's own is gone).

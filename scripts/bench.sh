@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The measurements quoted in issue notes. Run on an otherwise idle machine;
+# The in-process measurements (bus, start-up, discovery, KubePrism, config
+# validation). Run on an otherwise idle machine;
 # the machine's speed drifts between periods, so compare within one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # qemu-node.sh: boot one talosbox node on the metal platform under QEMU
-# (TCG: this host offers no usable KVM; see ../shared/BOOTLAB.md), with
+# (TCG: this host offers no usable KVM), with
 # Debian's cloud kernel, the initramfs of `make initramfs` and a sparse disk
 # the node partitions itself on the first apply-config. The console is this
 # terminal (Ctrl-A X quits QEMU); the node's API is on 127.0.0.1:$API_PORT.

@@ -43,7 +43,7 @@ var applyModes = map[string]machine.ApplyConfigurationRequest_Mode{
 }
 
 // request builds the ApplyConfiguration call; --immediate and --on-reboot
-// are the seeds' spellings of two modes and conflict with a different -m.
+// are Talos 0.9's spellings of two modes and conflict with a different -m.
 func (a *applyFlags) request(cmd *cobra.Command, data []byte) (*machine.ApplyConfigurationRequest, error) {
 	mode := a.mode
 
@@ -141,7 +141,7 @@ maintenance mode, which has no config and so no certificates yet.`,
   talosctl -n 10.5.0.2 apply-config -f config.yaml --immediate
   talosctl -n 10.5.0.2 apply -f config.yaml -p @patch.yaml --dry-run`,
 		Args: func(_ *cobra.Command, args []string) error {
-			// `apply machineconfig -f FILE` is the seeds' spelling.
+			// `apply machineconfig -f FILE` is Talos 0.9's spelling.
 			if len(args) > 1 || (len(args) == 1 && !isMachineConfigType(args[0])) {
 				return fmt.Errorf("unexpected arguments %v: the config is given with -f", args)
 			}

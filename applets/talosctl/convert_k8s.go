@@ -250,7 +250,7 @@ func countResources(ctx context.Context, s *session, node, typ string) (int, err
 }
 
 // disableCheckpointer removes bootkube's pod-checkpointer and waits until
-// no checkpointed pod is left, as the seed's script does.
+// no checkpointed pod is left, as Talos 0.9's conversion guide's script does.
 func (c *conversion) disableCheckpointer(ctx context.Context) error {
 	c.log("disabling pod-checkpointer")
 	c.log("deleting daemonset %q", "pod-checkpointer")

@@ -368,7 +368,7 @@ func watchResources(cmd *cobra.Command, s *session, w resourceWriter, typ, id st
 }
 
 // controlPlaneConfigAliases name Talos 0.9's KubernetesControlPlaneConfigs
-// (seed 001's manual upgrade reads `get kcpc kube-apiserver -o yaml`).
+// (Talos 0.9's manual upgrade guide reads `get kcpc kube-apiserver -o yaml`).
 // Today's Talos split it into one type per component; talosbox keeps
 // those, and the old names read them, so the version the seed tells the
 // user to wait for is the pod's talos.dev/config-version.

@@ -16,7 +16,7 @@ import (
 // Encryption configs the test applies (machine.systemDiskEncryption).
 const (
 	encryptState = `{"machine":{"systemDiskEncryption":{"state":{"provider":"luks2","keys":[{"nodeID":{},"slot":0}]}}}}`
-	// The seed's second step: EPHEMERAL too, nodeID and a static key.
+	// Talos 0.9's encryption guide, second step: EPHEMERAL too, nodeID and a static key.
 	encryptBoth = `{"machine":{"systemDiskEncryption":{"state":{"provider":"luks2","keys":[{"nodeID":{},"slot":0}]},
 "ephemeral":{"provider":"luks2","keys":[{"nodeID":{},"slot":0},{"static":{"passphrase":"old-secret"},"slot":1}]}}}}`
 	// Rotation: the static key replaced by another in another slot.
@@ -24,8 +24,8 @@ const (
 "ephemeral":{"provider":"luks2","keys":[{"nodeID":{},"slot":0},{"static":{"passphrase":"new-secret"},"slot":2}]}}}}`
 )
 
-// TestMetalEncryption is seed 001's disk encryption on one node: install
-// with STATE encrypted (nodeID), encrypt EPHEMERAL the seed's way
+// TestMetalEncryption is Talos 0.9's disk encryption guide on one node: install
+// with STATE encrypted (nodeID), encrypt EPHEMERAL the guide's way
 // (apply-config --on-reboot, then reset --system-labels-to-wipe
 // EPHEMERAL), rotate EPHEMERAL's static key by config and reboot, then
 // boot with a wrong STATE key: the node stays reachable in maintenance

@@ -117,7 +117,7 @@ func (n *node) patchBytes(base, patch string) []byte {
 // fails at loadKernelModules, the node keeps it aside, restores its last
 // good config and reboots into it), then, while the machine is down
 // after that reboot, /etc/motd written straight into STATE past
-// validation (issue 30's config). Either way the node ends up running its
+// validation (a config only the stricter checks refuse). Either way the node ends up running its
 // last good config (cp), with the failed one readable.
 func (n *node) configFallback(cp string) {
 	n.t.Helper()

@@ -14,7 +14,7 @@ import (
 // zstd"` ships: the stripped binary, every default module and the
 // container runtime, compressed at zstd's best level (the other tests boot
 // uncompressed archives, which load fastest under TCG). The guest kernel
-// must unpack it and reach maintenance mode. Its size is issue 17's
+// must unpack it and reach maintenance mode. Its size is the node's
 // initramfs figure (target 30 MB).
 func TestBootZstdInitramfs(t *testing.T) {
 	bin, err := binary()

@@ -126,7 +126,7 @@ func TestQEMUKubernetes(t *testing.T) {
 	}
 
 	// What the whole node uses with the control plane, CoreDNS, flannel,
-	// kube-proxy and the Deployment running (issue 17 targets < 1 GiB):
+	// kube-proxy and the Deployment running (the target is under 1 GiB):
 	// the kernel's view, so shared pages count once.
 	t.Logf("node memory (MiB) with everything running:\n%s", c.ok(commandTimeout, "-n", c.ip(0), "memory"))
 

@@ -6,7 +6,7 @@
 // the machine over QMP (link state, quit).
 //
 // It is the harness of the networking guest tests (boot/guesttest) and
-// the seed of issue 9's boot tests, which add disks and boot the real
+// the start of the metal boot tests, which add disks and boot the real
 // machined.
 package qemu
 

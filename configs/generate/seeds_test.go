@@ -60,7 +60,7 @@ func TestSeedFixturesPatchGeneratedConfig(t *testing.T) {
 
 			_, err = cfg.Validate(configs.ModeMetal)
 
-			// Talos replaced the seed's /var/cri/conf.d imports with
+			// Talos replaced 0.9's /var/cri/conf.d imports with
 			// /etc/cri/conf.d/*.part; the old example gets an error that
 			// says where its content goes now.
 			if want, refused := refusedSeeds[filepath.Base(file)]; refused {

@@ -126,7 +126,7 @@ func (kl *kubelet) changed(spec k8s.KubeletSpecSpec) bool {
 	return kl.running != nil && !reflect.DeepEqual(*kl.running, spec)
 }
 
-// mounts are Talos's kubelet mounts (REFERENCE-K8S §3.4); a source the
+// mounts are Talos's kubelet mounts; a source the
 // node cannot create (a read-only root in a container) is left out.
 func (kl *kubelet) mounts(spec k8s.KubeletSpecSpec) ([]specs.Mount, error) {
 	root := kl.k.root()

@@ -17,7 +17,7 @@ import (
 // ApplyMode is how a new config takes effect.
 type ApplyMode string
 
-// Apply modes; the seeds' --immediate is no-reboot and --on-reboot is staged.
+// Apply modes; Talos 0.9's --immediate is no-reboot and --on-reboot is staged.
 const (
 	ModeAuto     ApplyMode = "auto"
 	ModeNoReboot ApplyMode = "no-reboot"

@@ -2,7 +2,7 @@ package machine
 
 // System disk encryption (machine.systemDiskEncryption): STATE and
 // EPHEMERAL as LUKS2 volumes made and opened with internal/luks2, keyed
-// as Talos keys them (REFERENCE-K8S §7). This file holds what works on a
+// as Talos keys them. This file holds what works on a
 // volume without device-mapper, so that it is tested on image files; the
 // mapping and mounting are in volume_crypt.go.
 

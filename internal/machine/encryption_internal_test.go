@@ -119,7 +119,7 @@ func slotIDs(t *testing.T, f *os.File) []int {
 	return ids
 }
 
-// TestVolumeRotation is seed 001's key rotation on a volume file: format
+// TestVolumeRotation is Talos 0.9's key rotation guide on a volume file: format
 // with two keys, then configs that add a key, replace one in place and
 // drop one; every step unlocks with what the config holds, and
 // cryptsetup, the judge, agrees on the slots and the passphrases.

@@ -3,7 +3,7 @@
 // fallback, the STATE encryption config, the machine UUID override, ...).
 //
 // The partition (1 MiB in the system layout) holds two formats, both kept
-// byte for byte as Talos writes them (REFERENCE-K8S §6.2):
+// byte for byte as Talos writes them:
 //
 //   - The Talos ADV at offset 0: two identical 256 KiB copies. Each is,
 //     big-endian, magic 0x5a4b3c2d, records of (uint32 tag, uint32 size,

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 )
 
-// The format as REFERENCE-K8S §6.2 states it, written out here by hand so
+// The format as Talos's ADV code writes it, written out here by hand so
 // that the tests do not take the package's word for its own layout.
 const (
 	blockLen  = 256 * 1024    // one copy of the Talos ADV

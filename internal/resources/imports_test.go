@@ -121,14 +121,18 @@ func TestNoUpwardImports(t *testing.T) {
 			allow: func(i string) bool { return !under(i, "applets") && i != "." },
 		},
 		{
-			name:  "the Kubernetes renderer does not import the controllers",
-			from:  func(p string) bool { return under(p, "internal/k8s/render") },
-			allow: func(i string) bool { return !under(i, "internal/k8s") || under(i, "internal/k8s/render", "internal/k8s/manifests") },
+			name: "the Kubernetes renderer does not import the controllers",
+			from: func(p string) bool { return under(p, "internal/k8s/render") },
+			allow: func(i string) bool {
+				return !under(i, "internal/k8s") || under(i, "internal/k8s/render", "internal/k8s/manifests")
+			},
 		},
 		{
-			name:  "the config schema does not import the node",
-			from:  func(p string) bool { return under(p, "configs") },
-			allow: func(i string) bool { return !under(i, "internal/machine", "internal/k8s", "internal/network", "internal/apid", "internal/resources") },
+			name: "the config schema does not import the node",
+			from: func(p string) bool { return under(p, "configs") },
+			allow: func(i string) bool {
+				return !under(i, "internal/machine", "internal/k8s", "internal/network", "internal/apid", "internal/resources")
+			},
 		},
 	}
 

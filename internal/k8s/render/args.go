@@ -80,7 +80,7 @@ func policies(additive, denied []string) map[string]argPolicy {
 	return m
 }
 
-// The flag policies of each component (REFERENCE-K8S §1.4 to §1.6, §3.1);
+// The flag policies of each component, as Talos sets them;
 // the denied lists are validation's too, so they live with the config.
 var (
 	apiServerPolicies = policies(

@@ -16,7 +16,7 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
-// The kubelet's files (REFERENCE-K8S §1.2).
+// How the kubelet reaches the runtime, and its config's API version.
 const (
 	containerRuntimeSocket  = "unix:///run/containerd/containerd.sock"
 	kubeletConfigAPIVersion = "kubelet.config.k8s.io/v1beta1"

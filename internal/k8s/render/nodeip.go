@@ -8,7 +8,7 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
-// NodeIPConfigFor is how the node IP is picked (REFERENCE-K8S §3.3):
+// NodeIPConfigFor is how the node IP is picked, as Talos picks it:
 // validSubnets from machine.kubelet.nodeIP, else every address of the
 // service CIDRs' families; the pod and service CIDRs are excluded.
 func NodeIPConfigFor(validSubnets []string, cl Cluster) k8s.NodeIPConfigSpec {

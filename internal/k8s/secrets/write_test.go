@@ -15,7 +15,7 @@ import (
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
-// wantLayout is REFERENCE-K8S §1.2: the names the static pod flags use.
+// wantLayout is Talos's secrets layout: the names the static pod flags use.
 var wantLayout = map[string]struct {
 	uid   int
 	files []string

@@ -107,7 +107,7 @@ func (m *machineServer) Version(context.Context, *emptypb.Empty) (*machine.Versi
 }
 
 // Hostname is the node's name: machine.network.hostname, else the
-// kernel's (networkd will set the kernel's from the config, issue 6).
+// kernel's (networkd sets the kernel's from the config where it runs).
 func (m *machineServer) Hostname(context.Context, *emptypb.Empty) (*machine.HostnameResponse, error) {
 	return &machine.HostnameResponse{Messages: []*machine.Hostname{{Hostname: m.nodeName()}}}, nil
 }

@@ -5,7 +5,7 @@ import (
 )
 
 const (
-	// BootstrapStatusType is Talos 0.9's; the seed's `get bs` still asks
+	// BootstrapStatusType is Talos 0.9's; Talos 0.9's docs' `get bs` still asks
 	// for it. A static-pod control plane is never self-hosted.
 	BootstrapStatusType = "BootstrapStatuses.v1alpha1.talos.dev"
 	BootstrapStatusID   = "control-plane"
