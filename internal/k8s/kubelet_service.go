@@ -19,7 +19,6 @@ import (
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/k8s/secrets"
-	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/taskrunner"
@@ -33,7 +32,7 @@ const KubeletServiceID = "kubelet"
 // KubeletServiceController restarts it when the spec changes.
 type kubelet struct {
 	k    *Kubernetes
-	node *machine.Node
+	node Node
 
 	// restrictOOM: the node may not lower oom_score_adj (a sandboxed
 	// Docker node), so the kubelet keeps its own.
@@ -46,7 +45,7 @@ type kubelet struct {
 func (kl *kubelet) service() supervisor.Service {
 	return supervisor.Service{
 		ID:        KubeletServiceID,
-		DependsOn: []string{machine.CRIServiceID},
+		DependsOn: []string{constants.CRIServiceID},
 		Conditions: []supervisor.Condition{supervisor.ResourceCondition(kl.node.Store(),
 			bus.Pointer{Namespace: k8s.NamespaceK8s, Type: k8s.KubeletSpecType, ID: k8s.KubeletID},
 			func(bus.Resource) bool { return true }, "kubelet spec")},

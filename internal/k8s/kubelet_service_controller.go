@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/hostdns"
 	"github.com/talosbox/talosbox/internal/k8s/render"
-	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
@@ -61,7 +61,7 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 		}
 
 		if err == nil {
-			_, forward := machine.HostDNSEnabled(cfg)
+			_, forward := configs.HostDNSEnabled(cfg)
 			err = writeResolvConf(root, forward)
 		}
 

@@ -7,7 +7,8 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/cri"
+	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -45,8 +46,21 @@ func (k *Kubernetes) root() string {
 	return k.opts.Root
 }
 
+// Node is what Kubernetes needs of the node runtime (*machine.Node): its
+// bus, its platform and container runtime, and the supervisor the kubelet
+// runs under and is restarted through when its spec changes.
+type Node interface {
+	Store() *bus.Store
+	Platform() platform.Platform
+	Runtime() cri.Runtime
+	Supervisor() *supervisor.Supervisor
+	// CanLowerOOMScoreAdj is false on a sandboxed Docker node, where the
+	// kubelet must keep its own OOM score.
+	CanLowerOOMScoreAdj() bool
+}
+
 // Controllers are machine.Options.Controllers' share for Kubernetes.
-func (k *Kubernetes) Controllers(n *machine.Node) []bus.Controller {
+func (k *Kubernetes) Controllers(n Node) []bus.Controller {
 	if k.kubelet == nil {
 		k.kubelet = &kubelet{k: k, node: n}
 	}
@@ -78,7 +92,7 @@ func (k *Kubernetes) Controllers(n *machine.Node) []bus.Controller {
 
 // Services are machine.Options.Services' share: the kubelet, on every
 // node with a cluster to join.
-func (k *Kubernetes) Services(n *machine.Node, cfg *configs.Config) []supervisor.Service {
+func (k *Kubernetes) Services(n Node, cfg *configs.Config) []supervisor.Service {
 	if k.opts.NoKubelet || cfg == nil || cfg.Cluster == nil || k.kubelet == nil {
 		return nil
 	}

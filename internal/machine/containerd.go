@@ -19,15 +19,10 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/atomicfile"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/supervisor"
-)
-
-// Service IDs of the two containerd instances, as Talos names them.
-const (
-	ContainerdServiceID = "containerd"
-	CRIServiceID        = "cri"
 )
 
 // shimName is the binary containerd runs for runtime io.containerd.runc.v2;
@@ -97,14 +92,14 @@ func (n *Node) runtimeServices(cfg *configs.Config) ([]supervisor.Service, error
 	}
 
 	return []supervisor.Service{
-		svc(ContainerdServiceID, rt.SystemConfig, rt.SystemSocket, []string{"machined"}),
-		svc(CRIServiceID, rt.CRIConfig, rt.CRISocket, []string{"machined"}),
+		svc(constants.ContainerdServiceID, rt.SystemConfig, rt.SystemSocket, []string{"machined"}),
+		svc(constants.CRIServiceID, rt.CRIConfig, rt.CRISocket, []string{"machined"}),
 	}, nil
 }
 
 // prepareRuntime writes the two instances' own configs and the directory
 // containerd finds its shim (and runc, when given) in.
-func (n *Node) prepareRuntime(rt Runtime, exe string) error {
+func (n *Node) prepareRuntime(rt cri.Runtime, exe string) error {
 	for _, d := range []string{rt.BinDir, filepath.Dir(rt.SystemConfig), filepath.Dir(rt.CRIConfig), rt.CRIConfDir, rt.HostsDir, rt.CNIConfDir, rt.PodLogDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("containerd: %w", err)

@@ -17,25 +17,12 @@ import (
 // HostDNSServiceID is the node's DNS forwarder (machine.features.hostDNS).
 const HostDNSServiceID = "hostdns"
 
-// HostDNSEnabled says whether cfg turns the host DNS forwarder on, and
-// whether the kubelet's resolv.conf should point pods (CoreDNS) at it.
-func HostDNSEnabled(cfg *configs.Config) (enabled, forwardKubeDNS bool) {
-	if cfg == nil || cfg.Machine == nil || cfg.Machine.Features == nil || cfg.Machine.Features.HostDNS == nil {
-		return false, false
-	}
-
-	h := cfg.Machine.Features.HostDNS
-	enabled = h.Enabled != nil && *h.Enabled
-
-	return enabled, enabled && h.ForwardKubeDNSToHost != nil && *h.ForwardKubeDNSToHost
-}
-
 // hostDNSService relays DNS from hostdns.Address to the node's resolvers,
 // on nodes that own their network (metal, a Docker node's PID 1): the
 // address goes on the loopback link, where pods reach it through their
 // default route to the node.
 func (n *Node) hostDNSService(cfg *configs.Config) (supervisor.Service, bool) {
-	if on, _ := HostDNSEnabled(cfg); !on || !n.opts.Platform.OwnRoot {
+	if on, _ := configs.HostDNSEnabled(cfg); !on || !n.opts.Platform.OwnRoot {
 		return supervisor.Service{}, false
 	}
 

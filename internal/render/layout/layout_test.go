@@ -3,7 +3,7 @@ package layout_test
 import (
 	"testing"
 
-	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/render/layout"
 )
@@ -23,7 +23,7 @@ func TestRuntimeLayoutIsTheNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		rt := machine.NewRuntime(p)
+		rt := cri.NewRuntime(p)
 
 		for _, c := range []struct{ name, got, want string }{
 			{"SystemSocket", layout.SystemSocket, rt.SystemSocket},
