@@ -1,8 +1,7 @@
 package block
 
-const (
-	BlockDeviceType = "BlockDevices.block.talos.dev"
-)
+// BlockDeviceType is the type's name, as Talos has it.
+const BlockDeviceType = "BlockDevices.block.talos.dev"
 
 // BlockDeviceSpec is any block device, disk or partition.
 type BlockDeviceSpec struct {

@@ -21,5 +21,10 @@ var Definitions = []bus.Definition{
 		}},
 	{Type: SystemDiskType, DefaultNamespace: runtime.NamespaceRuntime, Aliases: []string{"systemdisk"},
 		PrintColumns: []bus.PrintColumn{{Name: "DISK", JSONPath: "{.diskID}"}}},
-	VolumeStatusDefinition,
+	{Type: VolumeStatusType, DefaultNamespace: runtime.NamespaceRuntime,
+		Aliases: []string{"volumestatus", "volumestatuses", "vs"},
+		PrintColumns: []bus.PrintColumn{
+			{Name: "TYPE", JSONPath: "{.type}"}, {Name: "PHASE", JSONPath: "{.phase}"},
+			{Name: "LOCATION", JSONPath: "{.location}"}, {Name: "SIZE", JSONPath: "{.prettySize}"},
+		}},
 }

@@ -1,8 +1,7 @@
 package block
 
-const (
-	DiscoveredVolumeType = "DiscoveredVolumes.block.talos.dev"
-)
+// DiscoveredVolumeType is the type's name, as Talos has it.
+const DiscoveredVolumeType = "DiscoveredVolumes.block.talos.dev"
 
 // DiscoveredVolumeSpec is what a probe found on a disk or partition.
 type DiscoveredVolumeSpec struct {

@@ -1,8 +1,7 @@
 package block
 
-const (
-	DiskType = "Disks.block.talos.dev"
-)
+// DiskType is the type's name, as Talos has it.
+const DiskType = "Disks.block.talos.dev"
 
 // DiskSpec is a whole disk, with Talos's keys.
 type DiskSpec struct {

@@ -1,5 +1,6 @@
 package block
 
+// The type's name and IDs, as Talos has them.
 const (
 	SystemDiskType = "SystemDisks.block.talos.dev"
 	// SystemDiskID is the one SystemDisk.

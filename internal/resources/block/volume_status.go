@@ -1,9 +1,6 @@
 package block
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/resources/runtime"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
 // VolumeStatusType is Talos's VolumeStatus (`talosctl get volumestatus`).
 const VolumeStatusType = "VolumeStatuses.block.talos.dev"
@@ -35,10 +32,3 @@ type VolumeStatusSpec struct {
 
 // VolumeStatus is the resource type of a VolumeStatusSpec.
 type VolumeStatus = bus.Typed[VolumeStatusSpec]
-
-var VolumeStatusDefinition = bus.Definition{Type: VolumeStatusType, DefaultNamespace: runtime.NamespaceRuntime,
-	Aliases: []string{"volumestatus", "volumestatuses", "vs"},
-	PrintColumns: []bus.PrintColumn{
-		{Name: "TYPE", JSONPath: "{.type}"}, {Name: "PHASE", JSONPath: "{.phase}"},
-		{Name: "LOCATION", JSONPath: "{.location}"}, {Name: "SIZE", JSONPath: "{.prettySize}"},
-	}}

@@ -85,11 +85,13 @@ func (s MemberSpec) DeepCopy() MemberSpec {
 // Member is a Members resource.
 type Member = bus.Typed[MemberSpec]
 
+// Limits on a record: workers' records come over the network.
 const (
 	MaxAddresses = 32
 	maxField     = 253
 )
 
+// What a record's fields may hold.
 var (
 	nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	namePattern   = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$`)

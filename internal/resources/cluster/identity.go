@@ -1,9 +1,8 @@
 package cluster
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	IdentityType = "Identities.cluster.talos.dev"
 	IdentityID   = "local"

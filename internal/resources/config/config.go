@@ -1,5 +1,6 @@
 package config
 
+// The namespace, as Talos names it.
 const (
 	NamespaceConfig = "config"
 )

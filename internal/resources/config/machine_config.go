@@ -5,6 +5,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+// The type's name and IDs, as Talos has them.
 const (
 	MachineConfigType = "MachineConfigs.config.talos.dev"
 	// ActiveConfigID is the MachineConfig in effect.

@@ -1,9 +1,8 @@
 package config
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	MachineTypeType = "MachineTypes.config.talos.dev"
 	// MachineTypeID and IdentityID are Talos's singleton IDs.

@@ -1,5 +1,6 @@
 package etcd
 
+// The namespace, as Talos names it.
 const (
 	EtcdNamespace = "etcd"
 )

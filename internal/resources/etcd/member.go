@@ -1,9 +1,8 @@
 package etcd
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	EtcdMemberType = "EtcdMembers.etcd.talos.dev"
 	// EtcdMemberID and EtcdSpecID name the singletons.

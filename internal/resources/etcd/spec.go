@@ -6,6 +6,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+// The type's name and IDs, as Talos has them.
 const (
 	EtcdSpecType = "EtcdSpecs.etcd.talos.dev"
 	EtcdSpecID   = "etcd"

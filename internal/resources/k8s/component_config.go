@@ -62,12 +62,12 @@ func (s ComponentConfigSpec) DeepCopy() ComponentConfigSpec {
 	return s
 }
 
+// The type's name, as Talos has it.
 const (
 	APIServerConfigType         = "APIServerConfigs.kubernetes.talos.dev"
 	ControllerManagerConfigType = "ControllerManagerConfigs.kubernetes.talos.dev"
 	SchedulerConfigType         = "SchedulerConfigs.kubernetes.talos.dev"
 )
 
-type (
-	ComponentConfig = bus.Typed[ComponentConfigSpec]
-)
+// ComponentConfig is the resource type of a ComponentConfigSpec.
+type ComponentConfig = bus.Typed[ComponentConfigSpec]

@@ -1,8 +1,6 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
 // Definitions are the types this package publishes, for `talosctl get`.
 var Definitions = []bus.Definition{

@@ -1,5 +1,6 @@
 package k8s
 
+// The namespace, as Talos names it.
 const (
 	NamespaceK8s          = "k8s"
 	NamespaceControlPlane = "controlplane"

@@ -28,6 +28,7 @@ type KubeletConfigSpec struct {
 // KubeletConfig is Talos's KubeletConfigs.kubernetes.talos.dev.
 type KubeletConfig = bus.Typed[KubeletConfigSpec]
 
+// The type's name and IDs, as Talos has them.
 const (
 	KubeletConfigType = "KubeletConfigs.kubernetes.talos.dev"
 	KubeletID         = "kubelet"

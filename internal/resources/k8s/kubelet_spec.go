@@ -1,8 +1,6 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
 // KubeletSpecSpec is what the kubelet runs with.
 type KubeletSpecSpec struct {
@@ -21,10 +19,8 @@ type Mount struct {
 	Options     []string `yaml:"options,omitempty" json:"options,omitempty"`
 }
 
-const (
-	KubeletSpecType = "KubeletSpecs.kubernetes.talos.dev"
-)
+// KubeletSpecType is the type's name, as Talos has it.
+const KubeletSpecType = "KubeletSpecs.kubernetes.talos.dev"
 
-type (
-	KubeletSpec = bus.Typed[KubeletSpecSpec]
-)
+// KubeletSpec is the resource type of a KubeletSpecSpec.
+type KubeletSpec = bus.Typed[KubeletSpecSpec]

@@ -1,9 +1,8 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	KubePrismEndpointsType = "KubePrismEndpoints.kubernetes.talos.dev"
 	KubePrismID            = "k8s-cluster"
@@ -20,6 +19,5 @@ type KubePrismEndpoint struct {
 	Port int    `yaml:"port" json:"port"`
 }
 
-type (
-	KubePrismEndpoints = bus.Typed[KubePrismEndpointsSpec]
-)
+// KubePrismEndpoints is the resource type of a KubePrismEndpointsSpec.
+type KubePrismEndpoints = bus.Typed[KubePrismEndpointsSpec]

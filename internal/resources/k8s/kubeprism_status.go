@@ -1,12 +1,9 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
-const (
-	KubePrismStatusType = "KubePrismStatuses.kubernetes.talos.dev"
-)
+// KubePrismStatusType is the type's name, as Talos has it.
+const KubePrismStatusType = "KubePrismStatuses.kubernetes.talos.dev"
 
 // KubePrismStatusSpec says where KubePrism listens and whether an API
 // server answered its last check.
@@ -16,6 +13,5 @@ type KubePrismStatusSpec struct {
 	Error   string `yaml:"error,omitempty" json:"error,omitempty"`
 }
 
-type (
-	KubePrismStatus = bus.Typed[KubePrismStatusSpec]
-)
+// KubePrismStatus is the resource type of a KubePrismStatusSpec.
+type KubePrismStatus = bus.Typed[KubePrismStatusSpec]

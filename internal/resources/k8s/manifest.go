@@ -9,6 +9,27 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+// ManifestType is the type's name, as Talos has it.
+const ManifestType = "Manifests.kubernetes.talos.dev"
+
+// ManifestSpec is one bootstrap manifest: its objects, in order.
+type ManifestSpec struct {
+	Items []map[string]any `yaml:"items" json:"items"`
+	// Set (talosbox) is a digest of the IDs of all the manifests
+	// rendered with this one. The apply controller acts only on a list
+	// of manifests whose IDs match it, never on one caught halfway
+	// through an update, which could look like removed manifests to
+	// prune.
+	Set string `yaml:"set,omitempty" json:"set,omitempty"`
+	// Error (talosbox) says why the manifest could not be rendered this
+	// time (an extraManifests URL that did not download); Items are then
+	// the last ones rendered, if any, and its objects are not pruned.
+	Error string `yaml:"error,omitempty" json:"error,omitempty"`
+}
+
+// Manifest is the resource type of a ManifestSpec.
+type Manifest = bus.Typed[ManifestSpec]
+
 // RedactedYAML is the manifest as a caller without os:admin sees it: every
 // object, with each value of a Secret's data and stringData masked (the
 // bootstrap token's secret among them), so that what a manifest deploys
@@ -45,26 +66,3 @@ func (s ManifestSpec) RedactedYAML() ([]byte, error) {
 
 	return yaml.Marshal(out)
 }
-
-const (
-	ManifestType = "Manifests.kubernetes.talos.dev"
-)
-
-// ManifestSpec is one bootstrap manifest: its objects, in order.
-type ManifestSpec struct {
-	Items []map[string]any `yaml:"items" json:"items"`
-	// Set (talosbox) is a digest of the IDs of all the manifests
-	// rendered with this one. The apply controller acts only on a list
-	// of manifests whose IDs match it, never on one caught halfway
-	// through an update, which could look like removed manifests to
-	// prune.
-	Set string `yaml:"set,omitempty" json:"set,omitempty"`
-	// Error (talosbox) says why the manifest could not be rendered this
-	// time (an extraManifests URL that did not download); Items are then
-	// the last ones rendered, if any, and its objects are not pruned.
-	Error string `yaml:"error,omitempty" json:"error,omitempty"`
-}
-
-type (
-	Manifest = bus.Typed[ManifestSpec]
-)

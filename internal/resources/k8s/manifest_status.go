@@ -1,9 +1,8 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	ManifestStatusType = "ManifestStatuses.kubernetes.talos.dev"
 	ManifestStatusID   = "manifests"
@@ -41,6 +40,5 @@ type ManifestCounts struct {
 	Kept      int `yaml:"kept" json:"kept"`
 }
 
-type (
-	ManifestStatus = bus.Typed[ManifestStatusSpec]
-)
+// ManifestStatus is the resource type of a ManifestStatusSpec.
+type ManifestStatus = bus.Typed[ManifestStatusSpec]

@@ -1,8 +1,6 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
 // NodeIPConfigSpec is how the node IP is chosen.
 type NodeIPConfigSpec struct {
@@ -10,10 +8,8 @@ type NodeIPConfigSpec struct {
 	ExcludeSubnets []string `yaml:"excludeSubnets" json:"excludeSubnets"`
 }
 
-const (
-	NodeIPConfigType = "NodeIPConfigs.kubernetes.talos.dev"
-)
+// NodeIPConfigType is the type's name, as Talos has it.
+const NodeIPConfigType = "NodeIPConfigs.kubernetes.talos.dev"
 
-type (
-	NodeIPConfig = bus.Typed[NodeIPConfigSpec]
-)
+// NodeIPConfig is the resource type of a NodeIPConfigSpec.
+type NodeIPConfig = bus.Typed[NodeIPConfigSpec]

@@ -1,9 +1,8 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	NodenameType = "Nodenames.kubernetes.talos.dev"
 	NodenameID   = "nodename"
@@ -16,6 +15,5 @@ type NodenameSpec struct {
 	SkipNodeRegistry bool   `yaml:"skipNodeRegistration,omitempty" json:"skipNodeRegistration,omitempty"`
 }
 
-type (
-	Nodename = bus.Typed[NodenameSpec]
-)
+// Nodename is the resource type of a NodenameSpec.
+type Nodename = bus.Typed[NodenameSpec]

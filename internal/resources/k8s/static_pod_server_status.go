@@ -1,9 +1,8 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	StaticPodServerStatusType = "StaticPodServerStatuses.kubernetes.talos.dev"
 	StaticPodServerID         = "static-pod-server-status"
@@ -14,6 +13,5 @@ type StaticPodServerStatusSpec struct {
 	URL string `yaml:"url" json:"url"`
 }
 
-type (
-	StaticPodServerStatus = bus.Typed[StaticPodServerStatusSpec]
-)
+// StaticPodServerStatus is the resource type of a StaticPodServerStatusSpec.
+type StaticPodServerStatus = bus.Typed[StaticPodServerStatusSpec]

@@ -1,9 +1,8 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	StaticPodStatusType = "StaticPodStatuses.kubernetes.talos.dev"
 	StaticPodsStatusID  = "static-pods"
@@ -14,6 +13,5 @@ type StaticPodStatusSpec struct {
 	PodStatus map[string]any `yaml:",inline" json:",inline"`
 }
 
-type (
-	StaticPodStatus = bus.Typed[StaticPodStatusSpec]
-)
+// StaticPodStatus is the resource type of a StaticPodStatusSpec.
+type StaticPodStatus = bus.Typed[StaticPodStatusSpec]

@@ -1,9 +1,8 @@
 package k8s
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name, as Talos has it.
 const (
 	SecretsStatusType = "SecretStatuses.kubernetes.talos.dev"
 	ConfigStatusType  = "ConfigStatuses.kubernetes.talos.dev"
@@ -16,6 +15,5 @@ type StatusSpec struct {
 	Version string `yaml:"version" json:"version"`
 }
 
-type (
-	Status = bus.Typed[StatusSpec]
-)
+// Status is the resource type of a StatusSpec.
+type Status = bus.Typed[StatusSpec]

@@ -6,6 +6,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+// The type's name, as Talos has it.
 const (
 	AddressSpecType   = "AddressSpecs.net.talos.dev"
 	AddressStatusType = "AddressStatuses.net.talos.dev"
@@ -17,6 +18,8 @@ const (
 	FamilyInet6 = "inet6"
 )
 
+// FamilyOf is a's family as Talos prints it; an IPv4-mapped address is
+// IPv4.
 func FamilyOf(a netip.Addr) string {
 	if a.Is4() || a.Is4In6() {
 		return FamilyInet4

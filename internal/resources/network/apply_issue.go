@@ -1,12 +1,9 @@
 package network
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
-const (
-	ApplyIssueType = "ApplyIssues.net.talos.dev"
-)
+// ApplyIssueType is the type's name, as Talos has it.
+const ApplyIssueType = "ApplyIssues.net.talos.dev"
 
 // Issue states.
 const (

@@ -1,8 +1,6 @@
 package network
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
 // Definitions of every network type, for the registry behind talosctl get;
 // machined registers them next to its own.

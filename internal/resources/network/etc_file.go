@@ -1,12 +1,9 @@
 package network
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
-const (
-	EtcFileStatusType = "EtcFileStatuses.net.talos.dev"
-)
+// EtcFileStatusType is the type's name, as Talos has it.
+const EtcFileStatusType = "EtcFileStatuses.net.talos.dev"
 
 // EtcFileStatusSpec is a rendered /etc file (hosts, resolv.conf).
 type EtcFileStatusSpec struct {

@@ -1,9 +1,8 @@
 package network
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
+// The type's name and IDs, as Talos has them.
 const (
 	HostnameSpecType   = "HostnameSpecs.net.talos.dev"
 	HostnameStatusType = "HostnameStatuses.net.talos.dev"

@@ -8,6 +8,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+// The type's name, as Talos has it.
 const (
 	LinkSpecType   = "LinkSpecs.net.talos.dev"
 	LinkStatusType = "LinkStatuses.net.talos.dev"

@@ -1,8 +1,6 @@
 package network
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // Namespaces. Layered specs live in ConfigNamespace with IDs
 // "<layer>/<id>"; merged specs and everything read from the kernel live in

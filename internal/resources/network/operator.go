@@ -6,9 +6,8 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
-const (
-	OperatorSpecType = "OperatorSpecs.net.talos.dev"
-)
+// OperatorSpecType is the type's name, as Talos has it.
+const OperatorSpecType = "OperatorSpecs.net.talos.dev"
 
 // Operator names.
 const (

@@ -7,6 +7,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+// The type's name and IDs, as Talos has them.
 const (
 	ResolverSpecType   = "ResolverSpecs.net.talos.dev"
 	ResolverStatusType = "ResolverStatuses.net.talos.dev"

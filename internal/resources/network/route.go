@@ -10,6 +10,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+// The type's name, as Talos has it.
 const (
 	RouteSpecType   = "RouteSpecs.net.talos.dev"
 	RouteStatusType = "RouteStatuses.net.talos.dev"

@@ -9,6 +9,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
+// The type's name and IDs, as Talos has them.
 const (
 	ConfigLoadErrorType = "ConfigLoadErrors.runtime.talos.dev"
 	// LastLoadErrorID and BootErrorID name the ConfigLoadErrors.

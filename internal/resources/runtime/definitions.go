@@ -1,8 +1,6 @@
 package runtime
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
 // Definitions are this package's types, for the registry behind
 // `talosctl get`.

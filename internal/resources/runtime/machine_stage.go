@@ -1,12 +1,9 @@
 package runtime
 
-import (
-	"github.com/talosbox/talosbox/internal/bus"
-)
+import "github.com/talosbox/talosbox/internal/bus"
 
-const (
-	MachineStageType = "MachineStages.runtime.talos.dev"
-)
+// MachineStageType is the type's name, as Talos has it.
+const MachineStageType = "MachineStages.runtime.talos.dev"
 
 // Stage is the node's lifecycle stage, as Talos names them.
 type Stage string

@@ -1,5 +1,6 @@
 package runtime
 
+// The namespace, as Talos names it.
 const (
 	NamespaceRuntime = "runtime"
 )

@@ -7,9 +7,8 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
-const (
-	ServiceType = "Services.v1alpha1.talos.dev"
-)
+// ServiceType is the type's name, as Talos has it.
+const ServiceType = "Services.v1alpha1.talos.dev"
 
 // ServiceSpec is the spec of a Services resource.
 type ServiceSpec struct {

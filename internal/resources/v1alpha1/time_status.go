@@ -5,6 +5,7 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
+// The type's name and IDs, as Talos has them.
 const (
 	TimeStatusType = "TimeStatuses.v1alpha1.talos.dev"
 	TimeStatusID   = "node"
