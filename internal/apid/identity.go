@@ -68,13 +68,13 @@ func newIdentity(cfg *configs.Config, opts identityOptions) (*identity, error) {
 	hostname := opts.hostname
 
 	if cfg == nil {
-		id := &identity{maintenance: true, hostname: hostnameOf(nil, hostname), trustKey: "maintenance"}
+		id := &identity{maintenance: true, hostname: machine.HostnameOr(hostname, nil), trustKey: "maintenance"}
 		id.server = newSelfSignedIssuer(id.hostname)
 
 		return id, nil
 	}
 
-	id := &identity{cfg: cfg, hostname: hostnameOf(cfg, hostname)}
+	id := &identity{cfg: cfg, hostname: machine.HostnameOr(hostname, cfg)}
 
 	if cfg.Machine == nil || cfg.Machine.CA == nil || len(cfg.Machine.CA.Crt) == 0 {
 		return nil, errors.New("apid: the active config has no machine.ca")
@@ -119,16 +119,6 @@ func newIdentity(cfg *configs.Config, opts identityOptions) (*identity, error) {
 	})
 
 	return id, nil
-}
-
-// hostnameOf picks the node's name: the override, machine.network.hostname,
-// then the kernel's.
-func hostnameOf(cfg *configs.Config, override string) string {
-	if override != "" {
-		return override
-	}
-
-	return machine.Hostname(cfg)
 }
 
 // sans are the server certificate's names: loopback, every address of

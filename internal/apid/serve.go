@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/resources/config"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
@@ -164,7 +165,7 @@ func (s *Server) currentIdentity(ctx context.Context) (*identity, error) {
 	if active == nil {
 		st, err := bus.GetAs[*runtime.MachineStage](ctx, s.node.Store(), stagePtr)
 		if err != nil || st.TypedSpec().Stage != runtime.StageMaintenance {
-			return &identity{err: errWaiting, trustKey: "waiting", hostname: hostnameOf(nil, s.opts.Hostname)}, nil
+			return &identity{err: errWaiting, trustKey: "waiting", hostname: machine.HostnameOr(s.opts.Hostname, nil)}, nil
 		}
 	}
 

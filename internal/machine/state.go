@@ -158,3 +158,13 @@ func Hostname(cfg *configs.Config) string {
 
 	return h
 }
+
+// HostnameOr is override when set (several test nodes share one kernel
+// and need names of their own), else Hostname(cfg).
+func HostnameOr(override string, cfg *configs.Config) string {
+	if override != "" {
+		return override
+	}
+
+	return Hostname(cfg)
+}

@@ -75,11 +75,7 @@ type machineServer struct {
 // nodeName is the node's name: the override, machine.network.hostname,
 // then the kernel's.
 func (m *machineServer) nodeName() string {
-	if m.hostname != "" {
-		return m.hostname
-	}
-
-	return imachine.Hostname(m.node.Config())
+	return imachine.HostnameOr(m.hostname, m.node.Config())
 }
 
 // Version reports the build, the platform and whether the node waits in
