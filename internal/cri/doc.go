@@ -1,12 +1,17 @@
-// Package cri renders the configuration of the two containerd daemons a
-// node runs, the way Talos renders it: the system instance (services, the
-// installer) and the CRI instance (Kubernetes).
+// Package cri is a node's container runtime: the two containerd daemons
+// it runs, the way Talos runs them, the system instance (services, the
+// installer) and the CRI instance (Kubernetes), with the configuration
+// they read and registryd, the image cache their mirrors may point at.
 //
-// Everything here is pure except SyncTree and MergeParts, which only touch
-// the directories they are given; machined decides where the files go and
-// when to restart containerd. The CRI settings are TOML parts in
-// /etc/cri/conf.d, merged in name order into the cri.toml the CRI instance
-// imports:
+// The renderers (SystemConfig, CRIConfig, BasePart, RegistriesPart,
+// RegistryHosts, MergePartData) are pure, so the offline render and
+// validation share them; SyncTree and MergeParts only touch the
+// directories they are given. Containerd lays the runtime out under a
+// Runtime's paths, renders its config and makes the two services;
+// RegistryController renders the registry config again whenever the
+// machine config changes. machined wires these in and decides when they
+// run. The CRI settings are TOML parts in /etc/cri/conf.d, merged in name
+// order into the cri.toml the CRI instance imports:
 //
 //	00-base.part           BasePart: the node's CRI defaults
 //	01-registries.part     RegistriesPart: hosts tree path and credentials

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/logring"
 	"github.com/talosbox/talosbox/internal/network"
@@ -127,10 +128,9 @@ type Node struct {
 	cmdlineConfig string
 	sysRoot       string // sysfs, where disks are found
 
-	// criMu serializes renders of the CRI config (boot and controller);
-	// criPrepared says the boot has laid the runtime out.
-	criMu       sync.Mutex
-	criPrepared bool
+	// containerd is the container runtime; the boot starts its services
+	// and machined's controllers render its config.
+	containerd *cri.Containerd
 
 	// applyMu makes applies one at a time.
 	applyMu sync.Mutex
@@ -192,6 +192,12 @@ func New(opts Options) (*Node, error) {
 		offered:  make(chan loadedConfig),
 		requests: make(chan request),
 		sysRoot:  sysRoot,
+		containerd: cri.NewContainerd(cri.ContainerdOptions{
+			Runtime:         cri.NewRuntime(opts.Platform),
+			Executable:      opts.ContainerdPath,
+			RuncPath:        opts.RuncPath,
+			OOMScoreAdjPath: opts.OOMScoreAdjPath,
+		}),
 	}
 
 	n.console = io.MultiWriter(opts.Console, n.log)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/network"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -71,14 +72,16 @@ func (n *Node) startServices(ctx context.Context, cfg *configs.Config, w io.Writ
 
 	svcs := []supervisor.Service{n.timedService(cfg)}
 
-	rts, err := n.runtimeServices(cfg)
-	if err != nil {
-		return err
+	if !n.opts.NoContainerd {
+		rts, err := n.containerd.Services(cfg)
+		if err != nil {
+			return err
+		}
+
+		svcs = append(svcs, rts...)
 	}
 
-	svcs = append(svcs, rts...)
-
-	if reg, ok := n.registrydService(); ok {
+	if reg, ok := cri.Registryd(n.opts.ImageCacheDir); ok {
 		svcs = append(svcs, reg)
 	}
 
@@ -207,7 +210,7 @@ func (n *Node) machinedService() supervisor.Service {
 			}
 
 			if !n.opts.NoContainerd {
-				if err := rt.Register(&CRIRegistryController{Node: n}); err != nil {
+				if err := rt.Register(&cri.RegistryController{Containerd: n.containerd}); err != nil {
 					return err
 				}
 			}
@@ -310,6 +313,3 @@ func (n *Node) timedService(cfg *configs.Config) supervisor.Service {
 
 	return svc
 }
-
-// maxSocketPath is the longest path a unix socket address holds on Linux.
-const maxSocketPath = 107

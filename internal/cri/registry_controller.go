@@ -1,7 +1,8 @@
-package machine
+package cri
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/talosbox/talosbox/internal/bus"
@@ -9,30 +10,30 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/cri"
 )
 
-// CRIRegistryController renders the CRI's registry mirrors whenever the
+// RegistryController renders the CRI's registry mirrors whenever the
 // machine config changes: containerd reads the hosts tree at every pull,
 // so a mirror edited with apply-config or patch takes effect without a
 // reboot. (Credentials live in cri.toml, read at containerd's start; as
 // on Talos, changing them needs a reboot.)
-type CRIRegistryController struct {
-	Node *Node
+type RegistryController struct {
+	Containerd *Containerd
 }
 
 // Name implements bus.Controller.
-func (*CRIRegistryController) Name() string { return "cri.RegistryController" }
+func (*RegistryController) Name() string { return "cri.RegistryController" }
 
 // Inputs implements bus.Controller.
-func (*CRIRegistryController) Inputs() []bus.Input {
+func (*RegistryController) Inputs() []bus.Input {
 	return []bus.Input{{Namespace: config.NamespaceConfig, Type: config.MachineConfigType}}
 }
 
 // Outputs implements bus.Controller.
-func (*CRIRegistryController) Outputs() []bus.Output {
+func (*RegistryController) Outputs() []bus.Output {
 	return []bus.Output{{Type: cri.RegistriesConfigType}}
 }
 
 // Run implements bus.Controller.
-func (c *CRIRegistryController) Run(ctx context.Context, r bus.ControllerRuntime) error {
+func (c *RegistryController) Run(ctx context.Context, r bus.ControllerRuntime) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -46,15 +47,15 @@ func (c *CRIRegistryController) Run(ctx context.Context, r bus.ControllerRuntime
 		}
 
 		if err != nil {
-			return err
+			return fmt.Errorf("machine config: %w", err)
 		}
 
 		cfg := mc.TypedSpec().Config
 
 		// The runtime's directories exist once the services were prepared;
 		// before that the boot renders everything itself.
-		if c.Node.runtimePrepared() {
-			if err := c.Node.renderCRI(cfg); err != nil {
+		if c.Containerd.Prepared() {
+			if err := c.Containerd.Render(cfg); err != nil {
 				r.Logger().Error("render CRI registry config", "error", err)
 				continue
 			}
@@ -75,7 +76,7 @@ func (c *CRIRegistryController) Run(ctx context.Context, r bus.ControllerRuntime
 			*res.TypedSpec() = spec
 			return nil
 		}); err != nil {
-			return err
+			return fmt.Errorf("registries config: %w", err)
 		}
 
 		r.ResetRestartBackoff()

@@ -1,4 +1,4 @@
-package machine
+package cri
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 // RegistrydServiceID serves the node's image cache, as Talos's registryd.
 const RegistrydServiceID = "registryd"
 
-// registrydService serves the image cache at images.CacheDir read-only on
-// images.CacheAddr, when the node has one (a Docker node made by cluster
-// create from make images' output): the CRI's mirrors point there, so
-// the node pulls Kubernetes without any registry.
-func (n *Node) registrydService() (supervisor.Service, bool) {
-	dir := n.opts.ImageCacheDir
+// Registryd serves the image cache in dir (images.CacheDir when empty)
+// read-only on images.CacheAddr, when the node has one (a Docker node made
+// by cluster create from make images' output): the CRI's mirrors point
+// there, so the node pulls Kubernetes without any registry. ok is false
+// when dir holds no index.json.
+func Registryd(dir string) (svc supervisor.Service, ok bool) {
 	if dir == "" {
 		dir = images.CacheDir
 	}
@@ -44,7 +44,7 @@ func (n *Node) registrydService() (supervisor.Service, bool) {
 
 			l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", images.CacheAddr)
 			if err != nil {
-				return err
+				return fmt.Errorf("image cache: %w", err)
 			}
 
 			fmt.Fprintf(w, "serving %d images from %s on %s\n", len(srv.Images()), dir, images.CacheMirror)
@@ -56,7 +56,7 @@ func (n *Node) registrydService() (supervisor.Service, bool) {
 			}()
 
 			if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
+				return fmt.Errorf("image cache: %w", err)
 			}
 
 			return nil
