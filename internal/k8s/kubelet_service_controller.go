@@ -12,7 +12,6 @@ import (
 	"github.com/talosbox/talosbox/internal/hostdns"
 	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
-	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
 // KubeletServiceController writes the kubelet's files whenever its spec
@@ -76,15 +75,11 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 			}
 		}
 
-		if kl.changed(spec) {
-			if sup := kl.node.Supervisor(); sup != nil {
-				if st, ok := sup.Status(KubeletServiceID); ok && st.State == supervisor.Running {
-					r.Logger().Info("restarting kubelet: its spec changed")
+		if kl.changed(spec) && kl.node.ServiceRunning(KubeletServiceID) {
+			r.Logger().Info("restarting kubelet: its spec changed")
 
-					if err := sup.Restart(ctx, KubeletServiceID); err != nil {
-						r.Logger().Error("restart kubelet", "error", err)
-					}
-				}
+			if err := kl.node.RestartService(ctx, KubeletServiceID); err != nil {
+				r.Logger().Error("restart kubelet", "error", err)
 			}
 		}
 

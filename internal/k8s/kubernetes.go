@@ -47,16 +47,28 @@ func (k *Kubernetes) root() string {
 }
 
 // Node is what Kubernetes needs of the node runtime (*machine.Node): its
-// bus, its platform and container runtime, and the supervisor the kubelet
-// runs under and is restarted through when its spec changes.
+// bus, its platform and container runtime, and the services the kubelet
+// runs among.
 type Node interface {
 	Store() *bus.Store
 	Platform() platform.Platform
 	Runtime() cri.Runtime
-	Supervisor() *supervisor.Supervisor
+	ServiceManager
 	// CanLowerOOMScoreAdj is false on a sandboxed Docker node, where the
 	// kubelet must keep its own OOM score.
 	CanLowerOOMScoreAdj() bool
+}
+
+// ServiceManager is what the kubelet's controller needs of the node's
+// services (Talos's V1Alpha1ServiceManager): a kubelet whose spec changed
+// is restarted only if it runs, since one not started yet will read the
+// new spec when it starts. The node's supervisor is made anew at every
+// boot, so these ask whichever runs now.
+type ServiceManager interface {
+	// ServiceRunning is false for an unknown service and before the node
+	// runs any.
+	ServiceRunning(id string) bool
+	RestartService(ctx context.Context, id string) error
 }
 
 // Controllers are machine.Options.Controllers' share for Kubernetes.

@@ -244,6 +244,33 @@ func (n *Node) Supervisor() *supervisor.Supervisor {
 	return n.sup
 }
 
+// ServiceRunning says whether the service id runs under this boot's
+// supervisor; false before the first boot has one.
+func (n *Node) ServiceRunning(id string) bool {
+	sup := n.Supervisor()
+	if sup == nil {
+		return false
+	}
+
+	st, ok := sup.Status(id)
+
+	return ok && st.State == supervisor.Running
+}
+
+// RestartService restarts the service id under this boot's supervisor.
+func (n *Node) RestartService(ctx context.Context, id string) error {
+	sup := n.Supervisor()
+	if sup == nil {
+		return fmt.Errorf("restart %s: the node runs no services yet", id)
+	}
+
+	if err := sup.Restart(ctx, id); err != nil {
+		return fmt.Errorf("restart %s: %w", id, err)
+	}
+
+	return nil
+}
+
 // Log is machined's own log.
 func (n *Node) Log() *logring.Ring { return n.log }
 
