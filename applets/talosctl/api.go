@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 )
 
 // session is the connection an API command works through: one client to
@@ -30,7 +31,7 @@ type session struct {
 
 	// kubeClient talks to the cluster's API server (health); kubeServer,
 	// when set, replaces the kubeconfig's server (--k8s-endpoint).
-	kubeClient *kubeAPI
+	kubeClient *kubernetes.Client
 	kubeServer string
 }
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 )
 
 // forcedEndpoint is cluster create's --endpoint, Talos's "use endpoint
@@ -117,19 +117,14 @@ func validHostname(h string) bool {
 // pointKubeconfig makes every cluster of a kubeconfig name server, as
 // Talos's cluster create does with --endpoint.
 func pointKubeconfig(data []byte, server string) ([]byte, error) {
-	k, err := parseKubeconfig(data, "the node's kubeconfig")
+	k, err := kubernetes.ParseKubeconfig(data, "the node's kubeconfig")
 	if err != nil {
 		return nil, err
 	}
 
 	for _, c := range k.Clusters {
-		body, ok := c.Rest["cluster"].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("kubeconfig: cluster %q has no cluster section", c.Name)
-		}
-
-		body["server"] = server
+		c.Server = server
 	}
 
-	return yaml.Marshal(k)
+	return kubernetes.MarshalKubeconfig(k)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 	"github.com/talosbox/talosbox/internal/provision"
 )
 
@@ -112,12 +113,12 @@ current-context: admin@talos
 		t.Fatal(err)
 	}
 
-	k, err := parseKubeconfig(out, "out")
+	k, err := kubernetes.ParseKubeconfig(out, "out")
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if got := k.Clusters[0].Rest["cluster"].(map[string]any)["server"]; got != "https://k8s.example.com:6443" {
+	if got := k.Clusters["talos"].Server; got != "https://k8s.example.com:6443" {
 		t.Errorf("server %v", got)
 	}
 
@@ -127,7 +128,7 @@ current-context: admin@talos
 		}
 	}
 
-	if _, err := pointKubeconfig([]byte("clusters: [{name: x}]"), "https://a:1"); err == nil {
-		t.Error("a cluster without a body was accepted")
+	if _, err := pointKubeconfig([]byte("clusters: [: nope"), "https://a:1"); err == nil {
+		t.Error("a kubeconfig that does not parse was accepted")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
@@ -68,7 +69,7 @@ type conversion struct {
 	out io.Writer
 	in  *bufio.Reader
 
-	kube          *kubeAPI
+	kube          *kubernetes.Client
 	controlPlanes []string
 }
 
@@ -88,16 +89,18 @@ func (c *conversion) run(ctx context.Context) error {
 	}
 
 	if c.o.endpoint != "" {
-		c.kube = &kubeAPI{server: strings.TrimSuffix(c.o.endpoint, "/"), hc: c.kube.hc}
+		if c.kube, err = c.kube.WithServer(c.o.endpoint); err != nil {
+			return err
+		}
 	}
 
-	infos, err := c.kube.nodeInfos(ctx)
+	infos, err := c.kube.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("discover nodes: %w", err)
 	}
 
 	for _, n := range infos {
-		if n.ControlPlane && n.IP != "" {
+		if n.ControlPlane() && n.IP != "" {
 			c.controlPlanes = append(c.controlPlanes, n.IP)
 		}
 	}
@@ -144,7 +147,7 @@ func (c *conversion) run(ctx context.Context) error {
 
 		c.log("deleting daemonset %q", component)
 
-		if err := c.kube.del(ctx, "apis/apps/v1/namespaces/kube-system/daemonsets/"+component); err != nil && !errors.Is(err, errNotFound) {
+		if err := c.kube.DeleteDaemonSet(ctx, "kube-system", component); err != nil && !kubernetes.IsNotFound(err) {
 			return fmt.Errorf("delete daemonset %q: %w", component, err)
 		}
 
@@ -161,14 +164,12 @@ func (c *conversion) run(ctx context.Context) error {
 // selfHosted: bootkube ran the control plane as DaemonSets in kube-system.
 func (c *conversion) selfHosted(ctx context.Context) (bool, error) {
 	for _, component := range controlPlaneComponents {
-		var ds rollout
-
-		err := c.kube.get(ctx, "apis/apps/v1/namespaces/kube-system/daemonsets/"+component, &ds)
+		_, err := c.kube.DaemonSet(ctx, "kube-system", component)
 		if err == nil {
 			return true, nil
 		}
 
-		if !errors.Is(err, errNotFound) {
+		if !kubernetes.IsNotFound(err) {
 			return false, fmt.Errorf("daemonset %s: %w", component, err)
 		}
 	}
@@ -255,7 +256,7 @@ func (c *conversion) disableCheckpointer(ctx context.Context) error {
 	c.log("disabling pod-checkpointer")
 	c.log("deleting daemonset %q", "pod-checkpointer")
 
-	if err := c.kube.del(ctx, "apis/apps/v1/namespaces/kube-system/daemonsets/pod-checkpointer"); err != nil && !errors.Is(err, errNotFound) {
+	if err := c.kube.DeleteDaemonSet(ctx, "kube-system", "pod-checkpointer"); err != nil && !kubernetes.IsNotFound(err) {
 		return fmt.Errorf("delete daemonset pod-checkpointer: %w", err)
 	}
 
@@ -264,7 +265,7 @@ func (c *conversion) disableCheckpointer(ctx context.Context) error {
 	last := ""
 
 	return waitUntil(ctx, 10*time.Minute, func() error {
-		pods, err := c.kube.componentPods(ctx, "pod-checkpointer")
+		pods, err := c.kube.ComponentPods(ctx, "pod-checkpointer")
 		if err != nil {
 			return err
 		}
@@ -272,7 +273,7 @@ func (c *conversion) disableCheckpointer(ctx context.Context) error {
 		if len(pods) > 0 {
 			names := make([]string, len(pods))
 			for i, p := range pods {
-				names[i] = p.Metadata.Name
+				names[i] = p.Name
 			}
 
 			err := fmt.Errorf("found %d active pod checkpoints: %v", len(pods), names)
@@ -302,7 +303,7 @@ func (c *conversion) waitStaticPods(ctx context.Context, component string) error
 	c.log("waiting for static pods for %q to be present in the API server state", component)
 
 	return waitUntil(ctx, 5*time.Minute, func() error {
-		pods, err := c.kube.componentPods(ctx, component)
+		pods, err := c.kube.ComponentPods(ctx, component)
 		if err != nil {
 			return err
 		}
@@ -310,8 +311,8 @@ func (c *conversion) waitStaticPods(ctx context.Context, component string) error
 		ready := map[string]bool{}
 
 		for _, p := range pods {
-			if p.mirror() && p.ready() {
-				ready[p.Status.HostIP] = true
+			if p.Mirror() && p.Ready {
+				ready[p.HostIP] = true
 			}
 		}
 

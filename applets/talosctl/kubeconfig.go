@@ -8,15 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/emptypb"
-	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 )
 
 func newKubeconfigCommand(g *GlobalFlags) *cobra.Command {
@@ -138,48 +139,15 @@ func fetchKubeconfig(ctx context.Context, c *client.Client) ([]byte, error) {
 	}
 }
 
-// kubeconfigFile is the part of a kubeconfig talosctl merges: named
-// entries whose bodies are kept as they are.
-type kubeconfigFile struct {
-	APIVersion     string         `yaml:"apiVersion"`
-	Kind           string         `yaml:"kind"`
-	Clusters       []namedEntry   `yaml:"clusters"`
-	Users          []namedEntry   `yaml:"users"`
-	Contexts       []namedEntry   `yaml:"contexts"`
-	CurrentContext string         `yaml:"current-context"`
-	Preferences    map[string]any `yaml:"preferences,omitempty"`
-	Rest           map[string]any `yaml:",inline"`
-}
-
-type namedEntry struct {
-	Name string         `yaml:"name"`
-	Rest map[string]any `yaml:",inline"`
-}
-
-func parseKubeconfig(data []byte, what string) (*kubeconfigFile, error) {
-	var k kubeconfigFile
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		return nil, fmt.Errorf("%s: not a kubeconfig: %w", what, err)
-	}
-
-	return &k, nil
-}
-
 func renameKubeconfigContext(data []byte, name string) ([]byte, error) {
-	k, err := parseKubeconfig(data, "kubeconfig")
+	k, err := kubernetes.ParseKubeconfig(data, "kubeconfig")
 	if err != nil {
 		return nil, err
 	}
 
-	for i := range k.Contexts {
-		if k.Contexts[i].Name == k.CurrentContext {
-			k.Contexts[i].Name = name
-		}
-	}
+	kubernetes.RenameCurrentContext(k, name)
 
-	k.CurrentContext = name
-
-	return yaml.Marshal(k)
+	return kubernetes.MarshalKubeconfig(k)
 }
 
 // writeKubeconfig writes data to path whole, or merges it into what path
@@ -200,107 +168,27 @@ func writeKubeconfig(out io.Writer, path string, data []byte, merge, force bool)
 		return writeFile0600(path, data)
 	}
 
-	cur, err := parseKubeconfig(existing, path)
+	cur, err := kubernetes.ParseKubeconfig(existing, path)
 	if err != nil {
 		return err
 	}
 
-	add, err := parseKubeconfig(data, "the node's kubeconfig")
+	add, err := kubernetes.ParseKubeconfig(data, "the node's kubeconfig")
 	if err != nil {
 		return err
 	}
 
-	renamed := mergeKubeconfig(cur, add, force)
-	for old, n := range renamed {
-		fmt.Fprintf(out, "renamed %q to %q: it exists already in %s (--force replaces it)\n", old, n, path)
+	renamed := kubernetes.MergeKubeconfig(cur, add, force)
+	for _, old := range slices.Sorted(maps.Keys(renamed)) {
+		fmt.Fprintf(out, "renamed %q to %q: it exists already in %s (--force replaces it)\n", old, renamed[old], path)
 	}
 
-	merged, err := yaml.Marshal(cur)
+	merged, err := kubernetes.MarshalKubeconfig(cur)
 	if err != nil {
 		return err
 	}
 
 	return writeFile0600(path, merged)
-}
-
-// mergeKubeconfig adds add's entries to cur and makes add's context
-// current. A name cur already has is replaced with force, else the new
-// entry gets a free numbered name; renamed maps old context names to new.
-func mergeKubeconfig(cur, add *kubeconfigFile, force bool) map[string]string {
-	renamed := map[string]string{}
-
-	if cur.APIVersion == "" {
-		cur.APIVersion, cur.Kind = "v1", "Config"
-	}
-
-	place := func(list *[]namedEntry, e namedEntry) string {
-		for i, x := range *list {
-			if x.Name != e.Name {
-				continue
-			}
-
-			if force {
-				(*list)[i] = e
-				return e.Name
-			}
-
-			for n := 1; ; n++ {
-				name := e.Name + "-" + strconv.Itoa(n)
-				if !hasEntry(*list, name) {
-					e.Name = name
-					*list = append(*list, e)
-
-					return name
-				}
-			}
-		}
-
-		*list = append(*list, e)
-
-		return e.Name
-	}
-
-	clusterNames, userNames := map[string]string{}, map[string]string{}
-	for _, c := range add.Clusters {
-		clusterNames[c.Name] = place(&cur.Clusters, c)
-	}
-
-	for _, u := range add.Users {
-		userNames[u.Name] = place(&cur.Users, u)
-	}
-
-	for _, c := range add.Contexts {
-		if ctx, ok := c.Rest["context"].(map[string]any); ok {
-			if n, ok := clusterNames[fmt.Sprint(ctx["cluster"])]; ok {
-				ctx["cluster"] = n
-			}
-
-			if n, ok := userNames[fmt.Sprint(ctx["user"])]; ok {
-				ctx["user"] = n
-			}
-		}
-
-		name := place(&cur.Contexts, c)
-		if name != c.Name {
-			renamed[c.Name] = name
-		}
-
-		if c.Name == add.CurrentContext {
-			cur.CurrentContext = name
-		}
-	}
-
-	return renamed
-}
-
-func hasEntry(list []namedEntry, name string) bool {
-	for _, e := range list {
-		if e.Name == name {
-			return true
-		}
-	}
-
-	return false
 }
 
 func writeFile0600(path string, data []byte) error {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 )
 
 const nodeKubeconfig = `apiVersion: v1
@@ -52,8 +54,7 @@ func TestKubeconfigMerge(t *testing.T) {
 		t.Fatalf("merged: %+v", k)
 	}
 
-	ctx := k.Contexts[1].Rest["context"].(map[string]any)
-	if ctx["cluster"] != "lab-1" || ctx["user"] != "admin@lab-1" {
+	if ctx := k.Contexts["admin@lab-1"]; ctx.Cluster != "lab-1" || ctx.AuthInfo != "admin@lab-1" {
 		t.Errorf("the renamed context points at its own cluster and user: %v", ctx)
 	}
 
@@ -67,7 +68,7 @@ func TestKubeconfigMerge(t *testing.T) {
 	}
 
 	k = readKubeconfig(t, path)
-	if len(k.Clusters) != 2 || k.Clusters[0].Rest["cluster"].(map[string]any)["server"] != "https://10.5.0.9:6443" || k.CurrentContext != "admin@lab" {
+	if len(k.Clusters) != 2 || k.Clusters["lab"].Server != "https://10.5.0.9:6443" || k.CurrentContext != "admin@lab" {
 		t.Errorf("forced: %+v", k)
 	}
 
@@ -89,7 +90,7 @@ func TestKubeconfigMerge(t *testing.T) {
 	}
 }
 
-func readKubeconfig(t *testing.T, path string) *kubeconfigFile {
+func readKubeconfig(t *testing.T, path string) *kubernetes.Kubeconfig {
 	t.Helper()
 
 	data, err := os.ReadFile(path)
@@ -97,7 +98,7 @@ func readKubeconfig(t *testing.T, path string) *kubeconfigFile {
 		t.Fatal(err)
 	}
 
-	k, err := parseKubeconfig(data, path)
+	k, err := kubernetes.ParseKubeconfig(data, path)
 	if err != nil {
 		t.Fatal(err)
 	}

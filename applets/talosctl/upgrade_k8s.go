@@ -15,6 +15,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 	"github.com/talosbox/talosbox/internal/configpatch"
 	"github.com/talosbox/talosbox/internal/images"
 )
@@ -90,7 +91,7 @@ type k8sUpgrade struct {
 	o   k8sUpgradeOptions
 	out io.Writer
 
-	kube                   *kubeAPI
+	kube                   *kubernetes.Client
 	controlPlanes, workers []string
 }
 
@@ -121,7 +122,9 @@ func (u *k8sUpgrade) run(ctx context.Context) error {
 	}
 
 	if u.o.endpoint != "" {
-		u.kube = &kubeAPI{server: strings.TrimSuffix(u.o.endpoint, "/"), hc: u.kube.hc}
+		if u.kube, err = u.kube.WithServer(u.o.endpoint); err != nil {
+			return err
+		}
 	}
 
 	if err := u.discover(ctx); err != nil {
@@ -200,7 +203,7 @@ func (u *k8sUpgrade) run(ctx context.Context) error {
 // discover finds the nodes through Kubernetes, as Talos does, and wants
 // them all Ready: an upgrade starts from a healthy cluster.
 func (u *k8sUpgrade) discover(ctx context.Context) error {
-	infos, err := u.kube.nodeInfos(ctx)
+	infos, err := u.kube.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("discover nodes: %w", err)
 	}
@@ -212,7 +215,7 @@ func (u *k8sUpgrade) discover(ctx context.Context) error {
 			return fmt.Errorf("node %s has no InternalIP", n.Name)
 		}
 
-		if n.ControlPlane {
+		if n.ControlPlane() {
 			u.controlPlanes = append(u.controlPlanes, n.IP)
 		} else {
 			u.workers = append(u.workers, n.IP)
@@ -261,7 +264,7 @@ func (u *k8sUpgrade) detectFrom(ctx context.Context) (string, error) {
 		}
 	}
 
-	infos, err := u.kube.nodeInfos(ctx)
+	infos, err := u.kube.Nodes(ctx)
 	if err != nil {
 		return "", err
 	}

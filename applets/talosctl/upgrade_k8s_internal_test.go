@@ -1,10 +1,6 @@
 package talosctl
 
 import (
-	"context"
-	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -154,80 +150,4 @@ func indent(s string) string {
 	}
 
 	return strings.Join(lines, "\n") + "\n"
-}
-
-func TestRolloutDone(t *testing.T) {
-	var ds rollout
-	ds.Metadata.Generation, ds.Status.ObservedGeneration = 3, 3
-	ds.Status.Desired, ds.Status.Updated, ds.Status.Available = 4, 4, 4
-
-	if err := ds.done(true); err != nil {
-		t.Errorf("done DaemonSet: %v", err)
-	}
-
-	ds.Status.Updated = 3
-	if err := ds.done(true); err == nil {
-		t.Error("3 of 4 updated counted as done")
-	}
-
-	ds.Status.Updated, ds.Status.ObservedGeneration = 4, 2
-	if err := ds.done(true); err == nil {
-		t.Error("an unobserved generation counted as done")
-	}
-
-	var d rollout
-	d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 2, 2, 1
-
-	if err := d.done(false); err == nil {
-		t.Error("a Deployment with 1 of 2 available counted as done")
-	}
-}
-
-// TestKubeAPIDo runs the one request path get and del share against an
-// HTTP server: a 2xx decodes (or not, for del), a 404 is errNotFound, any
-// other status is an error carrying the body.
-func TestKubeAPIDo(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/ok":
-			w.Write([]byte(`{"status":{"numberReady":3}}`)) //nolint:errcheck
-		case "/gone":
-			http.Error(w, "not here", http.StatusNotFound)
-		case "/del":
-			if r.Method != http.MethodDelete || r.Header.Get("Content-Type") != "application/json" {
-				http.Error(w, "want a JSON DELETE", http.StatusBadRequest)
-				return
-			}
-
-			w.WriteHeader(http.StatusAccepted)
-		default:
-			http.Error(w, "forbidden: no", http.StatusForbidden)
-		}
-	}))
-	t.Cleanup(srv.Close)
-
-	k := &kubeAPI{server: srv.URL, hc: srv.Client()}
-	ctx := context.Background()
-
-	var v struct {
-		Status struct {
-			NumberReady int `json:"numberReady"`
-		} `json:"status"`
-	}
-
-	if err := k.get(ctx, "ok", &v); err != nil || v.Status.NumberReady != 3 {
-		t.Errorf("get ok: %+v, %v", v, err)
-	}
-
-	if err := k.get(ctx, "gone", &v); !errors.Is(err, errNotFound) {
-		t.Errorf("get gone: %v", err)
-	}
-
-	if err := k.del(ctx, "del"); err != nil {
-		t.Errorf("del: %v", err)
-	}
-
-	if err := k.del(ctx, "other"); err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "forbidden: no") {
-		t.Errorf("del forbidden: %v", err)
-	}
 }

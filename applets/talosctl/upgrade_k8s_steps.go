@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -13,6 +12,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
@@ -170,21 +170,21 @@ func (u *k8sUpgrade) upgradeStaticPod(ctx context.Context, component, node strin
 	u.log(" > %q: waiting for %s pod update", node, component)
 
 	err = u.waitFor(ctx, 10*time.Minute, fmt.Sprintf(" > %q: %s: ", node, component), func() error {
-		pods, err := u.kube.componentPods(ctx, component)
+		pods, err := u.kube.ComponentPods(ctx, component)
 		if err != nil {
 			return fmt.Errorf("waiting, %v", err)
 		}
 
 		for _, p := range pods {
-			if !p.mirror() || p.Status.HostIP != node {
+			if !p.Mirror() || p.HostIP != node {
 				continue
 			}
 
-			if got := p.Metadata.Annotations["talos.dev/config-version"]; got != expected {
+			if got := p.Annotations["talos.dev/config-version"]; got != expected {
 				return fmt.Errorf("waiting, config version mismatch: got %q, expected %q", got, expected)
 			}
 
-			if !p.ready() {
+			if !p.Ready {
 				return errors.New("pod is not ready, waiting")
 			}
 
@@ -257,7 +257,7 @@ func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 	u.log(" > %q: waiting for node update", node)
 
 	err = u.waitFor(ctx, 10*time.Minute, "", func() error {
-		infos, err := u.kube.nodeInfos(ctx)
+		infos, err := u.kube.Nodes(ctx)
 		if err != nil {
 			return err
 		}
@@ -346,16 +346,16 @@ func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
 
 		// The DaemonSet carries the new image once the node has applied
 		// the manifests rendered from the patched config.
-		var ds rollout
-		if err := u.kube.get(ctx, "apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy", &ds); err != nil {
-			if errors.Is(err, errNotFound) {
-				return nil
-			}
+		ds, err := u.kube.DaemonSet(ctx, "kube-system", "kube-proxy")
+		if kubernetes.IsNotFound(err) {
+			return nil
+		}
 
+		if err != nil {
 			return err
 		}
 
-		if c := ds.Spec.Template.Spec.Containers; len(c) == 0 || c[0].Image != u.image("kube-proxy") {
+		if len(ds.Images) == 0 || ds.Images[0] != u.image("kube-proxy") {
 			return errors.New("kube-proxy's DaemonSet does not have the new image yet")
 		}
 
@@ -371,27 +371,35 @@ func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
 
 	u.log("waiting for all manifests to be applied")
 
-	for _, w := range []struct{ path, name string }{
-		{"apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy", "apps/v1/DaemonSet/kube-system/kube-proxy"},
-		{"apis/apps/v1/namespaces/kube-system/daemonsets/kube-flannel", "apps/v1/DaemonSet/kube-system/kube-flannel"},
-		{"apis/apps/v1/namespaces/kube-system/deployments/coredns", "apps/v1/Deployment/kube-system/coredns"},
+	for _, w := range []struct {
+		daemonSet  bool
+		name, what string
+	}{
+		{true, "kube-proxy", "apps/v1/DaemonSet/kube-system/kube-proxy"},
+		{true, "kube-flannel", "apps/v1/DaemonSet/kube-system/kube-flannel"},
+		{false, "coredns", "apps/v1/Deployment/kube-system/coredns"},
 	} {
-		u.log(" > waiting for %s", w.name)
+		u.log(" > waiting for %s", w.what)
 
 		err := u.waitFor(ctx, 10*time.Minute, "", func() error {
-			var r rollout
-			if err := u.kube.get(ctx, w.path, &r); err != nil {
-				if errors.Is(err, errNotFound) {
-					return nil
-				}
+			read := u.kube.Deployment
+			if w.daemonSet {
+				read = u.kube.DaemonSet
+			}
 
+			r, err := read(ctx, "kube-system", w.name)
+			if kubernetes.IsNotFound(err) {
+				return nil
+			}
+
+			if err != nil {
 				return err
 			}
 
-			return r.done(strings.Contains(w.path, "/daemonsets/"))
+			return r.Done()
 		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", w.name, err)
+			return fmt.Errorf("%s: %w", w.what, err)
 		}
 	}
 
