@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/cluster/check"
 	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 )
 
@@ -148,6 +149,37 @@ func nodeOf(ctx context.Context) string {
 	return n
 }
 
+// cluster is the session as the cluster checks reach it: through the
+// session's connections, its Kubernetes client shared.
+func (s *session) cluster() *check.Cluster {
+	return &check.Cluster{
+		Nodes: s.nodes, ControlPlanes: s.controlPlanes,
+		Endpoint: s.nodeName("", nil), KubeServer: s.kubeServer, Kube: s.kubeClient,
+		Reach: func(ctx context.Context, node string) (context.Context, *client.Client) {
+			if s.insecure {
+				return client.WithoutNode(ctx), s.client(node)
+			}
+
+			return ctx, s.shared
+		},
+	}
+}
+
+// kube is the cluster's API server client, from the first control plane's
+// admin kubeconfig, fetched once.
+func (s *session) kube(ctx context.Context) (*kubernetes.Client, error) {
+	if s.kubeClient == nil {
+		k, err := s.cluster().Kubernetes(ctx)
+		if err != nil {
+			return nil, err
+		}
+
+		s.kubeClient = k
+	}
+
+	return s.kubeClient, nil
+}
+
 // withSession connects, runs fn and closes.
 func (g *GlobalFlags) withSession(insecure bool, fn func(s *session) error) error {
 	s, err := g.connect(insecure)
@@ -199,22 +231,6 @@ func reportErrors[T any](cmd *cobra.Command, results []client.Result[T]) error {
 	}
 
 	return nil
-}
-
-// firstMessage checks a unary reply holding per-node messages: apid may
-// report a node's failure inside the message rather than as a gRPC error.
-func firstMessage[M interface{ GetMetadata() *common.Metadata }](msgs []M) (M, error) {
-	var zero M
-
-	if len(msgs) == 0 {
-		return zero, errors.New("empty reply")
-	}
-
-	if err := client.MetadataError(msgs[0].GetMetadata()); err != nil {
-		return zero, err
-	}
-
-	return msgs[0], nil
 }
 
 // newTable is the column layout talosctl uses everywhere: three spaces

@@ -87,7 +87,7 @@ func applyTo(ctx context.Context, c *client.Client, req *machine.ApplyConfigurat
 		return nil, err
 	}
 
-	return firstMessage(resp.GetMessages())
+	return client.FirstMessage(resp.GetMessages())
 }
 
 // printApplyResult reports what the node did: warnings and the mode

@@ -14,6 +14,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/cluster/check"
 	"github.com/talosbox/talosbox/internal/provision"
 	"github.com/talosbox/talosbox/internal/provision/vm"
 	"github.com/talosbox/talosbox/internal/talosconfig"
@@ -101,9 +102,12 @@ func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints
 		}
 	}
 
-	if err := runHealthChecks(ctx, out, s, timeout); err != nil {
+	cl := s.cluster()
+	if err := check.Run(ctx, out, cl, timeout); err != nil {
 		return err
 	}
+
+	s.kubeClient = cl.Kube
 
 	return mergeClusterKubeconfig(ctx, out, s, server)
 }
@@ -118,7 +122,7 @@ func mergeClusterKubeconfig(ctx context.Context, out io.Writer, s *session, serv
 	}
 
 	results := fanOut(ctx, s.on(s.controlPlanes[:1]), func(ctx context.Context, c *client.Client) ([]byte, error) {
-		return fetchKubeconfig(ctx, c)
+		return c.Kubeconfig(ctx)
 	})
 
 	if err := results[0].Err; err != nil {
@@ -145,7 +149,7 @@ func mergeClusterKubeconfig(ctx context.Context, out io.Writer, s *session, serv
 // bootstrapEtcd asks the first control plane to bootstrap etcd, retrying
 // while its API or its etcd service are still starting.
 func bootstrapEtcd(ctx context.Context, out io.Writer, s *session) error {
-	return waitCheck(ctx, out, s, healthCheck{name: "etcd to be bootstrapped on " + s.nodes[0], check: func(ctx context.Context, s *session) error {
+	return check.Wait(ctx, out, s.cluster(), check.Check{Name: "etcd to be bootstrapped on " + s.nodes[0], Run: func(ctx context.Context, cl *check.Cluster) error {
 		results := fanOut(ctx, s, func(ctx context.Context, c *client.Client) (struct{}, error) {
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
@@ -159,12 +163,12 @@ func bootstrapEtcd(ctx context.Context, out io.Writer, s *session) error {
 				return struct{}{}, err
 			}
 
-			_, err = firstMessage(resp.GetMessages())
+			_, err = client.FirstMessage(resp.GetMessages())
 
 			return struct{}{}, err
 		})
 
-		return joinNodeErrors(results, s)
+		return check.NodeErrors(cl, results)
 	}})
 }
 

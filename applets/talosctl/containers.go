@@ -60,7 +60,7 @@ pods (their sandboxes) and, indented under each, the pod's containers.`,
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				rows := containerRows(s, results, func(node string, v *machine.Container) (rows []containerRow) {
@@ -108,7 +108,7 @@ for the Kubernetes pods.`,
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				rows := containerRows(s, results, func(node string, v *machine.Stats) (rows []containerRow) {

@@ -54,7 +54,7 @@ one-member cluster from it; its hash is checked unless
 						return struct{}{}, err
 					}
 
-					_, err = firstMessage(resp.GetMessages())
+					_, err = client.FirstMessage(resp.GetMessages())
 
 					return struct{}{}, err
 				})
@@ -107,7 +107,7 @@ func uploadSnapshot(ctx context.Context, c *client.Client, path string) error {
 		return fmt.Errorf("upload snapshot: %w", err)
 	}
 
-	_, err = firstMessage(resp.GetMessages())
+	_, err = client.FirstMessage(resp.GetMessages())
 
 	return err
 }
@@ -132,7 +132,7 @@ func newEtcdCommand(g *GlobalFlags) *cobra.Command {
 						return nil, nil, err
 					}
 
-					m, err := firstMessage(resp.GetMessages())
+					m, err := client.FirstMessage(resp.GetMessages())
 
 					return m.GetMemberAlarms(), m.GetMetadata(), err
 				})
@@ -149,7 +149,7 @@ func newEtcdCommand(g *GlobalFlags) *cobra.Command {
 						return nil, nil, err
 					}
 
-					m, err := firstMessage(resp.GetMessages())
+					m, err := client.FirstMessage(resp.GetMessages())
 
 					return m.GetMemberAlarms(), m.GetMetadata(), err
 				})
@@ -164,7 +164,7 @@ func newEtcdCommand(g *GlobalFlags) *cobra.Command {
 		etcdAction(g, "leave", "Tell nodes to leave etcd cluster", cobra.NoArgs, func(ctx context.Context, c *client.Client, _ []string) error {
 			resp, err := c.Machine.EtcdLeaveCluster(ctx, &machine.EtcdLeaveClusterRequest{})
 			if err == nil {
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 			}
 
 			return err
@@ -177,7 +177,7 @@ func newEtcdCommand(g *GlobalFlags) *cobra.Command {
 
 			resp, err := c.Machine.EtcdRemoveMemberByID(ctx, &machine.EtcdRemoveMemberByIDRequest{MemberId: id})
 			if err == nil {
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 			}
 
 			return err
@@ -188,7 +188,7 @@ func newEtcdCommand(g *GlobalFlags) *cobra.Command {
 				return err
 			}
 
-			m, err := firstMessage(resp.GetMessages())
+			m, err := client.FirstMessage(resp.GetMessages())
 			if err == nil && m.GetMember() != "" {
 				fmt.Fprintf(cmdOut(ctx), "%s\n", m.GetMember())
 			}
@@ -198,7 +198,7 @@ func newEtcdCommand(g *GlobalFlags) *cobra.Command {
 		etcdAction(g, "defrag", "Defragment etcd database on the node", cobra.NoArgs, func(ctx context.Context, c *client.Client, _ []string) error {
 			resp, err := c.Machine.EtcdDefragment(ctx, &emptypb.Empty{})
 			if err == nil {
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 			}
 
 			return err
@@ -283,7 +283,7 @@ func newEtcdMembersCommand(g *GlobalFlags) *cobra.Command {
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				w := newTable(cmd.OutOrStdout())
@@ -323,7 +323,7 @@ func newEtcdStatusCommand(g *GlobalFlags) *cobra.Command {
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				w := newTable(cmd.OutOrStdout())
@@ -413,7 +413,7 @@ func streamSnapshot(ctx context.Context, c *client.Client, path string) (int64, 
 	}
 
 	cw := &countingWriter{w: f}
-	if err := copyStream(stream, cw); err != nil {
+	if err := client.CopyStream(stream, cw); err != nil {
 		return cw.n, err
 	}
 

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
-	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
 )
@@ -138,28 +136,6 @@ func singleNode(s *session) error {
 	return nil
 }
 
-// copyStream writes a node's byte stream to w.
-func copyStream(stream grpc.ServerStreamingClient[common.Data], w io.Writer) error {
-	for {
-		msg, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-
-		if err != nil {
-			return err
-		}
-
-		if err := client.MetadataError(msg.GetMetadata()); err != nil {
-			return err
-		}
-
-		if _, err := w.Write(msg.GetBytes()); err != nil {
-			return fmt.Errorf("write: %w", err)
-		}
-	}
-}
-
 func newReadCommand(g *GlobalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:     "read <path>",
@@ -178,7 +154,7 @@ func newReadCommand(g *GlobalFlags) *cobra.Command {
 						return struct{}{}, err
 					}
 
-					return struct{}{}, copyStream(stream, cmd.OutOrStdout())
+					return struct{}{}, client.CopyStream(stream, cmd.OutOrStdout())
 				})
 
 				return reportErrors(cmd, results)
@@ -209,12 +185,12 @@ With '-' the archive is written to stdout; otherwise it is extracted into
 					}
 
 					if args[1] == "-" {
-						return struct{}{}, copyStream(stream, cmd.OutOrStdout())
+						return struct{}{}, client.CopyStream(stream, cmd.OutOrStdout())
 					}
 
 					pr, pw := io.Pipe()
 
-					go func() { pw.CloseWithError(copyStream(stream, pw)) }()
+					go func() { pw.CloseWithError(client.CopyStream(stream, pw)) }()
 
 					err = extractTar(pr, args[1])
 					pr.CloseWithError(err) // unblocks the writer if extraction stopped early

@@ -132,7 +132,7 @@ mirrors of the node's machine config (machine.registries), as the CRI would.`,
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				for _, r := range results {

@@ -1,9 +1,6 @@
 package talosctl
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +11,6 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/talosbox/talosbox/internal/client"
 	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
@@ -55,7 +51,7 @@ one getting a numbered name.`,
 				}
 
 				results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) ([]byte, error) {
-					return fetchKubeconfig(ctx, c)
+					return c.Kubeconfig(ctx)
 				})
 
 				if err := reportErrors(cmd, results); err != nil {
@@ -102,41 +98,6 @@ func kubeconfigTarget(args []string, merge bool) (string, bool, error) {
 	}
 
 	return p, merge, nil
-}
-
-// fetchKubeconfig reads the node's tar.gz and returns its one file.
-func fetchKubeconfig(ctx context.Context, c *client.Client) ([]byte, error) {
-	stream, err := c.Machine.Kubeconfig(ctx, &emptypb.Empty{})
-	if err != nil {
-		return nil, err
-	}
-
-	var buf bytes.Buffer
-	if err := copyStream(stream, &buf); err != nil {
-		return nil, err
-	}
-
-	zr, err := gzip.NewReader(&buf)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-
-	tr := tar.NewReader(zr)
-
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("kubeconfig: the node's archive holds no kubeconfig")
-		}
-
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig: %w", err)
-		}
-
-		if hdr.Name == "kubeconfig" {
-			return io.ReadAll(io.LimitReader(tr, 1<<20))
-		}
-	}
 }
 
 func renameKubeconfigContext(data []byte, name string) ([]byte, error) {

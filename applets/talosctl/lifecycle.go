@@ -94,7 +94,7 @@ func newRebootCommand(g *GlobalFlags) *cobra.Command {
 					return err
 				}
 
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 
 				return err
 			})
@@ -124,7 +124,7 @@ func newShutdownCommand(g *GlobalFlags) *cobra.Command {
 					return err
 				}
 
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 
 				return err
 			})
@@ -194,7 +194,7 @@ with --reboot. --graceful=false skips leaving etcd first.`,
 					return err
 				}
 
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 
 				return err
 			})

@@ -45,7 +45,7 @@ Writing and deleting need the os:admin or os:meta:writer role.`,
 					return err
 				}
 
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 
 				return err
 			})
@@ -69,7 +69,7 @@ Writing and deleting need the os:admin or os:meta:writer role.`,
 					return err
 				}
 
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 
 				return err
 			})

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/cluster/check"
 )
 
 func newServiceCommand(g *GlobalFlags) *cobra.Command {
@@ -57,12 +57,7 @@ With actions 'start', 'stop', 'restart', service state is updated respectively.`
 // serviceLists asks every node for its services.
 func serviceLists(ctx context.Context, s *session) []client.Result[*machine.ServiceList] {
 	return fanOut(ctx, s, func(ctx context.Context, c *client.Client) (*machine.ServiceList, error) {
-		resp, err := c.Machine.ServiceList(ctx, &emptypb.Empty{})
-		if err != nil {
-			return nil, err
-		}
-
-		return firstMessage(resp.GetMessages())
+		return c.Services(ctx)
 	})
 }
 
@@ -104,22 +99,11 @@ func writeServiceList(out io.Writer, lists []nodeServices, now time.Time) error 
 				lastEvent = last.GetMsg()
 			}
 
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.node, svc.GetId(), svc.GetState(), healthStatus(svc.GetHealth()), lastChange, lastEvent)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.node, svc.GetId(), svc.GetState(), check.ServiceHealth(svc.GetHealth()), lastChange, lastEvent)
 		}
 	}
 
 	return w.Flush()
-}
-
-func healthStatus(h *machine.ServiceHealth) string {
-	switch {
-	case h == nil || h.GetUnknown():
-		return "?"
-	case h.GetHealthy():
-		return "OK"
-	default:
-		return "Fail"
-	}
 }
 
 // ago is a duration to the second, "3m4s ago".
@@ -176,7 +160,7 @@ func writeServiceStatus(out io.Writer, services []nodeService, now time.Time) er
 		fmt.Fprintf(w, "NODE\t%s\n", ns.node)
 		fmt.Fprintf(w, "ID\t%s\n", svc.GetId())
 		fmt.Fprintf(w, "STATE\t%s\n", svc.GetState())
-		fmt.Fprintf(w, "HEALTH\t%s\n", healthStatus(svc.GetHealth()))
+		fmt.Fprintf(w, "HEALTH\t%s\n", check.ServiceHealth(svc.GetHealth()))
 
 		if msg := svc.GetHealth().GetLastMessage(); msg != "" {
 			fmt.Fprintf(w, "LAST HEALTH MESSAGE\t%s\n", msg)
@@ -240,7 +224,7 @@ func serviceReplyOf[M serviceAnswer, R interface{ GetMessages() []M }](r R, err 
 		return serviceReply{}, err
 	}
 
-	m, err := firstMessage(r.GetMessages())
+	m, err := client.FirstMessage(r.GetMessages())
 	if err != nil {
 		return serviceReply{}, err
 	}

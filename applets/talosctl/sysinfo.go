@@ -27,7 +27,7 @@ func newMountsCommand(g *GlobalFlags) *cobra.Command {
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				w := newTable(cmd.OutOrStdout())
@@ -77,7 +77,7 @@ func newMemoryCommand(g *GlobalFlags) *cobra.Command {
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				w := newTable(cmd.OutOrStdout())
@@ -130,7 +130,7 @@ func newProcessesCommand(g *GlobalFlags) *cobra.Command {
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				w := newTable(cmd.OutOrStdout())

@@ -70,10 +70,14 @@ func TestImportGraph(t *testing.T) {
 		// The containerd client; the Docker SDK's tiny errdefs is fine.
 		"github.com/containerd/containerd",
 		"github.com/vishvananda/netlink",
-		// Kubernetes' client libraries are the node's (manifests); talosctl
-		// reads kubeconfigs and the health endpoints with its own small code.
-		"k8s.io/",
-		"sigs.k8s.io/",
+		// Kubernetes is reached through client-go's dynamic client and
+		// clientcmd, which the node links too; the typed clientset and the
+		// API types behind it would add every group's types and their
+		// init cost to each start of the binary.
+		"k8s.io/api/",
+		"k8s.io/client-go/kubernetes",
+		"k8s.io/kubernetes/",
+		"k8s.io/kubectl/",
 		"github.com/u-root/",
 		"github.com/talosbox/talosbox/applets/machined",
 		"github.com/talosbox/talosbox/applets/apid",

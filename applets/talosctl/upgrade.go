@@ -58,7 +58,7 @@ Examples:
 					return err
 				}
 
-				msg, err := firstMessage(resp.GetMessages())
+				msg, err := client.FirstMessage(resp.GetMessages())
 				if err == nil && !wf.wait {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s (actor %s)\n", nodeOf(ctx), msg.GetAck(), msg.GetActorId())
 				}
@@ -76,7 +76,7 @@ Examples:
 						return "", err
 					}
 
-					v, err := firstMessage(resp.GetMessages())
+					v, err := client.FirstMessage(resp.GetMessages())
 
 					return v.GetVersion().GetTag(), err
 				})
@@ -121,7 +121,7 @@ upgrade, and reboot into it.`,
 					return err
 				}
 
-				_, err = firstMessage(resp.GetMessages())
+				_, err = client.FirstMessage(resp.GetMessages())
 
 				return err
 			})

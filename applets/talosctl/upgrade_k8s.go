@@ -154,7 +154,7 @@ func (u *k8sUpgrade) run(ctx context.Context) error {
 				return "", err
 			}
 
-			m, err := firstMessage(resp.GetMessages())
+			m, err := client.FirstMessage(resp.GetMessages())
 
 			return m.GetVersion().GetTag(), err
 		})
@@ -311,7 +311,7 @@ func (u *k8sUpgrade) prePull(ctx context.Context) error {
 				return nil, err
 			}
 
-			return firstMessage(resp.GetMessages())
+			return client.FirstMessage(resp.GetMessages())
 		})
 		if err != nil {
 			return fmt.Errorf("%q: pre-pull %s: %s", node, ref, client.Message(err))

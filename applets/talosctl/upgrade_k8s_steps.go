@@ -298,7 +298,7 @@ func kubeletHealthy(ctx context.Context, s *session, node string) error {
 			return nil, err
 		}
 
-		return firstMessage(resp.GetMessages())
+		return client.FirstMessage(resp.GetMessages())
 	})
 	if err != nil {
 		return errors.New(client.Message(err))

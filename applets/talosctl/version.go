@@ -40,7 +40,7 @@ func newVersionCommand(g *GlobalFlags) *cobra.Command {
 						return nil, err
 					}
 
-					return firstMessage(resp.GetMessages())
+					return client.FirstMessage(resp.GetMessages())
 				})
 
 				for _, r := range results {

@@ -14,9 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
-	"gopkg.in/yaml.v3"
 
-	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
 )
 
@@ -42,29 +40,9 @@ type nodeState struct {
 
 // machineState probes the node's MachineStatus resource.
 func machineState(ctx context.Context, c *client.Client) nodeState {
-	ctx, cancel := context.WithTimeout(ctx, client.DefaultDialTimeout)
-	defer cancel()
+	st, err := c.MachineStatus(ctx)
 
-	resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: "machinestatus", Id: "machine"})
-	if err == nil {
-		err = client.MetadataError(resp.GetMetadata())
-	}
-
-	if err != nil {
-		return nodeState{err: err}
-	}
-
-	var spec struct {
-		Stage string `yaml:"stage"`
-	}
-
-	if err := yaml.Unmarshal(resp.GetResource().GetSpecYaml(), &spec); err != nil {
-		return nodeState{err: fmt.Errorf("machine status: %w", err)}
-	}
-
-	m := resp.GetResource().GetMetadata()
-
-	return nodeState{stage: spec.Stage, version: m.GetVersion(), created: m.GetCreated().AsTime()}
+	return nodeState{stage: st.Stage, version: st.Version, created: st.Created, err: err}
 }
 
 // unreachable says the probe failed because the node's API is gone, as
@@ -203,7 +181,7 @@ func maintenanceProbe(s *session, node string) (func(context.Context) (bool, err
 			return false, err
 		}
 
-		v, err := firstMessage(resp.GetMessages())
+		v, err := client.FirstMessage(resp.GetMessages())
 		if err != nil {
 			return false, err
 		}

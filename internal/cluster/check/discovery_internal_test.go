@@ -1,4 +1,4 @@
-package talosctl
+package check
 
 import (
 	"slices"
@@ -11,7 +11,7 @@ func TestCompareAddrs(t *testing.T) {
 		{[]string{"node-b", "10.5.0.3", "node-a", "fd00::1", "10.5.0.2"}, []string{"10.5.0.2", "10.5.0.3", "fd00::1", "node-a", "node-b"}},
 	} {
 		got := slices.Clone(tc.in)
-		slices.SortFunc(got, compareAddrs)
+		slices.SortFunc(got, CompareAddrs)
 
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("sort %v = %v, want %v", tc.in, got, tc.want)

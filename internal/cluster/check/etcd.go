@@ -1,4 +1,4 @@
-package talosctl
+package check
 
 import (
 	"context"
@@ -12,12 +12,15 @@ import (
 	"github.com/talosbox/talosbox/internal/client"
 )
 
-// discoverControlPlanes finds, among the target nodes, those running etcd,
-// when the command was not told which they are.
-func discoverControlPlanes(ctx context.Context, s *session) ([]string, error) {
+// discoverControlPlanes finds the nodes running etcd among c.Nodes, then
+// adds the other members the first one lists (a control plane the user
+// did not name), and makes sure every one is in c.Nodes.
+func discoverControlPlanes(ctx context.Context, c *Cluster) ([]string, error) {
 	var cps []string
 
-	for _, r := range serviceLists(ctx, s) {
+	for _, r := range FanOut(ctx, c, c.Nodes, func(ctx context.Context, cl *client.Client) (*machine.ServiceList, error) {
+		return cl.Services(ctx)
+	}) {
 		if r.Err == nil && slices.ContainsFunc(r.Value.GetServices(), func(svc *machine.ServiceInfo) bool { return svc.GetId() == "etcd" }) {
 			cps = append(cps, r.Node)
 		}
@@ -27,9 +30,7 @@ func discoverControlPlanes(ctx context.Context, s *session) ([]string, error) {
 		return nil, nil
 	}
 
-	// The members' peer addresses name every control plane, also those
-	// the talosconfig does not list.
-	if lists, err := memberLists(ctx, s.on(cps[:1])); err == nil {
+	if lists, err := memberLists(ctx, c, cps[:1]); err == nil {
 		for _, mb := range lists[0].Value.GetMembers() {
 			for _, u := range mb.GetPeerUrls() {
 				if pu, err := url.Parse(u); err == nil && !slices.Contains(cps, pu.Hostname()) {
@@ -40,20 +41,22 @@ func discoverControlPlanes(ctx context.Context, s *session) ([]string, error) {
 	}
 
 	for _, cp := range cps {
-		if !slices.Contains(s.nodes, cp) {
-			s.nodes = append(s.nodes, cp)
+		if !slices.Contains(c.Nodes, cp) {
+			c.Nodes = append(c.Nodes, cp)
 		}
 	}
 
 	return cps, nil
 }
 
-func checkEtcdHealthy(ctx context.Context, s *session) error {
-	if len(s.controlPlanes) == 0 {
+// EtcdHealthy: etcd runs and passes its health check on every control
+// plane.
+func EtcdHealthy(ctx context.Context, c *Cluster) error {
+	if len(c.ControlPlanes) == 0 {
 		return nil
 	}
 
-	return eachServiceList(ctx, s.on(s.controlPlanes), func(list *machine.ServiceList) error {
+	return eachServiceList(ctx, c, c.ControlPlanes, func(list *machine.ServiceList) error {
 		for _, svc := range list.GetServices() {
 			if svc.GetId() != "etcd" {
 				continue
@@ -75,25 +78,16 @@ func checkEtcdHealthy(ctx context.Context, s *session) error {
 	})
 }
 
-// memberLists asks every control plane for its view of the members.
-func memberLists(ctx context.Context, s *session) ([]client.Result[*machine.EtcdMembers], error) {
-	cp := s
-	if s.controlPlanes != nil {
-		cp = s.on(s.controlPlanes)
-	}
-
-	results := fanOut(ctx, cp, func(ctx context.Context, c *client.Client) (*machine.EtcdMembers, error) {
-		resp, err := c.Machine.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
-		if err != nil {
-			return nil, err
-		}
-
-		return firstMessage(resp.GetMessages())
+// memberLists is etcd's member list as each of nodes sees it.
+func memberLists(ctx context.Context, c *Cluster, nodes []string) ([]client.Result[*machine.EtcdMembers], error) {
+	results := FanOut(ctx, c, nodes, func(ctx context.Context, cl *client.Client) (*machine.EtcdMembers, error) {
+		return cl.EtcdMembers(ctx)
 	})
 
-	return results, joinNodeErrors(results, cp)
+	return results, NodeErrors(c, results)
 }
 
+// memberSummary is a member list in a comparable form.
 func memberSummary(m *machine.EtcdMembers) []string {
 	var out []string
 
@@ -106,12 +100,13 @@ func memberSummary(m *machine.EtcdMembers) []string {
 	return out
 }
 
-func checkEtcdConsistent(ctx context.Context, s *session) error {
-	if len(s.controlPlanes) == 0 {
+// EtcdConsistent: every control plane sees the same members.
+func EtcdConsistent(ctx context.Context, c *Cluster) error {
+	if len(c.ControlPlanes) == 0 {
 		return nil
 	}
 
-	results, err := memberLists(ctx, s)
+	results, err := memberLists(ctx, c, c.ControlPlanes)
 	if err != nil {
 		return err
 	}
@@ -127,12 +122,14 @@ func checkEtcdConsistent(ctx context.Context, s *session) error {
 	return nil
 }
 
-func checkEtcdMembersAreControlPlanes(ctx context.Context, s *session) error {
-	if len(s.controlPlanes) == 0 {
+// EtcdMembersAreControlPlanes: the members are the control planes, all
+// voting, no more and no fewer.
+func EtcdMembersAreControlPlanes(ctx context.Context, c *Cluster) error {
+	if len(c.ControlPlanes) == 0 {
 		return nil
 	}
 
-	results, err := memberLists(ctx, s)
+	results, err := memberLists(ctx, c, c.ControlPlanes)
 	if err != nil {
 		return err
 	}
@@ -151,14 +148,14 @@ func checkEtcdMembersAreControlPlanes(ctx context.Context, s *session) error {
 		}
 	}
 
-	for _, cp := range s.controlPlanes {
+	for _, cp := range c.ControlPlanes {
 		if !slices.Contains(hosts, cp) {
 			return fmt.Errorf("control plane node %s is not an etcd member (members at %s)", cp, strings.Join(hosts, ", "))
 		}
 	}
 
-	if n := len(results[0].Value.GetMembers()); n != len(s.controlPlanes) {
-		return fmt.Errorf("etcd has %d members, but there are %d control plane nodes", n, len(s.controlPlanes))
+	if n := len(results[0].Value.GetMembers()); n != len(c.ControlPlanes) {
+		return fmt.Errorf("etcd has %d members, but there are %d control plane nodes", n, len(c.ControlPlanes))
 	}
 
 	return nil
