@@ -14,6 +14,7 @@ import (
 	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/network"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
+	"github.com/talosbox/talosbox/internal/storage"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/timed"
 )
@@ -203,7 +204,7 @@ func (n *Node) machinedService() supervisor.Service {
 		Runner: supervisor.GoroutineRunner(func(ctx context.Context, _ io.Writer) error {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
 			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity},
-				&BlockController{SysRoot: n.sysRoot}} {
+				&storage.BlockController{SysRoot: n.sysRoot}} {
 				if err := rt.Register(c); err != nil {
 					return err
 				}

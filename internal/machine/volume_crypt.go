@@ -20,6 +20,7 @@ import (
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/resources/block"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/storage"
 )
 
 // Opening STATE and EPHEMERAL for mounting: plain, or LUKS2 mapped through
@@ -102,11 +103,11 @@ func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.Enc
 		st.ConfiguredEncryptionKeys = append(st.ConfiguredEncryptionKeys, strconv.Itoa(k.Slot))
 	}
 
-	keys, err := volumeKeys(ec, label, machineUUID(n.sysRoot))
+	keys, err := storage.VolumeKeys(ec, label, storage.MachineUUID(n.sysRoot))
 	if err != nil {
 		return "", keyError{err}
 	}
-	defer zeroKeys(keys)
+	defer storage.ZeroKeys(keys)
 
 	f, err := os.OpenFile(dev.Path, os.O_RDWR, 0)
 	if err != nil {
@@ -114,29 +115,29 @@ func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.Enc
 	}
 	defer f.Close()
 
-	kdf := nodePBKDF()
+	kdf := storage.NodePBKDF()
 	start := time.Now()
 
 	var (
 		vk     []byte
-		opened volumeKey
+		opened storage.VolumeKey
 	)
 
 	if empty {
-		if vk, err = formatVolume(f, ec, keys, label, kdf); err != nil {
+		if vk, err = storage.FormatVolume(f, ec, keys, label, kdf); err != nil {
 			return "", err
 		}
 
 		fmt.Fprintf(w, "[talos] %s (%s) was empty: encrypted it with luks2 (key slots %s) in %s\n",
-			label, dev.Path, joinInts(slotsOf(keys)), time.Since(start).Round(time.Millisecond))
+			label, dev.Path, storage.JoinInts(storage.SlotsOf(keys)), time.Since(start).Round(time.Millisecond))
 	} else {
-		if vk, opened, err = unlockVolume(f, keys, label); err != nil {
+		if vk, opened, err = storage.UnlockVolume(f, keys, label); err != nil {
 			return "", keyError{err}
 		}
 
 		fmt.Fprintf(w, "[talos] unlocked %s (%s) with key %s in %s\n", label, dev.Path, opened, time.Since(start).Round(time.Millisecond))
 
-		s := syncKeys(f, vk, opened, keys, kdf)
+		s := storage.SyncKeys(f, vk, opened, keys, kdf)
 		if msg := s.String(); msg != "" {
 			fmt.Fprintf(w, "[talos] %s key sync: %s\n", label, msg)
 		}
@@ -171,15 +172,6 @@ func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.Enc
 	}
 
 	return mapped, nil
-}
-
-func slotsOf(keys []volumeKey) []int {
-	s := make([]int, len(keys))
-	for i, k := range keys {
-		s[i] = k.slot
-	}
-
-	return s
 }
 
 // mappedDevice describes a dm-crypt mapping for EnsureFilesystem.
@@ -249,7 +241,7 @@ func (n *Node) stateEncryption() (*configs.EncryptionConfig, error) {
 		return nil, nil
 	}
 
-	return decodeStateEncryption(v)
+	return storage.DecodeStateEncryption(v)
 }
 
 // recordStateEncryption keeps META's copy of STATE's encryption config in
@@ -270,7 +262,7 @@ func (n *Node) recordStateEncryption(ctx context.Context, cfg *configs.Config) e
 		return nil
 	}
 
-	b, err := encodeStateEncryption(ec)
+	b, err := storage.EncodeStateEncryption(ec)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/platform"
 )
 
@@ -169,5 +170,35 @@ func TestCopyDirKeepsModes(t *testing.T) {
 
 	if st, err := os.Stat(filepath.Join(dst, "sub")); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("sub: %v %v", st.Mode(), err)
+	}
+}
+
+// TestSystemLayoutLeavesEncryptedEmpty: the install formats only the
+// volumes that are not to be encrypted.
+func TestSystemLayoutLeavesEncryptedEmpty(t *testing.T) {
+	enc := &configs.EncryptionConfig{Keys: []configs.EncryptionKey{{Slot: 0, NodeID: &configs.EncryptionKeyNodeID{}}}}
+
+	for _, c := range []struct {
+		name string
+		sde  *configs.SystemDiskEncryption
+		want map[string]string
+	}{
+		{"none", nil, map[string]string{"STATE": "ext4", "EPHEMERAL": "ext4"}},
+		{"state", &configs.SystemDiskEncryption{State: enc}, map[string]string{"STATE": "", "EPHEMERAL": "ext4"}},
+		{"both", &configs.SystemDiskEncryption{State: enc, Ephemeral: enc}, map[string]string{"STATE": "", "EPHEMERAL": ""}},
+	} {
+		cfg := &configs.Config{Machine: &configs.MachineConfig{SystemDiskEncryption: c.sde}}
+
+		for _, p := range systemLayout(cfg) {
+			if want, ok := c.want[p.Label]; ok && p.FS != want {
+				t.Errorf("%s: %s formatted %q, want %q", c.name, p.Label, p.FS, want)
+			}
+		}
+	}
+
+	for _, p := range disk.SystemLayout {
+		if (p.Label == disk.LabelState || p.Label == disk.LabelEphemeral) && p.FS != disk.FSExt4 {
+			t.Errorf("systemLayout changed disk.SystemLayout itself: %s", p.Label)
+		}
 	}
 }

@@ -135,6 +135,13 @@ func TestNoUpwardImports(t *testing.T) {
 			},
 		},
 		{
+			name: "storage does not import the node runtime, Kubernetes or the API",
+			from: func(p string) bool { return under(p, "internal/storage") },
+			allow: func(i string) bool {
+				return !under(i, "internal/machine", "internal/k8s", "internal/apid")
+			},
+		},
+		{
 			name: "the config schema does not import the node",
 			from: func(p string) bool { return under(p, "configs") },
 			allow: func(i string) bool {

@@ -1,4 +1,4 @@
-package machine
+package storage
 
 import (
 	"errors"
@@ -11,11 +11,10 @@ import (
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/luks2"
 )
 
-// testKDF keeps the tests fast; the node's own cost is nodePBKDF.
+// testKDF keeps the tests fast; the node's own cost is NodePBKDF.
 var testKDF = luks2.PBKDF{Type: luks2.KDFPBKDF2, Iterations: 1000}
 
 const testUUID = "8c2a9f3e-41d7-4b6a-9e0f-5d3c2b1a0f9e"
@@ -45,7 +44,7 @@ func TestVolumeKeys(t *testing.T) {
 		{"none", nil, testUUID, nil, "no keys configured"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			keys, err := volumeKeys(&configs.EncryptionConfig{Keys: c.keys}, "EPHEMERAL", c.uuid)
+			keys, err := VolumeKeys(&configs.EncryptionConfig{Keys: c.keys}, "EPHEMERAL", c.uuid)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err %v, want %q", err, c.err)
@@ -70,7 +69,7 @@ func TestVolumeKeys(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return joinInts([]int{i}) }
+func itoa(i int) string { return JoinInts([]int{i}) }
 
 // newVolume is an image file big enough for a LUKS2 header and some data.
 func newVolume(t *testing.T) *os.File {
@@ -90,12 +89,12 @@ func newVolume(t *testing.T) *os.File {
 	return f
 }
 
-func mustKeys(t *testing.T, ks ...configs.EncryptionKey) (*configs.EncryptionConfig, []volumeKey) {
+func mustKeys(t *testing.T, ks ...configs.EncryptionKey) (*configs.EncryptionConfig, []VolumeKey) {
 	t.Helper()
 
 	ec := &configs.EncryptionConfig{Provider: "luks2", Keys: ks}
 
-	keys, err := volumeKeys(ec, "EPHEMERAL", testUUID)
+	keys, err := VolumeKeys(ec, "EPHEMERAL", testUUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +127,7 @@ func TestVolumeRotation(t *testing.T) {
 
 	ec, keys := mustKeys(t, nodeIDKeyCfg(0), staticKey(1, "first"))
 
-	vk, err := formatVolume(f, ec, keys, "EPHEMERAL", testKDF)
+	vk, err := FormatVolume(f, ec, keys, "EPHEMERAL", testKDF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +156,7 @@ func TestVolumeRotation(t *testing.T) {
 	for _, s := range steps {
 		_, keys := mustKeys(t, s.keys...)
 
-		vk, opened, err := unlockVolume(f, keys, "EPHEMERAL")
+		vk, opened, err := UnlockVolume(f, keys, "EPHEMERAL")
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
@@ -166,7 +165,7 @@ func TestVolumeRotation(t *testing.T) {
 			t.Errorf("%s: opened by %s", s.name, opened)
 		}
 
-		got := syncKeys(f, vk, opened, keys, testKDF)
+		got := SyncKeys(f, vk, opened, keys, testKDF)
 		clear(vk)
 
 		if got.String() != s.sync {
@@ -210,7 +209,7 @@ func TestUnlockVolumeWrongKeys(t *testing.T) {
 
 	ec, keys := mustKeys(t, staticKey(0, "right"))
 
-	vk, err := formatVolume(f, ec, keys, "STATE", testKDF)
+	vk, err := FormatVolume(f, ec, keys, "STATE", testKDF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +218,7 @@ func TestUnlockVolumeWrongKeys(t *testing.T) {
 
 	_, wrong := mustKeys(t, staticKey(0, "wrong"), staticKey(1, "also-wrong"))
 
-	_, _, err = unlockVolume(f, wrong, "STATE")
+	_, _, err = UnlockVolume(f, wrong, "STATE")
 	if !errors.Is(err, luks2.ErrWrongKey) || !strings.Contains(err.Error(), "tried slot 0 (static), slot 1 (static)") {
 		t.Fatalf("err %v", err)
 	}
@@ -234,7 +233,7 @@ func TestUnlockVolumeWrongKeys(t *testing.T) {
 func TestStateEncryptionMeta(t *testing.T) {
 	ec := &configs.EncryptionConfig{Provider: "luks2", Keys: []configs.EncryptionKey{nodeIDKeyCfg(0), staticKey(1, "pw")}}
 
-	b, err := encodeStateEncryption(ec)
+	b, err := EncodeStateEncryption(ec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +246,7 @@ func TestStateEncryptionMeta(t *testing.T) {
 		t.Errorf("META JSON\n%s\nwant\n%s", b, want)
 	}
 
-	back, err := decodeStateEncryption(b)
+	back, err := DecodeStateEncryption(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,37 +255,7 @@ func TestStateEncryptionMeta(t *testing.T) {
 		t.Errorf("round trip: %+v", back)
 	}
 
-	if _, err := decodeStateEncryption([]byte(`{"EncryptionKeys":`)); err == nil {
+	if _, err := DecodeStateEncryption([]byte(`{"EncryptionKeys":`)); err == nil {
 		t.Error("a truncated record decodes")
-	}
-}
-
-// TestSystemLayoutLeavesEncryptedEmpty: the install formats only the
-// volumes that are not to be encrypted.
-func TestSystemLayoutLeavesEncryptedEmpty(t *testing.T) {
-	enc := &configs.EncryptionConfig{Keys: []configs.EncryptionKey{nodeIDKeyCfg(0)}}
-
-	for _, c := range []struct {
-		name string
-		sde  *configs.SystemDiskEncryption
-		want map[string]string
-	}{
-		{"none", nil, map[string]string{"STATE": "ext4", "EPHEMERAL": "ext4"}},
-		{"state", &configs.SystemDiskEncryption{State: enc}, map[string]string{"STATE": "", "EPHEMERAL": "ext4"}},
-		{"both", &configs.SystemDiskEncryption{State: enc, Ephemeral: enc}, map[string]string{"STATE": "", "EPHEMERAL": ""}},
-	} {
-		cfg := &configs.Config{Machine: &configs.MachineConfig{SystemDiskEncryption: c.sde}}
-
-		for _, p := range systemLayout(cfg) {
-			if want, ok := c.want[p.Label]; ok && p.FS != want {
-				t.Errorf("%s: %s formatted %q, want %q", c.name, p.Label, p.FS, want)
-			}
-		}
-	}
-
-	for _, p := range disk.SystemLayout {
-		if (p.Label == disk.LabelState || p.Label == disk.LabelEphemeral) && p.FS != disk.FSExt4 {
-			t.Errorf("systemLayout changed disk.SystemLayout itself: %s", p.Label)
-		}
 	}
 }

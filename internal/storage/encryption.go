@@ -1,4 +1,4 @@
-package machine
+package storage
 
 // System disk encryption (machine.systemDiskEncryption): STATE and
 // EPHEMERAL as LUKS2 volumes made and opened with internal/luks2, keyed
@@ -25,29 +25,29 @@ import (
 // errUnsupportedKey: kms and tpm keys need services talosbox has not got.
 var errUnsupportedKey = errors.New("not supported by talosbox (use nodeID or static)")
 
-// volumeKey is one configured key slot with its passphrase.
-type volumeKey struct {
+// VolumeKey is one configured key slot with its passphrase.
+type VolumeKey struct {
 	slot int
 	kind string // nodeID or static
 	pass []byte
 }
 
-func (k volumeKey) String() string { return fmt.Sprintf("slot %d (%s)", k.slot, k.kind) }
+func (k VolumeKey) String() string { return fmt.Sprintf("slot %d (%s)", k.slot, k.kind) }
 
-func zeroKeys(keys []volumeKey) {
+func ZeroKeys(keys []VolumeKey) {
 	for _, k := range keys {
 		clear(k.pass)
 	}
 }
 
-// volumeKeys derives the passphrases of ec for the volume labelled label,
+// VolumeKeys derives the passphrases of ec for the volume labelled label,
 // in slot order. machineUUID is the SMBIOS system UUID (nodeID keys).
-func volumeKeys(ec *configs.EncryptionConfig, label, machineUUID string) ([]volumeKey, error) {
-	keys := make([]volumeKey, 0, len(ec.Keys))
+func VolumeKeys(ec *configs.EncryptionConfig, label, machineUUID string) ([]VolumeKey, error) {
+	keys := make([]VolumeKey, 0, len(ec.Keys))
 
 	for _, k := range ec.Keys {
 		var (
-			vk  = volumeKey{slot: k.Slot}
+			vk  = VolumeKey{slot: k.Slot}
 			err error
 		)
 
@@ -68,7 +68,7 @@ func volumeKeys(ec *configs.EncryptionConfig, label, machineUUID string) ([]volu
 		}
 
 		if err != nil {
-			zeroKeys(keys)
+			ZeroKeys(keys)
 			return nil, fmt.Errorf("%s encryption key in slot %d: %w", label, k.Slot, err)
 		}
 
@@ -79,7 +79,7 @@ func volumeKeys(ec *configs.EncryptionConfig, label, machineUUID string) ([]volu
 		return nil, fmt.Errorf("%s encryption: no keys configured", label)
 	}
 
-	slices.SortFunc(keys, func(a, b volumeKey) int { return a.slot - b.slot })
+	slices.SortFunc(keys, func(a, b VolumeKey) int { return a.slot - b.slot })
 
 	return keys, nil
 }
@@ -104,8 +104,8 @@ func nodeIDKey(machineUUID, label string) ([]byte, error) {
 	return []byte(machineUUID + label), nil
 }
 
-// machineUUID reads the SMBIOS system UUID from sysfs.
-func machineUUID(sysRoot string) string {
+// MachineUUID reads the SMBIOS system UUID from sysfs.
+func MachineUUID(sysRoot string) string {
 	b, err := os.ReadFile(sysRoot + "/class/dmi/id/product_uuid")
 	if err != nil {
 		return ""
@@ -114,10 +114,10 @@ func machineUUID(sysRoot string) string {
 	return strings.ToLower(strings.TrimSpace(string(b)))
 }
 
-// nodePBKDF is the key slots' KDF: argon2id benchmarked to half a second,
+// NodePBKDF is the key slots' KDF: argon2id benchmarked to half a second,
 // with at most an eighth of the machine's memory (cryptsetup would take
 // up to 1 GiB for two seconds; a 512 MiB node boots in seconds, twice).
-func nodePBKDF() luks2.PBKDF {
+func NodePBKDF() luks2.PBKDF {
 	mem := uint32(256 << 10) // KiB
 
 	if total := memTotalKiB(); total > 0 {
@@ -145,9 +145,9 @@ func memTotalKiB() uint64 {
 	return 0
 }
 
-// formatVolume writes a LUKS2 header holding keys[0] and adds the other
+// FormatVolume writes a LUKS2 header holding keys[0] and adds the other
 // keys, and returns the volume key (the caller zeroes it).
-func formatVolume(dev luks2.Device, ec *configs.EncryptionConfig, keys []volumeKey, label string, kdf luks2.PBKDF) ([]byte, error) {
+func FormatVolume(dev luks2.Device, ec *configs.EncryptionConfig, keys []VolumeKey, label string, kdf luks2.PBKDF) ([]byte, error) {
 	opts := luks2.FormatOptions{Cipher: ec.Cipher, KeySize: int(ec.KeySize), SectorSize: int(ec.BlockSize),
 		Label: label, Slot: keys[0].slot, PBKDF: kdf}
 
@@ -169,10 +169,10 @@ func formatVolume(dev luks2.Device, ec *configs.EncryptionConfig, keys []volumeK
 	return vk, nil
 }
 
-// unlockVolume opens the volume with the first key that works: each key
+// UnlockVolume opens the volume with the first key that works: each key
 // in its own slot first (one KDF run each), then in any slot (a key
 // configured in a slot other than the one that holds it still opens).
-func unlockVolume(dev luks2.Device, keys []volumeKey, label string) ([]byte, volumeKey, error) {
+func UnlockVolume(dev luks2.Device, keys []VolumeKey, label string) ([]byte, VolumeKey, error) {
 	for _, any := range []bool{false, true} {
 		for _, k := range keys {
 			slot := k.slot
@@ -187,7 +187,7 @@ func unlockVolume(dev luks2.Device, keys []volumeKey, label string) ([]byte, vol
 			}
 
 			if !errors.Is(err, luks2.ErrWrongKey) && !errors.Is(err, luks2.ErrNoSlot) {
-				return nil, volumeKey{}, fmt.Errorf("unlock %s: %w", label, err)
+				return nil, VolumeKey{}, fmt.Errorf("unlock %s: %w", label, err)
 			}
 		}
 	}
@@ -197,7 +197,17 @@ func unlockVolume(dev luks2.Device, keys []volumeKey, label string) ([]byte, vol
 		slots[i] = k.String()
 	}
 
-	return nil, volumeKey{}, fmt.Errorf("unlock %s: no configured key opens it (tried %s): %w", label, strings.Join(slots, ", "), luks2.ErrWrongKey)
+	return nil, VolumeKey{}, fmt.Errorf("unlock %s: no configured key opens it (tried %s): %w", label, strings.Join(slots, ", "), luks2.ErrWrongKey)
+}
+
+// SlotsOf lists the keys' slots, in the keys' order.
+func SlotsOf(keys []VolumeKey) []int {
+	s := make([]int, len(keys))
+	for i, k := range keys {
+		s[i] = k.slot
+	}
+
+	return s
 }
 
 // slotKDF is the KDF keyslot slot was made with, ready for another slot
@@ -217,15 +227,15 @@ func slotKDF(dev luks2.Device, slot int, def luks2.PBKDF) luks2.PBKDF {
 	return def
 }
 
-// keySync is what syncKeys did.
-type keySync struct {
+// KeySync is what SyncKeys did.
+type KeySync struct {
 	Added, Replaced, Removed []int
 	// Failed names the slots that could not be synced, with why; the
 	// volume stays usable with the key that opened it.
 	Failed []string
 }
 
-func (s keySync) String() string {
+func (s KeySync) String() string {
 	var parts []string
 
 	for _, p := range []struct {
@@ -233,7 +243,7 @@ func (s keySync) String() string {
 		slots []int
 	}{{"added", s.Added}, {"replaced", s.Replaced}, {"removed", s.Removed}} {
 		if len(p.slots) > 0 {
-			parts = append(parts, fmt.Sprintf("%s key slot(s) %s", p.what, joinInts(p.slots)))
+			parts = append(parts, fmt.Sprintf("%s key slot(s) %s", p.what, JoinInts(p.slots)))
 		}
 	}
 
@@ -242,7 +252,7 @@ func (s keySync) String() string {
 	return strings.Join(parts, "; ")
 }
 
-func joinInts(v []int) string {
+func JoinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
 		s[i] = strconv.Itoa(n)
@@ -251,17 +261,17 @@ func joinInts(v []int) string {
 	return strings.Join(s, ",")
 }
 
-// syncKeys makes the volume's key slots exactly the configured ones, as
+// SyncKeys makes the volume's key slots exactly the configured ones, as
 // Talos does on every unlock: that is how keys rotate. A configured slot
 // holding another key is rewritten, a missing one added, a slot nobody
 // configured removed. opened is the key (and slot) that unlocked it, vk
 // the volume key.
-func syncKeys(dev luks2.Device, vk []byte, opened volumeKey, keys []volumeKey, kdf luks2.PBKDF) keySync {
-	var s keySync
+func SyncKeys(dev luks2.Device, vk []byte, opened VolumeKey, keys []VolumeKey, kdf luks2.PBKDF) KeySync {
+	var s KeySync
 
 	h, err := luks2.ReadHeader(dev)
 	if err != nil {
-		return keySync{Failed: []string{err.Error()}}
+		return KeySync{Failed: []string{err.Error()}}
 	}
 
 	present := map[int]bool{}
@@ -357,8 +367,8 @@ type legacyEncryptionKey struct {
 	KeyLockToSTATE *bool `json:",omitempty"`
 }
 
-// encodeStateEncryption is ec as META's tag 0x09 holds it.
-func encodeStateEncryption(ec *configs.EncryptionConfig) ([]byte, error) {
+// EncodeStateEncryption is ec as META's tag 0x09 holds it.
+func EncodeStateEncryption(ec *configs.EncryptionConfig) ([]byte, error) {
 	l := legacyEncryption{EncryptionProvider: ec.Provider, EncryptionCipher: ec.Cipher, EncryptionKeySize: ec.KeySize,
 		EncryptionBlockSize: ec.BlockSize, EncryptionPerfOptions: ec.Options}
 
@@ -382,8 +392,8 @@ func encodeStateEncryption(ec *configs.EncryptionConfig) ([]byte, error) {
 	return json.Marshal(l)
 }
 
-// decodeStateEncryption reads META's tag 0x09.
-func decodeStateEncryption(b []byte) (*configs.EncryptionConfig, error) {
+// DecodeStateEncryption reads META's tag 0x09.
+func DecodeStateEncryption(b []byte) (*configs.EncryptionConfig, error) {
 	var l legacyEncryption
 
 	dec := json.NewDecoder(bytes.NewReader(b))
