@@ -130,14 +130,9 @@ type nodeCall[T any] func(ctx context.Context, c *client.Client) (T, error)
 // back in the order the nodes were given.
 func fanOut[T any](ctx context.Context, s *session, call nodeCall[T]) []client.Result[T] {
 	return client.FanOut(ctx, s.nodes, func(ctx context.Context, node string) (T, error) {
-		ctx = context.WithValue(ctx, nodeKey{}, node)
+		ctx, c := s.reach(context.WithValue(ctx, nodeKey{}, node), node)
 
-		if s.insecure {
-			// Each node is its own endpoint: no routing metadata.
-			return call(client.WithoutNode(ctx), s.client(node))
-		}
-
-		return call(ctx, s.shared)
+		return call(ctx, c)
 	})
 }
 
@@ -155,14 +150,18 @@ func (s *session) cluster() *check.Cluster {
 	return &check.Cluster{
 		Nodes: s.nodes, ControlPlanes: s.controlPlanes,
 		Endpoint: s.nodeName("", nil), KubeServer: s.kubeServer, Kube: s.kubeClient,
-		Reach: func(ctx context.Context, node string) (context.Context, *client.Client) {
-			if s.insecure {
-				return client.WithoutNode(ctx), s.client(node)
-			}
-
-			return ctx, s.shared
-		},
+		Reach: s.reach,
 	}
+}
+
+// reach is the connection to node, and ctx as it goes there: in insecure
+// mode each node is its own endpoint, with no routing metadata.
+func (s *session) reach(ctx context.Context, node string) (context.Context, *client.Client) {
+	if s.insecure {
+		return client.WithoutNode(ctx), s.client(node)
+	}
+
+	return ctx, s.shared
 }
 
 // kube is the cluster's API server client, from the first control plane's

@@ -80,16 +80,6 @@ func (a *applyFlags) request(cmd *cobra.Command, data []byte) (*machine.ApplyCon
 	return req, nil
 }
 
-// applyTo sends req and returns the node's reply.
-func applyTo(ctx context.Context, c *client.Client, req *machine.ApplyConfigurationRequest) (*machine.ApplyConfiguration, error) {
-	resp, err := c.Machine.ApplyConfiguration(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-
-	return client.FirstMessage(resp.GetMessages())
-}
-
 // printApplyResult reports what the node did: warnings and the mode
 // details go to stderr as in talosctl; a dry run's diff is the command's
 // output, so it goes to stdout.
@@ -176,7 +166,7 @@ maintenance mode, which has no config and so no certificates yet.`,
 
 			return g.withSession(insecure, func(s *session) error {
 				results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (*machine.ApplyConfiguration, error) {
-					return applyTo(ctx, c, req)
+					return c.ApplyConfiguration(ctx, req)
 				})
 
 				for _, r := range results {

@@ -338,7 +338,7 @@ func applyOne(ctx context.Context, n nodePlan) error {
 
 	for {
 		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := applyTo(actx, c, &machine.ApplyConfigurationRequest{Data: n.config, Mode: machine.ApplyConfigurationRequest_AUTO})
+		_, err := c.ApplyConfiguration(actx, &machine.ApplyConfigurationRequest{Data: n.config, Mode: machine.ApplyConfigurationRequest_AUTO})
 
 		acancel()
 

@@ -11,79 +11,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/internal/api/machine"
-	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
 	"github.com/talosbox/talosbox/internal/configpatch"
 )
-
-// activeConfigID names the MachineConfig in effect.
-const activeConfigID = "v1alpha1"
-
-// fetchMachineConfig reads the node's config text through the resource
-// API. Only os:admin sees it: for others the spec is redacted.
-func fetchMachineConfig(ctx context.Context, c *client.Client) ([]byte, error) {
-	resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: "machineconfig", Id: activeConfigID})
-	if err != nil {
-		return nil, fmt.Errorf("get machine config: %w", err)
-	}
-
-	if err := client.MetadataError(resp.GetMetadata()); err != nil {
-		return nil, fmt.Errorf("get machine config: %w", err)
-	}
-
-	if resp.GetResource().GetRedacted() {
-		return nil, errors.New("get machine config: the config is redacted for this client: the os:admin role is required")
-	}
-
-	return machineConfigText(resp.GetResource().GetSpecYaml())
-}
-
-// machineConfigText extracts the config document from a MachineConfig
-// spec, which is either the config itself or the config wrapped in a
-// `config:` key (as text or as a mapping).
-func machineConfigText(spec []byte) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(spec, &doc); err != nil {
-		return nil, fmt.Errorf("machine config spec: %w", err)
-	}
-
-	if len(doc.Content) == 0 {
-		return nil, errors.New("machine config spec is empty")
-	}
-
-	root := doc.Content[0]
-
-	if root.Kind == yaml.ScalarNode {
-		return []byte(root.Value), nil
-	}
-
-	if root.Kind != yaml.MappingNode || len(root.Content) != 2 || (root.Content[0].Value != "config" && root.Content[0].Value != "yaml") {
-		return spec, nil
-	}
-
-	inner := root.Content[1]
-	if inner.Kind == yaml.ScalarNode {
-		return []byte(inner.Value), nil
-	}
-
-	var buf bytes.Buffer
-
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(4)
-
-	if err := enc.Encode(inner); err != nil {
-		return nil, fmt.Errorf("machine config spec: %w", err)
-	}
-
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("machine config spec: %w", err)
-	}
-
-	return buf.Bytes(), nil
-}
 
 func machineConfigArgs(_ *cobra.Command, args []string) error {
 	if len(args) < 1 || len(args) > 2 {
@@ -94,8 +26,8 @@ func machineConfigArgs(_ *cobra.Command, args []string) error {
 		return fmt.Errorf("only the machine config (mc) can be changed this way, not %q", args[0])
 	}
 
-	if len(args) == 2 && args[1] != activeConfigID {
-		return fmt.Errorf("machine config %q does not exist: the active config is %q", args[1], activeConfigID)
+	if len(args) == 2 && args[1] != client.ActiveConfigID {
+		return fmt.Errorf("machine config %q does not exist: the active config is %q", args[1], client.ActiveConfigID)
 	}
 
 	return nil
@@ -137,7 +69,7 @@ result back with the chosen apply mode. A patch is inline YAML/JSON or @file;
 
 			return g.withSession(false, func(s *session) error {
 				results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (*machine.ApplyConfiguration, error) {
-					current, err := fetchMachineConfig(ctx, c)
+					current, err := c.MachineConfig(ctx)
 					if err != nil {
 						return nil, err
 					}
@@ -152,7 +84,7 @@ result back with the chosen apply mode. A patch is inline YAML/JSON or @file;
 						return nil, err
 					}
 
-					return applyTo(ctx, c, req)
+					return c.ApplyConfiguration(ctx, req)
 				})
 
 				for _, r := range results {
@@ -194,7 +126,7 @@ func editHeader(node string) string {
 # and an empty file will abort the edit. If an error occurs while saving this file will be
 # reopened with the relevant failures.
 #
-`, activeConfigID, node)
+`, client.ActiveConfigID, node)
 }
 
 // stripHeader drops the leading comment block: the header and any error
@@ -280,7 +212,7 @@ are applied.`,
 func editNode(ctx context.Context, cmd *cobra.Command, g *GlobalFlags, s *session, af *applyFlags, node string) error {
 	c := s.client(node)
 
-	current, err := fetchMachineConfig(ctx, c)
+	current, err := c.MachineConfig(ctx)
 	if err != nil {
 		return err
 	}
@@ -347,7 +279,7 @@ func editNode(ctx context.Context, cmd *cobra.Command, g *GlobalFlags, s *sessio
 			return keep(err)
 		}
 
-		reply, err := applyTo(ctx, c, req)
+		reply, err := c.ApplyConfiguration(ctx, req)
 		if err == nil {
 			os.Remove(path)
 			printApplyResult(cmd, name, false, af.dryRun, reply)

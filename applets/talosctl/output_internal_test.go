@@ -10,6 +10,7 @@ import (
 
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/client"
 )
 
 // TestServiceStatusLayout renders the troubleshooting guide's
@@ -167,7 +168,7 @@ func TestMachineConfigText(t *testing.T) {
 		"wrapped text":   "config: |\n    version: v1alpha1\n    # a comment\n    machine:\n        type: worker\n",
 		"wrapped object": "config:\n    version: v1alpha1\n    # a comment\n    machine:\n        type: worker\n",
 	} {
-		got, err := machineConfigText([]byte(spec))
+		got, err := client.ConfigText([]byte(spec))
 		if err != nil || string(got) != raw {
 			t.Errorf("%s: got %q, %v; want %q", name, got, err, raw)
 		}

@@ -128,7 +128,7 @@ type (
 
 var ready = condition{Type: "Ready", Status: "True"}
 
-func images(s podSpec) []string {
+func containerImages(s podSpec) []string {
 	out := make([]string, len(s.Containers))
 	for i, c := range s.Containers {
 		out[i] = c.Image
@@ -158,7 +158,7 @@ func (w wireNode) plain() Node {
 func (w wirePod) plain() Pod {
 	return Pod{
 		Name: w.Metadata.Name, Labels: w.Metadata.Labels, Annotations: w.Metadata.Annotations,
-		Images: images(w.Spec), HostIP: w.Status.HostIP, Phase: w.Status.Phase,
+		Images: containerImages(w.Spec), HostIP: w.Status.HostIP, Phase: w.Status.Phase,
 		Ready: slices.Contains(w.Status.Conditions, ready),
 	}
 }
@@ -166,7 +166,7 @@ func (w wirePod) plain() Pod {
 func (w wireRollout) rollout(daemonSet bool) Rollout {
 	r := Rollout{
 		DaemonSet: daemonSet, Generation: w.Metadata.Generation, ObservedGeneration: w.Status.ObservedGeneration,
-		Images: images(w.Spec.Template.Spec),
+		Images: containerImages(w.Spec.Template.Spec),
 	}
 
 	st := w.Status

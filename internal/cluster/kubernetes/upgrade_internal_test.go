@@ -1,4 +1,4 @@
-package talosctl
+package kubernetes
 
 import (
 	"strings"
@@ -66,8 +66,8 @@ func TestImageTagVersion(t *testing.T) {
 			t.Errorf("imageTagVersion(%q) = %q, want %q", tc.image, got, tc.version)
 		}
 
-		if got := imageRepository(tc.image); got != tc.repo {
-			t.Errorf("imageRepository(%q) = %q, want %q", tc.image, got, tc.repo)
+		if got := ImageRepository(tc.image); got != tc.repo {
+			t.Errorf("ImageRepository(%q) = %q, want %q", tc.image, got, tc.repo)
 		}
 	}
 }

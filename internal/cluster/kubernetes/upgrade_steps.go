@@ -1,4 +1,4 @@
-package talosctl
+package kubernetes
 
 import (
 	"context"
@@ -12,24 +12,16 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
-	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
-
-// onNode runs call against one node.
-func onNode[T any](ctx context.Context, s *session, node string, call nodeCall[T]) (T, error) {
-	r := fanOut(ctx, s.on([]string{node}), call)[0]
-
-	return r.Value, r.Err
-}
 
 // staticPod is a node's StaticPod resource, as upgrade-k8s reads it.
 type staticPod struct {
 	image, configVersion string
 }
 
-func readStaticPod(ctx context.Context, s *session, node, component string) (staticPod, error) {
-	return onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (staticPod, error) {
+func readStaticPod(ctx context.Context, reach client.Reach, node, component string) (staticPod, error) {
+	return client.OnNode(ctx, reach, node, func(ctx context.Context, c *client.Client) (staticPod, error) {
 		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: k8s.StaticPodType, Id: component})
 		if err != nil {
 			return staticPod{}, err
@@ -141,7 +133,7 @@ func (u *k8sUpgrade) upgradeStaticPod(ctx context.Context, component, node strin
 		return err
 	}
 
-	if u.o.dryRun {
+	if u.o.DryRun {
 		return nil
 	}
 
@@ -150,7 +142,7 @@ func (u *k8sUpgrade) upgradeStaticPod(ctx context.Context, component, node strin
 	// The node renders the pod from the new config (immediately, unless
 	// it is busy): its config-version is what the kubelet must report.
 	err = u.waitFor(ctx, 5*time.Minute, "", func() error {
-		sp, err := readStaticPod(ctx, u.s, node, component)
+		sp, err := readStaticPod(ctx, u.reach, node, component)
 		if err != nil {
 			return err
 		}
@@ -205,7 +197,7 @@ func (u *k8sUpgrade) upgradeStaticPod(ctx context.Context, component, node strin
 // upgradeProxy patches kube-proxy's image in every control plane's
 // config; the manifests sync rolls the DaemonSet out.
 func (u *k8sUpgrade) upgradeProxy(ctx context.Context) error {
-	u.log("updating kube-proxy to version %q", u.o.to)
+	u.log("updating kube-proxy to version %q", u.o.To)
 
 	for _, node := range u.controlPlanes {
 		u.log(" > %q: starting update", node)
@@ -228,7 +220,7 @@ func (u *k8sUpgrade) upgradeProxy(ctx context.Context) error {
 func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 	u.log(" > %q: starting update", node)
 
-	if err := u.waitFor(ctx, 5*time.Minute, "", func() error { return kubeletHealthy(ctx, u.s, node) }); err != nil {
+	if err := u.waitFor(ctx, 5*time.Minute, "", func() error { return kubeletHealthy(ctx, u.reach, node) }); err != nil {
 		return err
 	}
 
@@ -242,14 +234,14 @@ func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 		return err
 	}
 
-	if u.o.dryRun {
+	if u.o.DryRun {
 		return nil
 	}
 
 	if patched {
 		u.log(" > %q: waiting for kubelet restart", node)
 
-		if err := u.waitFor(ctx, 5*time.Minute, "", func() error { return kubeletHealthy(ctx, u.s, node) }); err != nil {
+		if err := u.waitFor(ctx, 5*time.Minute, "", func() error { return kubeletHealthy(ctx, u.reach, node) }); err != nil {
 			return err
 		}
 	}
@@ -267,7 +259,7 @@ func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 				continue
 			}
 
-			if n.KubeletVersion != "v"+u.o.to {
+			if n.KubeletVersion != "v"+u.o.To {
 				return fmt.Errorf("node %s reports kubelet %s", n.Name, n.KubeletVersion)
 			}
 
@@ -291,8 +283,8 @@ func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 
 // kubeletHealthy: the node's kubelet service runs and passes its check,
 // and runs the spec its config asks for (not the one before a patch).
-func kubeletHealthy(ctx context.Context, s *session, node string) error {
-	list, err := onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (*machine.ServiceList, error) {
+func kubeletHealthy(ctx context.Context, reach client.Reach, node string) error {
+	list, err := client.OnNode(ctx, reach, node, func(ctx context.Context, c *client.Client) (*machine.ServiceList, error) {
 		resp, err := c.Machine.ServiceList(ctx, &emptypb.Empty{})
 		if err != nil {
 			return nil, err
@@ -323,7 +315,7 @@ func kubeletHealthy(ctx context.Context, s *session, node string) error {
 func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
 	u.log("updating manifests")
 
-	if u.o.dryRun {
+	if u.o.DryRun {
 		u.log(" > skipped in dry-run")
 		return nil
 	}
@@ -333,7 +325,7 @@ func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
 	var objects []string
 
 	err := u.waitFor(ctx, 5*time.Minute, "", func() error {
-		st, err := readManifestStatus(ctx, u.s, node)
+		st, err := readManifestStatus(ctx, u.reach, node)
 		if err != nil {
 			return err
 		}
@@ -347,7 +339,7 @@ func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
 		// The DaemonSet carries the new image once the node has applied
 		// the manifests rendered from the patched config.
 		ds, err := u.kube.DaemonSet(ctx, "kube-system", "kube-proxy")
-		if kubernetes.IsNotFound(err) {
+		if IsNotFound(err) {
 			return nil
 		}
 
@@ -388,7 +380,7 @@ func (u *k8sUpgrade) syncManifests(ctx context.Context) error {
 			}
 
 			r, err := read(ctx, "kube-system", w.name)
-			if kubernetes.IsNotFound(err) {
+			if IsNotFound(err) {
 				return nil
 			}
 
@@ -414,8 +406,8 @@ type manifestStatus struct {
 	Error            string   `yaml:"error"`
 }
 
-func readManifestStatus(ctx context.Context, s *session, node string) (manifestStatus, error) {
-	return onNode(ctx, s, node, func(ctx context.Context, c *client.Client) (manifestStatus, error) {
+func readManifestStatus(ctx context.Context, reach client.Reach, node string) (manifestStatus, error) {
+	return client.OnNode(ctx, reach, node, func(ctx context.Context, c *client.Client) (manifestStatus, error) {
 		var st manifestStatus
 
 		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: k8s.ManifestStatusType, Id: k8s.ManifestStatusID})

@@ -1,4 +1,4 @@
-package talosctl
+package kubernetes
 
 import (
 	"fmt"
@@ -104,8 +104,8 @@ func imageTagVersion(image string) string {
 	return v
 }
 
-// imageRepository is an image reference without its tag.
-func imageRepository(image string) string {
+// ImageRepository is an image reference without its tag.
+func ImageRepository(image string) string {
 	slash := strings.LastIndexByte(image, '/')
 	if i := strings.LastIndexByte(image, ':'); i > slash {
 		return image[:i]
