@@ -23,9 +23,8 @@ type Cluster struct {
 	// Nodes are every node to check; ControlPlanes the ones running etcd
 	// (discovered when nil).
 	Nodes, ControlPlanes []string
-	// Reach is the connection to node's API, with ctx (already routed to
-	// node by the fan-out) adjusted for it.
-	Reach func(ctx context.Context, node string) (context.Context, *client.Client)
+	// Reach is the connection to a node's API.
+	Reach client.Reach
 	// Endpoint names the node that answers when Nodes is empty.
 	Endpoint string
 	// KubeServer, when set, replaces the kubeconfig's API server address.
