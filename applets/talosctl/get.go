@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"gopkg.in/yaml.v3"
 
+	"github.com/talosbox/talosbox/applets/talosctl/output"
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
@@ -61,7 +62,7 @@ and -o json show the whole resource, -o jsonpath='{.spec.field}' picks values.`,
   talosctl get services -w`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			w, err := newResourceWriter(opts.output, cmd.OutOrStdout())
+			w, err := output.New(opts.output, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
@@ -98,7 +99,7 @@ type listing struct {
 	items []*resource.Resource
 }
 
-func getResources(cmd *cobra.Command, s *session, w resourceWriter, typ, id string, opts getOptions) error {
+func getResources(cmd *cobra.Command, s *session, w output.Writer, typ, id string, opts getOptions) error {
 	results := fanOut(cmd.Context(), s, func(ctx context.Context, c *client.Client) (listing, error) {
 		return fetchResources(ctx, c, typ, id, opts)
 	})
@@ -236,7 +237,7 @@ func definitionListing(ctx context.Context, c *client.Client, id string) (listin
 		}
 
 		spec := definitionSpec{
-			Type: d.GetType(), DisplayType: displayType(d.GetType()), DefaultNamespace: d.GetDefaultNamespace(),
+			Type: d.GetType(), DisplayType: output.DisplayType(d.GetType()), DefaultNamespace: d.GetDefaultNamespace(),
 			Aliases: d.GetAliases(), PrintColumns: []definitionPrintColumn{},
 		}
 		if d.GetSensitive() {
@@ -299,7 +300,7 @@ func namespaceListing(ctx context.Context, c *client.Client) (listing, error) {
 // watchResources streams every node's events into one output. Rows from
 // the initial listing are flushed together so they align; later events
 // are flushed as they come.
-func watchResources(cmd *cobra.Command, s *session, w resourceWriter, typ, id string, opts getOptions) error {
+func watchResources(cmd *cobra.Command, s *session, w output.Writer, typ, id string, opts getOptions) error {
 	var (
 		mu         sync.Mutex
 		headerDone bool

@@ -1,4 +1,6 @@
-package talosctl
+// Package output prints resources in `talosctl get -o`'s formats: table,
+// yaml, json and jsonpath=TEMPLATE, as Talos's talosctl output package does.
+package output
 
 import (
 	"bytes"
@@ -15,9 +17,9 @@ import (
 	"github.com/talosbox/talosbox/internal/api/resource"
 )
 
-// resourceWriter prints resources in one of `get -o`'s formats. Calls come
+// Writer prints resources in one of `get -o`'s formats. Calls come
 // from one goroutine at a time (the get command serializes node streams).
-type resourceWriter interface {
+type Writer interface {
 	// Header is called once, with the definition of the listed type.
 	Header(def *resource.ResourceDefinition, watch bool) error
 	// Resource prints one resource (or one watch event about it).
@@ -27,7 +29,8 @@ type resourceWriter interface {
 	Flush() error
 }
 
-func newResourceWriter(format string, w io.Writer) (resourceWriter, error) {
+// New is the writer for format (table, yaml, json, jsonpath=TEMPLATE).
+func New(format string, w io.Writer) (Writer, error) {
 	switch {
 	case format == "table":
 		return &tableWriter{w: w}, nil
@@ -47,10 +50,10 @@ func newResourceWriter(format string, w io.Writer) (resourceWriter, error) {
 	}
 }
 
-// displayType is the singular short name Talos shows in tables
+// DisplayType is the singular short name Talos shows in tables
 // ("Manifests.kubernetes.talos.dev" -> "Manifest", "MachineStatuses..." ->
 // "MachineStatus"); our definitions carry only the plural full name.
-func displayType(typ string) string {
+func DisplayType(typ string) string {
 	s, _, _ := strings.Cut(typ, ".")
 
 	switch {
@@ -100,7 +103,7 @@ func (t *tableWriter) row(values []string) {
 
 func (t *tableWriter) Header(def *resource.ResourceDefinition, watch bool) error {
 	t.watch = watch
-	t.display = displayType(def.GetType())
+	t.display = DisplayType(def.GetType())
 
 	fields := []string{"NODE", "NAMESPACE", "TYPE", "ID", "VERSION"}
 	if watch {
@@ -129,7 +132,7 @@ func (t *tableWriter) Resource(node string, r *resource.Resource, event resource
 	// says its own.
 	display := t.display
 	if typ := m.GetType(); typ != "" {
-		display = displayType(typ)
+		display = DisplayType(typ)
 	}
 
 	values := []string{node, m.GetNamespace(), display, m.GetId(), strconv.FormatUint(m.GetVersion(), 10)}

@@ -1,4 +1,4 @@
-package talosctl
+package output
 
 import (
 	"encoding/json"
