@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/talosbox/talosbox/internal/pki"
 )
@@ -21,47 +22,6 @@ type KubeconfigOptions struct {
 	Client                             *pki.CertAndKey
 	Token                              string
 }
-
-// The kubeconfig v1 schema (k8s.io/client-go/tools/clientcmd/api/v1),
-// declared here so writing one does not drag the apimachinery scheme into
-// every binary that links this package.
-type (
-	kubeconfigFile struct {
-		APIVersion     string         `json:"apiVersion"`
-		Kind           string         `json:"kind"`
-		Clusters       []namedCluster `json:"clusters"`
-		Users          []namedUser    `json:"users"`
-		Contexts       []namedContext `json:"contexts"`
-		CurrentContext string         `json:"current-context"`
-		Preferences    struct{}       `json:"preferences"`
-	}
-	namedCluster struct {
-		Name    string      `json:"name"`
-		Cluster clusterInfo `json:"cluster"`
-	}
-	clusterInfo struct {
-		Server                   string `json:"server"`
-		CertificateAuthorityData []byte `json:"certificate-authority-data"`
-	}
-	namedUser struct {
-		Name string   `json:"name"`
-		User authInfo `json:"user"`
-	}
-	authInfo struct {
-		ClientCertificateData []byte `json:"client-certificate-data,omitempty"`
-		ClientKeyData         []byte `json:"client-key-data,omitempty"`
-		Token                 string `json:"token,omitempty"`
-	}
-	namedContext struct {
-		Name    string      `json:"name"`
-		Context contextInfo `json:"context"`
-	}
-	contextInfo struct {
-		Cluster   string `json:"cluster"`
-		User      string `json:"user"`
-		Namespace string `json:"namespace"`
-	}
-)
 
 // Kubeconfig renders a kubeconfig from o.
 func Kubeconfig(o KubeconfigOptions) ([]byte, error) {
@@ -90,7 +50,7 @@ func Kubeconfig(o KubeconfigOptions) ([]byte, error) {
 		return nil, errors.New("kubeconfig: at least one CA certificate is required")
 	}
 
-	auth := authInfo{Token: o.Token}
+	auth := &clientcmdapi.AuthInfo{Token: o.Token}
 	if o.Client != nil {
 		if len(o.Client.Crt) == 0 || len(o.Client.Key) == 0 {
 			return nil, errors.New("kubeconfig: client certificate or key is empty")
@@ -102,14 +62,15 @@ func Kubeconfig(o KubeconfigOptions) ([]byte, error) {
 	user := o.User + "@" + o.ClusterName
 	ctx := o.Context + "@" + o.ClusterName
 
-	data, err := yaml.Marshal(kubeconfigFile{
-		APIVersion:     "v1",
-		Kind:           "Config",
-		Clusters:       []namedCluster{{Name: o.ClusterName, Cluster: clusterInfo{Server: o.Server, CertificateAuthorityData: bundle.Bytes()}}},
-		Users:          []namedUser{{Name: user, User: auth}},
-		Contexts:       []namedContext{{Name: ctx, Context: contextInfo{Cluster: o.ClusterName, User: user, Namespace: "default"}}},
-		CurrentContext: ctx,
-	})
+	// client-go's own form and writer: the same the client side reads
+	// and merges kubeconfigs with (internal/cluster/kubernetes).
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[o.ClusterName] = &clientcmdapi.Cluster{Server: o.Server, CertificateAuthorityData: bundle.Bytes()}
+	cfg.AuthInfos[user] = auth
+	cfg.Contexts[ctx] = &clientcmdapi.Context{Cluster: o.ClusterName, AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = ctx
+
+	data, err := clientcmd.Write(*cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
