@@ -146,7 +146,7 @@ func (n *Node) check(data []byte) (*configs.Config, error) {
 		return nil, err
 	}
 
-	if err := n.checkInstallable(cfg); err != nil {
+	if err := n.volumes.CheckInstallable(cfg); err != nil {
 		return nil, err
 	}
 

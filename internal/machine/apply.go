@@ -224,7 +224,7 @@ func (n *Node) validate(data []byte) (*configs.Config, []string, error) {
 	}
 
 	// A node that is not installed yet must be able to install with it.
-	return cfg, warnings, n.checkInstallable(cfg)
+	return cfg, warnings, n.volumes.CheckInstallable(cfg)
 }
 
 func (n *Node) inMaintenance() bool {
@@ -272,7 +272,7 @@ func (n *Node) persist(next loadedConfig) (bool, error) {
 
 	// The next boot opens STATE before it reads this config: META
 	// carries STATE's keys over.
-	if err := n.recordStateEncryption(context.Background(), next.cfg); err != nil {
+	if err := n.volumes.RecordStateEncryption(context.Background(), next.cfg); err != nil {
 		return true, fmt.Errorf("apply config: record the STATE encryption config in META: %w", err)
 	}
 

@@ -89,10 +89,7 @@ func (n *Node) stateOnDisk() bool {
 		return true
 	}
 
-	n.mu.Lock()
-	defer n.mu.Unlock()
-
-	return n.sysDisk != "" && !n.stateEmpty && n.stateErr == nil
+	return n.volumes.StateOpen()
 }
 
 // errSameConfig: the last good config cannot replace the one that failed.
@@ -142,7 +139,7 @@ func (n *Node) fallBack(ctx context.Context, bootErr error) fallbackAction {
 
 	// META (metal, or a test's image) says an upgrade's first boot: its
 	// revert (machined's RevertFailedUpgrade) goes first.
-	if _, ok := n.metaTag(meta.Upgrade); ok {
+	if _, ok := n.volumes.MetaTag(meta.Upgrade); ok {
 		n.logf("config fallback: this was the first boot of an OS upgrade: the upgrade is reverted first, the config stays")
 		return fallbackNone
 	}
@@ -243,7 +240,7 @@ func (n *Node) fallbackSequence(failed, good loadedConfig, kept []byte, spec run
 
 		return nil
 	}))
-	seq.AppendWhen(metal, "unmountSystem", task("unmountSystemVolumes", n.unmountSystem))
+	seq.AppendWhen(metal, "unmountSystem", task("unmountSystemVolumes", n.volumes.UnmountSystem))
 
 	return seq
 }

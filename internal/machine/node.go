@@ -14,7 +14,6 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/cri"
-	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/logring"
 	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/platform"
@@ -22,6 +21,7 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 	"github.com/talosbox/talosbox/internal/sequencer"
+	"github.com/talosbox/talosbox/internal/storage"
 	"github.com/talosbox/talosbox/internal/supervisor"
 )
 
@@ -132,6 +132,10 @@ type Node struct {
 	// and machined's controllers render its config.
 	containerd *cri.Containerd
 
+	// volumes are the system disk and the user disks; the boot and reset
+	// sequences decide when they are opened, mounted and wiped.
+	volumes *storage.Volumes
+
 	// applyMu makes applies one at a time.
 	applyMu sync.Mutex
 
@@ -142,17 +146,6 @@ type Node struct {
 	staged   bool
 	booted   bool        // a boot of this process got as far as a config
 	tryTimer *time.Timer // pending revert of a "try" apply
-	sysDisk  string      // metal: the disk holding STATE ("vda"), "" before an install
-	mounts   []string    // metal: volumes mounted, in order
-	// stateEmpty: STATE exists but holds nothing (a reset wiped it); it is
-	// made, encrypted or not, when a config arrives.
-	stateEmpty bool
-	// stateErr: STATE exists but could not be opened (a wrong key); the
-	// node runs in maintenance mode and refuses to install over it.
-	stateErr error
-	// crypted maps a label to its partition while its dm-crypt mapping
-	// is open.
-	crypted map[string]disk.BlockDevice
 	// upgradeMu is held by an upgrade or a rollback: one at a time.
 	upgradeMu sync.Mutex
 	// failedPhase and failedTask name what failed the last sequence.
@@ -168,8 +161,6 @@ type Node struct {
 	// them (nil: unset), to undo them.
 	envMu   sync.Mutex
 	envBase map[string]*string
-
-	meta metaState
 }
 
 // New prepares a node; Run boots it.
@@ -191,7 +182,7 @@ func New(opts Options) (*Node, error) {
 		ctrlLog:  logring.New(1 << 20),
 		offered:  make(chan loadedConfig),
 		requests: make(chan request),
-		sysRoot:  sysRoot,
+		sysRoot:  storage.SysRoot,
 		containerd: cri.NewContainerd(cri.ContainerdOptions{
 			Runtime:         cri.NewRuntime(opts.Platform),
 			Executable:      opts.ContainerdPath,
@@ -199,6 +190,16 @@ func New(opts Options) (*Node, error) {
 			OOMScoreAdjPath: opts.OOMScoreAdjPath,
 		}),
 	}
+
+	n.volumes = storage.NewVolumes(storage.Options{
+		Platform: opts.Platform,
+		SysRoot:  n.sysRoot,
+		MetaPath: opts.MetaPath,
+		Cmdline:  func() platform.Cmdline { return n.cmdline },
+		Store:    n.store,
+		Owner:    owner,
+		Logf:     n.logf,
+	})
 
 	n.console = io.MultiWriter(opts.Console, n.log)
 	n.seq = &sequencer.Runner{Console: n.console, Observe: func(kind, name, action string, err error) {

@@ -40,9 +40,9 @@ func (n *Node) initializeSequence(cfg *loadedConfig) *sequencer.Sequence {
 	}))
 	seq.AppendWhen(metal, "cmdline", task("applyKernelCmdline", n.applyCmdline))
 	// Before STATE, whose encryption config Talos keeps in META.
-	seq.AppendWhen(metal || n.opts.MetaPath != "", "meta", task("loadMeta", n.loadMeta))
+	seq.AppendWhen(metal || n.opts.MetaPath != "", "meta", task("loadMeta", n.volumes.LoadMeta))
 	// Before the identity: it lives on STATE.
-	seq.AppendWhen(metal, "state", task("mountStatePartition", n.mountState))
+	seq.AppendWhen(metal, "state", task("mountStatePartition", n.volumes.MountState))
 	seq.Append("identity", task("loadNodeIdentity", func(ctx context.Context, w io.Writer) error {
 		if err := n.state.RemoveStaleTemps(); err != nil {
 			return err
@@ -109,11 +109,11 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	// On metal the config goes to the disk: STATE is made on the first
 	// boot with a config, and EPHEMERAL (/var) is mounted before anything
 	// writes there.
-	seq.AppendWhen(metal, "install", task("installSystemDisk", n.installSystemDisk(cfg)))
+	seq.AppendWhen(metal, "install", task("installSystemDisk", n.volumes.InstallSystemDisk(cfg)))
 	// The install wrote META: found only now on a node installed by this boot.
-	seq.AppendWhen(metal && !n.hasMeta(), "meta", task("loadMeta", n.loadMeta))
-	seq.AppendWhen(metal, "ephemeral", task("mountEphemeralPartition", n.mountEphemeral(cfg)))
-	seq.AppendWhen(metal && cfg.Machine != nil && len(cfg.Machine.Disks) > 0, "userDisks", task("mountUserDisks", n.mountUserDisks(cfg)))
+	seq.AppendWhen(metal && !n.volumes.HasMeta(), "meta", task("loadMeta", n.volumes.LoadMeta))
+	seq.AppendWhen(metal, "ephemeral", task("mountEphemeralPartition", n.volumes.MountEphemeral(cfg)))
+	seq.AppendWhen(metal && cfg.Machine != nil && len(cfg.Machine.Disks) > 0, "userDisks", task("mountUserDisks", n.volumes.MountUserDisks(cfg)))
 	seq.Append("config", task("saveConfig", func(ctx context.Context, w io.Writer) error {
 		if cfg.Persist {
 			persisted, err := n.state.LoadConfig()
@@ -141,7 +141,7 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	}))
 	// An upgrade staged before the reboot is installed now, before any
 	// service uses the disk, and the node reboots into it.
-	seq.AppendWhen(metal && n.hasMeta(), "stagedUpgrade", task("applyStagedUpgrade", n.applyStagedUpgrade(cfg)))
+	seq.AppendWhen(metal && n.volumes.HasMeta(), "stagedUpgrade", task("applyStagedUpgrade", n.applyStagedUpgrade(cfg)))
 	seq.AppendWhen(version.BrokenBoot != "", "broken", task("failOnPurpose", func(context.Context, io.Writer) error {
 		return errors.New("this build fails every boot on purpose (built with BROKEN_BOOT=1, to test rollbacks)")
 	}))
@@ -248,7 +248,7 @@ func (n *Node) appendDrain(seq *sequencer.Sequence) *sequencer.Sequence {
 func (n *Node) appendStop(seq *sequencer.Sequence) *sequencer.Sequence {
 	seq.Append("stopEverything", task("stopAllServices", n.stopServices))
 	seq.AppendWhen(n.ownsRuntime(), "releaseRuntime", task("stopAllPods", n.releaseRuntime))
-	seq.AppendWhen(n.opts.Platform.IsMetal(), "unmountSystem", task("unmountSystemVolumes", n.unmountSystem))
+	seq.AppendWhen(n.opts.Platform.IsMetal(), "unmountSystem", task("unmountSystemVolumes", n.volumes.UnmountSystem))
 
 	return seq
 }
@@ -299,21 +299,21 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 			}
 
 			if metal {
-				if err := n.wipeVolume(ctx, l, dir, w); err != nil {
+				if err := n.volumes.WipeVolume(ctx, l, dir, w); err != nil {
 					return err
 				}
 
 				continue
 			}
 
-			if err := n.wipeDirLabel(l, w); err != nil {
+			if err := n.volumes.WipeDirLabel(l, w); err != nil {
 				return err
 			}
 		}
 
 		// STATE's encryption record goes with STATE, as in Talos: the
 		// next config says afresh whether it is encrypted.
-		if slices.Contains(labels, "STATE") && metal && n.hasMeta() {
+		if slices.Contains(labels, "STATE") && metal && n.volumes.HasMeta() {
 			if _, err := n.MetaDelete(ctx, meta.StateEncryptionConfig); err != nil {
 				fmt.Fprintf(w, "[talos] META: delete the STATE encryption config: %v\n", err)
 			}
@@ -332,7 +332,7 @@ func (n *Node) resetSequence(opts ResetOptions) *sequencer.Sequence {
 
 		return nil
 	}))
-	seq.AppendWhen(metal, "unmountSystem", task("unmountSystemVolumes", n.unmountSystem))
+	seq.AppendWhen(metal, "unmountSystem", task("unmountSystemVolumes", n.volumes.UnmountSystem))
 
 	return seq
 }

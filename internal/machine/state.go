@@ -105,27 +105,6 @@ func (s State) Identity() (string, error) {
 	return id, nil
 }
 
-// Wipe removes everything in dir but keeps dir itself (it may be a mount
-// point or a volume).
-func Wipe(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-
-	if err != nil {
-		return fmt.Errorf("wipe %s: %w", dir, err)
-	}
-
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return fmt.Errorf("wipe %s: %w", dir, err)
-		}
-	}
-
-	return nil
-}
-
 // RemoveStaleTemps deletes temporary files left by writes that a crash or
 // power loss interrupted; the rename never happened, so they hold nothing
 // that was ever in effect.

@@ -10,11 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/installer"
 	"github.com/talosbox/talosbox/internal/meta"
 )
@@ -89,7 +87,7 @@ func (n *Node) Upgrade(ctx context.Context, o UpgradeOptions) (UpgradeResult, er
 }
 
 func (n *Node) installUpgrade(ctx context.Context, sysDisk, image string, cfg *configs.Config, w io.Writer) (UpgradeResult, error) {
-	res, err := n.writeBootSlot(ctx, sysDisk, image, cfg, w)
+	res, err := n.volumes.WriteBootSlot(ctx, sysDisk, image, cfg, w)
 	if err != nil {
 		return UpgradeResult{}, fmt.Errorf("upgrade: %w", err)
 	}
@@ -159,7 +157,7 @@ func (n *Node) Rollback(ctx context.Context) (string, error) {
 	}
 	defer n.upgradeMu.Unlock()
 
-	label, err := n.revertBoot(sysDisk)
+	label, err := n.volumes.RevertBoot(sysDisk)
 	if err != nil {
 		return "", fmt.Errorf("rollback: %w", err)
 	}
@@ -173,48 +171,12 @@ func (n *Node) Rollback(ctx context.Context) (string, error) {
 	return label, nil
 }
 
-// revertBoot swaps GRUB's default and fallback on BOOT.
-func (n *Node) revertBoot(sysDisk string) (string, error) {
-	devs, err := disk.Scan(n.sysRoot)
-	if err != nil {
-		return "", err
-	}
-
-	bootDev, ok := disk.FindPartition(devs, sysDisk, disk.LabelBoot)
-	if !ok {
-		return "", fmt.Errorf("no %s partition on %s", disk.LabelBoot, sysDisk)
-	}
-
-	mnt := filepath.Join(filepath.Dir(n.state.Dir), ".boot")
-	if err := disk.Mount(bootDev.Path, mnt, bootMountFlags); err != nil {
-		return "", err
-	}
-
-	defer disk.Unmount(mnt) //nolint:errcheck // grub.cfg was written atomically and synced
-
-	conf, err := readGrubConfig(mnt)
-	if err != nil {
-		return "", err
-	}
-
-	if conf.Default == "" {
-		return "", fmt.Errorf("BOOT holds no installation (no grub.cfg)")
-	}
-
-	label, err := conf.Revert()
-	if err != nil {
-		return "", err
-	}
-
-	return label, writeGrubConfig(mnt, conf)
-}
-
 // RevertFailedUpgrade is what PID 1 does after a fatal boot error: if the
 // boot was the first of an upgrade (META's Upgrade tag names the slot it
 // came from), GRUB is pointed back at that slot and the tag dropped;
 // reverted says the caller should reboot.
 func (n *Node) RevertFailedUpgrade(ctx context.Context) (reverted bool, err error) {
-	prev, ok := n.metaTag(meta.Upgrade)
+	prev, ok := n.volumes.MetaTag(meta.Upgrade)
 	if !ok || len(prev) == 0 {
 		return false, nil
 	}
@@ -226,7 +188,7 @@ func (n *Node) RevertFailedUpgrade(ctx context.Context) (reverted bool, err erro
 
 	fmt.Fprintf(n.console, "[talos] reverting failed upgrade, switching to %q\n", prev)
 
-	label, err := n.revertBoot(sysDisk)
+	label, err := n.volumes.RevertBoot(sysDisk)
 	if err != nil {
 		return false, fmt.Errorf("revert the failed upgrade: %w", err)
 	}
@@ -245,7 +207,7 @@ func (n *Node) RevertFailedUpgrade(ctx context.Context) (reverted bool, err erro
 // dropUpgradeFallback forgets the slot an upgrade came from once the new
 // version runs: a later fatal error is no longer the upgrade's.
 func (n *Node) dropUpgradeFallback(ctx context.Context, w io.Writer) {
-	if prev, ok := n.metaTag(meta.Upgrade); ok {
+	if prev, ok := n.volumes.MetaTag(meta.Upgrade); ok {
 		if _, err := n.MetaDelete(ctx, meta.Upgrade); err != nil {
 			fmt.Fprintf(w, "[talos] removing fallback entry: %v\n", err)
 			return
@@ -260,7 +222,7 @@ func (n *Node) dropUpgradeFallback(ctx context.Context, w io.Writer) {
 // image that cannot be installed is reported once, not retried forever.
 func (n *Node) applyStagedUpgrade(cfg *configs.Config) func(context.Context, io.Writer) error {
 	return func(ctx context.Context, w io.Writer) error {
-		image, ok := n.metaTag(meta.StagedUpgradeImageRef)
+		image, ok := n.volumes.MetaTag(meta.StagedUpgradeImageRef)
 		if !ok {
 			return nil
 		}
@@ -292,21 +254,4 @@ func (n *Node) applyStagedUpgrade(cfg *configs.Config) func(context.Context, io.
 
 		return nil
 	}
-}
-
-// metaTag reads one tag of the node's META.
-func (n *Node) metaTag(tag uint8) ([]byte, bool) {
-	n.meta.mu.Lock()
-	defer n.meta.mu.Unlock()
-
-	if n.meta.path == "" {
-		return nil, false
-	}
-
-	m, err := meta.Open(n.meta.path)
-	if err != nil {
-		return nil, false
-	}
-
-	return m.ReadTag(tag)
 }

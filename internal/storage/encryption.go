@@ -25,29 +25,29 @@ import (
 // errUnsupportedKey: kms and tpm keys need services talosbox has not got.
 var errUnsupportedKey = errors.New("not supported by talosbox (use nodeID or static)")
 
-// VolumeKey is one configured key slot with its passphrase.
-type VolumeKey struct {
+// volumeKey is one configured key slot with its passphrase.
+type volumeKey struct {
 	slot int
 	kind string // nodeID or static
 	pass []byte
 }
 
-func (k VolumeKey) String() string { return fmt.Sprintf("slot %d (%s)", k.slot, k.kind) }
+func (k volumeKey) String() string { return fmt.Sprintf("slot %d (%s)", k.slot, k.kind) }
 
-func ZeroKeys(keys []VolumeKey) {
+func zeroKeys(keys []volumeKey) {
 	for _, k := range keys {
 		clear(k.pass)
 	}
 }
 
-// VolumeKeys derives the passphrases of ec for the volume labelled label,
+// volumeKeys derives the passphrases of ec for the volume labelled label,
 // in slot order. machineUUID is the SMBIOS system UUID (nodeID keys).
-func VolumeKeys(ec *configs.EncryptionConfig, label, machineUUID string) ([]VolumeKey, error) {
-	keys := make([]VolumeKey, 0, len(ec.Keys))
+func volumeKeys(ec *configs.EncryptionConfig, label, machineUUID string) ([]volumeKey, error) {
+	keys := make([]volumeKey, 0, len(ec.Keys))
 
 	for _, k := range ec.Keys {
 		var (
-			vk  = VolumeKey{slot: k.Slot}
+			vk  = volumeKey{slot: k.Slot}
 			err error
 		)
 
@@ -68,7 +68,7 @@ func VolumeKeys(ec *configs.EncryptionConfig, label, machineUUID string) ([]Volu
 		}
 
 		if err != nil {
-			ZeroKeys(keys)
+			zeroKeys(keys)
 			return nil, fmt.Errorf("%s encryption key in slot %d: %w", label, k.Slot, err)
 		}
 
@@ -79,7 +79,7 @@ func VolumeKeys(ec *configs.EncryptionConfig, label, machineUUID string) ([]Volu
 		return nil, fmt.Errorf("%s encryption: no keys configured", label)
 	}
 
-	slices.SortFunc(keys, func(a, b VolumeKey) int { return a.slot - b.slot })
+	slices.SortFunc(keys, func(a, b volumeKey) int { return a.slot - b.slot })
 
 	return keys, nil
 }
@@ -104,8 +104,8 @@ func nodeIDKey(machineUUID, label string) ([]byte, error) {
 	return []byte(machineUUID + label), nil
 }
 
-// MachineUUID reads the SMBIOS system UUID from sysfs.
-func MachineUUID(sysRoot string) string {
+// machineUUID reads the SMBIOS system UUID from sysfs.
+func machineUUID(sysRoot string) string {
 	b, err := os.ReadFile(sysRoot + "/class/dmi/id/product_uuid")
 	if err != nil {
 		return ""
@@ -114,10 +114,10 @@ func MachineUUID(sysRoot string) string {
 	return strings.ToLower(strings.TrimSpace(string(b)))
 }
 
-// NodePBKDF is the key slots' KDF: argon2id benchmarked to half a second,
+// nodePBKDF is the key slots' KDF: argon2id benchmarked to half a second,
 // with at most an eighth of the machine's memory (cryptsetup would take
 // up to 1 GiB for two seconds; a 512 MiB node boots in seconds, twice).
-func NodePBKDF() luks2.PBKDF {
+func nodePBKDF() luks2.PBKDF {
 	mem := uint32(256 << 10) // KiB
 
 	if total := memTotalKiB(); total > 0 {
@@ -145,9 +145,9 @@ func memTotalKiB() uint64 {
 	return 0
 }
 
-// FormatVolume writes a LUKS2 header holding keys[0] and adds the other
+// formatVolume writes a LUKS2 header holding keys[0] and adds the other
 // keys, and returns the volume key (the caller zeroes it).
-func FormatVolume(dev luks2.Device, ec *configs.EncryptionConfig, keys []VolumeKey, label string, kdf luks2.PBKDF) ([]byte, error) {
+func formatVolume(dev luks2.Device, ec *configs.EncryptionConfig, keys []volumeKey, label string, kdf luks2.PBKDF) ([]byte, error) {
 	opts := luks2.FormatOptions{Cipher: ec.Cipher, KeySize: int(ec.KeySize), SectorSize: int(ec.BlockSize),
 		Label: label, Slot: keys[0].slot, PBKDF: kdf}
 
@@ -169,10 +169,10 @@ func FormatVolume(dev luks2.Device, ec *configs.EncryptionConfig, keys []VolumeK
 	return vk, nil
 }
 
-// UnlockVolume opens the volume with the first key that works: each key
+// unlockVolume opens the volume with the first key that works: each key
 // in its own slot first (one KDF run each), then in any slot (a key
 // configured in a slot other than the one that holds it still opens).
-func UnlockVolume(dev luks2.Device, keys []VolumeKey, label string) ([]byte, VolumeKey, error) {
+func unlockVolume(dev luks2.Device, keys []volumeKey, label string) ([]byte, volumeKey, error) {
 	for _, any := range []bool{false, true} {
 		for _, k := range keys {
 			slot := k.slot
@@ -187,7 +187,7 @@ func UnlockVolume(dev luks2.Device, keys []VolumeKey, label string) ([]byte, Vol
 			}
 
 			if !errors.Is(err, luks2.ErrWrongKey) && !errors.Is(err, luks2.ErrNoSlot) {
-				return nil, VolumeKey{}, fmt.Errorf("unlock %s: %w", label, err)
+				return nil, volumeKey{}, fmt.Errorf("unlock %s: %w", label, err)
 			}
 		}
 	}
@@ -197,11 +197,11 @@ func UnlockVolume(dev luks2.Device, keys []VolumeKey, label string) ([]byte, Vol
 		slots[i] = k.String()
 	}
 
-	return nil, VolumeKey{}, fmt.Errorf("unlock %s: no configured key opens it (tried %s): %w", label, strings.Join(slots, ", "), luks2.ErrWrongKey)
+	return nil, volumeKey{}, fmt.Errorf("unlock %s: no configured key opens it (tried %s): %w", label, strings.Join(slots, ", "), luks2.ErrWrongKey)
 }
 
-// SlotsOf lists the keys' slots, in the keys' order.
-func SlotsOf(keys []VolumeKey) []int {
+// slotsOf lists the keys' slots, in the keys' order.
+func slotsOf(keys []volumeKey) []int {
 	s := make([]int, len(keys))
 	for i, k := range keys {
 		s[i] = k.slot
@@ -227,15 +227,15 @@ func slotKDF(dev luks2.Device, slot int, def luks2.PBKDF) luks2.PBKDF {
 	return def
 }
 
-// KeySync is what SyncKeys did.
-type KeySync struct {
+// keySync is what syncKeys did.
+type keySync struct {
 	Added, Replaced, Removed []int
 	// Failed names the slots that could not be synced, with why; the
 	// volume stays usable with the key that opened it.
 	Failed []string
 }
 
-func (s KeySync) String() string {
+func (s keySync) String() string {
 	var parts []string
 
 	for _, p := range []struct {
@@ -243,7 +243,7 @@ func (s KeySync) String() string {
 		slots []int
 	}{{"added", s.Added}, {"replaced", s.Replaced}, {"removed", s.Removed}} {
 		if len(p.slots) > 0 {
-			parts = append(parts, fmt.Sprintf("%s key slot(s) %s", p.what, JoinInts(p.slots)))
+			parts = append(parts, fmt.Sprintf("%s key slot(s) %s", p.what, joinInts(p.slots)))
 		}
 	}
 
@@ -252,7 +252,7 @@ func (s KeySync) String() string {
 	return strings.Join(parts, "; ")
 }
 
-func JoinInts(v []int) string {
+func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
 		s[i] = strconv.Itoa(n)
@@ -261,17 +261,17 @@ func JoinInts(v []int) string {
 	return strings.Join(s, ",")
 }
 
-// SyncKeys makes the volume's key slots exactly the configured ones, as
+// syncKeys makes the volume's key slots exactly the configured ones, as
 // Talos does on every unlock: that is how keys rotate. A configured slot
 // holding another key is rewritten, a missing one added, a slot nobody
 // configured removed. opened is the key (and slot) that unlocked it, vk
 // the volume key.
-func SyncKeys(dev luks2.Device, vk []byte, opened VolumeKey, keys []VolumeKey, kdf luks2.PBKDF) KeySync {
-	var s KeySync
+func syncKeys(dev luks2.Device, vk []byte, opened volumeKey, keys []volumeKey, kdf luks2.PBKDF) keySync {
+	var s keySync
 
 	h, err := luks2.ReadHeader(dev)
 	if err != nil {
-		return KeySync{Failed: []string{err.Error()}}
+		return keySync{Failed: []string{err.Error()}}
 	}
 
 	present := map[int]bool{}
@@ -367,8 +367,8 @@ type legacyEncryptionKey struct {
 	KeyLockToSTATE *bool `json:",omitempty"`
 }
 
-// EncodeStateEncryption is ec as META's tag 0x09 holds it.
-func EncodeStateEncryption(ec *configs.EncryptionConfig) ([]byte, error) {
+// encodeStateEncryption is ec as META's tag 0x09 holds it.
+func encodeStateEncryption(ec *configs.EncryptionConfig) ([]byte, error) {
 	l := legacyEncryption{EncryptionProvider: ec.Provider, EncryptionCipher: ec.Cipher, EncryptionKeySize: ec.KeySize,
 		EncryptionBlockSize: ec.BlockSize, EncryptionPerfOptions: ec.Options}
 
@@ -392,8 +392,8 @@ func EncodeStateEncryption(ec *configs.EncryptionConfig) ([]byte, error) {
 	return json.Marshal(l)
 }
 
-// DecodeStateEncryption reads META's tag 0x09.
-func DecodeStateEncryption(b []byte) (*configs.EncryptionConfig, error) {
+// decodeStateEncryption reads META's tag 0x09.
+func decodeStateEncryption(b []byte) (*configs.EncryptionConfig, error) {
 	var l legacyEncryption
 
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -14,7 +14,7 @@ import (
 	"github.com/talosbox/talosbox/internal/luks2"
 )
 
-// testKDF keeps the tests fast; the node's own cost is NodePBKDF.
+// testKDF keeps the tests fast; the node's own cost is nodePBKDF.
 var testKDF = luks2.PBKDF{Type: luks2.KDFPBKDF2, Iterations: 1000}
 
 const testUUID = "8c2a9f3e-41d7-4b6a-9e0f-5d3c2b1a0f9e"
@@ -44,7 +44,7 @@ func TestVolumeKeys(t *testing.T) {
 		{"none", nil, testUUID, nil, "no keys configured"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			keys, err := VolumeKeys(&configs.EncryptionConfig{Keys: c.keys}, "EPHEMERAL", c.uuid)
+			keys, err := volumeKeys(&configs.EncryptionConfig{Keys: c.keys}, "EPHEMERAL", c.uuid)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err %v, want %q", err, c.err)
@@ -69,7 +69,7 @@ func TestVolumeKeys(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return JoinInts([]int{i}) }
+func itoa(i int) string { return joinInts([]int{i}) }
 
 // newVolume is an image file big enough for a LUKS2 header and some data.
 func newVolume(t *testing.T) *os.File {
@@ -89,12 +89,12 @@ func newVolume(t *testing.T) *os.File {
 	return f
 }
 
-func mustKeys(t *testing.T, ks ...configs.EncryptionKey) (*configs.EncryptionConfig, []VolumeKey) {
+func mustKeys(t *testing.T, ks ...configs.EncryptionKey) (*configs.EncryptionConfig, []volumeKey) {
 	t.Helper()
 
 	ec := &configs.EncryptionConfig{Provider: "luks2", Keys: ks}
 
-	keys, err := VolumeKeys(ec, "EPHEMERAL", testUUID)
+	keys, err := volumeKeys(ec, "EPHEMERAL", testUUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestVolumeRotation(t *testing.T) {
 
 	ec, keys := mustKeys(t, nodeIDKeyCfg(0), staticKey(1, "first"))
 
-	vk, err := FormatVolume(f, ec, keys, "EPHEMERAL", testKDF)
+	vk, err := formatVolume(f, ec, keys, "EPHEMERAL", testKDF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestVolumeRotation(t *testing.T) {
 	for _, s := range steps {
 		_, keys := mustKeys(t, s.keys...)
 
-		vk, opened, err := UnlockVolume(f, keys, "EPHEMERAL")
+		vk, opened, err := unlockVolume(f, keys, "EPHEMERAL")
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
@@ -165,7 +165,7 @@ func TestVolumeRotation(t *testing.T) {
 			t.Errorf("%s: opened by %s", s.name, opened)
 		}
 
-		got := SyncKeys(f, vk, opened, keys, testKDF)
+		got := syncKeys(f, vk, opened, keys, testKDF)
 		clear(vk)
 
 		if got.String() != s.sync {
@@ -209,7 +209,7 @@ func TestUnlockVolumeWrongKeys(t *testing.T) {
 
 	ec, keys := mustKeys(t, staticKey(0, "right"))
 
-	vk, err := FormatVolume(f, ec, keys, "STATE", testKDF)
+	vk, err := formatVolume(f, ec, keys, "STATE", testKDF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestUnlockVolumeWrongKeys(t *testing.T) {
 
 	_, wrong := mustKeys(t, staticKey(0, "wrong"), staticKey(1, "also-wrong"))
 
-	_, _, err = UnlockVolume(f, wrong, "STATE")
+	_, _, err = unlockVolume(f, wrong, "STATE")
 	if !errors.Is(err, luks2.ErrWrongKey) || !strings.Contains(err.Error(), "tried slot 0 (static), slot 1 (static)") {
 		t.Fatalf("err %v", err)
 	}
@@ -233,7 +233,7 @@ func TestUnlockVolumeWrongKeys(t *testing.T) {
 func TestStateEncryptionMeta(t *testing.T) {
 	ec := &configs.EncryptionConfig{Provider: "luks2", Keys: []configs.EncryptionKey{nodeIDKeyCfg(0), staticKey(1, "pw")}}
 
-	b, err := EncodeStateEncryption(ec)
+	b, err := encodeStateEncryption(ec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestStateEncryptionMeta(t *testing.T) {
 		t.Errorf("META JSON\n%s\nwant\n%s", b, want)
 	}
 
-	back, err := DecodeStateEncryption(b)
+	back, err := decodeStateEncryption(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestStateEncryptionMeta(t *testing.T) {
 		t.Errorf("round trip: %+v", back)
 	}
 
-	if _, err := DecodeStateEncryption([]byte(`{"EncryptionKeys":`)); err == nil {
+	if _, err := decodeStateEncryption([]byte(`{"EncryptionKeys":`)); err == nil {
 		t.Error("a truncated record decodes")
 	}
 }

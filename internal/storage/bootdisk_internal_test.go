@@ -1,4 +1,4 @@
-package machine
+package storage
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ func TestInstallSlotKeepsTheRunningOneWhole(t *testing.T) {
 
 	cfg := &configs.Config{}
 
-	install := func(paths, version string) (bootWrite, error) {
+	install := func(paths, version string) (BootWrite, error) {
 		k, i, _ := strings.Cut(paths, "\x00")
 
 		img, err := installer.Build(context.Background(), installer.BuildOptions{Kernel: k, Initramfs: i, Version: version})

@@ -1,4 +1,4 @@
-package machine
+package storage
 
 import (
 	"context"
@@ -20,7 +20,6 @@ import (
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/resources/block"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
-	"github.com/talosbox/talosbox/internal/storage"
 )
 
 // Opening STATE and EPHEMERAL for mounting: plain, or LUKS2 mapped through
@@ -34,21 +33,21 @@ func mappedName(dev disk.BlockDevice) string { return dev.Name + "-encrypted" }
 // empty, is to be) encrypted with ec. An empty partition is formatted.
 // The outcome, failures included, is published as the label's
 // VolumeStatus.
-func (n *Node) openVolume(ctx context.Context, dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, w io.Writer) (string, error) {
+func (v *Volumes) openVolume(ctx context.Context, dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, w io.Writer) (string, error) {
 	st := block.VolumeStatusSpec{Phase: block.PhaseReady, Type: "partition", Location: dev.Path, ParentLocation: "/dev/" + dev.Disk,
 		Size: dev.Size, PrettySize: humanize.Bytes(uint64(dev.Size)), Filesystem: disk.FSExt4, MountLocation: dev.Path}
 
-	path, err := n.openVolumeAs(dev, label, ec, &st, w)
+	path, err := v.openVolumeAs(dev, label, ec, &st, w)
 	if err != nil {
 		st.Phase, st.ErrorMessage = block.PhaseFailed, err.Error()
 	}
 
-	n.publishVolumeStatus(ctx, label, st)
+	v.publishVolumeStatus(ctx, label, st)
 
 	return path, err
 }
 
-func (n *Node) openVolumeAs(dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, st *block.VolumeStatusSpec, w io.Writer) (string, error) {
+func (v *Volumes) openVolumeAs(dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, st *block.VolumeStatusSpec, w io.Writer) (string, error) {
 	f, err := disk.OpenExclusive(dev.Path)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, err)
@@ -66,7 +65,7 @@ func (n *Node) openVolumeAs(dev disk.BlockDevice, label string, ec *configs.Encr
 		return "", fmt.Errorf("%s (%s) is encrypted (LUKS2) but no encryption is configured for it (machine.systemDiskEncryption.%s); "+
 			"to use it unencrypted, wipe it: talosctl reset --system-labels-to-wipe %s", label, dev.Path, configKey(label), label)
 	case found == disk.ProbeLUKS, found == "" && ec != nil:
-		return n.openEncrypted(dev, label, ec, found == "", st, w)
+		return v.openEncrypted(dev, label, ec, found == "", st, w)
 	case ec != nil:
 		fmt.Fprintf(w, "[talos] %s (%s) holds %s and is not encrypted, although machine.systemDiskEncryption.%s is set: "+
 			"it is used as it is; to encrypt it, wipe it (talosctl reset --system-labels-to-wipe %s)\n", label, dev.Path, found, configKey(label), label)
@@ -97,17 +96,17 @@ func configKey(label string) string {
 // openEncrypted formats (when empty) or unlocks the LUKS2 volume on dev,
 // syncs its key slots with ec, maps it and makes sure the mapping holds
 // a filesystem.
-func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, empty bool, st *block.VolumeStatusSpec, w io.Writer) (string, error) {
+func (v *Volumes) openEncrypted(dev disk.BlockDevice, label string, ec *configs.EncryptionConfig, empty bool, st *block.VolumeStatusSpec, w io.Writer) (string, error) {
 	st.EncryptionProvider = "luks2"
 	for _, k := range ec.Keys {
 		st.ConfiguredEncryptionKeys = append(st.ConfiguredEncryptionKeys, strconv.Itoa(k.Slot))
 	}
 
-	keys, err := storage.VolumeKeys(ec, label, storage.MachineUUID(n.sysRoot))
+	keys, err := volumeKeys(ec, label, machineUUID(v.opts.SysRoot))
 	if err != nil {
 		return "", keyError{err}
 	}
-	defer storage.ZeroKeys(keys)
+	defer zeroKeys(keys)
 
 	f, err := os.OpenFile(dev.Path, os.O_RDWR, 0)
 	if err != nil {
@@ -115,29 +114,29 @@ func (n *Node) openEncrypted(dev disk.BlockDevice, label string, ec *configs.Enc
 	}
 	defer f.Close()
 
-	kdf := storage.NodePBKDF()
+	kdf := nodePBKDF()
 	start := time.Now()
 
 	var (
 		vk     []byte
-		opened storage.VolumeKey
+		opened volumeKey
 	)
 
 	if empty {
-		if vk, err = storage.FormatVolume(f, ec, keys, label, kdf); err != nil {
+		if vk, err = formatVolume(f, ec, keys, label, kdf); err != nil {
 			return "", err
 		}
 
 		fmt.Fprintf(w, "[talos] %s (%s) was empty: encrypted it with luks2 (key slots %s) in %s\n",
-			label, dev.Path, storage.JoinInts(storage.SlotsOf(keys)), time.Since(start).Round(time.Millisecond))
+			label, dev.Path, joinInts(slotsOf(keys)), time.Since(start).Round(time.Millisecond))
 	} else {
-		if vk, opened, err = storage.UnlockVolume(f, keys, label); err != nil {
+		if vk, opened, err = unlockVolume(f, keys, label); err != nil {
 			return "", keyError{err}
 		}
 
 		fmt.Fprintf(w, "[talos] unlocked %s (%s) with key %s in %s\n", label, dev.Path, opened, time.Since(start).Round(time.Millisecond))
 
-		s := storage.SyncKeys(f, vk, opened, keys, kdf)
+		s := syncKeys(f, vk, opened, keys, kdf)
 		if msg := s.String(); msg != "" {
 			fmt.Fprintf(w, "[talos] %s key sync: %s\n", label, msg)
 		}
@@ -192,7 +191,7 @@ func mappedDevice(path, label string) (disk.BlockDevice, error) {
 
 // closeVolume removes the label's dm-crypt mapping, if it has one, after
 // its filesystem was unmounted.
-func (n *Node) closeVolume(ctx context.Context, dev disk.BlockDevice, label string, w io.Writer) error {
+func (v *Volumes) closeVolume(ctx context.Context, dev disk.BlockDevice, label string, w io.Writer) error {
 	name := mappedName(dev)
 	if _, err := os.Stat(filepath.Join("/dev/mapper", name)); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -204,28 +203,28 @@ func (n *Node) closeVolume(ctx context.Context, dev disk.BlockDevice, label stri
 
 	fmt.Fprintf(w, "[talos] closed %s (/dev/mapper/%s)\n", label, name)
 
-	n.publishVolumeStatus(ctx, label, block.VolumeStatusSpec{Phase: block.PhaseClosed, Type: "partition", Location: dev.Path,
+	v.publishVolumeStatus(ctx, label, block.VolumeStatusSpec{Phase: block.PhaseClosed, Type: "partition", Location: dev.Path,
 		Size: dev.Size, PrettySize: humanize.Bytes(uint64(dev.Size)), EncryptionProvider: "luks2"})
 
 	return nil
 }
 
-func (n *Node) publishVolumeStatus(ctx context.Context, label string, spec block.VolumeStatusSpec) {
-	_, err := n.store.Modify(ctx, bus.NewTyped(runtime.NamespaceRuntime, block.VolumeStatusType, label, block.VolumeStatusSpec{}), func(r bus.Resource) error {
+func (v *Volumes) publishVolumeStatus(ctx context.Context, label string, spec block.VolumeStatusSpec) {
+	_, err := v.opts.Store.Modify(ctx, bus.NewTyped(runtime.NamespaceRuntime, block.VolumeStatusType, label, block.VolumeStatusSpec{}), func(r bus.Resource) error {
 		*r.(*block.VolumeStatus).TypedSpec() = spec //nolint:forcetypeassert
 		return nil
-	}, bus.WithOwner(owner))
+	}, bus.WithOwner(v.opts.Owner))
 	if err != nil {
-		n.logf("volume status %s: %v", label, err)
+		v.logf("volume status %s: %v", label, err)
 	}
 }
 
 // stateEncryption is STATE's encryption config as META holds it (tag
 // 0x09): nil when META has none.
-func (n *Node) stateEncryption() (*configs.EncryptionConfig, error) {
-	n.meta.mu.Lock()
-	path := n.meta.path
-	n.meta.mu.Unlock()
+func (v *Volumes) stateEncryption() (*configs.EncryptionConfig, error) {
+	v.meta.mu.Lock()
+	path := v.meta.path
+	v.meta.mu.Unlock()
 
 	if path == "" {
 		return nil, nil
@@ -236,20 +235,20 @@ func (n *Node) stateEncryption() (*configs.EncryptionConfig, error) {
 		return nil, err
 	}
 
-	v, ok := m.ReadTag(meta.StateEncryptionConfig)
+	b, ok := m.ReadTag(meta.StateEncryptionConfig)
 	if !ok {
 		return nil, nil
 	}
 
-	return storage.DecodeStateEncryption(v)
+	return decodeStateEncryption(b)
 }
 
-// recordStateEncryption keeps META's copy of STATE's encryption config in
+// RecordStateEncryption keeps META's copy of STATE's encryption config in
 // step with cfg, so that the next boot opens STATE (and syncs its keys)
 // as the config says. A config without one leaves an encrypted STATE's
 // record alone: STATE stays encrypted until it is wiped, and must open.
-func (n *Node) recordStateEncryption(ctx context.Context, cfg *configs.Config) error {
-	if !n.hasMeta() {
+func (v *Volumes) RecordStateEncryption(ctx context.Context, cfg *configs.Config) error {
+	if !v.HasMeta() {
 		return nil
 	}
 
@@ -262,12 +261,12 @@ func (n *Node) recordStateEncryption(ctx context.Context, cfg *configs.Config) e
 		return nil
 	}
 
-	b, err := storage.EncodeStateEncryption(ec)
+	b, err := encodeStateEncryption(ec)
 	if err != nil {
 		return err
 	}
 
-	_, err = n.editMeta(ctx, func(m *meta.Meta) error {
+	_, err = v.editMeta(ctx, func(m *meta.Meta) error {
 		_, err := m.SetTag(meta.StateEncryptionConfig, b)
 		return err
 	})

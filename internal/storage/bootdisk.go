@@ -1,4 +1,4 @@
-package machine
+package storage
 
 // BOOT: the installed versions (A and B) and GRUB, written from the
 // installer image on install and upgrade, so that an installed node boots
@@ -34,24 +34,24 @@ const bootMountFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS
 // hold an install for long.
 const pullTimeout = 5 * time.Minute
 
-// errNoInstallImage is writeBootSlot's answer when the config names no
+// errNoInstallImage is WriteBootSlot's answer when the config names no
 // installer image.
 var errNoInstallImage = errors.New("machine.install.image is empty")
 
-// bootWrite is what writeBootSlot did.
-type bootWrite struct {
+// BootWrite is what WriteBootSlot did.
+type BootWrite struct {
 	Label, Previous string // the slot written, and the default before
 	Version         string
 }
 
-// writeBootSlot pulls the installer image ref and writes it into the slot
+// WriteBootSlot pulls the installer image ref and writes it into the slot
 // of BOOT that is not the default (A on a fresh disk), then makes that slot
 // GRUB's default with the old one as its fallback, and writes GRUB's BIOS
 // code. A failure before grub.cfg is replaced leaves the node booting what
 // it booted.
-func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *configs.Config, w io.Writer) (bootWrite, error) {
+func (v *Volumes) WriteBootSlot(ctx context.Context, sysDisk, ref string, cfg *configs.Config, w io.Writer) (BootWrite, error) {
 	if ref == "" {
-		return bootWrite{}, errNoInstallImage
+		return BootWrite{}, errNoInstallImage
 	}
 
 	var reg *configs.RegistriesConfig
@@ -59,19 +59,19 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 		reg = cfg.Machine.Registries
 	}
 
-	devs, err := disk.Scan(n.sysRoot)
+	devs, err := disk.Scan(v.opts.SysRoot)
 	if err != nil {
-		return bootWrite{}, err
+		return BootWrite{}, err
 	}
 
 	bootDev, ok := disk.FindPartition(devs, sysDisk, disk.LabelBoot)
 	if !ok {
-		return bootWrite{}, fmt.Errorf("no %s partition on %s", disk.LabelBoot, sysDisk)
+		return BootWrite{}, fmt.Errorf("no %s partition on %s", disk.LabelBoot, sysDisk)
 	}
 
 	biosDev, ok := disk.FindPartition(devs, sysDisk, disk.LabelBIOS)
 	if !ok {
-		return bootWrite{}, fmt.Errorf("no %s partition on %s", disk.LabelBIOS, sysDisk)
+		return BootWrite{}, fmt.Errorf("no %s partition on %s", disk.LabelBIOS, sysDisk)
 	}
 
 	pctx, cancel := context.WithTimeout(ctx, pullTimeout)
@@ -83,27 +83,27 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 
 	img, err := installer.Pull(pctx, ref, reg, w)
 	if err != nil {
-		return bootWrite{}, err
+		return BootWrite{}, err
 	}
 
 	if _, err := disk.EnsureFilesystem(bootDev, disk.FSExt4); err != nil {
-		return bootWrite{}, fmt.Errorf("%s: %w", disk.LabelBoot, err)
+		return BootWrite{}, fmt.Errorf("%s: %w", disk.LabelBoot, err)
 	}
 
-	mnt := filepath.Join(filepath.Dir(n.state.Dir), ".boot")
+	mnt := filepath.Join(filepath.Dir(v.opts.Platform.StateDir), ".boot")
 	if err := disk.Mount(bootDev.Path, mnt, bootMountFlags); err != nil {
-		return bootWrite{}, err
+		return BootWrite{}, err
 	}
 
 	defer disk.Unmount(mnt) //nolint:errcheck // nothing is left to lose once the files are synced
 
 	res, assets, err := installSlot(mnt, img, ref, cfg, w, start)
 	if err != nil {
-		return bootWrite{}, err
+		return BootWrite{}, err
 	}
 
-	if err := writeBIOSBoot(n.sysRoot, biosDev, assets); err != nil {
-		return bootWrite{}, err
+	if err := writeBIOSBoot(v.opts.SysRoot, biosDev, assets); err != nil {
+		return BootWrite{}, err
 	}
 
 	return res, nil
@@ -113,13 +113,13 @@ func (n *Node) writeBootSlot(ctx context.Context, sysDisk, ref string, cfg *conf
 // is not the default, through a staging directory, then makes it GRUB's
 // default with the old default as the fallback. Until grub.cfg is
 // replaced, what GRUB boots is untouched.
-func installSlot(mnt string, img v1.Image, ref string, cfg *configs.Config, w io.Writer, start time.Time) (bootWrite, *installer.Assets, error) {
+func installSlot(mnt string, img v1.Image, ref string, cfg *configs.Config, w io.Writer, start time.Time) (BootWrite, *installer.Assets, error) {
 	conf, err := readGrubConfig(mnt)
 	if err != nil {
-		return bootWrite{}, nil, err
+		return BootWrite{}, nil, err
 	}
 
-	res := bootWrite{Label: bootloader.LabelA, Previous: conf.Default}
+	res := BootWrite{Label: bootloader.LabelA, Previous: conf.Default}
 	if conf.Default != "" {
 		res.Label = bootloader.Other(conf.Default)
 	}
@@ -130,11 +130,11 @@ func installSlot(mnt string, img v1.Image, ref string, cfg *configs.Config, w io
 	staging := slot + ".new"
 
 	if err := os.RemoveAll(staging); err != nil {
-		return bootWrite{}, nil, err
+		return BootWrite{}, nil, err
 	}
 
 	if err := os.MkdirAll(staging, 0o755); err != nil {
-		return bootWrite{}, nil, err
+		return BootWrite{}, nil, err
 	}
 
 	assets, err := installer.Unpack(img, func(name string, r io.Reader) error {
@@ -149,22 +149,22 @@ func installSlot(mnt string, img v1.Image, ref string, cfg *configs.Config, w io
 		os.RemoveAll(staging) //nolint:errcheck // the unpack error is the one to report
 
 		if errors.Is(err, installer.ErrNotInstaller) {
-			return bootWrite{}, nil, fmt.Errorf("%s: %w", ref, err)
+			return BootWrite{}, nil, fmt.Errorf("%s: %w", ref, err)
 		}
 
 		if errors.Is(err, syscall.ENOSPC) {
-			return bootWrite{}, nil, fmt.Errorf("%s: BOOT is full: %w", ref, err)
+			return BootWrite{}, nil, fmt.Errorf("%s: BOOT is full: %w", ref, err)
 		}
 
-		return bootWrite{}, nil, fmt.Errorf("%s: %w", ref, err)
+		return BootWrite{}, nil, fmt.Errorf("%s: %w", ref, err)
 	}
 
 	if err := os.RemoveAll(slot); err != nil {
-		return bootWrite{}, nil, err
+		return BootWrite{}, nil, err
 	}
 
 	if err := os.Rename(staging, slot); err != nil {
-		return bootWrite{}, nil, err
+		return BootWrite{}, nil, err
 	}
 
 	res.Version = assets.Version
@@ -177,14 +177,14 @@ func installSlot(mnt string, img v1.Image, ref string, cfg *configs.Config, w io
 
 	cmdline, err := installCmdline(cfg)
 	if err != nil {
-		return bootWrite{}, nil, err
+		return BootWrite{}, nil, err
 	}
 
 	conf.Put(bootloader.Entry{Label: res.Label, Version: res.Version, Cmdline: cmdline})
 	conf.Serial = strings.Contains(" "+cmdline, " console=ttyS")
 
 	if err := writeGrubConfig(mnt, conf); err != nil {
-		return bootWrite{}, nil, err
+		return BootWrite{}, nil, err
 	}
 
 	return res, assets, nil

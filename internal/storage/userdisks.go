@@ -1,4 +1,4 @@
-package machine
+package storage
 
 // machine.disks: extra disks partitioned, formatted and mounted at boot,
 // as Talos v0.9 does. A disk without partitions is laid out as the config
@@ -49,17 +49,17 @@ func userLayout(d configs.MachineDisk) ([]disk.PartitionSpec, error) {
 	return layout, nil
 }
 
-// mountUserDisks lays out (when blank) and mounts every machine.disks
+// MountUserDisks lays out (when blank) and mounts every machine.disks
 // entry of cfg. A disk that cannot be used is reported and skipped: the
 // node, its API and the other disks still come up.
-func (n *Node) mountUserDisks(cfg *configs.Config) func(context.Context, io.Writer) error {
+func (v *Volumes) MountUserDisks(cfg *configs.Config) func(context.Context, io.Writer) error {
 	return func(_ context.Context, w io.Writer) error {
 		if cfg.Machine == nil {
 			return nil
 		}
 
 		for _, d := range cfg.Machine.Disks {
-			if err := n.mountUserDisk(d, w); err != nil {
+			if err := v.mountUserDisk(d, w); err != nil {
 				fmt.Fprintf(w, "[talos] %v: skipped\n", err)
 			}
 		}
@@ -68,13 +68,13 @@ func (n *Node) mountUserDisks(cfg *configs.Config) func(context.Context, io.Writ
 	}
 }
 
-func (n *Node) mountUserDisk(d configs.MachineDisk, w io.Writer) error {
+func (v *Volumes) mountUserDisk(d configs.MachineDisk, w io.Writer) error {
 	layout, err := userLayout(d)
 	if err != nil {
 		return err
 	}
 
-	devs, err := disk.Scan(n.sysRoot)
+	devs, err := disk.Scan(v.opts.SysRoot)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (n *Node) mountUserDisk(d configs.MachineDisk, w io.Writer) error {
 	}
 
 	dev := devs[i]
-	if dev.Name == n.systemDisk() {
+	if dev.Name == v.SystemDisk() {
 		return fmt.Errorf("machine.disks: %s is the system disk", d.Device)
 	}
 
@@ -98,7 +98,7 @@ func (n *Node) mountUserDisk(d configs.MachineDisk, w io.Writer) error {
 			return fmt.Errorf("machine.disks: %w", err)
 		}
 
-		if devs, err = disk.Scan(n.sysRoot); err != nil {
+		if devs, err = disk.Scan(v.opts.SysRoot); err != nil {
 			return err
 		}
 
@@ -125,9 +125,9 @@ func (n *Node) mountUserDisk(d configs.MachineDisk, w io.Writer) error {
 			return fmt.Errorf("machine.disks: %w", err)
 		}
 
-		n.mu.Lock()
-		n.mounts = append(n.mounts, p.MountPoint)
-		n.mu.Unlock()
+		v.mu.Lock()
+		v.mounts = append(v.mounts, p.MountPoint)
+		v.mu.Unlock()
 
 		fmt.Fprintf(w, "[talos] mounted %s (%s) at %s\n", part.Path, humanize.IBytes(uint64(part.Size)), p.MountPoint)
 	}

@@ -1,4 +1,4 @@
-package machine
+package storage
 
 import (
 	"errors"
@@ -22,22 +22,22 @@ import (
 // their data, but for STATE and the node's /etc, which the node's volume
 // keeps below /var/lib/talosbox. A machined sharing a host's filesystem
 // keeps it all under its own EphemeralDir.
-func (n *Node) ephemeral() (dir string, keep []string) {
-	p := n.opts.Platform
+func (v *Volumes) ephemeral() (dir string, keep []string) {
+	p := v.opts.Platform
 	if !p.OwnRoot || p.IsMetal() {
 		return p.EphemeralDir, nil
 	}
 
-	return layout.EphemeralDir(false), []string{n.state.Dir, filepath.Join(filepath.Dir(p.StateDir), "etc")}
+	return layout.EphemeralDir(false), []string{v.opts.Platform.StateDir, filepath.Join(filepath.Dir(p.StateDir), "etc")}
 }
 
-// wipeDirLabel wipes a system label kept as a directory (the container
+// WipeDirLabel wipes a system label kept as a directory (the container
 // platform): what is mounted below it goes first (the pods' volumes, a
 // container's rootfs), then what it holds, and the log says what went.
-func (n *Node) wipeDirLabel(label string, w io.Writer) error {
-	dir, keep := n.state.Dir, []string(nil)
+func (v *Volumes) WipeDirLabel(label string, w io.Writer) error {
+	dir, keep := v.opts.Platform.StateDir, []string(nil)
 	if label == "EPHEMERAL" {
-		dir, keep = n.ephemeral()
+		dir, keep = v.ephemeral()
 	}
 
 	if err := unmountBelow(dir, keep); err != nil {
@@ -133,4 +133,25 @@ func WipeExcept(dir string, keep ...string) ([]string, error) {
 	}
 
 	return removed, walk(dir, true)
+}
+
+// Wipe removes everything in dir but keeps dir itself (it may be a mount
+// point or a volume).
+func Wipe(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+
+	if err != nil {
+		return fmt.Errorf("wipe %s: %w", dir, err)
+	}
+
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("wipe %s: %w", dir, err)
+		}
+	}
+
+	return nil
 }

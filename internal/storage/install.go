@@ -1,4 +1,4 @@
-package machine
+package storage
 
 // The install: the system disk chosen, partitioned, and STATE made on it
 // (encrypted when the config says so), with the in-memory state moved in.
@@ -25,7 +25,7 @@ import (
 // command line, else the first virtio disk (the first disk otherwise).
 // It checks that the layout fits, so that a config naming a wrong disk is
 // refused before the node leaves maintenance mode.
-func (n *Node) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
+func (v *Volumes) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
 	want := ""
 
 	var sel *configs.InstallDiskSelector
@@ -35,10 +35,10 @@ func (n *Node) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
 	}
 
 	if want == "" {
-		want, _ = n.cmdline.Get(platform.ParamInstallDisk)
+		want, _ = v.opts.Cmdline().Get(platform.ParamInstallDisk)
 	}
 
-	devs, err := disk.Scan(n.sysRoot)
+	devs, err := disk.Scan(v.opts.SysRoot)
 	if err != nil {
 		return disk.BlockDevice{}, err
 	}
@@ -64,72 +64,72 @@ func (n *Node) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
 	return d, nil
 }
 
-// checkInstallable refuses, on a metal node that is not installed yet, a
+// CheckInstallable refuses, on a metal node that is not installed yet, a
 // config whose install disk cannot take the system.
-func (n *Node) checkInstallable(cfg *configs.Config) error {
-	n.mu.Lock()
-	stateErr := n.stateErr
-	n.mu.Unlock()
+func (v *Volumes) CheckInstallable(cfg *configs.Config) error {
+	v.mu.Lock()
+	stateErr := v.stateErr
+	v.mu.Unlock()
 
 	if stateErr != nil {
 		return stateErr
 	}
 
-	if !n.opts.Platform.IsMetal() || n.systemDisk() != "" {
+	if !v.opts.Platform.IsMetal() || v.SystemDisk() != "" {
 		return nil
 	}
 
-	_, err := n.installTarget(cfg)
+	_, err := v.installTarget(cfg)
 
 	return err
 }
 
-// installSystemDisk partitions and formats the install disk on the first
+// InstallSystemDisk partitions and formats the install disk on the first
 // boot with a config, then moves what the in-memory state dir holds (the
 // node identity, the applied config) onto the new STATE. A STATE a reset
 // left empty is made the same way, without partitioning. STATE is
 // encrypted when the config says so, and META records how.
-func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.Writer) error {
+func (v *Volumes) InstallSystemDisk(cfg *configs.Config) func(context.Context, io.Writer) error {
 	return func(ctx context.Context, w io.Writer) error {
-		n.mu.Lock()
-		stateErr, empty := n.stateErr, n.stateEmpty
-		n.mu.Unlock()
+		v.mu.Lock()
+		stateErr, empty := v.stateErr, v.stateEmpty
+		v.mu.Unlock()
 
 		if stateErr != nil {
 			return stateErr
 		}
 
-		if n.systemDisk() != "" && !empty {
+		if v.SystemDisk() != "" && !empty {
 			return nil
 		}
 
-		if n.systemDisk() == "" {
+		if v.SystemDisk() == "" {
 			// Disks behind drivers that probe asynchronously (AHCI, NVMe) may
 			// show up after the first look: an installed disk found now is
 			// mounted, never partitioned again.
-			if err := n.mountState(ctx, io.Discard); err != nil {
+			if err := v.MountState(ctx, io.Discard); err != nil {
 				return err
 			}
 
-			n.mu.Lock()
-			stateErr, empty = n.stateErr, n.stateEmpty
-			n.mu.Unlock()
+			v.mu.Lock()
+			stateErr, empty = v.stateErr, v.stateEmpty
+			v.mu.Unlock()
 
 			if stateErr != nil {
 				return stateErr
 			}
 
-			if d := n.systemDisk(); d != "" && !empty {
+			if d := v.SystemDisk(); d != "" && !empty {
 				fmt.Fprintf(w, "[talos] found the %s partition on %s: already installed\n", disk.LabelState, d)
 				return nil
 			}
 		}
 
-		target := n.systemDisk()
+		target := v.SystemDisk()
 		fresh := target == ""
 
 		if target == "" {
-			d, err := n.installTarget(cfg)
+			d, err := v.installTarget(cfg)
 			if err != nil {
 				return err
 			}
@@ -143,7 +143,7 @@ func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.W
 			target = d.Name
 		}
 
-		devs, err := disk.Scan(n.sysRoot)
+		devs, err := disk.Scan(v.opts.SysRoot)
 		if err != nil {
 			return err
 		}
@@ -154,13 +154,13 @@ func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.W
 		}
 
 		// META first: it must say how STATE is encrypted before STATE is.
-		if !n.hasMeta() {
-			if err := n.loadMeta(ctx, w); err != nil {
+		if !v.HasMeta() {
+			if err := v.LoadMeta(ctx, w); err != nil {
 				return err
 			}
 		}
 
-		if err := n.recordStateEncryption(ctx, cfg); err != nil {
+		if err := v.RecordStateEncryption(ctx, cfg); err != nil {
 			return fmt.Errorf("record the STATE encryption config in META: %w", err)
 		}
 
@@ -169,23 +169,23 @@ func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.W
 			ec = cfg.Machine.SystemDiskEncryption.State
 		}
 
-		path, err := n.openVolume(ctx, st, disk.LabelState, ec, w)
+		path, err := v.openVolume(ctx, st, disk.LabelState, ec, w)
 		if err != nil {
 			return err
 		}
 
-		n.trackMapping(disk.LabelState, st, path)
+		v.trackMapping(disk.LabelState, st, path)
 
-		if err := n.moveStateTo(path, w); err != nil {
+		if err := v.moveStateTo(path, w); err != nil {
 			return err
 		}
 
-		n.mu.Lock()
-		n.sysDisk, n.stateEmpty = target, false
-		n.mu.Unlock()
+		v.mu.Lock()
+		v.sysDisk, v.stateEmpty = target, false
+		v.mu.Unlock()
 
 		if fresh {
-			n.installBoot(ctx, target, cfg, w)
+			v.installBoot(ctx, target, cfg, w)
 		}
 
 		return nil
@@ -195,7 +195,7 @@ func (n *Node) installSystemDisk(cfg *configs.Config) func(context.Context, io.W
 // installBoot writes the installer image onto BOOT after a fresh install.
 // The node runs on without it (it booted from a kernel it was given, and
 // can boot so again), so a failure is reported, not fatal.
-func (n *Node) installBoot(ctx context.Context, sysDisk string, cfg *configs.Config, w io.Writer) {
+func (v *Volumes) installBoot(ctx context.Context, sysDisk string, cfg *configs.Config, w io.Writer) {
 	var ref string
 
 	if cfg.Machine != nil && cfg.Machine.Install != nil {
@@ -208,7 +208,7 @@ func (n *Node) installBoot(ctx context.Context, sysDisk string, cfg *configs.Con
 		ref = in.Image
 	}
 
-	res, err := n.writeBootSlot(ctx, sysDisk, ref, cfg, w)
+	res, err := v.WriteBootSlot(ctx, sysDisk, ref, cfg, w)
 	if err != nil {
 		fmt.Fprintf(w, "[talos] BOOT is not written, so this disk cannot boot by itself (only from a kernel it is given): %v\n", err)
 		return
@@ -240,14 +240,14 @@ func systemLayout(cfg *configs.Config) []disk.PartitionSpec {
 
 // moveStateTo mounts STATE on a staging directory, copies the in-memory
 // state dir into it and moves the mount over the state dir.
-func (n *Node) moveStateTo(path string, w io.Writer) error {
-	staging := filepath.Join(filepath.Dir(n.state.Dir), ".state-install")
+func (v *Volumes) moveStateTo(path string, w io.Writer) error {
+	staging := filepath.Join(filepath.Dir(v.opts.Platform.StateDir), ".state-install")
 
 	if err := disk.Mount(path, staging, stateMountFlags); err != nil {
 		return err
 	}
 
-	if err := copyDir(staging, n.state.Dir); err != nil {
+	if err := copyDir(staging, v.opts.Platform.StateDir); err != nil {
 		disk.Unmount(staging) //nolint:errcheck // the copy error is the one to report
 
 		return fmt.Errorf("copy the state to %s: %w", disk.LabelState, err)
@@ -257,21 +257,21 @@ func (n *Node) moveStateTo(path string, w io.Writer) error {
 		return fmt.Errorf("copy the state to %s: %w", disk.LabelState, err)
 	}
 
-	if err := os.MkdirAll(n.state.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(v.opts.Platform.StateDir, 0o700); err != nil {
 		return err
 	}
 
-	if err := unix.Mount(staging, n.state.Dir, "", unix.MS_MOVE, ""); err != nil {
+	if err := unix.Mount(staging, v.opts.Platform.StateDir, "", unix.MS_MOVE, ""); err != nil {
 		disk.Unmount(staging) //nolint:errcheck // the move error is the one to report
 
-		return fmt.Errorf("move %s to %s: %w", disk.LabelState, n.state.Dir, err)
+		return fmt.Errorf("move %s to %s: %w", disk.LabelState, v.opts.Platform.StateDir, err)
 	}
 
-	n.mu.Lock()
-	n.mounts = append(n.mounts, n.state.Dir)
-	n.mu.Unlock()
+	v.mu.Lock()
+	v.mounts = append(v.mounts, v.opts.Platform.StateDir)
+	v.mu.Unlock()
 
-	fmt.Fprintf(w, "[talos] mounted %s (%s) at %s\n", disk.LabelState, path, n.state.Dir)
+	fmt.Fprintf(w, "[talos] mounted %s (%s) at %s\n", disk.LabelState, path, v.opts.Platform.StateDir)
 
 	return os.Remove(staging)
 }

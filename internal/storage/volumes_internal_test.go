@@ -1,7 +1,6 @@
-package machine
+package storage
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,43 +10,6 @@ import (
 	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/platform"
 )
-
-// fakeDisks makes a sysfs with whole disks of the given sizes (GiB).
-func fakeDisks(t *testing.T, disks map[string]int64) string {
-	t.Helper()
-
-	root := t.TempDir()
-	class := filepath.Join(root, "class", "block")
-
-	for name, gib := range disks {
-		dir := filepath.Join(root, "devices", "virtio", "block", name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-
-		files := map[string]string{
-			"uevent": fmt.Sprintf("DEVNAME=%s\nDEVTYPE=disk\n", name),
-			"size":   fmt.Sprint(gib << 21),
-			"ro":     "0", "removable": "0",
-		}
-
-		for f, c := range files {
-			if err := os.WriteFile(filepath.Join(dir, f), []byte(c), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-
-		if err := os.MkdirAll(class, 0o755); err != nil {
-			t.Fatal(err)
-		}
-
-		if err := os.Symlink(dir, filepath.Join(class, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	return root
-}
 
 func TestInstallTarget(t *testing.T) {
 	sys := fakeDisks(t, map[string]int64{"vda": 6, "vdb": 2, "sdc": 8})
@@ -81,14 +43,13 @@ func TestInstallTarget(t *testing.T) {
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n, err := New(Options{Platform: platform.Platform{Name: platform.Metal, StateDir: t.TempDir(), EphemeralDir: t.TempDir(), Root: "/"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := NewVolumes(Options{
+				Platform: platform.Platform{Name: platform.Metal, StateDir: t.TempDir(), EphemeralDir: t.TempDir(), Root: "/"},
+				SysRoot:  sys,
+				Cmdline:  func() platform.Cmdline { return platform.ParseCmdline(tt.cmdline) },
+			})
 
-			n.sysRoot, n.cmdline = sys, platform.ParseCmdline(tt.cmdline)
-
-			d, err := n.installTarget(tt.cfg)
+			d, err := v.installTarget(tt.cfg)
 			if tt.err != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want %q", err, tt.err)
@@ -96,8 +57,8 @@ func TestInstallTarget(t *testing.T) {
 
 				// A config that cannot install is refused before the node
 				// leaves maintenance mode.
-				if cerr := n.checkInstallable(tt.cfg); cerr == nil || cerr.Error() != err.Error() {
-					t.Fatalf("checkInstallable = %v, want %v", cerr, err)
+				if cerr := v.CheckInstallable(tt.cfg); cerr == nil || cerr.Error() != err.Error() {
+					t.Fatalf("CheckInstallable = %v, want %v", cerr, err)
 				}
 
 				return
@@ -113,23 +74,17 @@ func TestInstallTarget(t *testing.T) {
 func TestCheckInstallableSkips(t *testing.T) {
 	bad := &configs.Config{Machine: &configs.MachineConfig{Install: &configs.InstallConfig{Disk: "/dev/nothing"}}}
 
-	container, err := New(Options{Platform: platform.Platform{Name: platform.Container, StateDir: t.TempDir(), EphemeralDir: t.TempDir(), Root: "/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	container := NewVolumes(Options{Platform: platform.Platform{Name: platform.Container, StateDir: t.TempDir(), EphemeralDir: t.TempDir(), Root: "/"}})
 
-	if err := container.checkInstallable(bad); err != nil {
+	if err := container.CheckInstallable(bad); err != nil {
 		t.Errorf("container mode checked an install disk: %v", err)
 	}
 
-	installed, err := New(Options{Platform: platform.Platform{Name: platform.Metal, StateDir: t.TempDir(), EphemeralDir: t.TempDir(), Root: "/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	installed := NewVolumes(Options{Platform: platform.Platform{Name: platform.Metal, StateDir: t.TempDir(), EphemeralDir: t.TempDir(), Root: "/"}})
 
 	installed.sysDisk = "vda"
 
-	if err := installed.checkInstallable(bad); err != nil {
+	if err := installed.CheckInstallable(bad); err != nil {
 		t.Errorf("an installed node checked an install disk: %v", err)
 	}
 }
@@ -176,7 +131,7 @@ func TestCopyDirKeepsModes(t *testing.T) {
 // TestSystemLayoutLeavesEncryptedEmpty: the install formats only the
 // volumes that are not to be encrypted.
 func TestSystemLayoutLeavesEncryptedEmpty(t *testing.T) {
-	enc := &configs.EncryptionConfig{Keys: []configs.EncryptionKey{{Slot: 0, NodeID: &configs.EncryptionKeyNodeID{}}}}
+	enc := &configs.EncryptionConfig{Keys: []configs.EncryptionKey{nodeIDKeyCfg(0)}}
 
 	for _, c := range []struct {
 		name string

@@ -1,4 +1,4 @@
-package machine
+package storage
 
 import (
 	"context"
@@ -39,24 +39,24 @@ type metaState struct {
 	missing string
 }
 
-// loadMeta finds META, repairs a bad copy and mirrors the tags. A META
+// LoadMeta finds META, repairs a bad copy and mirrors the tags. A META
 // that cannot be read does not stop the boot (nothing the boot needs is
 // kept there yet): it is reported, and every META call answers the same
 // error until it is fixed.
-func (n *Node) loadMeta(ctx context.Context, w io.Writer) error {
-	path := n.opts.MetaPath
+func (v *Volumes) LoadMeta(ctx context.Context, w io.Writer) error {
+	path := v.opts.MetaPath
 
 	if path == "" {
-		devs, err := disk.Scan(n.sysRoot)
+		devs, err := disk.Scan(v.opts.SysRoot)
 		if err != nil {
 			return err
 		}
 
 		dev, ok := findMeta(devs)
 		if !ok {
-			n.meta.mu.Lock()
-			n.meta.missing = "it is not installed yet (the install writes META)"
-			n.meta.mu.Unlock()
+			v.meta.mu.Lock()
+			v.meta.missing = "it is not installed yet (the install writes META)"
+			v.meta.mu.Unlock()
 
 			fmt.Fprintf(w, "[talos] no %s partition: not installed yet\n", disk.LabelMeta)
 
@@ -66,10 +66,10 @@ func (n *Node) loadMeta(ctx context.Context, w io.Writer) error {
 		path = dev.Path
 	}
 
-	n.meta.mu.Lock()
-	defer n.meta.mu.Unlock()
+	v.meta.mu.Lock()
+	defer v.meta.mu.Unlock()
 
-	n.meta.path = path
+	v.meta.path = path
 
 	m, repaired, err := meta.Edit(path, nil)
 	if err != nil {
@@ -83,11 +83,11 @@ func (n *Node) loadMeta(ctx context.Context, w io.Writer) error {
 
 	fmt.Fprintf(w, "[talos] META on %s: %d key(s)\n", path, len(m.List()))
 
-	return n.publishMeta(ctx, m)
+	return v.publishMeta(ctx, m)
 }
 
 // findMeta picks the META partition the node uses: the one on the disk
-// holding STATE (as mountState picks STATE: the first by name), else the
+// holding STATE (as MountState picks STATE: the first by name), else the
 // first found.
 func findMeta(devs []disk.BlockDevice) (disk.BlockDevice, bool) {
 	sysDisk := ""
@@ -98,17 +98,17 @@ func findMeta(devs []disk.BlockDevice) (disk.BlockDevice, bool) {
 	return disk.FindPartition(devs, sysDisk, disk.LabelMeta)
 }
 
-// hasMeta says whether META was found.
-func (n *Node) hasMeta() bool {
-	n.meta.mu.Lock()
-	defer n.meta.mu.Unlock()
+// HasMeta says whether META was found.
+func (v *Volumes) HasMeta() bool {
+	v.meta.mu.Lock()
+	defer v.meta.mu.Unlock()
 
-	return n.meta.path != ""
+	return v.meta.path != ""
 }
 
 // MetaWrite sets tag to value on the node's META and in its MetaKeys.
-func (n *Node) MetaWrite(ctx context.Context, tag uint8, value []byte) error {
-	_, err := n.editMeta(ctx, func(m *meta.Meta) error {
+func (v *Volumes) MetaWrite(ctx context.Context, tag uint8, value []byte) error {
+	_, err := v.editMeta(ctx, func(m *meta.Meta) error {
 		_, err := m.SetTag(tag, value)
 		return err
 	})
@@ -118,8 +118,8 @@ func (n *Node) MetaWrite(ctx context.Context, tag uint8, value []byte) error {
 
 // MetaDelete removes tag from the node's META; found is false when no
 // copy held it.
-func (n *Node) MetaDelete(ctx context.Context, tag uint8) (found bool, err error) {
-	_, err = n.editMeta(ctx, func(m *meta.Meta) error {
+func (v *Volumes) MetaDelete(ctx context.Context, tag uint8) (found bool, err error) {
+	_, err = v.editMeta(ctx, func(m *meta.Meta) error {
 		found = m.DeleteTag(tag)
 		return nil
 	})
@@ -127,12 +127,12 @@ func (n *Node) MetaDelete(ctx context.Context, tag uint8) (found bool, err error
 	return found, err
 }
 
-func (n *Node) editMeta(ctx context.Context, fn func(*meta.Meta) error) (*meta.Meta, error) {
-	n.meta.mu.Lock()
-	defer n.meta.mu.Unlock()
+func (v *Volumes) editMeta(ctx context.Context, fn func(*meta.Meta) error) (*meta.Meta, error) {
+	v.meta.mu.Lock()
+	defer v.meta.mu.Unlock()
 
-	if n.meta.path == "" {
-		why := n.meta.missing
+	if v.meta.path == "" {
+		why := v.meta.missing
 		if why == "" {
 			why = "it runs in a container: META is a partition of a metal node's system disk"
 		}
@@ -140,33 +140,37 @@ func (n *Node) editMeta(ctx context.Context, fn func(*meta.Meta) error) (*meta.M
 		return nil, fmt.Errorf("%w: %s", ErrNoMeta, why)
 	}
 
-	m, repaired, err := meta.Edit(n.meta.path, fn)
+	m, repaired, err := meta.Edit(v.meta.path, fn)
 	if err != nil {
 		return nil, err
 	}
 
 	for _, d := range repaired {
-		n.logf("META on %s: repaired %s", n.meta.path, d)
+		v.logf("META on %s: repaired %s", v.meta.path, d)
 	}
 
-	return m, n.publishMeta(ctx, m)
+	return m, v.publishMeta(ctx, m)
 }
 
 // publishMeta makes the MetaKeys exactly m's tags.
-func (n *Node) publishMeta(ctx context.Context, m *meta.Meta) error {
+func (v *Volumes) publishMeta(ctx context.Context, m *meta.Meta) error {
 	want := map[string]runtime.MetaKeySpec{}
-	for tag, v := range m.Values() {
-		want[meta.TagID(tag)] = runtime.MetaKeySpec{Value: string(v), Secret: secretTags[tag]}
+	for tag, val := range m.Values() {
+		want[meta.TagID(tag)] = runtime.MetaKeySpec{Value: string(val), Secret: secretTags[tag]}
 	}
 
-	return bus.SyncOutputs(ctx, ownedStore{n.store}, owner, runtime.NamespaceRuntime, runtime.MetaKeyType, want)
+	return bus.SyncOutputs(ctx, ownedStore{v.opts.Store, v.opts.Owner}, v.opts.Owner, runtime.NamespaceRuntime, runtime.MetaKeyType, want)
 }
 
-// ownedStore is the node's store writing as machined, for SyncOutputs.
-type ownedStore struct{ s *bus.Store }
+// ownedStore is the node's store writing as the volumes' owner, for
+// SyncOutputs.
+type ownedStore struct {
+	s     *bus.Store
+	owner string
+}
 
 func (o ownedStore) Modify(ctx context.Context, r bus.Resource, fn func(bus.Resource) error) (bus.Resource, error) {
-	return o.s.Modify(ctx, r, fn, bus.WithOwner(owner))
+	return o.s.Modify(ctx, r, fn, bus.WithOwner(o.owner))
 }
 
 func (o ownedStore) List(ctx context.Context, k bus.Kind, opts ...bus.ListOption) ([]bus.Resource, error) {
@@ -174,5 +178,5 @@ func (o ownedStore) List(ctx context.Context, k bus.Kind, opts ...bus.ListOption
 }
 
 func (o ownedStore) Destroy(ctx context.Context, p bus.Pointer) error {
-	return o.s.Destroy(ctx, p, bus.WithOwner(owner))
+	return o.s.Destroy(ctx, p, bus.WithOwner(o.owner))
 }
