@@ -102,6 +102,10 @@ func TestClient(t *testing.T) {
 		"conditions": []any{map[string]any{"type": "Ready", "status": "True"}},
 	})
 
+	// A pod that is not a mirror needs its service account; with no
+	// controller manager here, nothing else makes it.
+	create(ctx, t, dyn, schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "kube-system", obj("v1", "ServiceAccount", "default", "kube-system", nil))
+
 	other := obj("v1", "Pod", "coredns-1", "kube-system", map[string]any{
 		"containers": []any{map[string]any{"name": "coredns", "image": "coredns"}},
 	})
