@@ -184,3 +184,19 @@ func (c *Client) MachineStatus(ctx context.Context) (MachineStatus, error) {
 
 	return MachineStatus{Stage: spec.Stage, Version: m.GetVersion(), Created: m.GetCreated().AsTime()}, nil
 }
+
+// ServiceHealthy is nil when the service id in a node's list runs and
+// passes its health check, else why not.
+func ServiceHealthy(list *machine.ServiceList, id string) error {
+	for _, svc := range list.GetServices() {
+		if svc.GetId() == id {
+			if svc.GetState() == "Running" && svc.GetHealth().GetHealthy() {
+				return nil
+			}
+
+			return fmt.Errorf("%s is %s: %s", id, svc.GetState(), svc.GetHealth().GetLastMessage())
+		}
+	}
+
+	return fmt.Errorf("no %s service", id)
+}

@@ -2,11 +2,11 @@ package check
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/client"
 	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 )
 
@@ -27,17 +27,7 @@ var KubernetesChecks = []Check{
 // KubeletHealthy: every node's kubelet runs and passes its health check.
 func KubeletHealthy(ctx context.Context, c *Cluster) error {
 	return eachServiceList(ctx, c, c.Nodes, func(l *machine.ServiceList) error {
-		for _, svc := range l.GetServices() {
-			if svc.GetId() == "kubelet" {
-				if svc.GetState() == "Running" && svc.GetHealth().GetHealthy() {
-					return nil
-				}
-
-				return fmt.Errorf("kubelet is %s: %s", svc.GetState(), svc.GetHealth().GetLastMessage())
-			}
-		}
-
-		return errors.New("no kubelet service")
+		return client.ServiceHealthy(l, "kubelet")
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/types/known/emptypb"
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/internal/api/machine"
@@ -285,28 +284,13 @@ func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 // and runs the spec its config asks for (not the one before a patch).
 func kubeletHealthy(ctx context.Context, reach client.Reach, node string) error {
 	list, err := client.OnNode(ctx, reach, node, func(ctx context.Context, c *client.Client) (*machine.ServiceList, error) {
-		resp, err := c.Machine.ServiceList(ctx, &emptypb.Empty{})
-		if err != nil {
-			return nil, err
-		}
-
-		return client.FirstMessage(resp.GetMessages())
+		return c.Services(ctx)
 	})
 	if err != nil {
 		return errors.New(client.Message(err))
 	}
 
-	for _, svc := range list.GetServices() {
-		if svc.GetId() == "kubelet" {
-			if svc.GetState() == "Running" && svc.GetHealth().GetHealthy() {
-				return nil
-			}
-
-			return fmt.Errorf("kubelet is %s: %s", svc.GetState(), svc.GetHealth().GetLastMessage())
-		}
-	}
-
-	return errors.New("no kubelet service")
+	return client.ServiceHealthy(list, "kubelet")
 }
 
 // syncManifests: the nodes apply the bootstrap manifests themselves
