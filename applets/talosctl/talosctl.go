@@ -11,6 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/talosbox/talosbox/applets/talosctl/global"
+	"github.com/talosbox/talosbox/applets/talosctl/mgmt"
+	"github.com/talosbox/talosbox/applets/talosctl/talos"
 	"github.com/talosbox/talosbox/internal/applet"
 )
 
@@ -21,25 +24,15 @@ var Applet = applet.Applet{
 	Main:    Main,
 }
 
-// GlobalFlags are the flags every talosctl command accepts.
-type GlobalFlags struct {
-	env applet.Env
-
-	Talosconfig string
-	Context     string
-	Nodes       []string
-	Endpoints   []string
-}
-
 // Main runs talosctl with args (without the program name).
 func Main(ctx context.Context, args []string, env applet.Env) int {
 	root := NewRootCommand(env)
 	root.SetArgs(args)
 
 	if err := root.ExecuteContext(ctx); err != nil {
-		var ee *exitError
+		var ee *global.ExitError
 		if errors.As(err, &ee) {
-			return ee.code
+			return ee.Code
 		}
 
 		fmt.Fprintf(env.Stderr, "error: %v\n", err)
@@ -50,16 +43,10 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	return 0
 }
 
-// exitError carries an exit status chosen by a command that has already
-// printed its own message.
-type exitError struct{ code int }
-
-func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
 // NewRootCommand builds the command tree. env supplies output streams and
 // the environment, so tests run commands without a process.
 func NewRootCommand(env applet.Env) *cobra.Command {
-	g := &GlobalFlags{env: env}
+	g := &global.Args{Env: env}
 
 	root := &cobra.Command{
 		Use:   "talosctl",
@@ -80,46 +67,46 @@ then ~/.talos/config.`,
 	pf.StringSliceVarP(&g.Nodes, "nodes", "n", nil, "target the specified nodes")
 	pf.StringSliceVarP(&g.Endpoints, "endpoints", "e", nil, "override default endpoints in Talos configuration")
 
-	configCmd := newConfigCommand(g)
-	configCmd.AddCommand(newConfigNewCommand(g))
+	configCmd := mgmt.NewConfigCommand(g)
+	configCmd.AddCommand(mgmt.NewConfigNewCommand(g))
 
 	root.AddCommand(
-		newVersionCommand(g),
-		newGenCommand(g),
-		newValidateCommand(),
-		newMachineconfigCommand(),
+		talos.NewVersionCommand(g),
+		mgmt.NewGenCommand(g),
+		mgmt.NewValidateCommand(),
+		mgmt.NewMachineconfigCommand(),
 		configCmd,
 		// Node API commands.
-		newGetCommand(g),
-		newServiceCommand(g),
-		newLogsCommand(g),
-		newDmesgCommand(g),
-		newEventsCommand(g),
-		newApplyConfigCommand(g),
-		newPatchCommand(g),
-		newEditCommand(g),
-		newRebootCommand(g),
-		newUpgradeCommand(g),
-		newRollbackCommand(g),
-		newShutdownCommand(g),
-		newResetCommand(g),
-		newListCommand(g),
-		newReadCommand(g),
-		newCopyCommand(g),
-		newMountsCommand(g),
-		newMemoryCommand(g),
-		newProcessesCommand(g),
-		newContainersCommand(g),
-		newStatsCommand(g),
-		newHealthCommand(g),
-		newClusterCommand(g),
-		newBootstrapCommand(g),
-		newEtcdCommand(g),
-		newKubeconfigCommand(g),
-		newImageCommand(g),
-		newMetaCommand(g),
-		newUpgradeK8sCommand(g),
-		newConvertK8sCommand(g),
+		talos.NewGetCommand(g),
+		talos.NewServiceCommand(g),
+		talos.NewLogsCommand(g),
+		talos.NewDmesgCommand(g),
+		talos.NewEventsCommand(g),
+		talos.NewApplyConfigCommand(g),
+		talos.NewPatchCommand(g),
+		talos.NewEditCommand(g),
+		talos.NewRebootCommand(g),
+		talos.NewUpgradeCommand(g),
+		talos.NewRollbackCommand(g),
+		talos.NewShutdownCommand(g),
+		talos.NewResetCommand(g),
+		talos.NewListCommand(g),
+		talos.NewReadCommand(g),
+		talos.NewCopyCommand(g),
+		talos.NewMountsCommand(g),
+		talos.NewMemoryCommand(g),
+		talos.NewProcessesCommand(g),
+		talos.NewContainersCommand(g),
+		talos.NewStatsCommand(g),
+		talos.NewHealthCommand(g),
+		mgmt.NewClusterCommand(g),
+		talos.NewBootstrapCommand(g),
+		talos.NewEtcdCommand(g),
+		talos.NewKubeconfigCommand(g),
+		talos.NewImageCommand(g),
+		talos.NewMetaCommand(g),
+		talos.NewUpgradeK8sCommand(g),
+		talos.NewConvertK8sCommand(g),
 	)
 
 	return root
