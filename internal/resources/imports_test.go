@@ -142,6 +142,14 @@ func TestNoUpwardImports(t *testing.T) {
 			},
 		},
 		{
+			name: "the client side (the API client, the cluster checks and upgrades) does not import the node side",
+			from: func(p string) bool { return under(p, "internal/client", "internal/cluster") },
+			allow: func(i string) bool {
+				return !under(i, "internal/machine", "internal/apid", "internal/k8s", "internal/storage", "internal/cri",
+					"internal/controlplane", "internal/etcd", "internal/network")
+			},
+		},
+		{
 			name: "the config schema does not import the node",
 			from: func(p string) bool { return under(p, "configs") },
 			allow: func(i string) bool {
