@@ -37,12 +37,7 @@ back, apply the previous machine configs.`,
 
 				s.ControlPlanes = s.Nodes
 
-				kube, err := s.Kube(cmd.Context())
-				if err != nil {
-					return err
-				}
-
-				return kubernetes.Upgrade(cmd.Context(), cmd.OutOrStdout(), s.Reach, kube, o)
+				return kubernetes.Upgrade(cmd.Context(), cmd.OutOrStdout(), s.Reach, s.Kube, o)
 			})
 		},
 	}

@@ -40,20 +40,22 @@ type UpgradeOptions struct {
 }
 
 // Upgrade upgrades the cluster's Kubernetes one control-plane component
-// and one node at a time, printing its progress to out. kube is the
-// cluster's API server client, through which the nodes are found; reach
-// reaches their APIs.
-func Upgrade(ctx context.Context, out io.Writer, reach client.Reach, kube *Client, o UpgradeOptions) error {
-	u := &k8sUpgrade{reach: reach, kube: kube, o: o, out: out}
+// and one node at a time, printing its progress to out. kube gives the
+// cluster's API server client, through which the nodes are found; it is
+// called once the options are checked, so a bad version is refused
+// without reaching the cluster. reach reaches the nodes' APIs.
+func Upgrade(ctx context.Context, out io.Writer, reach client.Reach, kube func(context.Context) (*Client, error), o UpgradeOptions) error {
+	u := &k8sUpgrade{reach: reach, getKube: kube, o: o, out: out}
 
 	return u.run(ctx)
 }
 
 // k8sUpgrade is one run of upgrade-k8s.
 type k8sUpgrade struct {
-	reach client.Reach
-	o     UpgradeOptions
-	out   io.Writer
+	reach   client.Reach
+	getKube func(context.Context) (*Client, error)
+	o       UpgradeOptions
+	out     io.Writer
 
 	kube                   *Client
 	controlPlanes, workers []string
@@ -78,6 +80,10 @@ func (u *k8sUpgrade) run(ctx context.Context) error {
 	}
 
 	u.o.To = to
+
+	if u.kube, err = u.getKube(ctx); err != nil {
+		return err
+	}
 
 	if u.o.Endpoint != "" {
 		if u.kube, err = u.kube.WithServer(u.o.Endpoint); err != nil {

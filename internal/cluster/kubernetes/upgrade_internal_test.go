@@ -1,6 +1,9 @@
 package kubernetes
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -150,4 +153,28 @@ func indent(s string) string {
 	}
 
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestOptionsCheckedBeforeTheCluster: a bad version, or convert-k8s's
+// key-only step, never reaches the cluster, so it answers the same whether
+// the nodes are up or not.
+func TestOptionsCheckedBeforeTheCluster(t *testing.T) {
+	unreachable := func(t *testing.T) func(context.Context) (*Client, error) {
+		return func(context.Context) (*Client, error) {
+			t.Error("the cluster was reached")
+			return nil, errors.New("unreachable")
+		}
+	}
+
+	var out bytes.Buffer
+
+	err := Upgrade(t.Context(), &out, nil, unreachable(t), UpgradeOptions{To: "1.x"})
+	if err == nil || !strings.HasPrefix(err.Error(), "--to: ") {
+		t.Errorf("upgrade --to 1.x: %v", err)
+	}
+
+	err = Convert(t.Context(), &out, strings.NewReader(""), nil, unreachable(t), ConvertOptions{RemoveInitializedKey: true})
+	if err != nil || !strings.Contains(out.String(), "removing self-hosted initialized key") {
+		t.Errorf("convert --remove-initialized-key: %v\n%s", err, out.String())
+	}
 }
