@@ -68,7 +68,8 @@ func (c Compression) writer(w io.Writer) (io.WriteCloser, error) {
 		// image (100 MB of cpio) and saves 7% (31.1 MB to 29.1 MB),
 		// which keeps it under the 30 MB budget; the default window
 		// (8 MiB) is far below the kernel decompressor's limit, which
-		// TestBootZstdInitramfs checks by booting it.
+		// metaltest's TestQEMUKubernetes checks by booting it from the
+		// node's disk.
 		return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderConcurrency(1))
 	}
 

@@ -6,6 +6,7 @@ package metaltest
 // kernel's modules and the initramfs.
 
 import (
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -69,6 +70,9 @@ func work() (string, error) {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	prebuild()
+
 	code := m.Run()
 
 	workDirMu.Lock()

@@ -26,6 +26,15 @@
 // observable from its first console line, and a kernel panic loop
 // (panic=-1) impossible.
 //
+// Tests run in the order of their files. Those that boot an initramfs
+// directly come first, while TestMain builds the installer images in the
+// background (installers_test.go); TestMetalUpgrade, TestQEMUCluster and
+// TestQEMUKubernetes, which pull them, come last (metal_upgrade_test.go,
+// qemu_*_test.go). Every test that boots a guest holds the host-wide guest
+// lock (qemu.Exclusive) meanwhile, so the suite's length is the sum of
+// what the guests do: a build made while holding it, or before it in a
+// test that runs alone, makes the whole of make test that much longer.
+//
 // The binary is built with `make build` once per test process, the
 // initramfs with the initramfs package (the binary as /init, the virtio
 // modules). The tests need qemu-system-x86_64 and the kernel unpacked by

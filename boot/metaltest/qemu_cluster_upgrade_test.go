@@ -10,27 +10,16 @@ import (
 	"time"
 )
 
-// installerRegistry builds installer images of this binary (v1) and of a
-// build stamped v2, and serves them on every host address, so that the
-// nodes of a segment reach them at its gateway. It returns the
-// cluster create flags that make the nodes install v1 from it, and v1.
-func (c *vmCluster) installerRegistry(v2 string) (flags []string, v1 string) {
-	t := c.t
-	t.Helper()
-
-	v1 = strings.Fields(mustOutput(t, c.bin, "--version"))[1]
-
-	images := t.TempDir()
-	installerImage(t, c.bin, images, installerRepo+":v1", v1)
-	installerImage(t, buildVersion(t, v2, false), images, installerRepo+":v2", v2)
-
-	port := serveLayoutOn(t, c.bin, filepath.Join(images, "oci"), "0.0.0.0")
+// installerRegistry serves the upgrade tests' installer images (v1 and
+// v2 among them) on every host address, so that the nodes of a segment
+// reach them at its gateway. It returns the cluster create flags that
+// make the nodes install v1 from it, and v1.
+func (c *vmCluster) installerRegistry(inst *installers) (flags []string, v1 string) {
+	port := serveLayoutOn(c.t, c.bin, inst.layout, "0.0.0.0")
 
 	return []string{"--install-image", installerRepo + ":v1",
-		"--registry-mirror", fmt.Sprintf("ghcr.io=http://%s:%d", c.cidr.Addr().Next(), port)}, v1
+		"--registry-mirror", fmt.Sprintf("ghcr.io=http://%s:%d", c.cidr.Addr().Next(), port)}, inst.v1
 }
-
-const installerRepo = "ghcr.io/talosbox/installer"
 
 func (c *vmCluster) controlPlaneConsole(i int) string {
 	b, _ := os.ReadFile(filepath.Join(c.state, c.name, fmt.Sprintf("%s-controlplane-%d", c.name, i+1), "console.log"))

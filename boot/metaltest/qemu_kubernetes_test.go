@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/boot/qemu"
-	"github.com/talosbox/talosbox/initramfs"
 	kimages "github.com/talosbox/talosbox/internal/images"
 )
 
@@ -31,21 +30,25 @@ func (c *vmCluster) kubectl(root string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// k8sInstaller is TestQEMUKubernetes's installer image: from a registry
-// of its own (a reserved name), so that the image cache stays ghcr.io's
-// mirror for the kubelet.
-const k8sInstaller = "installer.test/talosbox/installer:v1"
-
 // TestQEMUKubernetes: one metal control plane under QEMU pulls Kubernetes
 // from the image cache the host serves on the segment, runs the kubelet
 // and its static-pod control plane, and becomes a Ready node that runs
 // the project's echo Deployment, reached through its Service by address
 // and by name; then `talosctl upgrade` with all of it running drains the
 // node, boots it from its disk and brings it back Ready and uncordoned
-// with its workloads. Under TCG (no KVM here) it takes
+// with its workloads. Both of its boots from the disk unpack the
+// initramfs a user ships (every default module, the container runtime,
+// zstd at its best level), which the kernel's decompressor must take.
+// Under TCG (no KVM here) it takes
 // about 12 minutes, and it holds the guest lock (qemu.Exclusive), so the
 // Docker Kubernetes tests wait for it rather than starve it.
 func TestQEMUKubernetes(t *testing.T) {
+	// The node installs itself from an installer image the host serves
+	// (with the container runtime, as make installer's has), so that it
+	// boots from its disk after its upgrade. Pulled before the guest lock
+	// is taken: it may still be building.
+	inst := pull(t, k8sInstallers)
+
 	c := newVMCluster(t)
 	k, _ := kernel()
 
@@ -61,18 +64,8 @@ func TestQEMUKubernetes(t *testing.T) {
 	// One node: the control plane takes pods (the echo Deployment).
 	untaint := `cluster: {allowSchedulingOnControlPlanes: true}`
 
-	// The node installs itself from an installer image the host serves
-	// (with the container runtime, as make installer's has), so that it
-	// boots from its disk after its upgrade.
-	rt, err := initramfs.RuntimeIn(filepath.Join(root, "_out", "images"))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	v1 := strings.Fields(mustOutput(t, c.bin, "--version"))[1]
-	installers := t.TempDir()
-	installerImageWith(t, c.bin, installers, k8sInstaller, v1, rt)
-	registry := serveLayoutOn(t, c.bin, filepath.Join(installers, "oci"), "0.0.0.0")
+	v1 := inst.v1
+	registry := serveLayoutOn(t, c.bin, inst.layout, "0.0.0.0")
 
 	create := append([]string{"cluster", "create", "qemu"}, c.stateArgs()...)
 	create = append(create, "--subnet", c.cidr.String(), "--controlplanes", "1", "--workers", "0",

@@ -4,80 +4,11 @@ package metaltest
 
 import (
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/v1/random"
-
-	"github.com/talosbox/talosbox/initramfs"
-	"github.com/talosbox/talosbox/internal/imagestore"
 )
-
-// installerImage builds an installer image (`talosbox imager installer`,
-// what make installer runs) from bin, with a zstd initramfs as users'
-// have, into the OCI layout dir/oci.
-func installerImage(t *testing.T, bin, dir, ref, version string) {
-	t.Helper()
-
-	installerImageWith(t, bin, dir, ref, version, initramfs.Runtime{})
-}
-
-// installerImageWith is installerImage with a container runtime (runc
-// and the CNI plugins) in its initramfs, as make installer's has, for a
-// node that runs the kubelet after it boots from its disk.
-func installerImageWith(t *testing.T, bin, dir, ref, version string, rt initramfs.Runtime) {
-	t.Helper()
-
-	k, err := kernel()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	p := filepath.Join(t.TempDir(), "initramfs.cpio.zst")
-
-	// The guest's drivers; a Kubernetes node gets what cluster create
-	// gives it (the default set: netfilter, overlay, vxlan...).
-	mods := append([]string(nil), guestModules...)
-	if rt.Runc != "" {
-		mods = nil
-	}
-
-	if _, err := initramfs.BuildFile(p, initramfs.Options{Binary: bin, ModulesDir: k.ModulesDir, Modules: mods, Compression: initramfs.Zstd, Runtime: rt}); err != nil {
-		t.Fatal(err)
-	}
-
-	out, err := exec.Command(bin, "imager", "installer", "--out", dir, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)),
-		"--kernel-version", k.Release, "--initramfs", p, "--tag", ref, "--image-version", version).CombinedOutput()
-	if err != nil {
-		t.Fatalf("imager installer: %v\n%s", err, out)
-	}
-
-	t.Logf("%s", strings.TrimSpace(string(out)))
-}
-
-// buildVersion builds talosbox stamped with version (and BROKEN_BOOT=1
-// for a release whose every boot fails).
-func buildVersion(t *testing.T, version string, broken bool) string {
-	t.Helper()
-
-	bin, err := buildInWork("talosbox-"+version, func(root, out string) *exec.Cmd {
-		args := []string{"-s", "-C", root, "build", "OUT=" + out, "VERSION=" + version}
-		if broken {
-			args = append(args, "BROKEN_BOOT=1")
-		}
-
-		return exec.Command("make", args...)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	return bin
-}
 
 var tagRe = regexp.MustCompile(`(?m)^Server:\n\tNODE:.*\n\tTag:\s+(\S+)`)
 
@@ -108,29 +39,14 @@ func TestMetalUpgrade(t *testing.T) {
 	}
 
 	const (
-		repo = "ghcr.io/talosbox/installer"
-		v2   = "v0.0.2-upgrade"
-		v3   = "v0.0.3-broken"
+		repo = installerRepo
+		v2   = upgradeV2
+		v3   = brokenV3
 	)
 
-	v1 := strings.Fields(mustOutput(t, bin, "--version"))[1]
-
-	images := t.TempDir()
-	installerImage(t, bin, images, repo+":v1", v1)
-	installerImage(t, buildVersion(t, v2, false), images, repo+":v2", v2)
-	installerImage(t, buildVersion(t, v3, true), images, repo+":v3", v3)
-
-	// Not an installer: an image without /usr/install.
-	junk, err := random.Image(512, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if _, err := imagestore.Write(filepath.Join(images, "oci"), []imagestore.Named{{Ref: repo + ":no-kernel", Image: junk}}); err != nil {
-		t.Fatal(err)
-	}
-
-	port := serveLayout(t, bin, filepath.Join(images, "oci"))
+	inst := pull(t, upgradeInstallers)
+	v1 := inst.v1
+	port := serveLayout(t, bin, inst.layout)
 
 	n := newNode(t, nodeOptions{disk: true, reachHost: true})
 	cp := n.patchConfig(n.genConfig("upgrade"), "installer.yaml", fmt.Sprintf(`{"machine":{"install":{"image":"%s:v1"},
@@ -274,15 +190,4 @@ func TestMetalUpgrade(t *testing.T) {
 
 	n.ok("shutdown")
 	n.waitExit(markPowerOff)
-}
-
-func mustOutput(t *testing.T, name string, args ...string) string {
-	t.Helper()
-
-	out, err := exec.Command(name, args...).Output()
-	if err != nil {
-		t.Fatalf("%s %v: %v", name, args, err)
-	}
-
-	return string(out)
 }
