@@ -22,7 +22,7 @@ import (
 )
 
 // Deadlines per step. A boot to maintenance mode takes seconds under TCG;
-// the machine's speed drifts by ±50% (BOOTLAB.md), and the first boot
+// the machine's speed drifts by ±50% from run to run, and the first boot
 // with a config formats a few GiB.
 const (
 	bootTimeout     = 2 * time.Minute // QEMU start to a console marker
@@ -134,7 +134,8 @@ var (
 )
 
 // image is an uncompressed initramfs with init as /init and the guest
-// modules (uncompressed loads fastest under QEMU: BOOTLAB.md).
+// modules (uncompressed loads fastest under TCG: the guest kernel's
+// decompressor is emulated, QEMU's copy is not).
 func image(init string) (string, error) {
 	imagesMu.Lock()
 	defer imagesMu.Unlock()

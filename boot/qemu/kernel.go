@@ -1,7 +1,8 @@
 // Package qemu boots test guests under QEMU: it finds the kernel unpacked
 // by scripts/fetch-kernel.sh, starts qemu-system-x86_64 with the command
-// shape of BOOTLAB.md (TCG, virtio-net without option ROM, virtio-rng,
-// panic=-1 -no-reboot), links guests into private L2 segments over
+// shape these machines need (TCG: they offer no usable KVM; virtio-net
+// without option ROM; virtio-rng, without which getrandom blocks for
+// minutes; panic=-1 -no-reboot, so that every boot is a new process), links guests into private L2 segments over
 // loopback UDP, follows each console line by line for markers, and drives
 // the machine over QMP (link state, quit).
 //

@@ -12,7 +12,7 @@ import (
 // on this machine, across test packages and processes (go test runs
 // packages in parallel). Two guests in parallel are fine on the 2-core
 // machines this project runs on; four roughly double each one's boot
-// time (BOOTLAB.md). A test that boots its guests together takes it once
+// time, past the deadlines the tests give a boot. A test that boots its guests together takes it once
 // for all of them, so two tests never wait on each other's half. It
 // blocks until the lock is free; release it after killing the guests.
 func Exclusive() (release func(), err error) {

@@ -18,9 +18,9 @@ import (
 )
 
 // AccelEnv overrides the accelerator (tcg by default). The machines this
-// project runs on offer no usable KVM (BOOTLAB.md): only set it to kvm
-// where /proc/cpuinfo has vmx or svm, /dev/kvm is writable and
-// /sys/module/kvm_pvm does not exist.
+// project runs on offer no usable KVM (their CPUs show no vmx or svm, and
+// /dev/kvm is kvm_pvm's): only set it to kvm where /proc/cpuinfo has vmx
+// or svm, /dev/kvm is writable and /sys/module/kvm_pvm does not exist.
 const AccelEnv = "TALOSBOX_QEMU_ACCEL"
 
 // BinaryEnv overrides the QEMU binary (qemu-system-x86_64 on PATH).

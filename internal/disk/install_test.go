@@ -210,7 +210,7 @@ func TestInstallRefusesSmallDisk(t *testing.T) {
 	}
 }
 
-// TestInstallSmallLayout partitions a 2 GiB image (BOOTLAB's disk size)
+// TestInstallSmallLayout partitions a 2 GiB image (a small test VM's disk)
 // with a layout that fits it, the way a test or a small VM would.
 func TestInstallSmallLayout(t *testing.T) {
 	e2fsck := tool(t, "e2fsck", "e2fsprogs")
