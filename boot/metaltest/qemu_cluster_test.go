@@ -199,13 +199,14 @@ func (c *vmCluster) stateArgs() []string { return []string{"--name", c.name, "--
 
 // TestQEMUCluster: three control planes and a worker, each a QEMU guest
 // on one vde segment with the host at .1: they are configured over the
-// segment, install an installer image the host serves and boot from
-// their disks with their config read from STATE, form etcd, discover
-// each other, hold a shared IP the host reaches (cluster create
-// --use-vip: the cluster's endpoint), lose the shared IP's holder to a
-// reset while an outside client keeps being served and take it back, take
-// a rolling OS upgrade of the control planes (each reboot goes through
-// the launcher and the disk's other slot), and destroy leaves nothing.
+// segment, install to their disks an installer image the host serves,
+// form etcd, discover each other, hold a shared IP the host reaches
+// (cluster create --use-vip: the cluster's endpoint), lose the shared
+// IP's holder to a reset (it comes back from its disk in maintenance
+// mode) while an outside client keeps being served and take it back, take
+// a rolling OS upgrade of the control planes (each reboots through the
+// launcher into its disk's other slot, with its config read from STATE),
+// and destroy leaves nothing.
 func TestQEMUCluster(t *testing.T) {
 	// The nodes install an installer image from the host and boot from
 	// their disks: their OS is upgraded to v2 at the end. Pulled before
@@ -342,12 +343,6 @@ func TestQEMUCluster(t *testing.T) {
 	}
 
 	c.ok(servicesTimeout+time.Minute, "health", "--wait-timeout", servicesTimeout.String())
-
-	for i := range 3 {
-		if !strings.Contains(c.controlPlaneConsole(i), "Booting `A - talosbox ("+v1+")'") {
-			t.Errorf("control plane %d did not boot from its disk after its install", i+1)
-		}
-	}
 
 	c.rollingUpgrade(3, v1, upgradeV2)
 
