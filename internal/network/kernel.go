@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -124,6 +125,15 @@ func (k *kernel) watch(ctx context.Context, groups int, wake func()) (<-chan err
 	done := make(chan struct{})
 	errc := make(chan error, 3)
 	onErr := func(err error) {
+		// A message that another process sent to the groups reaches every
+		// subscriber; the library skips it, since only the kernel reports
+		// changes, and says so here. The subscription is whole: failing
+		// the controller for it restarted every network controller
+		// whenever some process on the node sent one.
+		if strings.HasPrefix(err.Error(), "Wrong sender portid") {
+			return
+		}
+
 		select {
 		case errc <- fmt.Errorf("netlink subscription: %w", err):
 		default:
