@@ -284,10 +284,33 @@ func TestClusterLifecycle(t *testing.T) {
 			return m[0].RemoveMember(removeCtx, m[1].MemberID())
 		})
 
-		select {
-		case <-m[1].Done():
-		case <-ctx.Done():
-			t.Fatal("removed member still running")
+		// etcd runs on for a second after applying its removal. Health
+		// checks in that second once hit etcd's IsLearner, which panics
+		// when it cannot find the local member: on a node, machined's.
+		sawRemoved := false
+
+	poll:
+		for {
+			hctx, hcancel := context.WithTimeout(ctx, time.Second)
+			err := m[1].Healthy(hctx)
+			_, serr := m[1].Status(hctx)
+
+			hcancel()
+
+			sawRemoved = sawRemoved || (err != nil && strings.Contains(err.Error(), "removed from the cluster") &&
+				serr != nil && strings.Contains(serr.Error(), "removed from the cluster"))
+
+			select {
+			case <-m[1].Done():
+				break poll
+			case <-ctx.Done():
+				t.Fatal("removed member still running")
+			case <-time.After(10 * time.Millisecond): // polling interval
+			}
+		}
+
+		if !sawRemoved {
+			t.Error("no health check saw the removal before the member stopped")
 		}
 
 		if !errors.Is(m[1].Err(), ErrRemoved) {

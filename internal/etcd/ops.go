@@ -132,6 +132,12 @@ func (s *Server) electionTimeout() time.Duration {
 
 // Status reports this member's raft and storage state.
 func (s *Server) Status(ctx context.Context) (Status, error) {
+	// etcd's Status handler asks IsLearner too, which panics in this
+	// goroutine once the member's removal is applied.
+	if _, member := s.localMember(); !member {
+		return Status{}, errors.New("etcd status: this member was removed from the cluster")
+	}
+
 	// The in-process client ignores the endpoint: it always asks this member.
 	resp, err := s.client.Status(ctx, "")
 	if err != nil {
@@ -196,7 +202,12 @@ func alarmsFrom(resp *clientv3.AlarmResponse) []Alarm {
 // Healthy reports whether this member is a voter and the cluster answers a
 // linearizable read through it, which needs a leader and a quorum.
 func (s *Server) Healthy(ctx context.Context) error {
-	if s.etcd.Server.IsLearner() {
+	learner, member := s.localMember()
+
+	switch {
+	case !member:
+		return errors.New("etcd is not healthy: this member was removed from the cluster")
+	case learner:
 		return errors.New("etcd is not healthy: this member is still a learner")
 	}
 

@@ -293,7 +293,12 @@ func (s *Server) promote() {
 	id := s.MemberID()
 
 	for {
-		if !s.etcd.Server.IsLearner() {
+		learner, member := s.localMember()
+		if !member {
+			return // removed while a learner: the server stops by itself
+		}
+
+		if !learner {
 			close(s.voter)
 
 			return
@@ -322,6 +327,20 @@ func (s *Server) promote() {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// localMember says whether this member is a learner, and whether the
+// applied membership still has it at all. etcd's own IsLearner panics
+// once the member's removal is applied ("failed to find local ID in
+// cluster members"), which leaves the server running for another second:
+// here that panic would be PID 1's.
+func (s *Server) localMember() (learner, member bool) {
+	m := s.etcd.Server.Cluster().Member(s.etcd.Server.MemberID())
+	if m == nil {
+		return false, false
+	}
+
+	return m.IsLearner, true
 }
 
 // attemptTimeout bounds one remote request of a retry loop: long enough for

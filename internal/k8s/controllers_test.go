@@ -136,9 +136,13 @@ func TestControlPlaneGraph(t *testing.T) {
 	g := startGraph(t)
 
 	g.setConfig(cp)
-	put(g, bus.NewTyped(networkres.Namespace, networkres.HostnameStatusType, networkres.HostnameID, networkres.HostnameStatusSpec{Hostname: "CP-1"}), "network")
+	// The addresses go first: the secrets wait for a hostname, so their
+	// first version already has the address in the certificate. The
+	// other order let the test take the versions of a first issue
+	// without it, and see the reissue as the flag change's doing.
 	put(g, bus.NewTyped(networkres.Namespace, networkres.NodeAddressType, networkres.NodeAddressesCur,
 		networkres.NodeAddressSpec{Addresses: []netip.Prefix{netip.MustParsePrefix("10.5.0.2/24")}}), "network")
+	put(g, bus.NewTyped(networkres.Namespace, networkres.HostnameStatusType, networkres.HostnameID, networkres.HostnameStatusSpec{Hostname: "CP-1"}), "network")
 
 	g.wait("secrets and configs written", func() bool {
 		for _, typ := range []string{k8s.SecretsStatusType, k8s.ConfigStatusType} {
