@@ -245,6 +245,8 @@ func TestDockerKubernetes(t *testing.T) {
 		}
 	})
 
+	testHostPort(t, dc, names[w], w)
+
 	// Issue 19: upgrade-k8s to the default version under load, rollback
 	// by config, try mode, convert-k8s. What follows runs on the result.
 	testUpgradeUnderLoad(t, dc, names, []string{cp1, cp2, cp3}, w)

@@ -203,6 +203,29 @@ func Assemble(o Options) (*Archive, *Result, error) {
 		}
 	}
 
+	treeFiles, treeLinks, err := o.Runtime.Tree()
+	if err != nil {
+		return nil, nil, fmt.Errorf("initramfs: %w", err)
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(treeFiles)) {
+		if a.Has(name) {
+			return nil, nil, fmt.Errorf("initramfs: runtime root: /%s is in the archive already", name)
+		}
+
+		if err := a.File(name, treeFiles[name], 0); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(treeLinks)) {
+		if a.Has(name) {
+			return nil, nil, fmt.Errorf("initramfs: runtime root: /%s is in the archive already", name)
+		}
+
+		a.Symlink(name, treeLinks[name])
+	}
+
 	res := &Result{}
 
 	mods := o.Modules

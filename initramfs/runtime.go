@@ -11,13 +11,19 @@ import (
 )
 
 // Runtime is what a node needs beside the talosbox binary to run
-// containers: runc (static, with seccomp) and the CNI plugins. containerd
-// and its shim are applets of the binary itself.
+// containers: runc (static, with seccomp), the CNI plugins, and the
+// netfilter userspace the portmap plugin runs. containerd and its shim
+// are applets of the binary itself.
 type Runtime struct {
 	// Runc goes to /bin/runc.
 	Runc string
 	// CNIBinDir's files go to /opt/cni/bin.
 	CNIBinDir string
+	// Root is a tree merged into the root filesystem as it is, symlinks
+	// included: Debian's iptables and nft with their loader and
+	// libraries (make images writes it). portmap, the CNI plugin behind
+	// hostPort, runs iptables on the node itself.
+	Root string
 }
 
 // Paths inside a node's root filesystem (the initramfs, the Docker node
@@ -39,9 +45,9 @@ func RuntimeBeside(binary string) (Runtime, error) {
 
 // RuntimeIn finds the runtime in the output directory of `make images`.
 func RuntimeIn(out string) (Runtime, error) {
-	rt := Runtime{Runc: filepath.Join(out, "runtime", "runc"), CNIBinDir: filepath.Join(out, "cni", "bin")}
+	rt := Runtime{Runc: filepath.Join(out, "runtime", "runc"), CNIBinDir: filepath.Join(out, "cni", "bin"), Root: filepath.Join(out, "runtime", "root")}
 
-	for _, p := range []string{rt.Runc, rt.CNIBinDir} {
+	for _, p := range []string{rt.Runc, rt.CNIBinDir, rt.Root} {
 		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 			return Runtime{}, fmt.Errorf("%w: %s is missing (run make images)", ErrNoRuntime, p)
 		} else if err != nil {
@@ -81,4 +87,50 @@ func (rt Runtime) Files() (map[string]string, error) {
 	}
 
 	return files, nil
+}
+
+// Tree lists Root's members by archive path (relative, as Files names
+// them): regular files with their source, and symlinks with their
+// targets, which are kept (iptables is a link to xtables-nft-multi, which
+// dispatches on its name).
+func (rt Runtime) Tree() (files, links map[string]string, err error) {
+	files, links = map[string]string{}, map[string]string{}
+	if rt.Root == "" {
+		return files, links, nil
+	}
+
+	err = filepath.WalkDir(rt.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+
+		rel, err := filepath.Rel(rt.Root, p)
+		if err != nil || rel == "." {
+			return err
+		}
+
+		rel = filepath.ToSlash(rel)
+
+		switch {
+		case d.IsDir():
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+
+			links[rel] = target
+		case d.Type().IsRegular():
+			files[rel] = p
+		default:
+			return fmt.Errorf("%s: not a file, directory or symlink", p)
+		}
+
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("runtime root: %w", err)
+	}
+
+	return files, links, nil
 }

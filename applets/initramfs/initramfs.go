@@ -59,7 +59,7 @@ Flags:
 // options is the parsed command line.
 type options struct {
 	output, binary, kernelDir, kernelVersion, modules, compress, depDir string
-	runc, cniBin                                                        string
+	runc, cniBin, runtimeRoot                                           string
 	withTools, noRuntime                                                bool
 }
 
@@ -78,6 +78,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.StringVar(&o.compress, "compress", string(initramfs.None), "none, gzip or zstd (none boots fastest under QEMU)")
 	fs.StringVar(&o.runc, "runc", "", "static runc for /bin/runc (default: images/runtime/runc beside the binary, as make images leaves it)")
 	fs.StringVar(&o.cniBin, "cni-bin", "", "directory of static CNI plugins for /opt/cni/bin (default: images/cni/bin beside the binary)")
+	fs.StringVar(&o.runtimeRoot, "runtime-root", "", "tree merged into the root as it is: iptables and nft with their libraries, which the portmap CNI plugin runs (default: images/runtime/root beside the binary)")
 	fs.BoolVar(&o.noRuntime, "no-runtime", false, "leave runc and the CNI plugins out: the node then runs no containers")
 	fs.BoolVar(&o.withTools, "with-tools", false, "add u-root's core commands and a shell (gosh) in /bin, for debugging; needs go on PATH")
 	fs.StringVar(&o.depDir, "write-modules-dep", "", "write `DIR`/modules.dep for a whole lib/modules/<release> tree and exit")
@@ -188,8 +189,8 @@ func buildOptions(o options, env applet.Env) (initramfs.Options, error) {
 
 	if !o.noRuntime {
 		beside, err := initramfs.RuntimeBeside(bo.Binary)
-		if err != nil && (o.runc == "" || o.cniBin == "") {
-			return bo, fmt.Errorf("%w, or pass --runc and --cni-bin, or --no-runtime", err)
+		if err != nil && (o.runc == "" || o.cniBin == "" || o.runtimeRoot == "") {
+			return bo, fmt.Errorf("%w, or pass --runc, --cni-bin and --runtime-root, or --no-runtime", err)
 		}
 
 		bo.Runtime = beside
@@ -199,6 +200,10 @@ func buildOptions(o options, env applet.Env) (initramfs.Options, error) {
 
 		if o.cniBin != "" {
 			bo.Runtime.CNIBinDir = o.cniBin
+		}
+
+		if o.runtimeRoot != "" {
+			bo.Runtime.Root = o.runtimeRoot
 		}
 	}
 

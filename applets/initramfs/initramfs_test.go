@@ -207,7 +207,7 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// TestRuntime: runc and the CNI plugins go in at Talos's paths, from the
+// TestRuntime: runc, the CNI plugins and the runtime root go in at Talos's paths, from the
 // flags or from make images' output beside the binary; missing, they are
 // an error that says how to get them.
 func TestRuntime(t *testing.T) {
@@ -223,15 +223,29 @@ func TestRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	root := filepath.Join(f.dir, "root")
+	if err := os.MkdirAll(filepath.Join(root, "usr", "sbin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.Symlink("xtables-nft-multi", filepath.Join(root, "usr", "sbin", "iptables")); err != nil {
+		t.Fatal(err)
+	}
+
 	out := filepath.Join(f.dir, "rt.cpio")
 
 	code, _, stderr := run(nil, "-o", out, "--binary", f.binary, "--kernel-dir", f.kernel, "--runc", f.binary, "--cni-bin", cni)
+	if code != 1 || !strings.Contains(stderr, "--runtime-root") {
+		t.Fatalf("without a runtime root: exit %d, stderr %q", code, stderr)
+	}
+
+	code, _, stderr = run(nil, "-o", out, "--binary", f.binary, "--kernel-dir", f.kernel, "--runc", f.binary, "--cni-bin", cni, "--runtime-root", root)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 
 	data, _ := os.ReadFile(out)
-	for _, name := range []string{"bin/runc\x00", "opt/cni/bin/bridge\x00", "bin/containerd-shim-runc-v2\x00"} {
+	for _, name := range []string{"bin/runc\x00", "opt/cni/bin/bridge\x00", "bin/containerd-shim-runc-v2\x00", "usr/sbin/iptables\x00"} {
 		if !bytes.Contains(data, []byte(name)) {
 			t.Errorf("the archive lacks %q", strings.TrimSuffix(name, "\x00"))
 		}

@@ -61,6 +61,7 @@ type Result struct {
 	KubernetesBins map[string]string
 	CNIDir         string // the CNI plugins: bridge, host-local, loopback, portmap, flannel
 	Runc           string // runc, static with seccomp, for the node image and initramfs
+	RuntimeRoot    string // iptables and nft with their libraries, merged into the node's root
 }
 
 // LayoutDir is where Build leaves the OCI layout under Out.

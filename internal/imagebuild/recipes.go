@@ -2,6 +2,7 @@ package imagebuild
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -232,7 +233,68 @@ func (b *builder) cniDir(bins map[string]string) error {
 
 	b.res.CNIDir = dir
 
+	return b.runtimeRoot()
+}
+
+// runtimeRoot writes Out/runtime/root: the node's own netfilter userspace
+// (Debian's iptables and nft, their xtables extensions, loader and
+// libraries), merged into the node's root filesystem. The portmap CNI
+// plugin runs iptables on the node itself, not in a container: without
+// it a pod with a hostPort never starts.
+func (b *builder) runtimeRoot() error {
+	h := newHostFiles(b.opts.HostRoot)
+	if err := netfilterFiles(h); err != nil {
+		return fmt.Errorf("node runtime root: %w", err)
+	}
+
+	dir := filepath.Join(b.opts.Out, "runtime", "root")
+	if err := writeTree(dir, h.entries()); err != nil {
+		return fmt.Errorf("node runtime root: %w", err)
+	}
+
+	b.res.RuntimeRoot = dir
+
 	return nil
+}
+
+// writeTree replaces dir with the entries, written beside it first so that
+// a reader never sees half a tree. Symlinks are kept as they are: their
+// absolute targets name paths in the node's root, not this machine's.
+func writeTree(dir string, es []entry) error {
+	tmp := dir + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+
+	for _, e := range es {
+		p := filepath.Join(tmp, e.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+
+		var err error
+
+		switch {
+		case e.dir:
+			err = os.MkdirAll(p, e.mode)
+		case e.link != "":
+			err = os.Symlink(e.link, p)
+		case e.src == "":
+			err = os.WriteFile(p, []byte(e.data), e.mode)
+		default:
+			err = imagestore.LinkOrCopy(e.src, p)
+		}
+
+		if err != nil {
+			return err
+		}
+	}
+
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+
+	return os.Rename(tmp, dir)
 }
 
 // write assembles the images and writes those whose digest differs from

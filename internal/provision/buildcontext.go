@@ -151,6 +151,24 @@ func buildContext(req BuildRequest) (*bytes.Buffer, error) {
 			return nil, err
 		}
 	}
+	for _, dst := range slices.Sorted(maps.Keys(req.Links)) {
+		rel := strings.TrimPrefix(path.Clean(dst), "/")
+		_, isFile := req.Files["/"+rel]
+		if !path.IsAbs(dst) || rel == "" || rel == "talosbox" || slices.Contains(links, rel) || isFile || req.Links[dst] == "" {
+			return nil, fmt.Errorf("%w: image link %q -> %q", ErrInvalidRequest, dst, req.Links[dst])
+		}
+		for _, dir := range parents(rel) {
+			if !dirs[dir] {
+				dirs[dir] = true
+				if err := add(&tar.Header{Name: "rootfs/" + dir + "/", Typeflag: tar.TypeDir, Mode: 0o755}, nil); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := add(&tar.Header{Name: "rootfs/" + rel, Typeflag: tar.TypeSymlink, Linkname: req.Links[dst], Mode: 0o777}, nil); err != nil {
+			return nil, err
+		}
+	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("build context: %w", err)
 	}

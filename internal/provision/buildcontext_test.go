@@ -23,6 +23,9 @@ func TestBuildContext(t *testing.T) {
 		Cmd:     []string{"--state-dir", StateDir},
 		// The kubelet's OS image.
 		OSRelease: []byte("PRETTY_NAME=\"talosbox (v1.2.3)\"\n"),
+		Files:     map[string]string{"/usr/sbin/xtables-nft-multi": bin},
+		// Kept as links: a multicall program dispatches on its name.
+		Links: map[string]string{"/usr/sbin/iptables": "xtables-nft-multi", "/lib/x86_64-linux-gnu/ld.so": "/lib64/ld.so"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +76,14 @@ func TestBuildContext(t *testing.T) {
 			t.Errorf("applet %s: %+v", l, h)
 		}
 	}
+	for l, target := range map[string]string{"rootfs/usr/sbin/iptables": "xtables-nft-multi", "rootfs/lib/x86_64-linux-gnu/ld.so": "/lib64/ld.so"} {
+		if h := entries[l]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != target {
+			t.Errorf("link %s: %+v, want one to %s", l, h, target)
+		}
+	}
+	if h := entries["rootfs/lib/x86_64-linux-gnu/"]; h == nil || h.Typeflag != tar.TypeDir {
+		t.Errorf("a link's directory: %+v", h)
+	}
 	if entries["rootfs/etc/os-release"] == nil {
 		t.Error("no /etc/os-release")
 	}
@@ -89,12 +100,16 @@ func TestBuildContextRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, req := range map[string]BuildRequest{
-		"missing binary": {Binary: bin + ".missing"},
-		"directory":      {Binary: filepath.Dir(bin)},
-		"applet slash":   {Binary: bin, Applets: []string{"a/b"}},
-		"applet root":    {Binary: bin, Applets: []string{"/talosbox"}},
-		"env key":        {Binary: bin, Env: []string{"1X=y"}},
-		"env newline":    {Binary: bin, Env: []string{"X=a\nRUN x"}},
+		"missing binary":  {Binary: bin + ".missing"},
+		"directory":       {Binary: filepath.Dir(bin)},
+		"applet slash":    {Binary: bin, Applets: []string{"a/b"}},
+		"applet root":     {Binary: bin, Applets: []string{"/talosbox"}},
+		"env key":         {Binary: bin, Env: []string{"1X=y"}},
+		"env newline":     {Binary: bin, Env: []string{"X=a\nRUN x"}},
+		"relative link":   {Binary: bin, Links: map[string]string{"usr/sbin/iptables": "x"}},
+		"link over file":  {Binary: bin, Files: map[string]string{"/bin/x": bin}, Links: map[string]string{"/bin/x": "y"}},
+		"link to nothing": {Binary: bin, Links: map[string]string{"/bin/x": ""}},
+		"link over init":  {Binary: bin, Applets: []string{"/sbin/init"}, Links: map[string]string{"/sbin/init": "y"}},
 	} {
 		if _, err := buildContext(req); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -34,6 +34,9 @@ type BuildRequest struct {
 	// Files are more static executables, image path → file on this machine
 	// ("/bin/runc": "_out/images/runtime/runc"), put in with mode 0755.
 	Files map[string]string
+	// Links are more symlinks, image path → target, kept as they are
+	// ("/usr/sbin/iptables": "xtables-nft-multi").
+	Links map[string]string
 	// Env are KEY=VALUE pairs baked into the image, e.g. TALOSBOX_PLATFORM=container.
 	Env []string
 	// Labels are put on the image.

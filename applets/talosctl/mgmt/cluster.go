@@ -354,30 +354,44 @@ func (f *clusterCreateFlags) runtime(bin string) (initramfs.Runtime, error) {
 	return initramfs.RuntimeBeside(bin)
 }
 
-// runtimeFiles are runc and the CNI plugins for the node image, by image
-// path. Without them (no make images yet) the nodes run, but no
+// runtimeFiles are runc, the CNI plugins and the runtime root (iptables
+// for portmap) for the node image, by image path, and the root's
+// symlinks. Without them (no make images yet) the nodes run, but no
 // containers; an --images-dir that lacks them is an error.
-func (f *clusterCreateFlags) runtimeFiles(bin string, warn io.Writer) (map[string]string, error) {
+func (f *clusterCreateFlags) runtimeFiles(bin string, warn io.Writer) (files, links map[string]string, err error) {
 	rt, err := f.runtime(bin)
 	if err != nil {
 		if f.imagesDir != "" {
-			return nil, fmt.Errorf("--images-dir: %w", err)
+			return nil, nil, fmt.Errorf("--images-dir: %w", err)
 		}
 
 		fmt.Fprintf(warn, "warning: %v: the nodes will run no containers\n", err)
 
-		return nil, nil
+		return nil, nil, nil
 	}
 
-	files, err := rt.Files()
+	static, err := rt.Files()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
-	out := make(map[string]string, len(files))
-	for name, src := range files {
-		out["/"+name] = src // archive names are relative
+	tree, treeLinks, err := rt.Tree()
+	if err != nil {
+		return nil, nil, err
 	}
 
-	return out, nil
+	// Archive names are relative; the image's are absolute.
+	files, links = map[string]string{}, map[string]string{}
+
+	for _, m := range []map[string]string{static, tree} {
+		for name, src := range m {
+			files["/"+name] = src
+		}
+	}
+
+	for name, target := range treeLinks {
+		links["/"+name] = target
+	}
+
+	return files, links, nil
 }

@@ -226,7 +226,7 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 	tag := "talosbox:" + strings.NewReplacer("+", "-").Replace(version.Tag)
 	fmt.Fprintf(out, "building image %s from %s\n", tag, bin)
 
-	files, err := f.runtimeFiles(bin, out)
+	files, links, err := f.runtimeFiles(bin, out)
 	if err != nil {
 		return "", err
 	}
@@ -236,6 +236,7 @@ func (f *clusterCreateFlags) ensureImage(ctx context.Context, d *provision.Docke
 		Binary:    bin,
 		Applets:   []string{"/sbin/init", "talosctl", "/bin/containerd", "/bin/containerd-shim-runc-v2"},
 		Files:     files,
+		Links:     links,
 		OSRelease: version.OSRelease(version.Tag),
 		Env:       []string{"TALOSBOX_PLATFORM=container", "TALOSBOX_OWN_ROOT=1"},
 	}, io.Discard)
