@@ -18,9 +18,10 @@ import (
 // testHostPort runs a pod with a hostPort on the node named node and asks
 // for it at the node's address from this machine, outside the cluster.
 // The portmap CNI plugin behind hostPort runs iptables on the node
-// itself: a node without it never starts such a pod (the conformance
-// suite's HostPort and SchedulerPredicates specs, and StatefulSet's
-// "recreate evicted").
+// itself and sets route_localnet on the pods' bridge: a node without
+// iptables, or a Docker node with a read-only /proc/sys, never starts
+// such a pod (the conformance suite's HostPort and SchedulerPredicates
+// specs, and StatefulSet's "recreate evicted").
 func testHostPort(t *testing.T, dc *dockerCluster, node, addr string) {
 	t.Run("a hostPort serves the pod at its node's address", func(t *testing.T) {
 		const port = 31080
@@ -34,13 +35,17 @@ func testHostPort(t *testing.T, dc *dockerCluster, node, addr string) {
 			t.Fatal(err)
 		}
 
-		dc.kube(t, "apply", "-f", f)
+		// Pod security's baseline, the default namespace's, forbids
+		// hostPort, as on Talos.
+		dc.kube(t, "create", "namespace", "hostport")
+		dc.kube(t, "label", "namespace", "hostport", "pod-security.kubernetes.io/enforce=privileged")
+		dc.kube(t, "-n", "hostport", "apply", "-f", f)
 
 		waitFor(t, 3*time.Minute, "the hostPort pod running", func() error {
-			out, err := dc.kubectl("get", "pod", "hostport", "-o", "jsonpath={.status.phase}")
+			out, err := dc.kubectl("-n", "hostport", "get", "pod", "hostport", "-o", "jsonpath={.status.phase}")
 			if err != nil || out != "Running" {
 				// The sandbox's failure (portmap's) is in the events.
-				ev, _ := dc.kubectl("get", "events", "--field-selector", "involvedObject.name=hostport", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+				ev, _ := dc.kubectl("-n", "hostport", "get", "events", "--field-selector", "involvedObject.name=hostport", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
 				return fmt.Errorf("phase %q (%v); events:\n%s", out, err, ev)
 			}
 
@@ -69,6 +74,6 @@ func testHostPort(t *testing.T, dc *dockerCluster, node, addr string) {
 			return nil
 		})
 
-		dc.kube(t, "delete", "pod", "hostport", "--wait=false")
+		dc.kube(t, "delete", "namespace", "hostport", "--wait=false")
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -290,6 +291,7 @@ func containerOptions(req ClusterRequest, n *NodeRequest, labels map[string]stri
 			ReadonlyRootfs: pv.ReadonlyRootfs,
 			Privileged:     pv.Privileged,
 			CgroupnsMode:   cgroupns(pv.CgroupnsPrivate),
+			ReadonlyPaths:  readonlyPaths(pv),
 		},
 		NetworkingConfig: &network.NetworkingConfig{
 			EndpointsConfig: map[string]*network.EndpointSettings{
@@ -340,4 +342,18 @@ func (d *Docker) copyFiles(ctx context.Context, id string, files []File) error {
 		}
 	}
 	return nil
+}
+
+// dockerReadonlyPaths are the Engine's default read-only paths (moby's
+// oci.DefaultSpec); a container that sets its own replaces them all.
+var dockerReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+
+// readonlyPaths is nil (the Engine's defaults) unless /proc/sys must be
+// writable; then it is the defaults without it.
+func readonlyPaths(pv Privileges) []string {
+	if !pv.WritableProcSys || pv.Privileged {
+		return nil
+	}
+
+	return slices.DeleteFunc(slices.Clone(dockerReadonlyPaths), func(p string) bool { return p == "/proc/sys" })
 }

@@ -115,6 +115,11 @@ type Privileges struct {
 	Tmpfs          map[string]string
 	ReadonlyRootfs bool
 	Privileged     bool
+	// WritableProcSys leaves /proc/sys out of Docker's read-only paths
+	// (the others stay read-only, the masked ones masked), as a
+	// privileged container has it: the network sysctls are the
+	// container's own network namespace's.
+	WritableProcSys bool
 	// CgroupnsPrivate gives the container a cgroup namespace of its own, so
 	// that the cgroup hierarchies it mounts are its own subtree (runc in a
 	// node needs them writable).

@@ -165,6 +165,11 @@ func nodePrivileges(privileged bool) provision.Privileges {
 		pv.Privileged = true
 	} else {
 		pv.CapAdd, pv.CapDrop = []string{"ALL"}, []string{"SYS_RESOURCE"}
+		// /proc/sys writable, as in a privileged container: the portmap
+		// CNI plugin sets route_localnet on the pods' bridge (in the
+		// node's own network namespace), and a read-only /proc/sys
+		// fails every pod with a hostPort.
+		pv.WritableProcSys = true
 	}
 
 	return pv
