@@ -109,15 +109,22 @@ func buildContext(req BuildRequest) (*bytes.Buffer, error) {
 			return nil, err
 		}
 	}
-	// Applets may live in directories the list above lacks (e.g. "/opt/bin/x").
-	for _, l := range links {
-		for _, dir := range parents(l) {
+	// Applets, files and links may live in directories the list above
+	// lacks (e.g. "/opt/bin/x").
+	parentDirs := func(rel string) error {
+		for _, dir := range parents(rel) {
 			if !dirs[dir] {
 				dirs[dir] = true
 				if err := add(&tar.Header{Name: "rootfs/" + dir + "/", Typeflag: tar.TypeDir, Mode: 0o755}, nil); err != nil {
-					return nil, err
+					return err
 				}
 			}
+		}
+		return nil
+	}
+	for _, l := range links {
+		if err := parentDirs(l); err != nil {
+			return nil, err
 		}
 	}
 	if err := add(&tar.Header{Name: "rootfs/talosbox", Typeflag: tar.TypeReg, Mode: 0o755, Size: st.Size()}, bin); err != nil {
@@ -139,13 +146,8 @@ func buildContext(req BuildRequest) (*bytes.Buffer, error) {
 		if !path.IsAbs(dst) || rel == "" || rel == "talosbox" || slices.Contains(links, rel) {
 			return nil, fmt.Errorf("%w: image file %q", ErrInvalidRequest, dst)
 		}
-		for _, dir := range parents(rel) {
-			if !dirs[dir] {
-				dirs[dir] = true
-				if err := add(&tar.Header{Name: "rootfs/" + dir + "/", Typeflag: tar.TypeDir, Mode: 0o755}, nil); err != nil {
-					return nil, err
-				}
-			}
+		if err := parentDirs(rel); err != nil {
+			return nil, err
 		}
 		if err := addFile(add, "rootfs/"+rel, req.Files[dst]); err != nil {
 			return nil, err
@@ -157,13 +159,8 @@ func buildContext(req BuildRequest) (*bytes.Buffer, error) {
 		if !path.IsAbs(dst) || rel == "" || rel == "talosbox" || slices.Contains(links, rel) || isFile || req.Links[dst] == "" {
 			return nil, fmt.Errorf("%w: image link %q -> %q", ErrInvalidRequest, dst, req.Links[dst])
 		}
-		for _, dir := range parents(rel) {
-			if !dirs[dir] {
-				dirs[dir] = true
-				if err := add(&tar.Header{Name: "rootfs/" + dir + "/", Typeflag: tar.TypeDir, Mode: 0o755}, nil); err != nil {
-					return nil, err
-				}
-			}
+		if err := parentDirs(rel); err != nil {
+			return nil, err
 		}
 		if err := add(&tar.Header{Name: "rootfs/" + rel, Typeflag: tar.TypeSymlink, Linkname: req.Links[dst], Mode: 0o777}, nil); err != nil {
 			return nil, err
