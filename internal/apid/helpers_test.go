@@ -264,6 +264,14 @@ func (e *env) waitServing(tb testing.TB, maintenance bool) {
 // waitReady waits until the node says it is ready.
 func (e *env) waitReady(tb testing.TB) {
 	tb.Helper()
+	e.waitStatus(tb, "ready", func(s runtime.MachineStatusSpec) bool { return s.Status.Ready })
+}
+
+// waitStatus waits until the node's MachineStatus satisfies ok. The status
+// controller writes it on its own schedule, so apid can serve before it says
+// what a test is about to read through the API.
+func (e *env) waitStatus(tb testing.TB, what string, ok func(runtime.MachineStatusSpec) bool) {
+	tb.Helper()
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -275,12 +283,12 @@ func (e *env) waitReady(tb testing.TB) {
 	defer w.Close()
 
 	for ev := range w.Events() {
-		if st, ok := ev.Resource.(*runtime.MachineStatus); ok && st.TypedSpec().Status.Ready {
+		if st, isStatus := ev.Resource.(*runtime.MachineStatus); isStatus && ok(*st.TypedSpec()) {
 			return
 		}
 	}
 
-	tb.Fatalf("node never became ready\nconsole:\n%s", e.console.String())
+	tb.Fatalf("node never became %s\nconsole:\n%s", what, e.console.String())
 }
 
 // clientCert issues a client certificate from the cluster's OS CA.

@@ -329,8 +329,15 @@ func TestMaintenanceMode(t *testing.T) {
 	}
 
 	// Status resources are readable...
-	if _, err := rc.Get(ctx, &resource.GetRequest{Type: "machinestatus", Id: runtime.MachineID}); err != nil {
+	e.waitStatus(t, "in maintenance", func(s runtime.MachineStatusSpec) bool { return s.Stage == runtime.StageMaintenance })
+
+	got, err := rc.Get(ctx, &resource.GetRequest{Type: "machinestatus", Id: runtime.MachineID})
+	if err != nil {
 		t.Fatal(err)
+	}
+
+	if !strings.Contains(string(got.GetResource().GetSpecYaml()), "stage: maintenance") {
+		t.Fatalf("machinestatus in maintenance mode: %v", got)
 	}
 
 	if _, err := rc.Definitions(ctx, &emptypb.Empty{}); err != nil {
