@@ -246,6 +246,7 @@ func TestDockerKubernetes(t *testing.T) {
 	})
 
 	testHostPort(t, dc, names[w], w)
+	testClusterLoad(t, dc, imagesDir, names[w], w, 4)
 
 	// Issue 19: upgrade-k8s to the default version under load, rollback
 	// by config, try mode, convert-k8s. What follows runs on the result.

@@ -144,7 +144,7 @@ func (g *generation) unary(ctx context.Context, req any, info *grpc.UnaryServerI
 	return resp, err
 }
 
-// stream does the same for server-streaming calls.
+// stream does the same for streaming calls.
 func (g *generation) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	c, err := g.authorize(ss.Context(), info.FullMethod)
 	if err != nil {
@@ -163,7 +163,7 @@ func (g *generation) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	if target != "" {
 		// The other node stamps its own name: no stamping here.
 		ws.hostname = ""
-		return g.s.remote.forwardStream(ctx, target, info.FullMethod, ws, c.roles, g.id.hostname)
+		return g.s.remote.forwardStream(ctx, target, info.FullMethod, ws, info.IsClientStream, info.IsServerStream, c.roles, g.id.hostname)
 	}
 
 	return handler(srv, ws)

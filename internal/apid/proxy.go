@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -169,17 +170,24 @@ func (p *remotePool) forwardUnary(ctx context.Context, target, method string, re
 	return resp, nil
 }
 
-// forwardStream relays a server-streaming call: the one request there,
-// every response back, until the other node ends the stream.
-func (p *remotePool) forwardStream(ctx context.Context, target, method string, ss grpc.ServerStream, roles []role.Role, from string) error {
+// forwardStream relays a streaming call to another node's apid. A
+// server-streaming call sends its one request there and every response
+// back; a client-streaming call (ImageService.Import) relays the caller's
+// messages as they come, so an image archive is never held here whole.
+func (p *remotePool) forwardStream(ctx context.Context, target, method string, ss grpc.ServerStream, clientStreams, serverStreams bool, roles []role.Role, from string) error {
 	in, out, err := methodTypes(method)
 	if err != nil {
 		return err
 	}
 
-	req := in.New().Interface()
-	if err := ss.RecvMsg(req); err != nil {
-		return err
+	var first proto.Message
+
+	if !clientStreams {
+		// Read before dialing: a bad request never costs a connection.
+		first = in.New().Interface()
+		if err := ss.RecvMsg(first); err != nil {
+			return err
+		}
 	}
 
 	cc, release, err := p.get(target)
@@ -191,17 +199,27 @@ func (p *remotePool) forwardStream(ctx context.Context, target, method string, s
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	cs, err := cc.NewStream(outgoing(ctx, roles, from), &grpc.StreamDesc{ServerStreams: true}, method)
+	cs, err := cc.NewStream(outgoing(ctx, roles, from), &grpc.StreamDesc{ClientStreams: clientStreams, ServerStreams: serverStreams}, method)
 	if err != nil {
 		return remoteError(target, err)
 	}
 
-	if err := cs.SendMsg(req); err != nil && !errors.Is(err, io.EOF) {
-		return remoteError(target, err)
-	}
+	if clientStreams {
+		go func() {
+			// A failed relay cancels the call: the other node sees its
+			// stream end without a clean close and reports nothing half-read.
+			if err := relayRequests(ss, cs, in); err != nil {
+				cancel()
+			}
+		}()
+	} else {
+		if err := cs.SendMsg(first); err != nil && !errors.Is(err, io.EOF) {
+			return remoteError(target, err)
+		}
 
-	if err := cs.CloseSend(); err != nil {
-		return remoteError(target, err)
+		if err := cs.CloseSend(); err != nil {
+			return remoteError(target, err)
+		}
 	}
 
 	for {
@@ -216,6 +234,32 @@ func (p *remotePool) forwardStream(ctx context.Context, target, method string, s
 		}
 
 		if err := ss.SendMsg(resp); err != nil {
+			return err
+		}
+
+		if !serverStreams {
+			return nil
+		}
+	}
+}
+
+// relayRequests copies the caller's messages to the other node until the
+// caller closes its side, then closes ours.
+func relayRequests(ss grpc.ServerStream, cs grpc.ClientStream, in protoreflect.MessageType) error {
+	for {
+		req := in.New().Interface()
+
+		if err := ss.RecvMsg(req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return cs.CloseSend()
+			}
+
+			return err
+		}
+
+		if err := cs.SendMsg(req); err != nil {
+			// io.EOF: the other node ended the call; its status is what
+			// the receive loop reports.
 			return err
 		}
 	}

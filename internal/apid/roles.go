@@ -77,6 +77,13 @@ var methodRoles = map[string][]role.Role{
 	machine.MachineService_MetaWrite_FullMethodName:  {role.Admin, role.MetaWriter},
 	machine.MachineService_MetaDelete_FullMethodName: {role.Admin, role.MetaWriter},
 
+	// Talos's ImageService, with Talos's roles: importing and removing
+	// change what the kubelet runs.
+	machine.ImageService_List_FullMethodName:   readers,
+	machine.ImageService_Pull_FullMethodName:   operators,
+	machine.ImageService_Import_FullMethodName: admins,
+	machine.ImageService_Remove_FullMethodName: admins,
+
 	// Sensitive resources are redacted inside the handlers for non-admins.
 	resource.ResourceService_Get_FullMethodName:         readers,
 	resource.ResourceService_List_FullMethodName:        readers,

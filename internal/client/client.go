@@ -80,6 +80,7 @@ type Client struct {
 	endpoints []string
 
 	Machine  machine.MachineServiceClient
+	Image    machine.ImageServiceClient
 	Resource resource.ResourceServiceClient
 }
 
@@ -149,6 +150,7 @@ func New(opts Options) (*Client, error) {
 		conn:      conn,
 		endpoints: endpoints,
 		Machine:   machine.NewMachineServiceClient(conn),
+		Image:     machine.NewImageServiceClient(conn),
 		Resource:  resource.NewResourceServiceClient(conn),
 	}, nil
 }

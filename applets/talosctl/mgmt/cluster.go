@@ -45,7 +45,7 @@ func NewClusterCommand(g *global.Args) *cobra.Command {
           console logs, pids) lives in --state/<name>. Needs root.`,
 	}
 
-	cmd.AddCommand(newClusterCreateCommand(g), newClusterDestroyCommand(g), newClusterShowCommand(g), newClusterQEMULaunchCommand())
+	cmd.AddCommand(newClusterCreateCommand(g), newClusterDestroyCommand(g), newClusterShowCommand(g), newClusterLoadCommand(g), newClusterQEMULaunchCommand())
 
 	return cmd
 }

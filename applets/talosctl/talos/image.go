@@ -44,7 +44,7 @@ image list, as talosctl images did in Talos v0.9 (for image in $(talosctl images
 	cmd.Flags().AddFlagSet(def.Flags())
 
 	ns := addImageNamespaceFlag(cmd)
-	cmd.AddCommand(def, newImageListCommand(g, ns), newImagePullCommand(g, ns), newImageCacheCreateCommand(g), newImageCacheServeCommand(g))
+	cmd.AddCommand(def, newImageListCommand(g, ns), newImagePullCommand(g, ns), newImageImportCommand(g, ns), newImageCacheCreateCommand(g), newImageCacheServeCommand(g))
 
 	return cmd
 }

@@ -147,3 +147,44 @@ mirrors of the node's machine config (machine.registries), as the CRI would.`,
 		},
 	}
 }
+
+func newImageImportCommand(g *global.Args, ns *imageNamespace) *cobra.Command {
+	return &cobra.Command{
+		Use:   "import <archive|oci-layout-dir|docker-image|->",
+		Short: "Import an image into the machine's container runtime from this host, with no registry",
+		Long: `Streams an image to each node's CRI containerd over the node API
+(Talos's ImageService.Import), so pods can run it at once with no registry and
+nothing downloaded. The image is any of:
+
+  a file           a docker save archive, or an OCI archive (docker buildx --output type=oci)
+  a directory      an OCI image layout (index.json and blobs/)
+  -                either archive on stdin
+  anything else    an image of the local Docker Engine, as docker save gives it
+
+Images are named as the archive names them, as Kubernetes resolves names:
+myapp:dev is docker.io/library/myapp:dev, so 'kubectl run --image=myapp:dev'
+finds it. An OCI layout must name its image by a full reference. Only the
+node's platform is imported. 'talosctl cluster load' does this for every node
+of a local cluster.`,
+		Example: `  talosctl -n 10.5.0.2,10.5.0.3 image import myapp:dev
+  docker save myapp:dev | talosctl -n 10.5.0.2 image import -
+  talosctl -n 10.5.0.3 image import ./myapp-oci/`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			apiNS, err := ns.api()
+			if err != nil {
+				return err
+			}
+
+			a, err := global.OpenImageArchive(cmd.Context(), args[0], cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			defer a.Close() //nolint:errcheck // a temporary file
+
+			return g.WithSession(false, func(s *global.Session) error {
+				return global.ImportImages(cmd, s, a, apiNS)
+			})
+		},
+	}
+}

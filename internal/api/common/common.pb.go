@@ -231,6 +231,61 @@ func (x *Data) GetBytes() []byte {
 	return nil
 }
 
+// ContainerdInstance names a containerd and one of its namespaces.
+// Talos's message, same fields; talosbox has one containerd with images
+// (the CRI's), so only the namespace chooses.
+type ContainerdInstance struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Driver        ContainerDriver        `protobuf:"varint,1,opt,name=driver,proto3,enum=common.ContainerDriver" json:"driver,omitempty"`
+	Namespace     ContainerdNamespace    `protobuf:"varint,2,opt,name=namespace,proto3,enum=common.ContainerdNamespace" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerdInstance) Reset() {
+	*x = ContainerdInstance{}
+	mi := &file_common_common_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerdInstance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerdInstance) ProtoMessage() {}
+
+func (x *ContainerdInstance) ProtoReflect() protoreflect.Message {
+	mi := &file_common_common_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerdInstance.ProtoReflect.Descriptor instead.
+func (*ContainerdInstance) Descriptor() ([]byte, []int) {
+	return file_common_common_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ContainerdInstance) GetDriver() ContainerDriver {
+	if x != nil {
+		return x.Driver
+	}
+	return ContainerDriver_CONTAINERD
+}
+
+func (x *ContainerdInstance) GetNamespace() ContainerdNamespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return ContainerdNamespace_NS_UNKNOWN
+}
+
 var File_common_common_proto protoreflect.FileDescriptor
 
 const file_common_common_proto_rawDesc = "" +
@@ -241,7 +296,10 @@ const file_common_common_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"J\n" +
 	"\x04Data\x12,\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\fR\x05bytes**\n" +
+	"\x05bytes\x18\x02 \x01(\fR\x05bytes\"\x80\x01\n" +
+	"\x12ContainerdInstance\x12/\n" +
+	"\x06driver\x18\x01 \x01(\x0e2\x17.common.ContainerDriverR\x06driver\x129\n" +
+	"\tnamespace\x18\x02 \x01(\x0e2\x1b.common.ContainerdNamespaceR\tnamespace**\n" +
 	"\x0fContainerDriver\x12\x0e\n" +
 	"\n" +
 	"CONTAINERD\x10\x00\x12\a\n" +
@@ -266,20 +324,23 @@ func file_common_common_proto_rawDescGZIP() []byte {
 }
 
 var file_common_common_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_common_common_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_common_common_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_common_common_proto_goTypes = []any{
-	(ContainerDriver)(0),     // 0: common.ContainerDriver
-	(ContainerdNamespace)(0), // 1: common.ContainerdNamespace
-	(*Metadata)(nil),         // 2: common.Metadata
-	(*Data)(nil),             // 3: common.Data
+	(ContainerDriver)(0),       // 0: common.ContainerDriver
+	(ContainerdNamespace)(0),   // 1: common.ContainerdNamespace
+	(*Metadata)(nil),           // 2: common.Metadata
+	(*Data)(nil),               // 3: common.Data
+	(*ContainerdInstance)(nil), // 4: common.ContainerdInstance
 }
 var file_common_common_proto_depIdxs = []int32{
 	2, // 0: common.Data.metadata:type_name -> common.Metadata
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	0, // 1: common.ContainerdInstance.driver:type_name -> common.ContainerDriver
+	1, // 2: common.ContainerdInstance.namespace:type_name -> common.ContainerdNamespace
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_common_common_proto_init() }
@@ -293,7 +354,7 @@ func file_common_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_common_common_proto_rawDesc), len(file_common_common_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -41,7 +41,7 @@ type Options struct {
 	Hostname string
 }
 
-// Register adds MachineService to gs. apid calls it (through
+// Register adds MachineService and ImageService to gs. apid calls it (through
 // Registrar) for every server it starts; its interceptors authenticate
 // and authorize each call before a handler runs.
 func Register(gs *grpc.Server, opts Options) {
@@ -49,9 +49,12 @@ func Register(gs *grpc.Server, opts Options) {
 		opts.Log = io.Discard
 	}
 
-	machine.RegisterMachineServiceServer(gs, &machineServer{
+	ms := &machineServer{
 		node: opts.Node, plane: opts.Plane, events: opts.Events, log: opts.Log, hostname: opts.Hostname,
-	})
+	}
+
+	machine.RegisterMachineServiceServer(gs, ms)
+	machine.RegisterImageServiceServer(gs, &imageServer{m: ms})
 }
 
 // Registrar is Register as apid.Options.Register takes it.
