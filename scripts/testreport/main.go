@@ -47,7 +47,19 @@ type report struct {
 	packages []timing
 	tests    []timing
 	failed   bool
+	// failures keep the last lines of each failed top-level test, printed
+	// again at the very end: CI logs are read from their tail, and a long
+	// test's reason would otherwise sit thousands of lines above it.
+	failures []failure
 }
+
+type failure struct {
+	name  string
+	lines []string
+}
+
+// tailLines is how many of a failed test's last lines the summary repeats.
+const tailLines = 15
 
 func main() {
 	in := flag.String("in", "", "read the events from `FILE` instead of standard input")
@@ -196,6 +208,8 @@ func (r *report) flushTest(k key) {
 
 	slices.Sort(names)
 
+	var all []string
+
 	for _, n := range names {
 		// The result line heads the test's lines, as go test prints them.
 		lines := slices.DeleteFunc(slices.Clone(r.buffered[key{k.pkg, n}]), func(l string) bool { return strings.HasPrefix(l, "=== ") })
@@ -207,7 +221,13 @@ func (r *report) flushTest(k key) {
 			fmt.Fprint(r.out, l)
 		}
 
+		all = append(all, lines...)
+
 		delete(r.buffered, key{k.pkg, n})
+	}
+
+	if len(all) > 0 {
+		r.failures = append(r.failures, failure{name: k.pkg + "." + k.test, lines: all[max(0, len(all)-tailLines):]})
 	}
 }
 
@@ -248,6 +268,18 @@ func (r *report) summary(top int) {
 
 	slow(fmt.Sprintf("slowest packages (of %d; %s summed, packages run in parallel):", len(r.packages), total.Round(time.Second)), r.packages)
 	slow(fmt.Sprintf("slowest tests (of %d):", len(r.tests)), r.tests)
+
+	if len(r.failures) > 0 {
+		fmt.Fprintf(r.out, "\nfailed tests (%d), the last %d lines of each (the whole output is above):\n", len(r.failures), tailLines)
+
+		for _, f := range r.failures {
+			fmt.Fprintf(r.out, "--- %s\n", f.name)
+
+			for _, l := range f.lines {
+				fmt.Fprint(r.out, l)
+			}
+		}
+	}
 }
 
 func resultRank(l string) int {

@@ -44,6 +44,11 @@ func TestReportReplaysPlainGoTest(t *testing.T) {
 		}
 	}
 
+	// The failures are repeated last, where a CI log's tail shows them.
+	if i := strings.LastIndex(got, "failed tests (1), the last"); i < 0 || !strings.Contains(got[i:], "the broken subtest's reason") || !strings.Contains(got[i:], "sample.TestBad\n") {
+		t.Errorf("the report does not end with the failures:\n%s", got)
+	}
+
 	// The result line heads each failed test's lines.
 	if i, j := strings.Index(got, "--- FAIL: TestBad ("), strings.Index(got, "bad before its subtests"); i < 0 || j < i {
 		t.Errorf("TestBad's lines come before its result line:\n%s", got)
