@@ -2,6 +2,7 @@
 #
 #   make run        build, then a local cluster in Docker (the README's main job)
 #   make run-down   destroy that cluster
+#   make conformance  the upstream Kubernetes [Conformance] suite on a new 1+2 Docker cluster
 #   make qemu       one metal node under QEMU; make qemu-cluster, several (talosctl cluster create qemu)
 #   make test       install what the tests need, lint, unit/integration tests, fuzz briefly
 #   make fast       the quick lane: every package's tests without the end-to-end suites
@@ -42,7 +43,7 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).Tag=$(VERSION) -X $(VERSION_PKG).Commit=$
 	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION) \
 	$(if $(BROKEN_BOOT),-X $(VERSION_PKG).BrokenBoot=1)
 
-.PHONY: all build images installer install-links run run-down qemu qemu-cluster qemu-cluster-down deps lint unit fast fuzz test generate check-generate check-kubeflags bench clean
+.PHONY: all build images installer install-links run run-down conformance qemu qemu-cluster qemu-cluster-down deps lint unit fast fuzz test generate check-generate check-kubeflags bench clean
 
 all: build
 
@@ -97,6 +98,11 @@ install-links: build
 # deps first: a fresh machine lacks what make images builds with (libseccomp-dev for runc).
 run: deps install-links images
 	@scripts/run.sh $(BIN_DIR)
+
+# The upstream [Conformance] suite against a new 1+2 Docker cluster (scripts/conformance.sh):
+# MODE=certified (default) or fast, ARGS="--focus ..." to narrow it.
+conformance: deps install-links images
+	@scripts/conformance.sh $(BIN_DIR)
 
 run-down: install-links
 	@$(BIN_DIR)/talosctl cluster destroy --name $${CLUSTER:-talos-default}

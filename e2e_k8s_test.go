@@ -284,6 +284,9 @@ func TestDockerKubernetes(t *testing.T) {
 		}
 	})
 
+	// The default version now, which is e2e.test's.
+	testConformanceSubset(t, dc, cp1)
+
 	t.Run("static pods carry Talos's annotations", func(t *testing.T) {
 		out := dc.ok("-n", cp1, "get", "staticpods", "-o", "yaml")
 		for _, want := range []string{"talos.dev/config-version:", "talos.dev/secrets-version:", "talos.dev/config-file-version:"} {

@@ -65,7 +65,7 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.StringVar(&opts.Cache, "cache", "", "keep the builds and layers, keyed by their inputs, in `DIR` (default: --out); one outside the clone lets every checkout reuse them")
 	fs.StringVar(&opts.Src, "src", ".", "talosbox's source tree")
 	fs.StringVar(&kube, "kubernetes", images.Kubernetes, "Kubernetes versions to build, comma-separated; default; or all ("+strings.Join(images.KubernetesVersions(), ", ")+")")
-	fs.StringVar(&kubectl, "kubectl", "", "also link kubectl (the default version's) into `DIR`")
+	fs.StringVar(&kubectl, "kubectl", "", "also link kubectl (the default version's), e2e.test and ginkgo into `DIR`")
 	fs.StringVar(&opts.KubeFlags, "kubeflags", "", "write each Kubernetes version's component flags to `DIR`/v<VERSION>.json (configs/kubeflags/data)")
 	fs.StringVar(&opts.KubeSchema, "kubeschema", "", "write each Kubernetes version's kubelet and scheduler config types to `DIR`/v<VERSION>.json (configs/kubeschema/data)")
 
@@ -123,5 +123,20 @@ func linkKubectl(res *imagebuild.Result, dir string) error {
 		return err
 	}
 
-	return imagestore.LinkOrCopy(bin, filepath.Join(dir, "kubectl"))
+	if err := imagestore.LinkOrCopy(bin, filepath.Join(dir, "kubectl")); err != nil {
+		return err
+	}
+
+	// The conformance suite, which talosctl finds beside itself.
+	for name, src := range map[string]string{"e2e.test": res.E2E, "ginkgo": res.Ginkgo} {
+		if src == "" {
+			continue
+		}
+
+		if err := imagestore.LinkOrCopy(src, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+
+	return nil
 }

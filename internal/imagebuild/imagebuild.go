@@ -62,6 +62,7 @@ type Result struct {
 	CNIDir         string // the CNI plugins: bridge, host-local, loopback, portmap, flannel
 	Runc           string // runc, static with seccomp, for the node image and initramfs
 	RuntimeRoot    string // iptables and nft with their libraries, merged into the node's root
+	E2E, Ginkgo    string // the default version's e2e.test, and the ginkgo CLI (conformance)
 }
 
 // LayoutDir is where Build leaves the OCI layout under Out.

@@ -352,3 +352,38 @@ func protocolNumbers(t *testing.T, text string) map[string]string {
 
 	return out
 }
+
+// TestGinkgoMatchesKubernetes: the ginkgo CLI that runs e2e.test in
+// parallel must speak the protocol of the Ginkgo linked into it, the one
+// the default Kubernetes version's go.mod requires.
+func TestGinkgoMatchesKubernetes(t *testing.T) {
+	src, _ := filepath.Abs(filepath.Join("..", ".."))
+	b := &builder{opts: Options{Out: t.TempDir(), Cache: t.TempDir(), Src: src, Go: "go"}}
+
+	info, err := b.download(t.Context(), "k8s.io/kubernetes", "v"+images.Kubernetes)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	data, err := os.ReadFile(info.GoMod)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := modfile.Parse(info.GoMod, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, r := range f.Require {
+		if r.Mod.Path == "github.com/onsi/ginkgo/v2" {
+			if r.Mod.Version != "v"+images.Ginkgo {
+				t.Fatalf("Kubernetes %s requires ginkgo %s; images.Ginkgo is %s", images.Kubernetes, r.Mod.Version, images.Ginkgo)
+			}
+
+			return
+		}
+	}
+
+	t.Fatalf("Kubernetes %s's go.mod requires no github.com/onsi/ginkgo/v2", images.Kubernetes)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/imagestore"
@@ -69,6 +70,11 @@ func (b *builder) programs() map[string]program {
 		"echo": {
 			name: "echo", version: "v" + images.Echo, local: []string{"images/echo"},
 			ldflags: func(moduleInfo) []string { return []string{"-X", "main.version=v" + images.Echo} },
+		},
+		"ginkgo": {
+			name: "ginkgo", version: v(images.Ginkgo),
+			module: "github.com/onsi/ginkgo/v2", pkgs: []string{"github.com/onsi/ginkgo/v2/ginkgo"},
+			ldflags: func(moduleInfo) []string { return nil },
 		},
 		"flannel-cni": {
 			name: "flannel-cni", version: v(images.Flannel), local: []string{"images/flannel-cni"},
@@ -193,7 +199,41 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		}
 	}
 
+	if err := b.conformanceTools(ctx); err != nil {
+		return nil, err
+	}
+
 	return out, nil
+}
+
+// conformanceTools builds the upstream end-to-end suite (e2e.test) of the
+// default Kubernetes version, and the ginkgo CLI that runs it in
+// parallel: talosctl conformance kubernetes runs them from the host.
+func (b *builder) conformanceTools(ctx context.Context) error {
+	if !slices.Contains(b.opts.Kubernetes, images.Kubernetes) {
+		return nil
+	}
+
+	kv := images.Kubernetes
+
+	dir, err := b.build(ctx, program{
+		name: "e2e", version: "v" + kv, kube: true, test: "k8s.io/kubernetes/test/e2e",
+		tags: []string{"selinux", "notest", "grpcnotrace"}, ldflags: kubeLdflags("v" + kv),
+	})
+	if err != nil {
+		return err
+	}
+
+	b.res.E2E = filepath.Join(dir, "e2e.test")
+
+	dir, err = b.build(ctx, b.programs()["ginkgo"])
+	if err != nil {
+		return err
+	}
+
+	b.res.Ginkgo = filepath.Join(dir, "ginkgo")
+
+	return nil
 }
 
 // cniDir gathers the node's CNI plugins in one directory (Out/cni/bin),

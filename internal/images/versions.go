@@ -31,6 +31,11 @@ const (
 	// talosbox binary (applets/containerd); go.mod requires this version.
 	Containerd = "2.4.2"
 
+	// Ginkgo is the ginkgo CLI that runs e2e.test in parallel: the
+	// github.com/onsi/ginkgo/v2 Kubernetes' go.mod requires (a test
+	// checks they agree).
+	Ginkgo = "2.21.0"
+
 	// Runc is github.com/opencontainers/runc, built static with libseccomp
 	// into the node's runtime directory (cgo: its nsexec is C).
 	Runc = "1.5.2"
