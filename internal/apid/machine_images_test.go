@@ -6,13 +6,10 @@ import (
 	"crypto/rand"
 	"io"
 	"os"
-	"runtime"
 	"slices"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/crane"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"google.golang.org/grpc/codes"
 
@@ -173,21 +170,7 @@ func savedImage(t *testing.T, ref string, size int) []byte {
 	blob := make([]byte, size)
 	rand.Read(blob)
 
-	img, err := crane.Image(map[string][]byte{"blob": blob})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cfg.OS, cfg.Architecture = runtime.GOOS, runtime.GOARCH
-
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		t.Fatal(err)
-	}
+	img := containerdtest.Image(t, map[string][]byte{"blob": blob})
 
 	tag, err := name.ParseReference(ref)
 	if err != nil {

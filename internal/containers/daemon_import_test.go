@@ -6,17 +6,14 @@ import (
 	"errors"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
-	"github.com/google/go-containerregistry/pkg/crane"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -32,7 +29,7 @@ import (
 // caller's error, and leave no image behind.
 func TestImport(t *testing.T) {
 	sock := containerdtest.Start(t, containerdtest.Options{CRI: true})
-	img := smallImage(t, "hello from an archive\n")
+	img := containerdtest.Image(t, map[string][]byte{"hello.txt": []byte("hello from an archive\n")})
 
 	// docker save: RepoTags "myapp:dev", which the CRI knows as
 	// docker.io/library/myapp:dev.
@@ -87,7 +84,7 @@ func TestImport(t *testing.T) {
 		in   io.Reader
 		want string
 	}{
-		{"a bare tag names nothing", ociArchive(t, smallImage(t, "x\n"), map[string]string{"org.opencontainers.image.ref.name": "dev"}), "names no image"},
+		{"a bare tag names nothing", ociArchive(t, containerdtest.Image(t, map[string][]byte{"x": []byte("x\n")}), map[string]string{"org.opencontainers.image.ref.name": "dev"}), "names no image"},
 		{"not an archive", strings.NewReader("this is not a tar file at all, just text\n"), "not a docker save or OCI image archive"},
 		{"cut short", bytes.NewReader(saved.Bytes()[:len(saved.Bytes())/2]), "not a docker save or OCI image archive"},
 		{"empty", bytes.NewReader(nil), "not a docker save or OCI image archive"},
@@ -119,30 +116,6 @@ func TestImport(t *testing.T) {
 	if err := Remove(t.Context(), sock, K8sNamespace, "myapp:dev"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("removing it again: %v, want ErrNotFound", err)
 	}
-}
-
-// smallImage is a one-layer image for this platform holding hello.txt.
-func smallImage(t *testing.T, content string) v1.Image {
-	t.Helper()
-
-	img, err := crane.Image(map[string][]byte{"hello.txt": []byte(content)})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cfg.OS, cfg.Architecture = runtime.GOOS, runtime.GOARCH
-
-	img, err = mutate.ConfigFile(img, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	return img
 }
 
 // ociArchive writes img into an OCI layout with the annotations and tars it.

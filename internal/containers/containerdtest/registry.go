@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/crane"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -27,21 +28,7 @@ func Registry(t testing.TB, repos ...string) string {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 
-	img, err := crane.Image(map[string][]byte{"hello.txt": []byte("hello\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cfg.OS, cfg.Architecture = runtime.GOOS, runtime.GOARCH
-
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		t.Fatal(err)
-	}
+	img := Image(t, map[string][]byte{"hello.txt": []byte("hello\n")})
 
 	host := strings.TrimPrefix(srv.URL, "http://")
 
@@ -57,6 +44,30 @@ func Registry(t testing.TB, repos ...string) string {
 	}
 
 	return host
+}
+
+// Image is a one-layer image for this platform holding files, which a
+// containerd here unpacks (crane's images name no platform).
+func Image(t testing.TB, files map[string][]byte) v1.Image {
+	t.Helper()
+
+	img, err := crane.Image(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.OS, cfg.Architecture = runtime.GOOS, runtime.GOARCH
+
+	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	return img
 }
 
 // MirrorOnly writes <hostsDir>/<registry>/hosts.toml sending the
