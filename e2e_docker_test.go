@@ -129,6 +129,18 @@ func (dc *dockerCluster) ok(args ...string) string {
 	return out
 }
 
+// okIn is ok for a subtest: a failure ends t, not the whole cluster test.
+func (dc *dockerCluster) okIn(t *testing.T, args ...string) string {
+	t.Helper()
+
+	out, code := dc.talosctl(args...)
+	if code != 0 {
+		t.Fatalf("talosctl %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+
+	return out
+}
+
 func (dc *dockerCluster) fails(args ...string) string {
 	dc.t.Helper()
 

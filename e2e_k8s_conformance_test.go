@@ -32,7 +32,16 @@ func testConformanceSubset(t *testing.T, dc *dockerCluster, node string) {
 	t.Run("conformance subset with the upstream e2e.test", func(t *testing.T) {
 		results := filepath.Join(dc.dir, "conformance")
 
-		out := dc.ok("-n", node, "conformance", "kubernetes", "--mode", "fast", "--parallel", "2",
+		// The talosctl under test is built apart from _out/bin, where make
+		// images put the suite.
+		bin, err := filepath.Abs(filepath.Join("_out", "bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		out := dc.okIn(t, "-n", node, "conformance", "kubernetes", "--mode", "fast", "--parallel", "2",
+			"--e2e-binary", filepath.Join(bin, "e2e.test"), "--ginkgo-binary", filepath.Join(bin, "ginkgo"),
+			"--kubectl-binary", filepath.Join(bin, "kubectl"),
 			"--focus", strings.Join(conformanceSubset, "|"), "--results-dir", results)
 
 		m := regexp.MustCompile(`results in \S+: (\d+) passed, (\d+) failed, (\d+) skipped`).FindStringSubmatch(out)

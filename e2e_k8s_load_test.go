@@ -31,12 +31,12 @@ func testClusterLoad(t *testing.T, dc *dockerCluster, imagesDir, node, nodeIP st
 		ref := "talosbox.invalid/e2e/myapp:" + dc.name
 		loadIntoEngine(t, dc.docker, imagesDir, ref)
 
-		out := dc.ok("cluster", "load", "--name", dc.name, ref)
+		out := dc.okIn(t, "cluster", "load", "--name", dc.name, ref)
 		if n := strings.Count(out, ": imported "+ref+" ("); n != nodes {
 			t.Fatalf("cluster load imported on %d nodes, want %d:\n%s", n, nodes, out)
 		}
 
-		if list := dc.ok("-n", nodeIP, "image", "list"); !strings.Contains(list, ref) {
+		if list := dc.okIn(t, "-n", nodeIP, "image", "list"); !strings.Contains(list, ref) {
 			t.Errorf("image list on %s lacks %s:\n%s", nodeIP, ref, list)
 		}
 
