@@ -43,8 +43,15 @@ func Import(ctx context.Context, addr, namespace string, r io.Reader) ([]Image, 
 			return nil, ctx.Err()
 		}
 
-		// The stream was read, and what it held is not an image archive:
-		// the caller's input, not the node, is at fault.
+		// containerd's own failures (a full content store, a store it
+		// cannot write) come back as its error kinds over gRPC; what the
+		// archive reader in this process finds wrong is a plain error.
+		if daemonFault(err) {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+
+		// What the stream held is not an image archive: the caller's
+		// input, not the node, is at fault.
 		return nil, &kindError{kind: ErrInvalid, msg: "import: not a docker save or OCI image archive: " + err.Error(), cause: err}
 	}
 
@@ -87,6 +94,21 @@ func Import(ctx context.Context, addr, namespace string, r io.Reader) ([]Image, 
 	}
 
 	return out, nil
+}
+
+// daemonFault says whether an import failed in containerd rather than in
+// reading the archive.
+func daemonFault(err error) bool {
+	for _, is := range []func(error) bool{
+		errdefs.IsUnknown, errdefs.IsInternal, errdefs.IsUnavailable, errdefs.IsResourceExhausted,
+		errdefs.IsDataLoss, errdefs.IsAborted, errdefs.IsFailedPrecondition, errdefs.IsPermissionDenied,
+	} {
+		if is(err) {
+			return true
+		}
+	}
+
+	return false
 }
 
 // ociRefName keeps an OCI layout's org.opencontainers.image.ref.name only
