@@ -105,11 +105,16 @@ func (s *imageServer) Import(srv grpc.ClientStreamingServer[machine.ImageService
 	defer cancel()
 
 	// The archive is piped to containerd as it arrives: apid runs in PID 1
-	// and must not hold an image in memory.
+	// and must not hold an image in memory. The stream's own failure is
+	// kept before the pipe is closed with it, so that an import that
+	// stopped on it reports the stream's status, not the archive's.
 	pr, pw := io.Pipe()
+	streamErr := make(chan error, 1)
 
 	go func() {
-		pw.CloseWithError(copyChunks(srv, pw))
+		err := copyChunks(srv, pw)
+		streamErr <- err
+		pw.CloseWithError(err)
 	}()
 
 	imgs, err := containers.Import(ctx, s.m.node.Runtime().CRISocket, ns, pr)
@@ -118,10 +123,12 @@ func (s *imageServer) Import(srv grpc.ClientStreamingServer[machine.ImageService
 	pr.CloseWithError(errImportDone)
 
 	if err != nil {
-		var st interface{ GRPCStatus() *status.Status }
-		if errors.As(err, &st) {
-			// The client's stream broke: its status, not the archive's.
-			return st.GRPCStatus().Err()
+		select {
+		case serr := <-streamErr:
+			if serr != nil && !errors.Is(serr, errImportDone) {
+				return status.Convert(serr).Err()
+			}
+		default:
 		}
 
 		return containersError(err)
