@@ -34,6 +34,10 @@ cluster (what 'cluster create' merged), or --context; --nodes narrows them.`,
   talosctl cluster load --name dev ./myapp.tar ./other-oci-layout/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if stdins := len(args) - len(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-" })); stdins > 1 {
+				return errors.New("stdin (-) can be read once")
+			}
+
 			nodes, err := t.nodeIPs(cmd.Context())
 			if err != nil {
 				return err
@@ -55,10 +59,6 @@ cluster (what 'cluster create' merged), or --context; --nodes narrows them.`,
 					_ = a.Close()
 				}
 			}()
-
-			if slices.Index(args, "-") != -1 && len(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a != "-" })) > 1 {
-				return errors.New("stdin (-) can be read once")
-			}
 
 			for _, src := range args {
 

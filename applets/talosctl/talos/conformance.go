@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -171,7 +172,7 @@ func runConformance(cmd *cobra.Command, g *global.Args, f *conformanceFlags) err
 func findTool(flag, name string) (string, error) {
 	if flag != "" {
 		if _, err := os.Stat(flag); err != nil {
-			return "", err
+			return "", fmt.Errorf("--%s-binary: %w", strings.TrimSuffix(name, ".test"), err)
 		}
 
 		return flag, nil
