@@ -133,6 +133,7 @@ MODULE := $(shell sed -n "s/^module //p" go.mod)
 E2E_PKGS := . ./boot/guesttest ./boot/metaltest
 unit: SHELL := /bin/bash
 unit: GOFLAGS := $(E2E_GOFLAGS)
+unit: export TALOSBOX_IMAGE_CACHE = $(TALOSBOX_CACHE)/images
 unit:
 	@mkdir -p _out
 	set -o pipefail; { \

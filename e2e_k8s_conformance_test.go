@@ -13,15 +13,84 @@ import (
 	"github.com/talosbox/talosbox/internal/cluster/conformance"
 )
 
-// conformanceSubset are upstream [Conformance] specs that use no image, so
-// they run on a cluster whose image cache holds only the node's own: the
-// API's discovery, a ConfigMap's and a Lease's lifecycles, and (in the
-// serial pass) patching a Namespace. The whole suite is make conformance's.
+// conformanceSubset is a fast cross-section of the upstream [Conformance]
+// specs (every SIG, and every conformance image make images builds from
+// source, pulled through the nodes' image cache): discovery, API objects'
+// lifecycles, environment and volumes, probes and hooks, sysctls, DNS
+// with getent and dig, Services, NodePort and hostPort, workloads'
+// rollouts, webhooks, the aggregated sample API server with its etcd,
+// and kubectl. Specs marked [Serial] run in the serial pass. The whole
+// suite is make conformance's.
 var conformanceSubset = []string{
+	// sig-api-machinery
 	"should validate PreferredVersion for each APIGroup",
+	"Namespaces [Serial] should patch a Namespace",
+	"Sample API Server using the current Aggregator",
+	"should be able to deny pod and configmap creation",
+	"should be able to convert from CR v1 to CR v2",
+	"should delete pods created by rc when not orphaning",
+	// sig-node
 	"should run through a ConfigMap lifecycle",
 	"lease API should be available",
-	"should patch a Namespace",
+	"ConfigMap should be consumable via the environment",
+	"Secrets should be consumable via the environment",
+	"should support sysctls",
+	"should allow composing env vars into new env vars",
+	`should be restarted with a exec "cat /tmp/health" liveness probe`,
+	"should execute poststart http hook properly",
+	"should not allow privilege escalation when false",
+	"should print the output to logs",
+	"should provide pod name, namespace and IP address as env vars",
+	"should invoke init containers on a RestartAlways pod",
+	"will start an ephemeral container in an existing pod",
+	"should report termination message from log output if TerminationMessagePolicy FallbackToLogsOnError is set",
+	"Pods should be updated",
+	"should call prestop when killing a pod",
+	// sig-network
+	"should provide /etc/hosts entries for the cluster",
+	"DNS should provide DNS for services",
+	"should serve a basic endpoint from pods",
+	"should be able to create a functioning NodePort service",
+	"should create Endpoints and EndpointSlices for Pods matching a Service",
+	"no conflict between pods with same hostPort but different hostIP and protocol",
+	// sig-apps
+	"RollingUpdateDeployment should delete old pods and create new ones",
+	"deployment should support rollover",
+	"Deployment Deployment should have a working scale subresource",
+	"ReplicaSet should serve a basic image on each replica with a public image",
+	"should run a job to completion when tasks sometimes fail and are locally restarted",
+	"Daemon set [Serial] should run and stop simple daemon",
+	// sig-storage
+	"should support (non-root,0644,tmpfs)",
+	"Projected secret should be consumable from pods in volume [NodeConformance]",
+	"ConfigMap updates should be reflected in volume",
+	"should support subpaths with configmap pod",
+	// sig-cli
+	"Update Demo should create and stop a replication controller",
+	"should create a pod from an image when restart is Never",
+}
+
+// conformanceFocus is the subset as one ginkgo focus expression.
+func conformanceFocus() string {
+	quoted := make([]string, len(conformanceSubset))
+	for i, s := range conformanceSubset {
+		quoted[i] = regexp.QuoteMeta(s)
+	}
+
+	return strings.Join(quoted, "|")
+}
+
+// serialSpecs counts the subset's specs the serial pass runs.
+func serialSpecs() int {
+	n := 0
+
+	for _, s := range conformanceSubset {
+		if strings.Contains(s, "[Serial]") {
+			n++
+		}
+	}
+
+	return n
 }
 
 // testConformanceSubset runs `talosctl conformance kubernetes` in fast
@@ -39,10 +108,10 @@ func testConformanceSubset(t *testing.T, dc *dockerCluster, node string) {
 			t.Fatal(err)
 		}
 
-		out := dc.okIn(t, "-n", node, "conformance", "kubernetes", "--mode", "fast", "--parallel", "2",
+		out := dc.okIn(t, "-n", node, "conformance", "kubernetes", "--mode", "fast", "--parallel", "4",
 			"--e2e-binary", filepath.Join(bin, "e2e.test"), "--ginkgo-binary", filepath.Join(bin, "ginkgo"),
 			"--kubectl-binary", filepath.Join(bin, "kubectl"),
-			"--focus", strings.Join(conformanceSubset, "|"), "--results-dir", results)
+			"--focus", conformanceFocus(), "--results-dir", results)
 
 		m := regexp.MustCompile(`results in \S+: (\d+) passed, (\d+) failed, (\d+) skipped`).FindStringSubmatch(out)
 		if m == nil {
@@ -54,7 +123,7 @@ func testConformanceSubset(t *testing.T, dc *dockerCluster, node string) {
 		}
 
 		// The serial spec ran in the serial pass, the others beside each other.
-		for pass, want := range map[string]int{"parallel": 3, "serial": 1} {
+		for pass, want := range map[string]int{"parallel": len(conformanceSubset) - serialSpecs(), "serial": serialSpecs()} {
 			f, err := os.Open(filepath.Join(results, pass, "junit_01.xml"))
 			if err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ type spec struct {
 	version    string // what the main program reports, for the label
 	layers     []*layer
 	entrypoint []string
+	cmd        []string
 }
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/bin"
@@ -57,6 +58,7 @@ func assemble(s spec) (v1.Image, error) {
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config = v1.Config{
 		Entrypoint: s.entrypoint,
+		Cmd:        s.cmd,
 		Env:        []string{"PATH=" + defaultPath},
 		Labels: map[string]string{
 			"org.opencontainers.image.title":   s.ref.Component,

@@ -203,6 +203,15 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		return nil, err
 	}
 
+	if slices.Contains(b.opts.Kubernetes, images.Kubernetes) {
+		e2e, err := b.conformanceSpecs(ctx, pause, filepath.Join(bins["coredns"], "coredns"))
+		if err != nil {
+			return nil, fmt.Errorf("conformance images: %w", err)
+		}
+
+		out = append(out, e2e...)
+	}
+
 	return out, nil
 }
 
