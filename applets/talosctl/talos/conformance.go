@@ -168,8 +168,18 @@ func runConformance(cmd *cobra.Command, g *global.Args, f *conformanceFlags) err
 
 // findTool is the flag's path, else name beside the talosctl that runs
 // (make images puts e2e.test, ginkgo and kubectl in _out/bin with the
-// applet links), else name in PATH.
+// applet links), else name in PATH; always absolute, because ginkgo runs
+// e2e.test in another directory and e2e.test runs kubectl from there.
 func findTool(flag, name string) (string, error) {
+	p, err := lookTool(flag, name)
+	if err != nil {
+		return "", err
+	}
+
+	return filepath.Abs(p)
+}
+
+func lookTool(flag, name string) (string, error) {
 	if flag != "" {
 		if _, err := os.Stat(flag); err != nil {
 			return "", fmt.Errorf("--%s-binary: %w", strings.TrimSuffix(name, ".test"), err)
