@@ -58,6 +58,10 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		o.Out = io.Discard
 	}
 
+	if err := absPaths(&o); err != nil {
+		return Summary{}, err
+	}
+
 	for _, f := range []struct{ what, path string }{{"e2e.test", o.E2E}, {"kubeconfig", o.Kubeconfig}} {
 		if _, err := os.Stat(f.path); err != nil {
 			return Summary{}, fmt.Errorf("conformance: %s: %w", f.what, err)
@@ -161,6 +165,27 @@ func suiteArgs(o Options, prefixed bool) []string {
 	}
 
 	return args
+}
+
+// absPaths makes every path e2e.test is given absolute: ginkgo runs it in
+// its own directory, where a relative --report-dir put the report out of
+// reach (make conformance passes conformance-results) and a relative
+// kubectl was not found.
+func absPaths(o *Options) error {
+	for _, p := range []*string{&o.E2E, &o.Kubeconfig, &o.Kubectl, &o.ReportDir} {
+		if *p == "" {
+			continue
+		}
+
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("conformance: %w", err)
+		}
+
+		*p = abs
+	}
+
+	return nil
 }
 
 // e2eArgs are the framework's own flags. The skeleton provider is the one
