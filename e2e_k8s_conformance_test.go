@@ -3,7 +3,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -64,7 +67,8 @@ var conformanceSubset = []string{
 	"should support (non-root,0644,tmpfs)",
 	"Projected secret should be consumable from pods in volume [NodeConformance]",
 	"ConfigMap updates should be reflected in volume",
-	"should support subpaths with configmap pod",
+	// Not the "... with mountPath of existing file" spec too.
+	"should support subpaths with configmap pod [Conformance]",
 	// sig-cli
 	"Update Demo should create and stop a replication controller",
 	"should create a pod from an image when restart is Never",
@@ -91,6 +95,61 @@ func serialSpecs() int {
 	}
 
 	return n
+}
+
+// TestConformanceSubsetNamesOneSpecEach asks the e2e.test make images
+// built for its specs' full names (what --focus matches): each entry of
+// conformanceSubset must select exactly one [Conformance] spec, and say
+// [Serial] exactly when that spec is serial, or the subset's counts lie.
+// It needs no cluster, so a pattern that grew a second match fails here
+// in a second instead of after a 20-minute cluster test.
+func TestConformanceSubsetNamesOneSpecEach(t *testing.T) {
+	e2e, err := filepath.Abs(filepath.Join("_out", "bin", "e2e.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := exec.Command(e2e, "-list-tests").Output()
+	if err != nil {
+		t.Fatalf("%s -list-tests (make images builds it): %v", e2e, err)
+	}
+
+	var specs []string
+
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+
+	for sc.Scan() {
+		// "test/e2e/common/node/sysctl.go:77: [sig-node] Sysctls ..."
+		if _, name, ok := strings.Cut(sc.Text(), ": "); ok && strings.Contains(name, "[Conformance]") {
+			specs = append(specs, name)
+		}
+	}
+
+	if len(specs) < 300 {
+		t.Fatalf("%d [Conformance] specs listed; want the whole suite:\n%s", len(specs), out)
+	}
+
+	for _, s := range conformanceSubset {
+		re := regexp.MustCompile(regexp.QuoteMeta(s))
+
+		var matched []string
+
+		for _, name := range specs {
+			if re.MatchString(name) {
+				matched = append(matched, name)
+			}
+		}
+
+		if len(matched) != 1 {
+			t.Errorf("%q selects %d [Conformance] specs, want 1: %q", s, len(matched), matched)
+			continue
+		}
+
+		if serial := strings.Contains(matched[0], "[Serial]"); serial != strings.Contains(s, "[Serial]") {
+			t.Errorf("%q selects %q: the entry must say [Serial] exactly when the spec is serial", s, matched[0])
+		}
+	}
 }
 
 // testConformanceSubset runs `talosctl conformance kubernetes` in fast
