@@ -181,11 +181,13 @@ func TestImageCacheServesRealClients(t *testing.T) {
 		}
 	}
 
-	// The netfilter userspace kube-proxy and flannel exec runs in them.
+	// The netfilter userspace kube-proxy and flannel exec runs in them,
+	// and the kubelet's mount with the NFS helper it runs for nfs volumes.
 	for _, c := range [][]string{
 		{"--entrypoint", "/usr/sbin/iptables-restore", localName(cs.addr, images.Proxy(images.Kubernetes).String()), "--version"},
 		{"--entrypoint", "/usr/sbin/nft", localName(cs.addr, images.FlannelImage().String()), "--version"},
 		{"--entrypoint", "/usr/bin/mount", localName(cs.addr, images.Kubelet(images.Kubernetes).String()), "--version"},
+		{"--entrypoint", "/sbin/mount.nfs4", localName(cs.addr, images.Kubelet(images.Kubernetes).String()), "-V"},
 	} {
 		if out, err := docker(t, append([]string{"run", "--rm", "--network", "none"}, c...)...); err != nil {
 			t.Errorf("docker run %v: %v\n%s", c, err, out)

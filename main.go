@@ -15,6 +15,7 @@ import (
 	"github.com/talosbox/talosbox/applets/imager"
 	"github.com/talosbox/talosbox/applets/initramfs"
 	"github.com/talosbox/talosbox/applets/machined"
+	"github.com/talosbox/talosbox/applets/modprobe"
 	"github.com/talosbox/talosbox/applets/networkd"
 	"github.com/talosbox/talosbox/applets/shim"
 	"github.com/talosbox/talosbox/applets/talosctl"
@@ -45,6 +46,7 @@ func multicall() *applet.Multicall {
 			imager.Applet,
 			containerd.Applet,
 			shim.Applet,
+			modprobe.Applet,
 		},
 	}
 }

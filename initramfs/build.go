@@ -46,11 +46,19 @@ var KubernetesModules = []string{
 	"ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_sh",
 }
 
+// DemandModules are carried but not loaded at boot: a node loads them
+// when asked, by machine.kernel.modules or by the kernel itself through
+// /sbin/modprobe (an nfs volume's mount asks for fs-nfs4, then nfs for
+// nfsv4). They are the NFS client (v3 and v4) the kubelet mounts nfs
+// volumes with, and the Ceph clients Rook's CSI drivers use: rbd for
+// block volumes, ceph for CephFS, both over libceph.
+var DemandModules = []string{"nfs", "nfsv3", "nfsv4", "rbd", "ceph"}
+
 // DefaultLinks are the applet symlinks to /init, at Talos's paths. The
 // binary dispatches on its argv[0]'s base name, so each link runs its
 // applet; /sbin/init is machined. Keep them in step with main.go's table.
 func DefaultLinks() []string {
-	return []string{"/sbin/init", "/sbin/machined", "/sbin/apid", "/sbin/trustd", "/sbin/networkd", "/sbin/etcd", "/bin/talosctl",
+	return []string{"/sbin/init", "/sbin/machined", "/sbin/apid", "/sbin/trustd", "/sbin/networkd", "/sbin/etcd", "/sbin/modprobe", "/bin/talosctl",
 		"/bin/containerd", "/bin/containerd-shim-runc-v2"}
 }
 
@@ -75,6 +83,12 @@ type Options struct {
 	// Modules are the kernel modules to include with their dependencies;
 	// nil means DefaultModules, an empty slice none.
 	Modules []string
+	// Demand are modules carried but loaded only on request (see
+	// DemandModules, the default when nil, where those the kernel has
+	// not are left out; an empty slice means none). /lib/modules/
+	// <release>/modules.boot names the boot ones, and modules.alias maps
+	// the names the kernel asks for to them.
+	Demand []string
 	// Links are absolute paths of symlinks to /init; nil means
 	// DefaultLinks, an empty slice none.
 	Links []string
@@ -101,6 +115,8 @@ type Result struct {
 	// Modules are the module files added (the requested ones and their
 	// dependencies), relative to ModulesDir, in load order.
 	Modules []string
+	// Demand are the files added for Options.Demand beyond Modules.
+	Demand []string
 	// Entries counts the archive's members (without the trailer).
 	Entries int
 	// CPIOSize is the archive's size before compression.
@@ -244,6 +260,24 @@ func Assemble(o Options) (*Archive, *Result, error) {
 		}
 
 		if res.Modules, err = a.Modules(m, mods...); err != nil {
+			return nil, nil, fmt.Errorf("initramfs: %w", err)
+		}
+
+		demand := o.Demand
+		if demand == nil {
+			demand = slices.DeleteFunc(slices.Clone(DemandModules), func(n string) bool {
+				_, ok := m.Path(n)
+				return !ok
+			})
+		}
+
+		if res.Demand, err = a.Modules(m, demand...); err != nil {
+			return nil, nil, fmt.Errorf("initramfs: on demand: %w", err)
+		}
+
+		res.Demand = slices.DeleteFunc(res.Demand, func(rel string) bool { return slices.Contains(res.Modules, rel) })
+
+		if err := a.moduleIndexes(m, res.Modules); err != nil {
 			return nil, nil, fmt.Errorf("initramfs: %w", err)
 		}
 

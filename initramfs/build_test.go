@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -421,5 +422,84 @@ func TestBuildFile(t *testing.T) {
 
 	if ents, _ := os.ReadDir(filepath.Join(n.dir, "out")); len(ents) != 1 {
 		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// The NFS and Ceph clients are carried, with their dependencies, in
+// modules.dep and with their aliases, but modules.boot (what a node
+// loads at boot) leaves them out: they wait for /sbin/modprobe. A kernel
+// without them gets the boot modules alone; an explicit Demand the
+// kernel lacks is an error.
+func TestBuildDemandModules(t *testing.T) {
+	dir := t.TempDir()
+
+	mods := maps.Clone(initramfstest.NodeModules)
+	maps.Copy(mods, initramfstest.DemandModules)
+
+	bin := filepath.Join(dir, "talosbox")
+	initramfstest.Executable(t, bin, false)
+
+	o := Options{Binary: bin, ModulesDir: initramfstest.Kernel(t, filepath.Join(dir, "kernel"), mods)}
+
+	b, res := build(t, o)
+
+	seen := map[string]string{}
+	for _, m := range readNewc(t, b) {
+		seen[m.name] = m.data
+	}
+
+	base := "lib/modules/" + initramfstest.Release + "/"
+
+	var wantDemand []string
+
+	for rel := range initramfstest.DemandModules {
+		if _, ok := seen[base+rel]; !ok {
+			t.Errorf("%s is not carried", rel)
+		}
+
+		if !strings.Contains(seen[base+"modules.dep"], rel+":") {
+			t.Errorf("modules.dep lacks %s", rel)
+		}
+
+		if rel != "kernel/lib/libcrc32c.ko" {
+			wantDemand = append(wantDemand, rel)
+		}
+	}
+
+	got := slices.Sorted(slices.Values(res.Demand))
+	slices.Sort(wantDemand)
+
+	if !slices.Equal(got, wantDemand) {
+		t.Errorf("Result.Demand %v\nwant %v", got, wantDemand)
+	}
+
+	boot := strings.Fields(seen[base+"modules.boot"])
+	if len(boot) != len(res.Modules) || !slices.Contains(boot, "virtio_pci") || !slices.Contains(boot, "libcrc32c") {
+		t.Errorf("modules.boot %v, want the %d boot modules", boot, len(res.Modules))
+	}
+
+	for _, not := range []string{"nfs", "nfsv4", "sunrpc", "rbd", "ceph", "libceph"} {
+		if slices.Contains(boot, not) {
+			t.Errorf("modules.boot loads %s at boot", not)
+		}
+	}
+
+	for _, want := range []string{"alias fs-nfs4 nfs\n", "alias fs-ceph ceph\n", "alias virtio:d00000004v* virtio_rng\n"} {
+		if !strings.Contains(seen[base+"modules.alias"], want) {
+			t.Errorf("modules.alias lacks %q:\n%s", want, seen[base+"modules.alias"])
+		}
+	}
+
+	// The default tree has no NFS: the boot modules alone.
+	n := newFakeNode(t)
+	if _, res := build(t, n.options(None)); len(res.Demand) != 0 {
+		t.Errorf("a kernel without NFS carries %v", res.Demand)
+	}
+
+	o = n.options(None)
+	o.Demand = []string{"nfs"}
+
+	if _, err := Build(io.Discard, o); err == nil || !strings.Contains(err.Error(), `no module "nfs"`) {
+		t.Errorf("an explicit Demand the kernel lacks: %v", err)
 	}
 }

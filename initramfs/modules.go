@@ -27,6 +27,7 @@ type Modules struct {
 	byName  map[string]string // canonical name -> path relative to Dir
 	builtin map[string]bool
 	deps    map[string][]string // relative path -> dependency names (cache)
+	aliases map[string][]string // relative path -> modinfo aliases (cache)
 }
 
 // canonical is the kernel's name for a module: "-" and "_" are the same.
@@ -44,7 +45,7 @@ func moduleName(p string) string {
 
 // OpenModules indexes the module tree dir (lib/modules/<release>).
 func OpenModules(dir string) (*Modules, error) {
-	m := &Modules{Dir: dir, Release: filepath.Base(dir), byName: map[string]string{}, builtin: map[string]bool{}, deps: map[string][]string{}}
+	m := &Modules{Dir: dir, Release: filepath.Base(dir), byName: map[string]string{}, builtin: map[string]bool{}, deps: map[string][]string{}, aliases: map[string][]string{}}
 
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -131,31 +132,50 @@ func (m *Modules) WriteDepFile() (int, error) {
 
 // depends reads the direct dependencies of the module at rel.
 func (m *Modules) depends(rel string) ([]string, error) {
-	if d, ok := m.deps[rel]; ok {
-		return d, nil
+	if _, ok := m.deps[rel]; !ok {
+		if err := m.modinfo(rel); err != nil {
+			return nil, err
+		}
 	}
 
+	return m.deps[rel], nil
+}
+
+// Aliases reads the names the kernel may ask for the module at rel by
+// (its .modinfo "alias=" fields: "fs-nfs4", "pci:v00001AF4d*"...).
+func (m *Modules) Aliases(rel string) ([]string, error) {
+	if _, ok := m.deps[rel]; !ok {
+		if err := m.modinfo(rel); err != nil {
+			return nil, err
+		}
+	}
+
+	return m.aliases[rel], nil
+}
+
+// modinfo reads and caches the dependencies and aliases of rel.
+func (m *Modules) modinfo(rel string) error {
 	if !strings.HasSuffix(rel, ".ko") {
-		return nil, fmt.Errorf("module %s is compressed: only plain .ko files are supported", rel)
+		return fmt.Errorf("module %s is compressed: only plain .ko files are supported", rel)
 	}
 
 	f, err := elf.Open(filepath.Join(m.Dir, filepath.FromSlash(rel)))
 	if err != nil {
-		return nil, fmt.Errorf("module %s: %w", rel, err)
+		return fmt.Errorf("module %s: %w", rel, err)
 	}
 	defer f.Close()
 
 	sec := f.Section(".modinfo")
 	if sec == nil {
-		return nil, fmt.Errorf("module %s has no .modinfo section", rel)
+		return fmt.Errorf("module %s has no .modinfo section", rel)
 	}
 
 	data, err := sec.Data()
 	if err != nil {
-		return nil, fmt.Errorf("module %s: .modinfo: %w", rel, err)
+		return fmt.Errorf("module %s: .modinfo: %w", rel, err)
 	}
 
-	var deps []string
+	deps, aliases := []string{}, []string(nil)
 
 	for _, kv := range bytes.Split(data, []byte{0}) {
 		if v, ok := bytes.CutPrefix(kv, []byte("depends=")); ok {
@@ -165,11 +185,15 @@ func (m *Modules) depends(rel string) ([]string, error) {
 				}
 			}
 		}
+
+		if v, ok := bytes.CutPrefix(kv, []byte("alias=")); ok && len(v) > 0 {
+			aliases = append(aliases, string(v))
+		}
 	}
 
-	m.deps[rel] = deps
+	m.deps[rel], m.aliases[rel] = deps, aliases
 
-	return deps, nil
+	return nil
 }
 
 // Resolve returns the files of the named modules and of everything they
@@ -298,4 +322,48 @@ func (a *Archive) Modules(m *Modules, names ...string) ([]string, error) {
 	}
 
 	return rels, nil
+}
+
+// moduleIndexes writes, beside modules.dep, modules.boot (the names of
+// the boot modules, one per line, in load order: what a node loads at
+// boot, the rest of modules.dep waiting to be asked for) and
+// modules.alias in depmod's format ("alias <pattern> <module>") for every
+// module the archive carries, which /sbin/modprobe resolves the names
+// the kernel asks for with.
+func (a *Archive) moduleIndexes(m *Modules, boot []string) error {
+	base := path.Join("lib/modules", m.Release)
+
+	var names bytes.Buffer
+	for _, rel := range boot {
+		fmt.Fprintln(&names, moduleName(rel))
+	}
+
+	a.Bytes(path.Join(base, "modules.boot"), names.Bytes(), 0o644)
+
+	var carried []string
+
+	for name, e := range a.entries {
+		if rel, ok := strings.CutPrefix(name, base+"/"); ok && e.src != "" && strings.Contains(path.Base(rel), ".ko") {
+			carried = append(carried, rel)
+		}
+	}
+
+	slices.Sort(carried)
+
+	var aliases bytes.Buffer
+
+	for _, rel := range carried {
+		as, err := m.Aliases(rel)
+		if err != nil {
+			return err
+		}
+
+		for _, alias := range as {
+			fmt.Fprintf(&aliases, "alias %s %s\n", alias, moduleName(rel))
+		}
+	}
+
+	a.Bytes(path.Join(base, "modules.alias"), aliases.Bytes(), 0o644)
+
+	return nil
 }

@@ -24,7 +24,9 @@ cd "$(dirname "$0")/.."
 #               add/kill slots, tokens, repair, offline reencrypt on image files)
 #   grub-pc-bin, grub-common   GRUB's BIOS images and grub-mkimage for the installer image
 #               (make installer): installed nodes boot from disk through SeaBIOS and GRUB
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin grub-pc-bin grub-common)
+#   nfs-ganesha, nfs-ganesha-vfs   a userspace NFSv4 server (this kernel has no nfsd) that a QEMU
+#               node's pods mount nfs volumes from
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin grub-pc-bin grub-common nfs-ganesha nfs-ganesha-vfs)
 
 missing=()
 for p in "${packages[@]}"; do

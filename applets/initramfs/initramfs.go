@@ -38,8 +38,9 @@ const usage = `Usage: talosbox initramfs [-o FILE] [--compress none|gzip|zstd] [
 Write the node's initramfs, a newc cpio archive: the static talosbox binary
 as /init, the applet links (/sbin/init, /sbin/machined, /sbin/apid, ...,
 /bin/talosctl), dev/console, the root directories, /etc/os-release, and the
-kernel modules the node loads (--modules) with their dependencies and a
-modules.dep under /lib/modules/<release>/, and the container runtime
+kernel modules the node loads at boot (--modules) and those it loads
+when asked (--demand-modules) with their dependencies, and modules.dep,
+modules.boot and modules.alias under /lib/modules/<release>/, and the container runtime
 that "make images" builds: runc at /bin/runc and the CNI plugins in
 /opt/cni/bin (containerd and its shim are applets). There is no shell unless
 --with-tools adds u-root's core commands (built with go install) for
@@ -59,6 +60,7 @@ Flags:
 // options is the parsed command line.
 type options struct {
 	output, binary, kernelDir, kernelVersion, modules, compress, depDir string
+	demand                                                              string
 	runc, cniBin, runtimeRoot                                           string
 	withTools, noRuntime                                                bool
 }
@@ -75,6 +77,8 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.StringVar(&o.kernelDir, "kernel-dir", "", "unpacked kernel package (default $"+KernelDirEnv+", then "+defaultKernelDir+")")
 	fs.StringVar(&o.kernelVersion, "kernel-version", "", "kernel release to take the modules of (default: the only one in --kernel-dir)")
 	fs.StringVar(&o.modules, "modules", strings.Join(initramfs.DefaultModules(), ","), "comma-separated kernel modules to include with their dependencies (empty: none)")
+	fs.StringVar(&o.demand, "demand-modules", strings.Join(initramfs.DemandModules, ","),
+		"comma-separated kernel modules carried but loaded only when asked for (machine.kernel.modules, or the kernel through /sbin/modprobe); those the kernel has not are left out of the default")
 	fs.StringVar(&o.compress, "compress", string(initramfs.None), "none, gzip or zstd (none boots fastest under QEMU)")
 	fs.StringVar(&o.runc, "runc", "", "static runc for /bin/runc (default: images/runtime/runc beside the binary, as make images leaves it)")
 	fs.StringVar(&o.cniBin, "cni-bin", "", "directory of static CNI plugins for /opt/cni/bin (default: images/cni/bin beside the binary)")
@@ -144,6 +148,16 @@ func buildOptions(o options, env applet.Env) (initramfs.Options, error) {
 	for m := range strings.SplitSeq(o.modules, ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			bo.Modules = append(bo.Modules, m)
+		}
+	}
+
+	if o.demand != strings.Join(initramfs.DemandModules, ",") {
+		bo.Demand = []string{}
+
+		for m := range strings.SplitSeq(o.demand, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				bo.Demand = append(bo.Demand, m)
+			}
 		}
 	}
 
@@ -270,8 +284,13 @@ func run(ctx context.Context, o options, env applet.Env) error {
 		kernel = "kernel " + res.Release
 	}
 
-	fmt.Fprintf(env.Stdout, "%s: %.1f MiB (%d bytes, %s; %d uncompressed), %d entries, %d modules (%s)\n",
-		out, float64(res.Size)/(1<<20), res.Size, bo.Compression, res.CPIOSize, res.Entries, len(res.Modules), kernel)
+	demand := ""
+	if len(res.Demand) > 0 {
+		demand = fmt.Sprintf(" and %d on demand", len(res.Demand))
+	}
+
+	fmt.Fprintf(env.Stdout, "%s: %.1f MiB (%d bytes, %s; %d uncompressed), %d entries, %d modules%s (%s)\n",
+		out, float64(res.Size)/(1<<20), res.Size, bo.Compression, res.CPIOSize, res.Entries, len(res.Modules), demand, kernel)
 
 	return nil
 }

@@ -256,3 +256,19 @@ func TestRuntime(t *testing.T) {
 		t.Fatalf("without a runtime: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// --demand-modules names modules carried but not loaded at boot; one the
+// kernel lacks is an error (the default list leaves those out instead).
+func TestDemandModulesFlag(t *testing.T) {
+	f := newFixture(t)
+
+	code, _, stderr := run(nil, "-o", filepath.Join(f.dir, "node.cpio"), "--binary", f.binary, "--kernel-dir", f.kernel, "--demand-modules", "ext2, nfs")
+	if code == 0 || !strings.Contains(stderr, `no module "nfs"`) {
+		t.Errorf("exit %d, stderr %q; want the missing module named", code, stderr)
+	}
+
+	code, stdout, stderr := run(nil, "-o", filepath.Join(f.dir, "node.cpio"), "--binary", f.binary, "--kernel-dir", f.kernel, "--demand-modules", "ext2")
+	if code != 0 || !strings.Contains(stdout, "98 modules and 1 on demand (kernel ") {
+		t.Errorf("exit %d, %q, stderr %q; want ext2 on demand", code, stdout, stderr)
+	}
+}

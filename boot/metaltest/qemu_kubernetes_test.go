@@ -61,8 +61,10 @@ func TestQEMUKubernetes(t *testing.T) {
 		t.Fatalf("no kubectl: %v (run make images)", err)
 	}
 
-	// One node: the control plane takes pods (the echo Deployment).
-	untaint := `cluster: {allowSchedulingOnControlPlanes: true}`
+	// One node: the control plane takes pods (the echo Deployment). The
+	// Ceph clients a Rook cluster's CSI drivers use, loaded as its
+	// users load them.
+	untaint := `{cluster: {allowSchedulingOnControlPlanes: true}, machine: {kernel: {modules: [{name: rbd}, {name: ceph}]}}}`
 
 	v1 := inst.v1
 	registry := serveLayoutOn(t, c.bin, inst.layout, "0.0.0.0")
@@ -117,6 +119,8 @@ func TestQEMUKubernetes(t *testing.T) {
 			t.Errorf("%s answered %q, want an echo pod's name", url, got)
 		}
 	}
+
+	testNodeStorage(t, c, root, must)
 
 	// What the whole node uses with the control plane, CoreDNS, flannel,
 	// kube-proxy and the Deployment running (the target is under 1 GiB):

@@ -125,6 +125,33 @@ var NodeModules = map[string][]string{
 	"kernel/net/netfilter/xt_tcpudp.ko":            {"x_tables"},
 }
 
+// DemandModules mirrors initramfs.DemandModules (the NFS and Ceph
+// clients) with their dependencies in Debian's 6.1 cloud kernel; a tree
+// written with them gets their aliases from Aliases.
+var DemandModules = map[string][]string{
+	"kernel/net/sunrpc/sunrpc.ko":             nil,
+	"kernel/fs/netfs/netfs.ko":                nil,
+	"kernel/fs/fscache/fscache.ko":            {"netfs"},
+	"kernel/fs/nfs_common/grace.ko":           nil,
+	"kernel/fs/lockd/lockd.ko":                {"grace", "sunrpc"},
+	"kernel/fs/nfs_common/nfs_acl.ko":         {"sunrpc"},
+	"kernel/net/dns_resolver/dns_resolver.ko": nil,
+	"kernel/fs/nfs/nfs.ko":                    {"sunrpc", "fscache", "lockd"},
+	"kernel/fs/nfs/nfsv3.ko":                  {"nfs", "lockd", "sunrpc", "nfs_acl"},
+	"kernel/fs/nfs/nfsv4.ko":                  {"sunrpc", "nfs", "dns_resolver"},
+	"kernel/net/ceph/libceph.ko":              {"libcrc32c"},
+	"kernel/fs/ceph/ceph.ko":                  {"libceph", "fscache", "netfs"},
+	"kernel/drivers/block/rbd.ko":             {"libceph"},
+}
+
+// Aliases are the alias= fields of the fake modules that have any, as
+// Debian's kernel has them.
+var Aliases = map[string][]string{
+	"kernel/fs/nfs/nfs.ko":                        {"nfs4", "fs-nfs4", "fs-nfs"},
+	"kernel/fs/ceph/ceph.ko":                      {"fs-ceph"},
+	"kernel/drivers/char/hw_random/virtio-rng.ko": {"virtio:d00000004v*"},
+}
+
 // Builtin is the fake kernel's modules.builtin.
 const Builtin = "kernel/net/packet/af_packet.ko\nkernel/fs/ext4/ext4.ko\n"
 
@@ -142,7 +169,12 @@ func Kernel(t testing.TB, dir string, modules map[string][]string) string {
 
 	for rel, deps := range modules {
 		name := strings.TrimSuffix(filepath.Base(rel), ".ko")
-		info := "license=GPL\x00depends=" + strings.Join(deps, ",") + "\x00name=" + strings.ReplaceAll(name, "-", "_") + "\x00vermagic=" + Release + " SMP mod_unload\x00"
+		info := "license=GPL\x00depends=" + strings.Join(deps, ",") + "\x00"
+		for _, a := range Aliases[rel] {
+			info += "alias=" + a + "\x00"
+		}
+
+		info += "name=" + strings.ReplaceAll(name, "-", "_") + "\x00vermagic=" + Release + " SMP mod_unload\x00"
 		write(t, filepath.Join(mods, filepath.FromSlash(rel)), Module(info), 0o644)
 	}
 

@@ -16,12 +16,14 @@ import (
 
 // scriptOnly are packages other packages depend on only for their
 // maintainer scripts (debconf questions, adduser, update-rc.d) or for
-// helper scripts an image never runs (apache2's a2enmod is Perl). No
+// helper scripts an image never runs (apache2's a2enmod is Perl,
+// nfs-common's mountstats and nfsiostat are Python). No
 // script runs when an image is assembled, so they stay out of it.
 var scriptOnly = map[string]bool{
 	"debconf": true, "cdebconf": true, "perl": true, "perl-base": true, "perl-modules-5.36": true,
 	"libperl5.36": true, "adduser": true, "passwd": true, "init-system-helpers": true,
 	"lsb-base": true, "sysvinit-utils": true, "dpkg": true, "install-info": true, "ucf": true,
+	"python3": true,
 }
 
 // debPackage is one package of a closure as apt names it.

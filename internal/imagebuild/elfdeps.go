@@ -1,6 +1,7 @@
 package imagebuild
 
 import (
+	"context"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -206,6 +207,44 @@ func mountFiles(h *hostFiles) error {
 	}
 
 	return nil
+}
+
+// nfsFiles is the NFS client's mount helper, which mount(8) runs for an
+// nfs volume or PersistentVolume (Talos's kubelet image carries it):
+// mount.nfs, with its nfs4 and umount names, from Debian's nfs-common
+// unpacked at root (debRoot), with the libraries it needs, and the
+// transports libtirpc reads. NFSv4 needs nothing else; NFSv3's locking
+// would need rpc.statd, which a kubelet image does not run (Talos's
+// neither), so v3 volumes mount with nolock.
+func nfsFiles(root string) (*hostFiles, error) {
+	h := newHostFiles(root)
+	if err := h.program("/sbin/mount.nfs"); err != nil {
+		return nil, err
+	}
+
+	for _, name := range []string{"mount.nfs4", "umount.nfs", "umount.nfs4"} {
+		h.link("/sbin/"+name, "mount.nfs")
+	}
+
+	h.files = append(h.files, entry{path: "/etc/netconfig", src: filepath.Join(root, "etc", "netconfig"), mode: 0o644})
+	h.seen["/etc/netconfig"] = true
+
+	return h, nil
+}
+
+// nfsLayer is nfsFiles from the nfs-common package apt would fetch.
+func (b *builder) nfsLayer(ctx context.Context) (*layer, error) {
+	root, _, err := b.debRoot(ctx, "nfs-common", []string{"nfs-common"})
+	if err != nil {
+		return nil, fmt.Errorf("layer nfs: %w", err)
+	}
+
+	h, err := nfsFiles(root)
+	if err != nil {
+		return nil, fmt.Errorf("layer nfs: %w", err)
+	}
+
+	return b.makeLayer("nfs", h.entries())
 }
 
 // hostLayer makes a layer of host files chosen by add.

@@ -115,6 +115,11 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		return nil, err
 	}
 
+	nfs, err := b.nfsLayer(ctx)
+	if err != nil {
+		return nil, err
+	}
+
 	file := func(dst, src string) entry { return entry{path: dst, src: src, mode: 0o755} }
 
 	// The kubelet looks its users up (user namespaces, static pods'
@@ -193,7 +198,7 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 			{images.ControllerManager(kv), []*layer{kube}},
 			{images.Scheduler(kv), []*layer{kube}},
 			{images.Proxy(kv), []*layer{kube, netfilter}},
-			{images.Kubelet(kv), []*layer{etc, kube, netfilter, mount}},
+			{images.Kubelet(kv), []*layer{etc, kube, netfilter, mount, nfs}},
 		} {
 			out = append(out, spec{ref: r.ref, version: "v" + kv, layers: r.layers, entrypoint: []string{"/usr/local/bin/" + r.ref.Component}})
 		}

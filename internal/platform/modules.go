@@ -27,11 +27,12 @@ var BootModules = []string{
 
 // LoadBootModules loads the kernel modules the image carries in dir (the
 // running kernel's modules directory when empty): BootModules first, then
-// every other module its modules.dep lists. The image decides what a node
-// loads: there is no modprobe for the kernel to call on demand, so the
-// link types networkd creates (bonding, 8021q, wireguard) and dm_crypt
-// (with the xts and ecb crypto templates) must be in the kernel before
-// they are used.
+// the others modules.boot names, or, in an image without one, every
+// module its modules.dep lists. The image decides what a node loads at
+// boot: the link types networkd creates (bonding, 8021q, wireguard) and
+// dm_crypt (with the xts and ecb crypto templates) must be in the kernel
+// before they are used, while what modules.boot leaves out (the NFS and
+// Ceph clients) waits for the kernel to ask /sbin/modprobe for it.
 func LoadBootModules(dir string, log io.Writer) error {
 	if dir == "" {
 		var err error
@@ -40,7 +41,7 @@ func LoadBootModules(dir string, log io.Writer) error {
 		}
 	}
 
-	avail, err := imageModules(dir)
+	avail, err := bootModules(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(log, "[talos] no %s: no kernel modules to load\n", filepath.Join(dir, "modules.dep"))
 		return nil
@@ -87,6 +88,27 @@ func loadOrder(avail []string) []string {
 	}
 
 	return out
+}
+
+// bootModules names the modules dir's modules.boot lists, or, without
+// one, every module of its modules.dep.
+func bootModules(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "modules.boot"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return imageModules(dir)
+	}
+
+	if err != nil {
+		return nil, err
+	}
+
+	var out []string
+
+	for _, l := range strings.Fields(string(b)) {
+		out = append(out, strings.ReplaceAll(l, "-", "_"))
+	}
+
+	return out, nil
 }
 
 // imageModules names the modules in dir's modules.dep, in its order,

@@ -41,3 +41,28 @@ func TestImageModulesLoadOrder(t *testing.T) {
 		t.Fatalf("loadOrder = %v, want %v", got, want)
 	}
 }
+
+// With a modules.boot, what it leaves out of modules.dep (the NFS and
+// Ceph clients) is not loaded at boot: it waits for /sbin/modprobe.
+func TestBootModulesFollowModulesBoot(t *testing.T) {
+	dir := t.TempDir()
+
+	dep := "kernel/net/8021q/8021q.ko:\nkernel/net/sunrpc/sunrpc.ko:\nkernel/fs/nfs/nfs.ko:kernel/net/sunrpc/sunrpc.ko\nkernel/drivers/block/virtio_blk.ko:\n"
+	if err := os.WriteFile(filepath.Join(dir, "modules.dep"), []byte(dep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := bootModules(dir)
+	if err != nil || !slices.Equal(got, []string{"8021q", "sunrpc", "nfs", "virtio_blk"}) {
+		t.Fatalf("without modules.boot: %v, %v; want all of modules.dep", got, err)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "modules.boot"), []byte("virtio-blk\n8021q\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err = bootModules(dir)
+	if err != nil || !slices.Equal(got, []string{"virtio_blk", "8021q"}) {
+		t.Fatalf("with modules.boot: %v, %v; want virtio_blk 8021q", got, err)
+	}
+}
