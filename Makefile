@@ -100,7 +100,8 @@ run: deps install-links images
 	@scripts/run.sh $(BIN_DIR)
 
 # The upstream [Conformance] suite against a new 1+2 Docker cluster (scripts/conformance.sh):
-# MODE=certified (default) or fast, ARGS="--focus ..." to narrow it.
+# MODE=certified (default) or fast, ARGS="--focus ..." to narrow it (no spaces: one flag per word),
+# PROVISIONER=qemu for 1 untainted control plane and 1 worker under QEMU.
 conformance: deps install-links images
 	@scripts/conformance.sh $(BIN_DIR)
 
