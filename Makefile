@@ -9,6 +9,7 @@
 #   make build      _out/talosbox, static, version-stamped
 #   make images     every image a node runs, built from source into _out/images/oci (cached)
 #   make installer  the installer image (kernel, initramfs, GRUB) nodes install and upgrade from
+#   make iso        a hybrid ISO (BIOS and UEFI) that boots a machine into maintenance mode; make pxe, PXE assets
 #   make lint       gofmt, go vet, staticcheck
 #   make generate   regenerate generated code
 #   make bench      the in-process benchmarks; make bench-<area> one script (scripts/README.md)
@@ -77,6 +78,16 @@ installer: images
 	TALOSBOX=$(OUT) scripts/kernel.sh _out/kernel >/dev/null
 	$(OUT) initramfs --binary $(OUT) --kernel-dir _out/kernel --compress zstd -o _out/initramfs.cpio.zst $(INITRAMFS_FLAGS)
 	$(OUT) imager installer --out _out/images --kernel-dir _out/kernel --initramfs _out/initramfs.cpio.zst
+
+# Boot media (internal/bootmedia) from the installer's kernel and initramfs: a hybrid ISO that boots
+# on BIOS and UEFI from a CD-ROM or a USB stick, and PXE assets (kernel, initramfs, boot.ipxe).
+# MEDIA_FLAGS adds flags: --extra-kernel-arg console=ttyS0, --config-url URL, --base-url URL (pxe).
+.PHONY: iso pxe
+iso: installer
+	$(OUT) imager iso --out _out/talosbox-amd64.iso --kernel-dir _out/kernel --initramfs _out/initramfs.cpio.zst $(MEDIA_FLAGS)
+
+pxe: installer
+	$(OUT) imager pxe --out _out/pxe --kernel-dir _out/kernel --initramfs _out/initramfs.cpio.zst $(MEDIA_FLAGS)
 
 # One metal node under QEMU, its console in this terminal (scripts/qemu-node.sh).
 qemu: install-links

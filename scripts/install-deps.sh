@@ -26,7 +26,11 @@ cd "$(dirname "$0")/.."
 #               (make installer): installed nodes boot from disk through SeaBIOS and GRUB
 #   nfs-ganesha, nfs-ganesha-vfs   a userspace NFSv4 server (this kernel has no nfsd) that a QEMU
 #               node's pods mount nfs volumes from
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin grub-pc-bin grub-common nfs-ganesha nfs-ganesha-vfs)
+#   grub-efi-amd64-bin   GRUB's UEFI modules: grub-mkimage makes BOOTX64.EFI for the installer and the ISO
+#   xorriso     assembles the hybrid ISO (talosbox imager iso) and reads it back in tests
+#   mtools, dosfstools   judges of internal/fat's FAT images (mdir, mtype, fsck.fat)
+#   ovmf        UEFI firmware for the QEMU guests that boot the ISO and installed disks under UEFI
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin grub-pc-bin grub-common nfs-ganesha nfs-ganesha-vfs grub-efi-amd64-bin xorriso mtools dosfstools ovmf)
 
 missing=()
 for p in "${packages[@]}"; do

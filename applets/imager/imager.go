@@ -43,16 +43,21 @@ The CNI plugins the node needs are left in DIR/cni/bin. --kubeflags writes
 each version's component flags, as their --help lists them, to
 v<VERSION>.json in its directory, for config validation (configs/kubeflags).
 
-talosbox imager installer builds the installer image instead (see
-talosbox imager installer --help).
+talosbox imager installer builds the installer image instead, and
+talosbox imager iso and pxe the boot media (see their --help).
 
 Flags:
 `
 
 // Main runs the applet with args (without the program name).
 func Main(ctx context.Context, args []string, env applet.Env) int {
-	if len(args) > 0 && args[0] == "installer" {
-		return installerMain(ctx, args[1:], env)
+	if len(args) > 0 {
+		switch args[0] {
+		case "installer":
+			return installerMain(ctx, args[1:], env)
+		case "iso", "pxe":
+			return mediaMain(ctx, args[0], args[1:], env)
+		}
 	}
 
 	fs := applet.NewFlags("imager", usage, env)

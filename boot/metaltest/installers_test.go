@@ -12,6 +12,7 @@ package metaltest
 // the suite's critical path).
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -47,37 +48,45 @@ type installers struct {
 	layout string // the OCI layout (serve it with serveLayout)
 	v1     string // the version of the binary under test
 	log    string // what building them printed
+	// initramfs is v1's zstd initramfs, the one its installer image
+	// carries: the boot media tests make their ISO and PXE assets of it.
+	initramfs string
 }
 
 // upgradeInstallers is installerRepo's v1 (the binary under test), v2, v3
 // and no-kernel (an image without /usr/install), for TestMetalUpgrade
 // and TestQEMUCluster.
 var upgradeInstallers = sync.OnceValues(func() (*installers, error) {
-	return buildInstallers(func(bin, dir, v1 string, log *strings.Builder) error {
+	return buildInstallers(func(bin, dir, v1 string, log *strings.Builder) (string, error) {
 		v2, err := buildVersion(upgradeV2, false)
 		if err != nil {
-			return err
+			return "", err
 		}
 
 		v3, err := buildVersion(brokenV3, true)
 		if err != nil {
-			return err
+			return "", err
 		}
 
+		var first string
+
 		for _, i := range []struct{ bin, tag, version string }{{bin, "v1", v1}, {v2, "v2", upgradeV2}, {v3, "v3", brokenV3}} {
-			if err := installerImage(log, i.bin, dir, installerRepo+":"+i.tag, i.version, initramfs.Runtime{}); err != nil {
-				return err
+			p, err := installerImage(log, i.bin, dir, installerRepo+":"+i.tag, i.version, initramfs.Runtime{})
+			if err != nil {
+				return "", err
 			}
+
+			first = cmp.Or(first, p)
 		}
 
 		junk, err := random.Image(512, 1)
 		if err != nil {
-			return err
+			return "", err
 		}
 
 		_, err = imagestore.Write(filepath.Join(dir, "oci"), []imagestore.Named{{Ref: installerRepo + ":no-kernel", Image: junk}})
 
-		return err
+		return first, err
 	})
 })
 
@@ -85,22 +94,22 @@ var upgradeInstallers = sync.OnceValues(func() (*installers, error) {
 // container runtime, as make installer builds it, for a node that runs
 // the kubelet after it boots from its disk.
 var k8sInstallers = sync.OnceValues(func() (*installers, error) {
-	return buildInstallers(func(bin, dir, v1 string, log *strings.Builder) error {
+	return buildInstallers(func(bin, dir, v1 string, log *strings.Builder) (string, error) {
 		root, err := qemu.RepoRoot()
 		if err != nil {
-			return err
+			return "", err
 		}
 
 		rt, err := initramfs.RuntimeIn(filepath.Join(root, "_out", "images"))
 		if err != nil {
-			return fmt.Errorf("the container runtime (make images): %w", err)
+			return "", fmt.Errorf("the container runtime (make images): %w", err)
 		}
 
 		return installerImage(log, bin, dir, k8sInstaller, v1, rt)
 	})
 })
 
-func buildInstallers(build func(bin, dir, v1 string, log *strings.Builder) error) (*installers, error) {
+func buildInstallers(build func(bin, dir, v1 string, log *strings.Builder) (string, error)) (*installers, error) {
 	start := time.Now()
 
 	bin, err := binary()
@@ -126,13 +135,15 @@ func buildInstallers(build func(bin, dir, v1 string, log *strings.Builder) error
 	}
 
 	var log strings.Builder
-	if err := build(bin, dir, v1, &log); err != nil {
+
+	initrd, err := build(bin, dir, v1, &log)
+	if err != nil {
 		return nil, fmt.Errorf("installer images: %w", err)
 	}
 
 	fmt.Fprintf(&log, "built in %s", time.Since(start).Round(100*time.Millisecond))
 
-	return &installers{layout: filepath.Join(dir, "oci"), v1: v1, log: log.String()}, nil
+	return &installers{layout: filepath.Join(dir, "oci"), v1: v1, log: log.String(), initramfs: initrd}, nil
 }
 
 // pull waits for a set of installer images and logs how they were built.
@@ -154,7 +165,7 @@ func pull(t *testing.T, set func() (*installers, error)) *installers {
 func prebuild() {
 	var sets []func() (*installers, error)
 
-	if selected("TestQEMUCluster", "TestMetalUpgrade") {
+	if selected("TestQEMUCluster", "TestMetalUpgrade", "TestMetalISO", "TestMetalPXE") {
 		sets = append(sets, upgradeInstallers)
 	}
 
@@ -193,20 +204,19 @@ func selected(names ...string) bool {
 
 // installerImage builds an installer image (`talosbox imager installer`,
 // what make installer runs) from bin, with a zstd initramfs as users'
-// have, into the OCI layout dir/oci. With a container runtime (runc and
-// the CNI plugins) its initramfs is what make installer ships.
-func installerImage(log *strings.Builder, bin, dir, ref, version string, rt initramfs.Runtime) error {
+// have, into the OCI layout dir/oci, and returns that initramfs's path.
+// With a container runtime (runc and the CNI plugins) its initramfs is
+// what make installer ships.
+func installerImage(log *strings.Builder, bin, dir, ref, version string, rt initramfs.Runtime) (string, error) {
 	k, err := kernel()
 	if err != nil {
-		return err
+		return "", err
 	}
 
 	tmp, err := os.MkdirTemp(dir, "initramfs-")
 	if err != nil {
-		return err
+		return "", err
 	}
-
-	defer os.RemoveAll(tmp)
 
 	p := filepath.Join(tmp, "initramfs.cpio.zst")
 
@@ -219,7 +229,7 @@ func installerImage(log *strings.Builder, bin, dir, ref, version string, rt init
 
 	res, err := initramfs.BuildFile(p, initramfs.Options{Binary: bin, ModulesDir: k.ModulesDir, Modules: mods, Compression: initramfs.Zstd, Runtime: rt})
 	if err != nil {
-		return err
+		return "", err
 	}
 
 	if rt.Runc != "" {
@@ -233,12 +243,12 @@ func installerImage(log *strings.Builder, bin, dir, ref, version string, rt init
 	out, err := exec.Command(bin, "imager", "installer", "--out", dir, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)),
 		"--kernel-version", k.Release, "--initramfs", p, "--tag", ref, "--image-version", version).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("imager installer %s: %w\n%s", ref, err, out)
+		return "", fmt.Errorf("imager installer %s: %w\n%s", ref, err, out)
 	}
 
 	fmt.Fprintf(log, "%s\n", strings.TrimSpace(string(out)))
 
-	return nil
+	return p, nil
 }
 
 // buildVersion builds talosbox stamped with version (and BROKEN_BOOT=1

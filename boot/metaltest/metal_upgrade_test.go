@@ -4,6 +4,7 @@ package metaltest
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,14 +25,17 @@ func (n *node) serverTag() string {
 	return m[1]
 }
 
-// TestMetalUpgrade is one node's OS upgrades, booting from its own disk:
-// the install writes slot A from an installer image pulled through a
-// registry mirror (talosctl image cache-serve on the host); SeaBIOS and the
-// GRUB the node wrote boot it (timed against QEMU's -kernel in the same
-// run); refused upgrades change nothing; upgrade to v2 (slot B); rollback
-// to v1; a staged upgrade to v2; an upgrade to a v3 whose boot fails, which
-// reverts to v2 by itself. STATE is encrypted and etcd bootstrapped: both
-// must survive every step.
+// TestMetalUpgrade is one node's OS upgrades on UEFI (OVMF), booting from
+// its own disk: it boots the ISO (`talosbox imager iso`, GRUB for UEFI
+// from its El Torito EFI image) into maintenance mode, where the install
+// writes slot A from an installer image pulled through a registry mirror
+// (talosctl image cache-serve on the host) and GRUB for UEFI on the EFI
+// partition; OVMF and that GRUB boot it from the disk (timed against the
+// ISO in the same run); refused upgrades change nothing; upgrade to v2
+// (slot B); rollback to v1; a staged upgrade to v2; an upgrade to a v3
+// whose boot fails, which reverts to v2 by itself. STATE is encrypted and
+// etcd bootstrapped: both must survive every step. TestMetalISO is the
+// same install on SeaBIOS, whose GRUB reads the same grub.cfg.
 func TestMetalUpgrade(t *testing.T) {
 	bin, err := binary()
 	if err != nil {
@@ -48,7 +52,10 @@ func TestMetalUpgrade(t *testing.T) {
 	v1 := inst.v1
 	port := serveLayout(t, bin, inst.layout)
 
-	n := newNode(t, nodeOptions{disk: true, reachHost: true})
+	iso := filepath.Join(t.TempDir(), "talosbox-amd64.iso")
+	buildMedia(t, bin, "iso", inst.initramfs, iso)
+
+	n := newNode(t, nodeOptions{disk: true, reachHost: true, cdrom: iso, uefi: true})
 	cp := n.patchConfig(n.genConfig("upgrade"), "installer.yaml", fmt.Sprintf(`{"machine":{"install":{"image":"%s:v1"},
 "registries":{"mirrors":{"ghcr.io":{"endpoints":["http://10.0.2.2:%d"]}}},
 "systemDiskEncryption":{"state":{"provider":"luks2","keys":[{"nodeID":{},"slot":0}]}}}}`, repo, port))
@@ -60,9 +67,12 @@ func TestMetalUpgrade(t *testing.T) {
 		n.boot()
 	}
 
-	t.Log("boot 1 (-kernel): maintenance, then the install pulls the installer and writes BOOT")
+	t.Log("boot 1: the ISO on UEFI, maintenance, then the install pulls the installer and writes BOOT and the EFI partition")
 	n.boot()
+	n.wait("Booting `talosbox (", bootTimeout)
 	n.wait(markMaintenance, bootTimeout)
+	toMaintenance := time.Since(n.started)
+
 	n.maintenanceAnswers(bootTimeout)
 	n.ok("apply-config", "--insecure", "-f", cp)
 	n.wait("[talos] pulled "+repo+":v1 from http://10.0.2.2:", servicesTimeout)
@@ -75,13 +85,8 @@ func TestMetalUpgrade(t *testing.T) {
 	members := n.ok("etcd", "members")
 
 	n.ok("reboot")
-	rebootInto("boot 2 (-kernel): the config from STATE")
-	n.wait(markServices, servicesTimeout)
-	kernelBoot := time.Since(n.started)
-
-	n.ok("reboot")
 	n.fromDisk = true
-	rebootInto("boot 3: from the disk, v1 in A")
+	rebootInto("boot 2: from the disk on UEFI (the ISO ejected), v1 in A")
 	n.wait("Booting `A - talosbox ("+v1+")'", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 	diskBoot := time.Since(n.started)
@@ -90,8 +95,12 @@ func TestMetalUpgrade(t *testing.T) {
 		t.Errorf("the disk boot's kernel command line: %q, want GRUB's BOOT_IMAGE=/A/vmlinuz and the install's parameters", out)
 	}
 
-	t.Logf("QEMU start to services up, config from STATE: -kernel %.1fs, from disk (SeaBIOS, GRUB, zstd initramfs) %.1fs",
-		kernelBoot.Seconds(), diskBoot.Seconds())
+	if out := n.ok("read", "/sys/firmware/efi/fw_platform_size"); strings.TrimSpace(out) != "64" {
+		t.Errorf("/sys/firmware/efi/fw_platform_size: %q: the disk did not boot on 64-bit UEFI", out)
+	}
+
+	t.Logf("OVMF (UEFI): QEMU start to maintenance mode from the ISO %.1fs; to services up from the disk, config from STATE %.1fs",
+		toMaintenance.Seconds(), diskBoot.Seconds())
 
 	t.Log("bad input: the node answers with an error and stays as it is")
 
@@ -114,7 +123,7 @@ func TestMetalUpgrade(t *testing.T) {
 	start := time.Now()
 	upgraded := n.talosctlAsync(servicesTimeout+bootTimeout, "upgrade", "--image", repo+":v2", "--timeout", "4m")
 	n.wait("[talos] upgrade: "+v2+" is installed in B; A is the fallback until it runs", commandTimeout)
-	rebootInto("boot 4: v2 from B")
+	rebootInto("boot 3: v2 from B")
 	n.wait("Booting `B - talosbox ("+v2+")'", bootTimeout)
 	n.wait("[talos] removing fallback entry: the upgrade runs (it came from A)", servicesTimeout)
 	n.wait(markServices, servicesTimeout)
@@ -143,7 +152,7 @@ func TestMetalUpgrade(t *testing.T) {
 	t.Log("rollback from v2: back to v1 in A")
 	n.ok("rollback")
 	n.wait("[talos] rollback: A boots next", commandTimeout)
-	rebootInto("boot 5: rolled back to v1 in A")
+	rebootInto("boot 4: rolled back to v1 in A")
 	n.wait("Booting `A - talosbox ("+v1+")'", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 
@@ -154,10 +163,10 @@ func TestMetalUpgrade(t *testing.T) {
 	t.Log("a staged upgrade to v2: installed at the next boot, then one more reboot into it")
 	n.ok("upgrade", "--image", repo+":v2", "--stage", "--wait=false")
 	n.wait("[talos] staged the upgrade to "+repo+":v2: it is installed at the next boot", commandTimeout)
-	rebootInto("boot 6: installs the staged upgrade")
+	rebootInto("boot 5: installs the staged upgrade")
 	n.wait("[talos] staged upgrade via "+repo+":v2", servicesTimeout)
 	n.wait("[talos] upgrade: "+v2+" is installed in B; A is the fallback until it runs", servicesTimeout)
-	rebootInto("boot 7: v2 from B")
+	rebootInto("boot 6: v2 from B")
 	n.wait("Booting `B - talosbox ("+v2+")'", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 
@@ -168,13 +177,13 @@ func TestMetalUpgrade(t *testing.T) {
 	t.Log("upgrade to the broken v3: its boot fails and reverts to v2 by itself")
 	n.ok("upgrade", "--image", repo+":v3", "--wait=false")
 	n.wait("[talos] upgrade: "+v3+" is installed in A; B is the fallback until it runs", commandTimeout)
-	rebootInto("boot 8: v3 from A")
+	rebootInto("boot 7: v3 from A")
 	n.wait("Booting `A - talosbox ("+v3+")'", bootTimeout)
 	n.wait("this build fails every boot on purpose", servicesTimeout)
 	n.wait(`[talos] reverting failed upgrade, switching to "B"`, servicesTimeout)
 	n.wait("[talos] rebooting in 10 seconds", commandTimeout)
 	n.wait("[talos] rebooting in 0 seconds", commandTimeout)
-	rebootInto("boot 9: back on v2")
+	rebootInto("boot 8: back on v2")
 	n.wait("Booting `B - talosbox ("+v2+")'", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 

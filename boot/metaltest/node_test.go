@@ -70,10 +70,17 @@ type node struct {
 	memoryMiB int
 	forwards  map[int]int
 
-	// fromDisk boots the next boots through SeaBIOS and the GRUB the
-	// install wrote, instead of QEMU's -kernel.
+	// fromDisk boots the next boots through the firmware and the GRUB
+	// the install wrote, instead of QEMU's -kernel (or the ISO).
 	fromDisk  bool
 	reachHost bool
+	// cdrom is an ISO the node boots from through its firmware until
+	// fromDisk; uefi boots on OVMF instead of SeaBIOS (NVRAM in dir);
+	// netBoot boots through iPXE from the network.
+	cdrom             string
+	uefi              bool
+	netBoot           bool
+	tftpDir, bootFile string
 
 	vm      *qemu.VM
 	boots   int
@@ -104,6 +111,14 @@ type nodeOptions struct {
 	// reachHost lets the guest reach the host at 10.0.2.2 (slirp's
 	// restrict=off) without forwards of its own.
 	reachHost bool
+	// cdrom boots an ISO through the firmware instead of -kernel.
+	cdrom string
+	// uefi: OVMF instead of SeaBIOS.
+	uefi bool
+	// netBoot: PXE through iPXE, with slirp's TFTP serving tftpDir and
+	// its DHCP naming bootFile.
+	netBoot           bool
+	tftpDir, bootFile string
 }
 
 // newNode prepares a node and, unless the caller holds it, takes the
@@ -148,7 +163,8 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 	}
 
 	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...),
-		memoryMiB: opts.memoryMiB, forwards: opts.forwards, reachHost: opts.reachHost, uuid: uuid.NewString()}
+		memoryMiB: opts.memoryMiB, forwards: opts.forwards, reachHost: opts.reachHost, uuid: uuid.NewString(),
+		cdrom: opts.cdrom, uefi: opts.uefi, netBoot: opts.netBoot, tftpDir: opts.tftpDir, bootFile: opts.bootFile}
 
 	if opts.disk {
 		n.disk = filepath.Join(n.dir, "disk.img")
@@ -201,23 +217,33 @@ func (n *node) boot() {
 	started := time.Now()
 	n.started = started
 
-	kernelImage := k.Image
-	if n.fromDisk {
-		kernelImage = ""
-	}
-
-	vm, err := qemu.Start(qemu.Config{
+	cfg := qemu.Config{
 		Name:      name,
 		UUID:      n.uuid,
-		Kernel:    kernelImage,
+		Kernel:    k.Image,
 		Initrd:    n.init,
 		Append:    n.append,
-		NICs:      []qemu.NIC{{ID: "n0", Backend: n.netBackend()}},
+		NICs:      []qemu.NIC{{ID: "n0", Backend: n.netBackend(), BootROM: n.netBoot && !n.fromDisk}},
 		MemoryMiB: n.memoryMiB,
 		ExtraArgs: extra,
-		Dir:       filepath.Join(n.dir, name),
-		LogLine:   func(l string) { n.t.Logf("%s %6.2fs| %s", name, time.Since(started).Seconds(), l) },
-	})
+		NetBoot:   n.netBoot && !n.fromDisk,
+	}
+
+	switch {
+	case n.fromDisk || n.netBoot:
+		cfg.Kernel = ""
+	case n.cdrom != "":
+		cfg.Kernel, cfg.CDROM = "", n.cdrom
+	}
+
+	if n.uefi {
+		cfg.UEFIVars = filepath.Join(n.dir, "OVMF_VARS.fd")
+	}
+
+	cfg.Dir = filepath.Join(n.dir, name)
+	cfg.LogLine = func(l string) { n.t.Logf("%s %6.2fs| %s", name, time.Since(started).Seconds(), l) }
+
+	vm, err := qemu.Start(cfg)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -230,6 +256,9 @@ func (n *node) boot() {
 // own forwards, with which the guest may reach the host (restrict off).
 func (n *node) netBackend() string {
 	b := fmt.Sprintf("user,hostfwd=tcp:127.0.0.1:%d-:50000", n.port)
+	if n.netBoot {
+		b += ",tftp=" + n.tftpDir + ",bootfile=" + n.bootFile
+	}
 	if len(n.forwards) == 0 && !n.reachHost {
 		return "user,restrict=on," + strings.TrimPrefix(b, "user,")
 	}

@@ -32,6 +32,9 @@ type NIC struct {
 	ID string
 	// MAC is the card's address; QEMU picks one when empty.
 	MAC string
+	// BootROM keeps the card's option ROM (iPXE, Debian's ipxe-qemu),
+	// for a network boot; without it the firmware skips loading iPXE.
+	BootROM bool
 	// Backend is the -netdev type and its options without the id, e.g.
 	// Link's ends, or "user,restrict=on,hostfwd=tcp:127.0.0.1:P-:50000".
 	Backend string
@@ -42,9 +45,19 @@ type Config struct {
 	// Name labels the guest in errors and logs.
 	Name string
 	// Kernel and Initrd are the files QEMU boots directly. Without a
-	// Kernel the machine boots from its first disk through its firmware
-	// (SeaBIOS), and Append and Initrd are not used.
+	// Kernel the machine boots through its firmware (SeaBIOS, or OVMF
+	// with UEFIVars) from its disks, CDROM or network, and Append and
+	// Initrd are not used.
 	Kernel, Initrd string
+	// CDROM is an ISO in the machine's CD-ROM drive.
+	CDROM string
+	// UEFIVars, when set, boots the machine on UEFI (OVMF, Debian's ovmf)
+	// instead of SeaBIOS, with its NVRAM in this file: made from OVMF's
+	// template when missing, and kept across boots as a machine keeps it.
+	UEFIVars string
+	// NetBoot boots from the network first (-boot n: PXE through the
+	// first NIC with BootROM).
+	NetBoot bool
 	// Append is added to the kernel command line after
 	// "console=ttyS0 panic=-1".
 	Append []string
@@ -133,6 +146,20 @@ func (cfg *Config) Args(qmpPath string) []string {
 		}
 	}
 
+	if cfg.CDROM != "" {
+		args = append(args, "-drive", "file="+cfg.CDROM+",media=cdrom,readonly=on,format=raw")
+	}
+
+	if cfg.UEFIVars != "" {
+		args = append(args,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+cfg.UEFIVars)
+	}
+
+	if cfg.NetBoot {
+		args = append(args, "-boot", "n")
+	}
+
 	if cfg.UUID != "" {
 		args = append(args, "-uuid", cfg.UUID)
 	}
@@ -143,6 +170,9 @@ func (cfg *Config) Args(qmpPath string) []string {
 
 	for _, n := range cfg.NICs {
 		dev := "virtio-net-pci,romfile=,netdev=" + n.ID
+		if n.BootROM {
+			dev = "virtio-net-pci,netdev=" + n.ID
+		}
 		if n.MAC != "" {
 			dev += ",mac=" + n.MAC
 		}
@@ -164,6 +194,10 @@ func Start(cfg Config) (*VM, error) {
 	}
 
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+
+	if err := cfg.uefiVars(); err != nil {
 		return nil, err
 	}
 
@@ -368,6 +402,10 @@ func StartDetached(cfg Config) (pid int, err error) {
 		return 0, err
 	}
 
+	if err := cfg.uefiVars(); err != nil {
+		return 0, err
+	}
+
 	if cfg.ConsoleFile == "" {
 		cfg.ConsoleFile = filepath.Join(cfg.Dir, "console.log")
 	}
@@ -389,4 +427,34 @@ func StartDetached(cfg Config) (pid int, err error) {
 	}
 
 	return readPID(pidFile)
+}
+
+// OVMF's images, as Debian's ovmf installs them: the firmware (read-only,
+// shared) and the template of a machine's NVRAM.
+const (
+	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+)
+
+// uefiVars makes the machine's NVRAM from OVMF's template on its first
+// boot.
+func (cfg *Config) uefiVars() error {
+	if cfg.UEFIVars == "" {
+		return nil
+	}
+
+	if _, err := os.Stat(OVMFCode); err != nil {
+		return fmt.Errorf("qemu: UEFI firmware (apt-get install ovmf): %w", err)
+	}
+
+	if _, err := os.Stat(cfg.UEFIVars); err == nil {
+		return nil
+	}
+
+	b, err := os.ReadFile(OVMFVars)
+	if err != nil {
+		return fmt.Errorf("qemu: UEFI firmware (apt-get install ovmf): %w", err)
+	}
+
+	return os.WriteFile(cfg.UEFIVars, b, 0o644)
 }

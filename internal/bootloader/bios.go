@@ -26,18 +26,6 @@ const (
 	kernelSegment    = 0x800 + sectorSize>>4 // GRUB_BOOT_I386_PC_KERNEL_SEG + one sector
 )
 
-// CoreModules are what core.img embeds: enough to find BOOT by label on a
-// GPT disk, read ext4 and boot Linux, so that no module directory is needed
-// on BOOT.
-var CoreModules = []string{
-	"biosdisk", "part_gpt", "part_msdos", "ext2", "search", "search_label", "search_fs_uuid",
-	"normal", "linux", "configfile", "echo", "test", "serial", "terminal", "sleep",
-}
-
-// EarlyConfig is embedded in core.img: it points GRUB at BOOT, whose
-// grub.cfg normal mode then reads.
-const EarlyConfig = "search --no-floppy --label BOOT --set root\nset prefix=($root)/grub\n"
-
 // InstallBIOS writes GRUB's boot sector into the MBR of disk (keeping the
 // partition table and disk signature) and core.img at sector coreLBA (the
 // BIOS boot partition's first, which has room for maxSectors), with the

@@ -18,6 +18,9 @@ type Assets struct {
 	Version string
 	BootImg []byte
 	CoreImg []byte
+	// EFIImg is GRUB for UEFI (EFIImgPath), nil in an image from before
+	// UEFI.
+	EFIImg []byte
 	// Sizes of what the sink got, by image path.
 	Sizes map[string]int64
 }
@@ -68,7 +71,7 @@ func Unpack(img v1.Image, sink Sink) (*Assets, error) {
 			}
 
 			a.Sizes[name] = cr.n
-		case BootImgPath, CoreImgPath:
+		case BootImgPath, CoreImgPath, EFIImgPath:
 			if h.Size > 4<<20 {
 				return nil, fmt.Errorf("installer image: /%s is %d bytes: too large for a GRUB image", name, h.Size)
 			}
@@ -78,10 +81,13 @@ func Unpack(img v1.Image, sink Sink) (*Assets, error) {
 				return nil, fmt.Errorf("read the installer image: %w", err)
 			}
 
-			if name == BootImgPath {
+			switch name {
+			case BootImgPath:
 				a.BootImg = data
-			} else {
+			case CoreImgPath:
 				a.CoreImg = data
+			default:
+				a.EFIImg = data
 			}
 
 			a.Sizes[name] = int64(len(data))

@@ -10,6 +10,9 @@
 //	/usr/install/amd64/initramfs.xz    (the name Talos keeps for any compression)
 //	/usr/install/i386-pc/boot.img      GRUB's MBR code
 //	/usr/install/i386-pc/core.img      GRUB's core, made by grub-mkimage
+//	/usr/install/x86_64-efi/BOOTX64.EFI  GRUB for UEFI, made by grub-mkimage,
+//	                                   for the EFI partition (optional: images
+//	                                   from before UEFI lack it)
 package installer
 
 import (
@@ -19,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -38,6 +40,7 @@ const (
 	InitramfsPath = "usr/install/amd64/initramfs.xz"
 	BootImgPath   = "usr/install/i386-pc/boot.img"
 	CoreImgPath   = "usr/install/i386-pc/core.img"
+	EFIImgPath    = "usr/install/x86_64-efi/BOOTX64.EFI"
 )
 
 // DefaultRepository is where talosbox's installer images are named.
@@ -48,7 +51,7 @@ const VersionLabel = "org.opencontainers.image.version"
 
 // DefaultGrubDir is where Debian's grub-pc-bin keeps the i386-pc images
 // and modules.
-const DefaultGrubDir = "/usr/lib/grub/i386-pc"
+var DefaultGrubDir = bootloader.BIOS.Dir
 
 // BuildOptions are the inputs of an installer image.
 type BuildOptions struct {
@@ -58,6 +61,9 @@ type BuildOptions struct {
 	// GrubDir holds boot.img and the modules grub-mkimage builds core.img
 	// from; empty means DefaultGrubDir.
 	GrubDir string
+	// GrubEFIDir holds the x86_64-efi modules BOOTX64.EFI is made from;
+	// empty means bootloader.UEFI.Dir (Debian's grub-efi-amd64-bin).
+	GrubEFIDir string
 	// Created is the image's creation time; the zero time keeps builds of
 	// the same inputs identical.
 	Created time.Time
@@ -75,16 +81,21 @@ func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
 		return nil, fmt.Errorf("installer: GRUB's boot.img (apt-get install grub-pc-bin): %w", err)
 	}
 
-	coreImg, err := MakeCoreImage(ctx, o.GrubDir)
+	coreImg, err := bootloader.MakeImage(ctx, bootloader.BIOS, o.GrubDir, bootloader.EarlyConfig)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("installer: %w", err)
+	}
+
+	efiImg, err := bootloader.MakeImage(ctx, bootloader.UEFI, o.GrubEFIDir, bootloader.EarlyConfig)
+	if err != nil {
+		return nil, fmt.Errorf("installer: %w", err)
 	}
 
 	var buf bytes.Buffer
 
 	tw := tar.NewWriter(&buf)
 
-	for _, dir := range []string{"usr/", "usr/install/", "usr/install/amd64/", "usr/install/i386-pc/"} {
+	for _, dir := range []string{"usr/", "usr/install/", "usr/install/amd64/", "usr/install/i386-pc/", "usr/install/x86_64-efi/"} {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: o.Created}); err != nil {
 			return nil, err
 		}
@@ -99,6 +110,7 @@ func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
 		{name: InitramfsPath, src: o.Initramfs},
 		{name: BootImgPath, data: bootImg},
 		{name: CoreImgPath, data: coreImg},
+		{name: EFIImgPath, data: efiImg},
 	}
 
 	for _, f := range files {
@@ -146,28 +158,4 @@ func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
 	cf.Config.Labels = map[string]string{VersionLabel: o.Version}
 
 	return mutate.ConfigFile(img, cf)
-}
-
-// MakeCoreImage runs grub-mkimage for a BIOS core.img that embeds
-// bootloader.CoreModules and bootloader.EarlyConfig.
-func MakeCoreImage(ctx context.Context, grubDir string) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "talosbox-grub-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-
-	early := filepath.Join(dir, "early.cfg")
-	if err := os.WriteFile(early, []byte(bootloader.EarlyConfig), 0o644); err != nil {
-		return nil, err
-	}
-
-	out := filepath.Join(dir, "core.img")
-	args := append([]string{"-O", "i386-pc", "-d", grubDir, "-p", "/grub", "-c", early, "-o", out}, bootloader.CoreModules...)
-
-	if b, err := exec.CommandContext(ctx, "grub-mkimage", args...).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("installer: grub-mkimage (apt-get install grub-pc-bin grub-common): %w: %s", err, bytes.TrimSpace(b))
-	}
-
-	return os.ReadFile(out)
 }

@@ -3,6 +3,7 @@ package installer_test
 import (
 	"bytes"
 	"context"
+	"debug/pe"
 	"errors"
 	"io"
 	"log"
@@ -89,6 +90,16 @@ func TestBuildAndUnpack(t *testing.T) {
 	// core.img as grub-mkimage makes it: its blocklist counts its sectors.
 	if n := len(a.CoreImg); n < 20<<10 || int(a.CoreImg[508])|int(a.CoreImg[509])<<8 != (n+511)/512-1 {
 		t.Errorf("core.img: %d bytes, blocklist length %d", n, int(a.CoreImg[508])|int(a.CoreImg[509])<<8)
+	}
+
+	// BOOTX64.EFI: a PE32+ image for x86-64 (grub-mkimage -O x86_64-efi)
+	// that finds BOOT by its label.
+	if f, err := pe.NewFile(bytes.NewReader(a.EFIImg)); err != nil {
+		t.Errorf("BOOTX64.EFI (%d bytes): %v", len(a.EFIImg), err)
+	} else if f.Machine != pe.IMAGE_FILE_MACHINE_AMD64 {
+		t.Errorf("BOOTX64.EFI is for machine %#x, want x86-64", f.Machine)
+	} else if !bytes.Contains(a.EFIImg, []byte("search --no-floppy --label BOOT --set root")) {
+		t.Error("BOOTX64.EFI does not embed the early config that finds BOOT")
 	}
 }
 

@@ -5,6 +5,7 @@ package storage
 // from its own disk.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,10 @@ func (v *Volumes) WriteBootSlot(ctx context.Context, sysDisk, ref string, cfg *c
 	}
 
 	if err := writeBIOSBoot(v.opts.SysRoot, biosDev, assets); err != nil {
+		return BootWrite{}, err
+	}
+
+	if err := writeEFIBoot(v.opts.SysRoot, devs, sysDisk, assets, w); err != nil {
 		return BootWrite{}, err
 	}
 
@@ -221,14 +226,9 @@ func writeGrubConfig(mnt string, conf *bootloader.Config) error {
 // writeBIOSBoot puts GRUB's boot sector and core image on the disk of the
 // BIOS boot partition bios.
 func writeBIOSBoot(sysRoot string, bios disk.BlockDevice, a *installer.Assets) error {
-	b, err := os.ReadFile(filepath.Join(sysRoot, "class", "block", bios.Name, "start"))
+	start, err := partitionStart(sysRoot, bios)
 	if err != nil {
-		return fmt.Errorf("find the %s partition: %w", disk.LabelBIOS, err)
-	}
-
-	start, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return fmt.Errorf("find the %s partition: %w", disk.LabelBIOS, err)
+		return err
 	}
 
 	f, err := os.OpenFile("/dev/"+bios.Disk, os.O_RDWR, 0)
@@ -242,6 +242,68 @@ func writeBIOSBoot(sysRoot string, bios disk.BlockDevice, a *installer.Assets) e
 	}
 
 	return f.Sync()
+}
+
+// writeEFIBoot puts GRUB for UEFI on the disk's EFI partition, as a FAT
+// filesystem holding EFI/BOOT/BOOTX64.EFI, the path firmware boots without
+// an NVRAM entry. It reads the same grub.cfg on BOOT as the BIOS GRUB, so
+// A/B and rollback are the same on both firmwares. The partition is
+// written only when it does not already hold these bytes: the same GRUB
+// from one version to the next leaves it untouched, so an upgrade rarely
+// rewrites it at all. An installer image from before UEFI has no
+// BOOTX64.EFI: the EFI partition is then left as it is.
+func writeEFIBoot(sysRoot string, devs []disk.BlockDevice, sysDisk string, a *installer.Assets, w io.Writer) error {
+	if a.EFIImg == nil {
+		fmt.Fprintf(w, "[talos] the installer image has no GRUB for UEFI (%s): the disk boots on BIOS only\n", installer.EFIImgPath)
+		return nil
+	}
+
+	esp, ok := disk.FindPartition(devs, sysDisk, disk.LabelEFI)
+	if !ok {
+		return fmt.Errorf("no %s partition on %s", disk.LabelEFI, sysDisk)
+	}
+
+	start, err := partitionStart(sysRoot, esp)
+	if err != nil {
+		return err
+	}
+
+	img, err := bootloader.RenderESP(a.EFIImg, esp.Size, uint32(start))
+	if err != nil {
+		return err
+	}
+
+	f, err := os.OpenFile(esp.Path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	cur := make([]byte, len(img))
+	if _, err := io.ReadFull(f, cur); err == nil && bytes.Equal(cur, img) {
+		return nil
+	}
+
+	if _, err := f.WriteAt(img, 0); err != nil {
+		return fmt.Errorf("write the %s partition: %w", disk.LabelEFI, err)
+	}
+
+	return f.Sync()
+}
+
+// partitionStart is where a partition starts on its disk, in sectors.
+func partitionStart(sysRoot string, p disk.BlockDevice) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(sysRoot, "class", "block", p.Name, "start"))
+	if err != nil {
+		return 0, fmt.Errorf("find the %s partition: %w", p.PartName, err)
+	}
+
+	start, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("find the %s partition: %w", p.PartName, err)
+	}
+
+	return start, nil
 }
 
 // installCmdline is the kernel command line of an installed version: the

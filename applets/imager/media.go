@@ -1,0 +1,151 @@
+package imager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/talosbox/talosbox/initramfs"
+	"github.com/talosbox/talosbox/internal/applet"
+	"github.com/talosbox/talosbox/internal/bootmedia"
+	"github.com/talosbox/talosbox/internal/version"
+)
+
+const mediaUsage = `Usage: talosbox imager iso [--out FILE] [flags]
+       talosbox imager pxe [--out DIR] [--base-url URL] [flags]
+
+Build boot media from the kernel and the node's initramfs (the ones the
+installer image carries; make installer builds the initramfs):
+
+  iso   a hybrid ISO that boots on BIOS and UEFI, from a CD-ROM or a USB
+        stick (dd it), into maintenance mode, waiting for
+        talosctl apply-config --insecure; a config with machine.install
+        installs the node to its disk from there
+  pxe   the kernel (vmlinuz-amd64), the initramfs (initramfs-amd64.xz) and
+        boot.ipxe, an iPXE script that boots them: serve the directory over
+        HTTP or TFTP and chain boot.ipxe
+
+The kernel command line is ` + "`talos.platform=metal console=ttyS0 console=tty0`" + `
+plus every --extra-kernel-arg; --config-url adds talos.config=URL, so the
+node fetches its config at boot. Every date in the output is --epoch (default
+$SOURCE_DATE_EPOCH, else this build's commit time): the same inputs give the
+same bytes.
+
+  make iso    _out/talosbox-amd64.iso
+  make pxe    _out/pxe/
+
+Flags:
+`
+
+// argList is a flag that may be given again, each occurrence one value
+// (a kernel argument may hold a comma: console=ttyS0,115200).
+type argList []string
+
+func (l *argList) String() string     { return strings.Join(*l, " ") }
+func (l *argList) Set(v string) error { *l = append(*l, strings.Fields(v)...); return nil }
+
+func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) int {
+	name := "imager " + kind
+	fs := applet.NewFlags(name, mediaUsage, env)
+
+	var (
+		o                         bootmedia.Options
+		out, kernelDir, kernelVer string
+		baseURL, configURL, epoch string
+		extra                     argList
+	)
+
+	defOut := filepath.Join("_out", "talosbox-amd64.iso")
+	if kind == "pxe" {
+		defOut = filepath.Join("_out", "pxe")
+	}
+
+	fs.StringVar(&out, "out", defOut, "where to write the ISO (a file) or the PXE assets (a directory)")
+	fs.StringVar(&kernelDir, "kernel-dir", filepath.Join("_out", "kernel"), "unpacked kernel package (scripts/fetch-kernel.sh)")
+	fs.StringVar(&kernelVer, "kernel-version", "", "kernel release (default: the only one in --kernel-dir)")
+	fs.StringVar(&o.Initramfs, "initramfs", filepath.Join("_out", "initramfs.cpio.zst"), "the node's initramfs (make installer builds it)")
+	fs.StringVar(&o.Version, "image-version", version.Tag, "the talosbox version the menu and the ISO's label name")
+	fs.Var(&extra, "extra-kernel-arg", "a kernel argument to add (may be given again)")
+	fs.StringVar(&configURL, "config-url", "", "the node fetches its machine config from `URL` at boot (talos.config=)")
+	fs.StringVar(&epoch, "epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix time of every date in the output (default: $SOURCE_DATE_EPOCH, else the commit's time)")
+	fs.StringVar(&o.GrubBIOSDir, "grub-dir", "", "GRUB's i386-pc modules (default: Debian's grub-pc-bin)")
+	fs.StringVar(&o.GrubEFIDir, "grub-efi-dir", "", "GRUB's x86_64-efi modules (default: Debian's grub-efi-amd64-bin)")
+
+	if kind == "pxe" {
+		fs.StringVar(&baseURL, "base-url", "", "put `URL` before the file names in boot.ipxe (default: relative to the script's own URL)")
+	}
+
+	if code, done := fs.Parse(args); done {
+		return code
+	}
+
+	if fs.NArg() > 0 {
+		fmt.Fprintf(env.Stderr, "%s: unexpected argument %q (see --help)\n", name, fs.Arg(0))
+		return 2
+	}
+
+	t, err := epochTime(epoch)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: --epoch: %v\n", name, err)
+		return 2
+	}
+
+	o.Epoch = t
+	o.Cmdline = append(append([]string(nil), bootmedia.DefaultCmdline...), extra...)
+
+	if configURL != "" {
+		o.Cmdline = append(o.Cmdline, "talos.config="+configURL)
+	}
+
+	k, err := initramfs.FindKernel(kernelDir, kernelVer)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+
+	o.Kernel, o.Log = k.Image, env.Stdout
+	start := time.Now()
+
+	if kind == "pxe" {
+		err = bootmedia.PXE(o, out, baseURL)
+	} else {
+		err = bootmedia.ISO(ctx, o, out)
+	}
+
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+
+	size := ""
+	if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
+		size = fmt.Sprintf(", %.1f MiB", float64(st.Size())/(1<<20))
+	}
+
+	fmt.Fprintf(env.Stdout, "imager: %s %s (kernel %s%s) in %s\n", kind, out, k.Release, size, time.Since(start).Round(100*time.Millisecond))
+
+	return 0
+}
+
+// epochTime reads --epoch: Unix seconds, or empty for the commit's time
+// this binary was built from (the Unix epoch when that is unknown).
+func epochTime(s string) (time.Time, error) {
+	if s == "" {
+		if t, err := time.Parse(time.RFC3339, version.Date); err == nil {
+			return t, nil
+		}
+
+		return time.Unix(0, 0).UTC(), nil
+	}
+
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not Unix seconds", s)
+	}
+
+	return time.Unix(n, 0).UTC(), nil
+}

@@ -1,0 +1,65 @@
+package imager
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/internal/applet"
+)
+
+func run(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+
+	var out bytes.Buffer
+
+	code := Main(context.Background(), args, applet.Env{Stdout: &out, Stderr: &out})
+
+	return code, out.String()
+}
+
+func TestMediaFlags(t *testing.T) {
+	kdir := t.TempDir() // holds no kernel package
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"iso", "--help"}, 0, "a hybrid ISO that boots on BIOS and UEFI"},
+		{[]string{"pxe", "--help"}, 0, "-base-url URL"},
+		{[]string{"iso", "--epoch", "yesterday"}, 2, `--epoch: "yesterday" is not Unix seconds`},
+		{[]string{"pxe", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"iso", "--kernel-dir", kdir}, 1, "imager iso: "},
+	} {
+		code, out := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("imager %s: exit %d, want %d with %q:\n%s", strings.Join(tc.args, " "), code, tc.code, tc.want, out)
+		}
+	}
+
+	if _, err := os.Stat(filepath.Join("_out", "talosbox-amd64.iso")); err == nil {
+		t.Error("a failed build left an ISO behind")
+	}
+}
+
+func TestEpochAndArgs(t *testing.T) {
+	if got, err := epochTime("1764374400"); err != nil || !got.Equal(time.Date(2025, 11, 29, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("epochTime: %v, %v", got, err)
+	}
+
+	var l argList
+	for _, v := range []string{"console=ttyS0,115200", "a=1 b=2"} {
+		if err := l.Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if got := l.String(); got != "console=ttyS0,115200 a=1 b=2" {
+		t.Errorf("--extra-kernel-arg twice: %q (a comma must stay inside its argument)", got)
+	}
+}

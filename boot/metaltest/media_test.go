@@ -1,0 +1,196 @@
+//go:build e2e
+
+package metaltest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// mediaArgs are the boot media's kernel arguments in these tests: the
+// serial console last (it becomes /dev/console, where the node logs, as
+// a serial-console VM's user adds it) and what every test node has.
+func mediaArgs() []string {
+	return append([]string{"console=ttyS0", "panic=-1"}, baseAppend...)
+}
+
+// buildMedia runs `talosbox imager iso|pxe` (what make iso and make pxe
+// run) on the test kernel and initrd, with more flags.
+func buildMedia(t *testing.T, bin, kind, initrd, out string, flags ...string) {
+	t.Helper()
+
+	k, err := kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	args := []string{"imager", kind, "--out", out, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--kernel-version", k.Release,
+		"--initramfs", initrd}
+	for _, a := range mediaArgs() {
+		args = append(args, "--extra-kernel-arg", a)
+	}
+
+	cmd := exec.Command(bin, append(args, flags...)...)
+	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=1764374400")
+
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("talosbox imager %s: %v\n%s", kind, err, b)
+	}
+
+	t.Logf("%s", strings.TrimSpace(string(b)))
+}
+
+// installFromISO boots n from its ISO into maintenance mode, applies cp
+// (which installs installerRepo:v1 through the mirror at port), and waits
+// for the services; it returns how long the ISO took to maintenance.
+func (n *node) installFromISO(cp, v1 string) time.Duration {
+	n.t.Helper()
+
+	n.boot()
+	n.wait("Booting `talosbox (", bootTimeout)
+	n.wait(markMaintenance, bootTimeout)
+
+	toMaintenance := time.Since(n.started)
+
+	n.maintenanceAnswers(bootTimeout)
+	n.ok("apply-config", "--insecure", "-f", cp)
+	n.wait("[talos] installed "+v1+" on vda: the disk boots by itself (GRUB, entry A)", servicesTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	return toMaintenance
+}
+
+// TestMetalISO is the ISO under SeaBIOS, as a user boots it from a CD-ROM:
+// GRUB's El Torito image boots the node into maintenance mode, where
+// apply-config --insecure installs it to its disk from the installer image;
+// then it boots from that disk, the ISO gone. (TestMetalUpgrade does the
+// same under UEFI, then upgrades and rolls back there.)
+func TestMetalISO(t *testing.T) {
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	inst := pull(t, upgradeInstallers)
+	port := serveLayout(t, bin, inst.layout)
+
+	iso := filepath.Join(t.TempDir(), "talosbox-amd64.iso")
+	buildMedia(t, bin, "iso", inst.initramfs, iso)
+
+	n := newNode(t, nodeOptions{disk: true, reachHost: true, cdrom: iso})
+	cp := n.patchConfig(n.genConfig("iso"), "installer.yaml", fmt.Sprintf(`{"machine":{"install":{"image":"%s:v1"},
+"registries":{"mirrors":{"ghcr.io":{"endpoints":["http://10.0.2.2:%d"]}}}}}`, installerRepo, port))
+
+	t.Log("boot 1: the ISO on SeaBIOS, maintenance mode, apply-config installs to vda")
+	toMaintenance := n.installFromISO(cp, inst.v1)
+
+	n.ok("reboot")
+	n.waitExit(markRebooting)
+
+	n.fromDisk = true
+
+	t.Log("boot 2: from the disk, the ISO ejected")
+	n.boot()
+	n.wait("Booting `A - talosbox ("+inst.v1+")'", bootTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	fromDisk := time.Since(n.started)
+
+	if out := n.ok("read", "/proc/cmdline"); !strings.Contains(out, "BOOT_IMAGE=/A/vmlinuz talos.platform=metal console=ttyS0 console=tty0 console=ttyS0") {
+		t.Errorf("the disk's kernel command line: %q, want the ISO's, as the install carried it over", out)
+	}
+
+	t.Logf("SeaBIOS: QEMU start to maintenance mode from the ISO %.1fs; to services up from the disk %.1fs",
+		toMaintenance.Seconds(), fromDisk.Seconds())
+
+	n.ok("shutdown")
+	n.waitExit(markPowerOff)
+}
+
+// TestMetalPXE is a network boot as a rack does it: the firmware's iPXE
+// takes its script from DHCP and TFTP (QEMU's slirp serves both), the
+// script fetches the kernel and the initramfs over HTTP, and
+// talos.config= points the node at its config on the same server, so it
+// comes up without apply-config.
+func TestMetalPXE(t *testing.T) {
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	inst := pull(t, upgradeInstallers)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+
+	// What the node fetched, to tell iPXE's requests from anything else
+	// that could have booted it.
+	var (
+		mu      sync.Mutex
+		fetched []string
+	)
+
+	files := http.FileServer(http.Dir(dir))
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		fetched = append(fetched, r.URL.Path)
+		mu.Unlock()
+		files.ServeHTTP(w, r)
+	})}
+
+	go srv.Serve(ln) //nolint:errcheck // ends with Close
+
+	t.Cleanup(func() { srv.Close() })
+
+	base := fmt.Sprintf("http://10.0.2.2:%d/", ln.Addr().(*net.TCPAddr).Port)
+	buildMedia(t, bin, "pxe", inst.initramfs, dir, "--base-url", base, "--config-url", base+"config.yaml")
+
+	n := newNode(t, nodeOptions{disk: true, reachHost: true, netBoot: true, tftpDir: dir, bootFile: "boot.ipxe", memoryMiB: 1024})
+
+	// The node installs its partitions and runs from what it booted:
+	// BOOT (the installer image) is TestMetalISO's and TestMetalUpgrade's.
+	cp := n.patchConfig(n.genConfig("pxe"), "pxe.yaml", `{"machine":{"install":{"bootloader":false}}}`)
+
+	cfg, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	n.boot()
+	n.wait("[talos] loaded config from talos.config="+base+"config.yaml", bootTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	t.Logf("PXE: QEMU start to services up, kernel and initramfs over HTTP: %.1fs", time.Since(n.started).Seconds())
+
+	if out := n.ok("read", "/proc/cmdline"); !strings.Contains(out, "talos.config="+base+"config.yaml") {
+		t.Errorf("the PXE boot's kernel command line: %q", out)
+	}
+
+	mu.Lock()
+	got := strings.Join(fetched, " ")
+	mu.Unlock()
+
+	if want := "/vmlinuz-amd64 /initramfs-amd64.xz /config.yaml"; got != want {
+		t.Errorf("the node fetched %q over HTTP, want iPXE's kernel and initramfs, then machined's config: %q", got, want)
+	}
+
+	n.ok("shutdown")
+	n.waitExit(markPowerOff)
+}
