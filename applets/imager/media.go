@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/initramfs"
 	"github.com/talosbox/talosbox/internal/applet"
 	"github.com/talosbox/talosbox/internal/bootmedia"
@@ -31,7 +32,9 @@ installer image carries; make installer builds the initramfs):
 
 The kernel command line is ` + "`talos.platform=metal console=ttyS0 console=tty0`" + `
 plus every --extra-kernel-arg; --config-url adds talos.config=URL, so the
-node fetches its config at boot. Every date in the output is --epoch (default
+node fetches its config at boot; --embedded-config-path bakes a config into
+the initramfs (validated first), which the node takes when nothing is
+persisted, as Talos's imager does. Every date in the output is --epoch (default
 $SOURCE_DATE_EPOCH, else this build's commit time): the same inputs give the
 same bytes.
 
@@ -56,6 +59,7 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 		o                         bootmedia.Options
 		out, kernelDir, kernelVer string
 		baseURL, configURL, epoch string
+		embedded                  string
 		extra                     argList
 	)
 
@@ -71,6 +75,7 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 	fs.StringVar(&o.Version, "image-version", version.Tag, "the talosbox version the menu and the ISO's label name")
 	fs.Var(&extra, "extra-kernel-arg", "a kernel argument to add (may be given again)")
 	fs.StringVar(&configURL, "config-url", "", "the node fetches its machine config from `URL` at boot (talos.config=)")
+	fs.StringVar(&embedded, "embedded-config-path", "", "bake the machine config in `FILE` into the initramfs (it holds the cluster's secrets: keep the artifact private)")
 	fs.StringVar(&epoch, "epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix time of every date in the output (default: $SOURCE_DATE_EPOCH, else the commit's time)")
 	fs.StringVar(&o.GrubBIOSDir, "grub-dir", "", "GRUB's i386-pc modules (default: Debian's grub-pc-bin)")
 	fs.StringVar(&o.GrubEFIDir, "grub-efi-dir", "", "GRUB's x86_64-efi modules (default: Debian's grub-efi-amd64-bin)")
@@ -101,6 +106,13 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 		o.Cmdline = append(o.Cmdline, "talos.config="+configURL)
 	}
 
+	if embedded != "" {
+		if o.EmbeddedConfig, err = loadEmbedded(embedded); err != nil {
+			fmt.Fprintf(env.Stderr, "%s: --embedded-config-path: %v\n", name, err)
+			return 1
+		}
+	}
+
 	k, err := initramfs.FindKernel(kernelDir, kernelVer)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
@@ -129,6 +141,22 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 	fmt.Fprintf(env.Stdout, "imager: %s %s (kernel %s%s) in %s\n", kind, out, k.Release, size, time.Since(start).Round(100*time.Millisecond))
 
 	return 0
+}
+
+// loadEmbedded reads a config to embed and refuses one the node would
+// refuse: a baked-in config is only found wrong at the machine's console.
+func loadEmbedded(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+
+	// Warnings are the node's to print; errors would stop its boot.
+	if _, _, err := configs.Load(data, configs.ModeMetal); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+
+	return data, nil
 }
 
 // epochTime reads --epoch: Unix seconds, or empty for the commit's time

@@ -63,3 +63,15 @@ func TestEpochAndArgs(t *testing.T) {
 		t.Errorf("--extra-kernel-arg twice: %q (a comma must stay inside its argument)", got)
 	}
 }
+
+func TestEmbeddedConfigRefusesABrokenOne(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(p, []byte("version: v1alpha1\nmachine:\n  tpye: worker\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out := run(t, "pxe", "--embedded-config-path", p, "--out", t.TempDir())
+	if code != 1 || !strings.Contains(out, "--embedded-config-path: "+p) || !strings.Contains(out, "tpye") {
+		t.Errorf("a config with an unknown field: exit %d:\n%s", code, out)
+	}
+}

@@ -17,6 +17,14 @@
 //   - TestMetalFatal: a fatal boot error (a STATE partition with
 //     a foreign filesystem) is printed; talosbox.fatal=poweroff powers off,
 //     the default waits; the kernel never panics.
+//   - TestMetalISO: the ISO (talosbox imager iso) on SeaBIOS: maintenance
+//     mode, apply-config --insecure installs to the disk, the disk boots.
+//   - TestMetalPXE: iPXE from slirp's DHCP and TFTP, the kernel and the
+//     initramfs over HTTP, the config embedded in the initramfs.
+//   - TestMetalNoCloud: talos.platform=nocloud with a cidata ISO: config,
+//     static address, gateway, resolver and hostname from the seed.
+//   - TestMetalUpgrade: the ISO on UEFI (OVMF), install, boot from disk,
+//     upgrades, rollback and the automatic revert of a failed boot.
 //   - BenchmarkMetalBoot (scripts/bench-metal.sh): boot times against a
 //     minimal Go init (boot/baseline) on the same kernel.
 //

@@ -117,10 +117,10 @@ func TestMetalISO(t *testing.T) {
 }
 
 // TestMetalPXE is a network boot as a rack does it: the firmware's iPXE
-// takes its script from DHCP and TFTP (QEMU's slirp serves both), the
-// script fetches the kernel and the initramfs over HTTP, and
-// talos.config= points the node at its config on the same server, so it
-// comes up without apply-config.
+// takes its script from DHCP and TFTP (QEMU's slirp serves both), and the
+// script fetches the kernel and the initramfs over HTTP. The initramfs
+// carries the machine config (--embedded-config-path), so the node comes
+// up without apply-config, then hides the file.
 func TestMetalPXE(t *testing.T) {
 	bin, err := binary()
 	if err != nil {
@@ -155,40 +155,113 @@ func TestMetalPXE(t *testing.T) {
 
 	t.Cleanup(func() { srv.Close() })
 
-	base := fmt.Sprintf("http://10.0.2.2:%d/", ln.Addr().(*net.TCPAddr).Port)
-	buildMedia(t, bin, "pxe", inst.initramfs, dir, "--base-url", base, "--config-url", base+"config.yaml")
-
 	n := newNode(t, nodeOptions{disk: true, reachHost: true, netBoot: true, tftpDir: dir, bootFile: "boot.ipxe", memoryMiB: 1024})
 
 	// The node installs its partitions and runs from what it booted:
 	// BOOT (the installer image) is TestMetalISO's and TestMetalUpgrade's.
 	cp := n.patchConfig(n.genConfig("pxe"), "pxe.yaml", `{"machine":{"install":{"bootloader":false}}}`)
 
-	cfg, err := os.ReadFile(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	base := fmt.Sprintf("http://10.0.2.2:%d/", ln.Addr().(*net.TCPAddr).Port)
+	buildMedia(t, bin, "pxe", inst.initramfs, dir, "--base-url", base, "--embedded-config-path", cp)
 
 	n.boot()
-	n.wait("[talos] loaded config from talos.config="+base+"config.yaml", bootTimeout)
+	n.wait("[talos] embedded config: ", bootTimeout)
+	n.wait("[talos] loaded config from the embedded config", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 
 	t.Logf("PXE: QEMU start to services up, kernel and initramfs over HTTP: %.1fs", time.Since(n.started).Seconds())
 
-	if out := n.ok("read", "/proc/cmdline"); !strings.Contains(out, "talos.config="+base+"config.yaml") {
-		t.Errorf("the PXE boot's kernel command line: %q", out)
+	// The config is hidden once read: it holds the cluster's secrets.
+	if out, errOut, err := n.talosctl("read", "/usr/local/etc/talos/config.yaml"); err == nil || strings.Contains(out, "machine:") {
+		t.Errorf("talosctl read of the embedded config after the boot: %v\n%s%s", err, out, errOut)
 	}
 
 	mu.Lock()
 	got := strings.Join(fetched, " ")
 	mu.Unlock()
 
-	if want := "/vmlinuz-amd64 /initramfs-amd64.xz /config.yaml"; got != want {
-		t.Errorf("the node fetched %q over HTTP, want iPXE's kernel and initramfs, then machined's config: %q", got, want)
+	if want := "/vmlinuz-amd64 /initramfs-amd64.xz"; got != want {
+		t.Errorf("the node fetched %q over HTTP, want iPXE's kernel and initramfs: %q", got, want)
+	}
+
+	n.ok("shutdown")
+	n.waitExit(markPowerOff)
+}
+
+// TestMetalNoCloud is talos.platform=nocloud with a seed as Proxmox and
+// virt-install make one: an ISO labelled cidata (xorriso's mkisofs, Rock
+// Ridge names) on a second disk. user-data is the machine config, so the
+// node comes up without apply-config; network-config v2 gives the NIC
+// (matched by its MAC address) a static address, gateway and resolver
+// instead of slirp's DHCP lease, and meta-data the hostname.
+func TestMetalNoCloud(t *testing.T) {
+	const (
+		ip       = "10.0.2.77"
+		hostname = "cidata-node"
+	)
+
+	dir := t.TempDir()
+	n := newNode(t, nodeOptions{disk: true, append: []string{"talos.platform=nocloud"}, guestIP: ip,
+		seed: filepath.Join(dir, "seed.iso")})
+
+	cfg, err := os.ReadFile(n.genConfig("nocloud"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	src := filepath.Join(dir, "src")
+	files := map[string]string{
+		"user-data": string(cfg),
+		"meta-data": "instance-id: iid-nocloud-1\nlocal-hostname: " + hostname + "\n",
+		// QEMU's first NIC has this MAC when none is given.
+		"network-config": `version: 2
+ethernets:
+  nic0:
+    match:
+      macaddress: "52:54:00:12:34:56"
+    set-name: eth0
+    addresses: [` + ip + `/24]
+    gateway4: 10.0.2.2
+    nameservers:
+      addresses: [10.0.2.3]
+`,
+	}
+
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if out, err := exec.Command("xorriso", "-as", "mkisofs", "-o", n.seed, "-V", "cidata", "-J", "-r", src).CombinedOutput(); err != nil {
+		t.Fatalf("xorriso -as mkisofs: %v\n%s", err, out)
+	}
+
+	n.boot()
+	n.wait("[talos] nocloud: the seed on /dev/vdb: user-data", bootTimeout)
+	n.wait("[talos] loaded config from the NoCloud seed (user-data)", bootTimeout)
+	n.wait(markServices, servicesTimeout)
+
+	// The API answers through the forward to the static address.
+	addrs := n.ok("get", "addresses")
+	if !strings.Contains(addrs, "eth0/"+ip+"/24") || strings.Contains(addrs, "10.0.2.15") {
+		t.Errorf("addresses: want the network-config's %s on eth0 and no DHCP lease:\n%s", ip, addrs)
+	}
+
+	if routes := n.ok("get", "routes"); !strings.Contains(routes, "10.0.2.2") {
+		t.Errorf("routes: no default route via the network-config's gateway 10.0.2.2:\n%s", routes)
+	}
+
+	if h := n.ok("read", "/proc/sys/kernel/hostname"); strings.TrimSpace(h) != hostname {
+		t.Errorf("hostname %q, want meta-data's %q", h, hostname)
+	}
+
+	if r := n.ok("read", "/etc/resolv.conf"); !strings.Contains(r, "nameserver 10.0.2.3") {
+		t.Errorf("resolv.conf:\n%s", r)
 	}
 
 	n.ok("shutdown")

@@ -81,6 +81,7 @@ type node struct {
 	uefi              bool
 	netBoot           bool
 	tftpDir, bootFile string
+	seed, guestIP     string
 
 	vm      *qemu.VM
 	boots   int
@@ -119,6 +120,11 @@ type nodeOptions struct {
 	// its DHCP naming bootFile.
 	netBoot           bool
 	tftpDir, bootFile string
+	// seed is a read-only disk after the others (a NoCloud cidata ISO).
+	seed string
+	// guestIP is the address the API forward goes to when the node does
+	// not take slirp's DHCP lease (10.0.2.15).
+	guestIP string
 }
 
 // newNode prepares a node and, unless the caller holds it, takes the
@@ -164,7 +170,8 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 
 	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...),
 		memoryMiB: opts.memoryMiB, forwards: opts.forwards, reachHost: opts.reachHost, uuid: uuid.NewString(),
-		cdrom: opts.cdrom, uefi: opts.uefi, netBoot: opts.netBoot, tftpDir: opts.tftpDir, bootFile: opts.bootFile}
+		cdrom: opts.cdrom, uefi: opts.uefi, netBoot: opts.netBoot, tftpDir: opts.tftpDir, bootFile: opts.bootFile,
+		seed: opts.seed, guestIP: opts.guestIP}
 
 	if opts.disk {
 		n.disk = filepath.Join(n.dir, "disk.img")
@@ -213,6 +220,10 @@ func (n *node) boot() {
 		extra = append(extra, "-drive", "file="+n.disk2+",if=virtio,format=raw,cache=unsafe")
 	}
 
+	if n.seed != "" {
+		extra = append(extra, "-drive", "file="+n.seed+",if=virtio,format=raw,readonly=on")
+	}
+
 	name := fmt.Sprintf("boot%d", n.boots)
 	started := time.Now()
 	n.started = started
@@ -255,7 +266,7 @@ func (n *node) boot() {
 // netBackend is the node's slirp NIC: the API forward, and the test's
 // own forwards, with which the guest may reach the host (restrict off).
 func (n *node) netBackend() string {
-	b := fmt.Sprintf("user,hostfwd=tcp:127.0.0.1:%d-:50000", n.port)
+	b := fmt.Sprintf("user,hostfwd=tcp:127.0.0.1:%d-%s:50000", n.port, n.guestIP)
 	if n.netBoot {
 		b += ",tftp=" + n.tftpDir + ",bootfile=" + n.bootFile
 	}

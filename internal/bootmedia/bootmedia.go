@@ -14,11 +14,16 @@
 package bootmedia
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"time"
+
+	"github.com/talosbox/talosbox/initramfs"
+	"github.com/talosbox/talosbox/internal/constants"
 )
 
 // DefaultCmdline is the kernel command line of the boot media before
@@ -40,6 +45,11 @@ type Options struct {
 	// GrubBIOSDir and GrubEFIDir override where GRUB's modules are
 	// (bootloader.BIOS.Dir, bootloader.UEFI.Dir).
 	GrubBIOSDir, GrubEFIDir string
+	// EmbeddedConfig is a machine config baked into the initramfs (Talos's
+	// imager --embedded-config-path): a second cpio archive after the
+	// initramfs, holding constants.EmbeddedConfigPath, which the node
+	// takes when nothing is persisted yet.
+	EmbeddedConfig []byte
 	// Log gets a line per step; nil is quiet.
 	Log io.Writer
 }
@@ -99,6 +109,71 @@ func VolumeID(version string) string {
 	}, "TALOSBOX_"+version)
 
 	return id[:min(len(id), 32)]
+}
+
+// writeInitramfs copies the initramfs to dst and appends the embedded
+// config as an archive of its own: the kernel unpacks concatenated
+// archives one after the other, each compressed or not, so the node's
+// zstd initramfs is left byte for byte as it was.
+func (o *Options) writeInitramfs(dst string) error {
+	if err := copyFile(o.Initramfs, dst); err != nil {
+		return err
+	}
+
+	if o.EmbeddedConfig == nil {
+		return nil
+	}
+
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+
+	// Archives start on a 4-byte boundary; the kernel skips the zeros.
+	pad := make([]byte, (4-st.Size()%4)%4)
+
+	if _, err := f.Write(pad); err != nil {
+		f.Close()
+		return err
+	}
+
+	// Records of their own rather than an initramfs.Archive, which would
+	// make dev/console and the mount points again over the first
+	// archive's.
+	mtime := uint32(o.Epoch.Unix())
+	cw := initramfs.NewWriter(f)
+	name := strings.TrimPrefix(constants.EmbeddedConfigPath, "/")
+
+	var dirs []string
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		dirs = append([]string{d}, dirs...)
+	}
+
+	for _, d := range dirs {
+		if err := cw.WriteRecord(initramfs.Record{Name: d, Mode: 0o040755, MTime: mtime}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+
+	rec := initramfs.Record{Name: name, Mode: 0o100600, MTime: mtime, Size: int64(len(o.EmbeddedConfig)), Data: bytes.NewReader(o.EmbeddedConfig)}
+	if err := cw.WriteRecord(rec); err != nil {
+		f.Close()
+		return err
+	}
+
+	if err := cw.Close(); err != nil {
+		f.Close()
+		return err
+	}
+
+	return f.Close()
 }
 
 // copyFile copies src to dst with mode 0644.

@@ -106,7 +106,7 @@ func ISO(ctx context.Context, o Options, out string) error {
 		return fmt.Errorf("iso: %w", err)
 	}
 
-	if err := copyFile(o.Initramfs, filepath.Join(root, isoInitramfs)); err != nil {
+	if err := o.writeInitramfs(filepath.Join(root, isoInitramfs)); err != nil {
 		return fmt.Errorf("iso: %w", err)
 	}
 

@@ -52,10 +52,12 @@ func PXE(o Options, dir, baseURL string) error {
 		return err
 	}
 
-	for src, name := range map[string]string{o.Kernel: PXEKernel, o.Initramfs: PXEInitramfs} {
-		if err := copyFile(src, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("pxe: %w", err)
-		}
+	if err := copyFile(o.Kernel, filepath.Join(dir, PXEKernel)); err != nil {
+		return fmt.Errorf("pxe: %w", err)
+	}
+
+	if err := o.writeInitramfs(filepath.Join(dir, PXEInitramfs)); err != nil {
+		return fmt.Errorf("pxe: %w", err)
 	}
 
 	script := fmt.Sprintf(pxeScript, o.Version, baseURL, PXEKernel, cmdline, PXEInitramfs)

@@ -3,6 +3,7 @@ package bootmedia
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +48,55 @@ func TestPXE(t *testing.T) {
 
 	if err := PXE(o, t.TempDir(), "http://x/ $y"); err == nil {
 		t.Error("a base URL with a space and $ was written")
+	}
+}
+
+// An embedded config is a second archive after the initramfs, which stays
+// as it was; GNU cpio reads the config back, private to root, from where
+// the node looks for it.
+func TestEmbeddedConfig(t *testing.T) {
+	o := inputs(t)
+	o.EmbeddedConfig = []byte("version: v1alpha1\nmachine:\n  type: worker\n")
+	dir := t.TempDir()
+
+	if err := PXE(o, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := os.ReadFile(filepath.Join(dir, PXEInitramfs))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	orig, _ := os.ReadFile(o.Initramfs)
+	if !bytes.HasPrefix(got, orig) {
+		t.Fatal("the initramfs changed under the embedded config")
+	}
+
+	rest := bytes.TrimLeft(got[len(orig):], "\x00")
+	if pad := len(got) - len(orig) - len(rest); (len(orig)+pad)%4 != 0 {
+		t.Errorf("the config archive starts at %d, not on a 4-byte boundary", len(orig)+pad)
+	}
+
+	cpio := func(args ...string) string {
+		t.Helper()
+
+		cmd := exec.Command("cpio", args...)
+		cmd.Stdin = bytes.NewReader(rest)
+
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("cpio %s (apt-get install cpio): %v", strings.Join(args, " "), err)
+		}
+
+		return string(out)
+	}
+
+	if list := cpio("-t", "-v", "--quiet"); !strings.Contains(list, "-rw-------") || !strings.Contains(list, "usr/local/etc/talos/config.yaml") {
+		t.Errorf("cpio -tv:\n%s", list)
+	}
+
+	if cfg := cpio("-i", "--to-stdout", "--quiet", "usr/local/etc/talos/config.yaml"); cfg != string(o.EmbeddedConfig) {
+		t.Errorf("the embedded config read back: %q", cfg)
 	}
 }

@@ -11,9 +11,9 @@
 // read-write with a journal. META gets an empty Talos META (internal/meta)
 // as Talos's installer writes it. EFI, BIOS and BOOT are laid out at
 // Talos's sizes and left unformatted (their first and last MiB zeroed):
-// machined writes BOOT (ext4, the A/B slots and grub.cfg) and GRUB's core
-// into BIOS from the installer image (internal/bootloader); EFI is unused,
-// the machines here booting through BIOS.
+// machined writes BOOT (ext4, the A/B slots and grub.cfg), GRUB's core
+// into BIOS and GRUB for UEFI onto EFI (a FAT, internal/fat) from the
+// installer image (internal/storage, internal/bootloader).
 //
 // The package works on any io.ReaderAt/WriterAt region, so the layout and
 // the filesystems are tested on a plain image file; only the sysfs scan,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
@@ -43,7 +44,13 @@ const (
 	ProbeGPT       = "gpt"
 	ProbeSquashFS  = "squashfs"
 	ProbeTalosMeta = "talosmeta"
+	ProbeISO9660   = "iso9660"
 )
+
+// iso9660PVD is where an ISO 9660 filesystem's primary volume descriptor
+// is: sector 16 of 2048 bytes. Its type (1) and "CD001" open it, and the
+// volume identifier is 32 bytes at 40.
+const iso9660PVD = 16 * 2048
 
 // Volume is what a probe finds at the start of a region: the format's
 // name ("" for none) and, where the format has them, its UUID and label.
@@ -93,6 +100,15 @@ func ProbeVolume(r Region) (Volume, error) {
 		return Volume{Name: ProbeGPT, UUID: guidString(buf[512+56 : 512+72])}, nil
 	case len(buf) >= 4 && binary.BigEndian.Uint32(buf) == 0x5a4b3c2d:
 		return Volume{Name: ProbeTalosMeta}, nil
+	}
+
+	// An ISO (a NoCloud seed, an installer CD) has nothing in its first
+	// 32 KiB that says so, unless it is hybrid (then the GPT above won).
+	if r.Size == 0 || r.Size >= iso9660PVD+2048 {
+		pvd := make([]byte, 72)
+		if _, err := r.File.ReadAt(pvd, r.Offset+iso9660PVD); err == nil && pvd[0] == 1 && string(pvd[1:6]) == "CD001" {
+			return Volume{Name: ProbeISO9660, Label: strings.TrimRight(string(pvd[40:72]), " \x00")}, nil
+		}
 	}
 
 	return Volume{}, nil

@@ -99,3 +99,32 @@ func TestProbeVolumeAgainstBlkid(t *testing.T) {
 		t.Errorf("LUKS2: %+v, %v; blkid %v", v, err, b)
 	}
 }
+
+// A NoCloud seed as cloud-init's users make it (an ISO labelled cidata,
+// by xorriso's mkisofs): ProbeVolume names it and its label as blkid does.
+func TestProbeVolumeISO9660(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/meta-data", []byte("instance-id: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	iso := dir + "/seed.iso"
+	if out, err := exec.Command(tool(t, "xorriso", "xorriso"), "-as", "mkisofs", "-o", iso, "-V", "cidata", "-J", "-r", dir+"/meta-data").CombinedOutput(); err != nil {
+		t.Fatalf("xorriso -as mkisofs: %v\n%s", err, out)
+	}
+
+	f, err := os.Open(iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	v, err := disk.ProbeVolume(disk.Region{File: f})
+	if b := blkidExport(t, iso, 0); err != nil || v.Name != disk.ProbeISO9660 || b["TYPE"] != "iso9660" || v.Label != "cidata" || b["LABEL"] != "cidata" {
+		t.Errorf("the seed: %+v, %v; blkid %v", v, err, b)
+	}
+
+	if v, err := disk.ProbeVolume(disk.Region{File: f, Size: 4096}); err != nil || v.Name != "" {
+		t.Errorf("a region too short for a volume descriptor: %+v, %v", v, err)
+	}
+}

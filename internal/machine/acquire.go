@@ -25,8 +25,9 @@ type configSource struct {
 }
 
 // configSources lists where acquire looks: --config or $TALOSBOX_CONFIG,
-// then the one persisted on STATE, then talos.config= (metal) or
-// $USERDATA (container). --config seeds the first boot of this process;
+// then the one persisted on STATE, then the embedded config and
+// talos.config= (metal), the NoCloud seed (talos.platform=nocloud) or
+// $USERDATA (container), as Talos's acquire orders them. --config seeds the first boot of this process;
 // after that (an in-process reboot) what apply-config persisted on STATE
 // wins.
 func (n *Node) configSources() []configSource {
@@ -50,9 +51,28 @@ func (n *Node) configSources() []configSource {
 		out = append(out, state)
 	}
 
+	if e := n.embeddedConfig; e != nil {
+		out = append(out, configSource{name: "the embedded config", fetch: func(context.Context) ([]byte, error) { return e, nil }})
+	}
+
 	if c := n.cmdlineConfig; c != "" {
 		out = append(out, configSource{name: platform.ParamConfig + "=" + platform.DescribeSource(c), fetch: func(ctx context.Context) ([]byte, error) {
 			return platform.FetchConfig(ctx, c)
+		}})
+	}
+
+	if n.isNoCloud() {
+		out = append(out, configSource{name: "the NoCloud seed (user-data)", fetch: func(context.Context) ([]byte, error) {
+			data, err := n.nocloudSeed()
+			if err != nil {
+				return nil, err
+			}
+
+			if len(data.UserData) == 0 {
+				return nil, errNoUserData
+			}
+
+			return data.UserData, nil
 		}})
 	}
 

@@ -126,7 +126,11 @@ type Node struct {
 	// talos.config=, which seeds a node with nothing persisted.
 	cmdline       platform.Cmdline
 	cmdlineConfig string
-	sysRoot       string // sysfs, where disks are found
+	// seed is talos.platform=nocloud's NoCloud seed, read once.
+	seed seed
+	// embeddedConfig is the config the initramfs carried (metal).
+	embeddedConfig []byte
+	sysRoot        string // sysfs, where disks are found
 
 	// containerd is the container runtime; the boot starts its services
 	// and machined's controllers render its config.

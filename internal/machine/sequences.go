@@ -97,7 +97,7 @@ func (n *Node) applyCmdline(_ context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "[talos] %s=%s is not %s, %s or %s: a fatal error will wait\n", platform.ParamFatal, unknown, platform.FatalWait, platform.FatalPowerOff, platform.FatalReboot)
 	}
 
-	return nil
+	return n.readEmbeddedConfig(w)
 }
 
 // bootSequence sets the machine up from the config and starts the services.

@@ -267,6 +267,10 @@ func (n *Node) networkOptions() (network.Options, error) {
 		opts.Hostname, opts.EtcDir = network.KernelHostname{}, "/etc"
 		opts.DefaultDHCP = true
 
+		if n.isNoCloud() {
+			opts.Platform = n.nocloudNetwork()
+		}
+
 		return opts, nil
 	}
 

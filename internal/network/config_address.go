@@ -39,6 +39,13 @@ func buildAddresses(src *source, out *layeredSet[network.AddressSpecSpec], is is
 		}
 	}
 
+	for _, spec := range src.platform.Addresses {
+		if !src.ignored(spec.LinkName) {
+			spec.Layer = network.LayerPlatform
+			out.add(spec.ID(), spec)
+		}
+	}
+
 	for _, d := range src.devices(nil) {
 		add(d.name, d.dev.Addresses, d.dev.CIDR)
 

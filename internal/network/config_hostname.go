@@ -27,6 +27,11 @@ func buildHostname(src *source, out *layeredSet[network.HostnameSpecSpec], _ iss
 		out.add(network.HostnameID, splitFQDN(h, network.LayerPlatform))
 	}
 
+	for _, spec := range src.platform.Hostnames {
+		spec.Layer = network.LayerPlatform
+		out.add(network.HostnameID, spec)
+	}
+
 	if src.net != nil && src.net.Hostname != "" {
 		out.add(network.HostnameID, splitFQDN(src.net.Hostname, network.LayerConfiguration))
 	}

@@ -29,6 +29,13 @@ func buildLinks(src *source, out *layeredSet[network.LinkSpecSpec], is issues) {
 		}
 	}
 
+	for _, spec := range src.platform.Links {
+		if !src.ignored(spec.Name) {
+			spec.Layer = network.LayerPlatform
+			out.add(spec.Name, spec)
+		}
+	}
+
 	for _, d := range src.devices(is) {
 		spec := network.LinkSpecSpec{Name: d.name, Up: true, MTU: d.dev.MTU, Layer: network.LayerConfiguration}
 

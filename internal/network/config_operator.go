@@ -27,6 +27,14 @@ func buildOperators(src *source, out *layeredSet[network.OperatorSpecSpec], _ is
 		out.add(spec.ID(), spec)
 	}
 
+	for _, spec := range src.platform.Operators {
+		if !src.ignored(spec.LinkName) {
+			spec.Layer = network.LayerPlatform
+			spec.SkipHostnameRequest = spec.SkipHostnameRequest || skipHostname
+			out.add(spec.ID(), spec)
+		}
+	}
+
 	if src.cmdline.DHCP {
 		if name := src.cmdlineLink(); name != "" && !src.ignored(name) {
 			spec := network.OperatorSpecSpec{Operator: network.OperatorDHCP4, LinkName: name, RequireUp: true, RouteMetric: network.DefaultRouteMetric,

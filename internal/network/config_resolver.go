@@ -25,6 +25,12 @@ func buildResolvers(src *source, out *layeredSet[network.ResolverSpecSpec], is i
 		out.add(network.ResolverID, network.ResolverSpecSpec{DNSServers: slices.Clone(src.cmdline.DNSServers), Layer: network.LayerCmdline})
 	}
 
+	for _, spec := range src.platform.Resolvers {
+		spec = spec.DeepCopy()
+		spec.Layer = network.LayerPlatform
+		out.add(network.ResolverID, spec)
+	}
+
 	if src.net == nil || (len(src.net.Nameservers) == 0 && len(src.net.SearchDomains) == 0) {
 		return
 	}

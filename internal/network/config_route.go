@@ -37,6 +37,13 @@ func buildRoutes(src *source, out *layeredSet[network.RouteSpecSpec], is issues)
 		}
 	}
 
+	for _, spec := range src.platform.Routes {
+		if spec.OutLinkName == "" || !src.ignored(spec.OutLinkName) {
+			spec.Layer = network.LayerPlatform
+			out.add(spec.ID(), spec)
+		}
+	}
+
 	add := func(link string, routes []configs.Route) {
 		for i, rt := range routes {
 			spec, err := routeSpec(link, rt)

@@ -31,10 +31,16 @@ type source struct {
 	platformHostname string
 	// defaultDHCP: Options.DefaultDHCP (metal).
 	defaultDHCP bool
+	// platform: Options.Platform, never nil.
+	platform *network.PlatformConfigSpec
 }
 
 func readSource(ctx context.Context, r bus.ControllerRuntime, opts *Options) (*source, error) {
-	src := &source{nodeID: opts.NodeID, platformHostname: opts.PlatformHostname, defaultDHCP: opts.DefaultDHCP}
+	src := &source{nodeID: opts.NodeID, platformHostname: opts.PlatformHostname, defaultDHCP: opts.DefaultDHCP, platform: opts.Platform}
+	if src.platform == nil {
+		src.platform = &network.PlatformConfigSpec{}
+	}
+
 	src.cmdline, src.cmdErr = ParseCmdline(opts.KernelCmdline)
 
 	mc, err := bus.GetAs[*config.MachineConfig](ctx, r, bus.Pointer{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID})
@@ -201,6 +207,24 @@ func (s *source) defaultDHCPLink() string {
 func (s *source) configures(link string) bool {
 	for _, d := range s.devices(nil) {
 		if d.name == link {
+			return true
+		}
+	}
+
+	return s.platformConfigures(link)
+}
+
+// platformConfigures reports whether the platform's network config gives
+// link an address or DHCP: the default DHCP must not run beside it.
+func (s *source) platformConfigures(link string) bool {
+	for _, a := range s.platform.Addresses {
+		if a.LinkName == link {
+			return true
+		}
+	}
+
+	for _, o := range s.platform.Operators {
+		if o.LinkName == link {
 			return true
 		}
 	}

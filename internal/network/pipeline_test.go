@@ -1,6 +1,8 @@
 package network_test
 
 import (
+	"context"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -180,6 +182,47 @@ func TestPlatformHostnameLayer(t *testing.T) {
 
 	nd.setConfig(&configs.NetworkConfig{Hostname: "from-config"})
 	nd.waitFor(networkres.HostnameStatusType, "the config's hostname", hostname("from-config"))
+}
+
+// The platform's network config (NoCloud's network-config) configures its
+// link at the platform layer, above ip= and below the machine config, and
+// the link it configures gets no default DHCP.
+func TestPlatformNetworkLayer(t *testing.T) {
+	ns := newNS(t)
+	ns.veth("eth0", "peer0")
+
+	plat := &networkres.PlatformConfigSpec{
+		Links:     []networkres.LinkSpecSpec{{Name: "eth0", Up: true}},
+		Addresses: []networkres.AddressSpecSpec{{Address: netip.MustParsePrefix("10.8.8.2/24"), LinkName: "eth0", Family: networkres.FamilyInet4}},
+		Routes: []networkres.RouteSpecSpec{{Family: networkres.FamilyInet4, Gateway: netip.MustParseAddr("10.8.8.1"), OutLinkName: "eth0",
+			Table: networkres.TableMain, Priority: networkres.DefaultRouteMetric, Scope: network.ScopeGlobal, Type: networkres.RouteTypeUnicast, Protocol: networkres.ProtoStatic}},
+		Hostnames: []networkres.HostnameSpecSpec{{Hostname: "cidata-node"}},
+		Resolvers: []networkres.ResolverSpecSpec{{DNSServers: []netip.Addr{netip.MustParseAddr("10.8.8.53")}}},
+	}
+
+	nd := startNode(t, ns, func(o *network.Options) {
+		o.KernelCmdline = "talos.hostname=cmdhost"
+		o.Platform = plat
+		o.DefaultDHCP = true
+	})
+
+	nd.waitFor(networkres.AddressStatusType, "the platform's address", hasIDs(false, "eth0/10.8.8.2/24"))
+	nd.waitFor(networkres.RouteStatusType, "the platform's default route", hasIDs(false, "inet4/10.8.8.1//1024"))
+	nd.waitFor(networkres.HostnameStatusType, "the platform's hostname over the cmdline's", func(items []bus.Resource) bool {
+		return len(items) == 1 && items[0].(*networkres.HostnameStatus).TypedSpec().Hostname == "cidata-node"
+	})
+	checkFileEventually(t, nd, network.ResolvFile, "nameserver 10.8.8.53\n")
+
+	// The operators are built from the same inputs as the address the
+	// kernel now shows: without the platform, eth0 would have DHCP here.
+	if ops, err := nd.store.List(context.Background(), bus.Kind{Namespace: networkres.Namespace, Type: networkres.OperatorSpecType}); err != nil || len(ops) != 0 {
+		t.Errorf("operators beside the platform's static address: %v%s", err, dump(ops))
+	}
+
+	nd.setConfig(&configs.NetworkConfig{Hostname: "from-config"})
+	nd.waitFor(networkres.HostnameStatusType, "the config's hostname over the platform's", func(items []bus.Resource) bool {
+		return len(items) == 1 && items[0].(*networkres.HostnameStatus).TypedSpec().Hostname == "from-config"
+	})
 }
 
 func checkFileEventually(t *testing.T, nd *node, id, want string) {

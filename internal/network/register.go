@@ -23,6 +23,11 @@ type Options struct {
 	// Docker node's container hostname); it beats the default and loses
 	// to the cmdline and the config, as on Talos's container platform.
 	PlatformHostname string
+	// Platform is the network config the platform hands over (NoCloud's
+	// network-config and meta-data): every spec is added at
+	// LayerPlatform, above ip= and below the machine config. A link it
+	// configures gets no default DHCP.
+	Platform *network.PlatformConfigSpec
 	// Hostname applies the hostname: KernelHostname on metal,
 	// FileHostname in container mode; nil only records it.
 	Hostname HostnameSetter

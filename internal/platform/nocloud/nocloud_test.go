@@ -1,0 +1,115 @@
+package nocloud
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/talosbox/talosbox/internal/disk"
+	"github.com/talosbox/talosbox/internal/fat"
+)
+
+// seed makes a NoCloud seed as its users do, with xorriso's mkisofs
+// (Rock Ridge and Joliet names), from files.
+func seed(t *testing.T, label string, files map[string]string) string {
+	t.Helper()
+
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	iso := filepath.Join(dir, "seed.iso")
+	if out, err := exec.Command("xorriso", "-as", "mkisofs", "-o", iso, "-V", label, "-J", "-r", src).CombinedOutput(); err != nil {
+		t.Fatalf("xorriso -as mkisofs (apt-get install xorriso): %v\n%s", err, out)
+	}
+
+	return iso
+}
+
+func dev(t *testing.T, path string) disk.BlockDevice {
+	t.Helper()
+
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return disk.BlockDevice{Name: filepath.Base(path), Path: path, Size: st.Size()}
+}
+
+func TestRead(t *testing.T) {
+	files := map[string]string{
+		"user-data":      "version: v1alpha1\nmachine:\n  type: controlplane\n",
+		"meta-data":      "instance-id: i-1\nlocal-hostname: node-1\n",
+		"network-config": "version: 2\nethernets:\n  eth0:\n    addresses: [10.0.2.20/24]\n",
+	}
+
+	other := seed(t, "OTHER", map[string]string{"x": "y"})
+	good := seed(t, "CIDATA", files) // cloud-init matches the label in any case
+
+	d, err := Read([]disk.BlockDevice{{Name: "gone", Path: "/nonexistent"}, dev(t, other), dev(t, good)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if d.Device != good || string(d.UserData) != files["user-data"] || string(d.MetaData) != files["meta-data"] ||
+		string(d.NetworkConfig) != files["network-config"] {
+		t.Errorf("Read: %+v", d)
+	}
+
+	// Only user-data is required.
+	d, err = Read([]disk.BlockDevice{dev(t, seed(t, "cidata", map[string]string{"user-data": "x: 1\n"}))})
+	if err != nil || d.MetaData != nil || d.NetworkConfig != nil || string(d.UserData) != "x: 1\n" {
+		t.Errorf("a seed with user-data alone: %+v, %v", d, err)
+	}
+}
+
+func TestReadRefuses(t *testing.T) {
+	vfat := filepath.Join(t.TempDir(), "vfat.img")
+
+	img, err := fat.Render(4<<20, []fat.File{{Path: "USER-DAT", Data: []byte("x")}}, fat.Options{Label: "CIDATA"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(vfat, append(img, make([]byte, 4<<20-len(img))...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		devs []disk.BlockDevice
+		want string
+	}{
+		{"no seed", []disk.BlockDevice{dev(t, seed(t, "OTHER", map[string]string{"user-data": "x"}))}, "no NoCloud seed"},
+		{"no user-data", []disk.BlockDevice{dev(t, seed(t, "cidata", map[string]string{"meta-data": "instance-id: x\n"}))}, "the seed has no user-data"},
+		{"a vfat seed", []disk.BlockDevice{dev(t, vfat)}, "is a vfat seed: only ISO 9660 seeds are read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Read(tc.devs); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Read: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadLargeUserData(t *testing.T) {
+	big := strings.Repeat("# padding\n", 200000) // 2 MB: many ISO blocks
+	d, err := Read([]disk.BlockDevice{dev(t, seed(t, "cidata", map[string]string{"user-data": big}))})
+
+	if err != nil || !bytes.Equal(d.UserData, []byte(big)) {
+		t.Errorf("a 2 MB user-data: %v, %d bytes", err, len(d.UserData))
+	}
+}
