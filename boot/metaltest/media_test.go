@@ -24,7 +24,7 @@ func mediaArgs() []string {
 
 // buildMedia runs `talosbox imager iso|pxe` (what make iso and make pxe
 // run) on the test kernel and initrd, with more flags.
-func buildMedia(t *testing.T, bin, kind, initrd, out string, flags ...string) {
+func buildMedia(t testing.TB, bin, kind, initrd, out string, flags ...string) {
 	t.Helper()
 
 	k, err := kernel()
