@@ -31,7 +31,8 @@ installer image carries; make installer builds the initramfs):
         HTTP or TFTP and chain boot.ipxe
 
 The kernel command line is ` + "`talos.platform=metal console=ttyS0 console=tty0`" + `
-plus every --extra-kernel-arg; --config-url adds talos.config=URL, so the
+(--platform nocloud for talos.platform=nocloud: config, addresses and
+hostname from a cidata seed) plus every --extra-kernel-arg; --config-url adds talos.config=URL, so the
 node fetches its config at boot; --embedded-config-path bakes a config into
 the initramfs (validated first), which the node takes when nothing is
 persisted, as Talos's imager does. Every date in the output is --epoch (default
@@ -59,7 +60,7 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 		o                         bootmedia.Options
 		out, kernelDir, kernelVer string
 		baseURL, configURL, epoch string
-		embedded                  string
+		embedded, platformName    string
 		extra                     argList
 	)
 
@@ -74,6 +75,7 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 	fs.StringVar(&o.Initramfs, "initramfs", filepath.Join("_out", "initramfs.cpio.zst"), "the node's initramfs (make installer builds it)")
 	fs.StringVar(&o.Version, "image-version", version.Tag, "the talosbox version the menu and the ISO's label name")
 	fs.Var(&extra, "extra-kernel-arg", "a kernel argument to add (may be given again)")
+	fs.StringVar(&platformName, "platform", "metal", "talos.platform= of the media: metal, or nocloud (the config, addresses and hostname from a cidata seed)")
 	fs.StringVar(&configURL, "config-url", "", "the node fetches its machine config from `URL` at boot (talos.config=)")
 	fs.StringVar(&embedded, "embedded-config-path", "", "bake the machine config in `FILE` into the initramfs (it holds the cluster's secrets: keep the artifact private)")
 	fs.StringVar(&epoch, "epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix time of every date in the output (default: $SOURCE_DATE_EPOCH, else the commit's time)")
@@ -99,8 +101,14 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 		return 2
 	}
 
+	if platformName != "metal" && platformName != "nocloud" {
+		fmt.Fprintf(env.Stderr, "%s: --platform %q: metal or nocloud\n", name, platformName)
+		return 2
+	}
+
 	o.Epoch = t
-	o.Cmdline = append(append([]string(nil), bootmedia.DefaultCmdline...), extra...)
+	o.Cmdline = append([]string{"talos.platform=" + platformName}, bootmedia.DefaultCmdline[1:]...)
+	o.Cmdline = append(o.Cmdline, extra...)
 
 	if configURL != "" {
 		o.Cmdline = append(o.Cmdline, "talos.config="+configURL)

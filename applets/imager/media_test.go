@@ -34,6 +34,7 @@ func TestMediaFlags(t *testing.T) {
 		{[]string{"pxe", "--help"}, 0, "-base-url URL"},
 		{[]string{"iso", "--epoch", "yesterday"}, 2, `--epoch: "yesterday" is not Unix seconds`},
 		{[]string{"pxe", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"iso", "--platform", "aws"}, 2, `--platform "aws": metal or nocloud`},
 		{[]string{"iso", "--kernel-dir", kdir}, 1, "imager iso: "},
 	} {
 		code, out := run(t, tc.args...)

@@ -30,6 +30,7 @@ import (
 // --extra-kernel-arg: the metal platform, and both consoles. The last
 // console= is /dev/console, where machined logs, so a machine with a
 // screen shows the node's log; a serial-console VM adds console=ttyS0.
+// The platform comes first: talosbox imager --platform replaces it.
 var DefaultCmdline = []string{"talos.platform=metal", "console=ttyS0", "console=tty0"}
 
 // Options are the inputs of an artifact.

@@ -68,10 +68,8 @@ func (n *Node) configSources() []configSource {
 				return nil, err
 			}
 
-			if len(data.UserData) == 0 {
-				return nil, errNoUserData
-			}
-
+			// No user-data: the seed gave the network only, and the node
+			// waits in maintenance mode for apply-config.
 			return data.UserData, nil
 		}})
 	}

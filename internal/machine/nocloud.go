@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +95,3 @@ func linkByMAC(mac string) (string, bool) {
 
 	return "", false
 }
-
-// errNoUserData: the seed has no config (the node waits in maintenance).
-var errNoUserData = errors.New("the NoCloud seed has no user-data")

@@ -23,7 +23,9 @@ import (
 // Label is the seed's volume label; cloud-init matches it in any case.
 const Label = "cidata"
 
-// Data is a seed's files; MetaData and NetworkConfig are nil when absent.
+// Data is a seed's files, each nil when absent: a seed without user-data
+// gives the network and the hostname, and the node waits for
+// apply-config --insecure at the address its network-config gives.
 type Data struct {
 	// Device is where the seed was found, e.g. /dev/vdb.
 	Device                            string
@@ -94,8 +96,8 @@ func ReadISO(path string) (*Data, error) {
 		*dst = b
 	}
 
-	if data.UserData == nil {
-		return nil, fmt.Errorf("nocloud: %s: the seed has no user-data (the machine config)", path)
+	if data.UserData == nil && data.MetaData == nil && data.NetworkConfig == nil {
+		return nil, fmt.Errorf("nocloud: %s: the seed has none of user-data, meta-data and network-config (a seed made without Rock Ridge names? genisoimage -r)", path)
 	}
 
 	return data, nil

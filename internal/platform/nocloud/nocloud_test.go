@@ -94,7 +94,7 @@ func TestReadRefuses(t *testing.T) {
 		want string
 	}{
 		{"no seed", []disk.BlockDevice{dev(t, seed(t, "OTHER", map[string]string{"user-data": "x"}))}, "no NoCloud seed"},
-		{"no user-data", []disk.BlockDevice{dev(t, seed(t, "cidata", map[string]string{"meta-data": "instance-id: x\n"}))}, "the seed has no user-data"},
+		{"none of its files", []disk.BlockDevice{dev(t, seed(t, "cidata", map[string]string{"user_data": "x: 1\n"}))}, "the seed has none of user-data, meta-data and network-config"},
 		{"a vfat seed", []disk.BlockDevice{dev(t, vfat)}, "is a vfat seed: only ISO 9660 seeds are read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,5 +111,14 @@ func TestReadLargeUserData(t *testing.T) {
 
 	if err != nil || !bytes.Equal(d.UserData, []byte(big)) {
 		t.Errorf("a 2 MB user-data: %v, %d bytes", err, len(d.UserData))
+	}
+}
+
+// A seed with only network-config gives the network; the config comes by
+// apply-config --insecure.
+func TestReadNetworkOnly(t *testing.T) {
+	d, err := Read([]disk.BlockDevice{dev(t, seed(t, "cidata", map[string]string{"network-config": "version: 2\n"}))})
+	if err != nil || d.UserData != nil || string(d.NetworkConfig) != "version: 2\n" {
+		t.Errorf("a seed with network-config alone: %+v, %v", d, err)
 	}
 }
