@@ -68,17 +68,9 @@ func TestMetalUpgrade(t *testing.T) {
 	}
 
 	t.Log("boot 1: the ISO on UEFI, maintenance, then the install pulls the installer and writes BOOT and the EFI partition")
-	n.boot()
-	n.wait("Booting `talosbox (", bootTimeout)
-	n.wait(markMaintenance, bootTimeout)
-	toMaintenance := time.Since(n.started)
-
-	n.maintenanceAnswers(bootTimeout)
-	n.ok("apply-config", "--insecure", "-f", cp)
-	n.wait("[talos] pulled "+repo+":v1 from http://10.0.2.2:", servicesTimeout)
-	t.Log(n.wait("[talos] wrote "+repo+":v1 "+v1+" to A (kernel ", servicesTimeout))
-	n.wait("[talos] installed "+v1+" on vda: the disk boots by itself (GRUB, entry A)", servicesTimeout)
-	n.wait(markServices, servicesTimeout)
+	toMaintenance := n.installFromISO(cp, v1)
+	n.wait("[talos] pulled "+repo+":v1 from http://10.0.2.2:", commandTimeout)
+	t.Log(n.wait("[talos] wrote "+repo+":v1 "+v1+" to A (kernel ", commandTimeout))
 	n.ok("bootstrap")
 	n.wait("[talos] service[etcd](Running): Health check successful", servicesTimeout)
 
