@@ -99,4 +99,19 @@ func TestEmbeddedConfig(t *testing.T) {
 	if cfg := cpio("-i", "--to-stdout", "--quiet", "usr/local/etc/talos/config.yaml"); cfg != string(o.EmbeddedConfig) {
 		t.Errorf("the embedded config read back: %q", cfg)
 	}
+
+	// Reproducible: the same inputs give the same files.
+	again := t.TempDir()
+	if err := PXE(o, again, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, name := range []string{PXEKernel, PXEInitramfs, PXEScript} {
+		a, _ := os.ReadFile(filepath.Join(dir, name))
+		b, _ := os.ReadFile(filepath.Join(again, name))
+
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two builds of the same inputs", name)
+		}
+	}
 }
