@@ -106,6 +106,8 @@ type Options struct {
 	// Runtime is runc and the CNI plugins (/bin/runc, /opt/cni/bin);
 	// without it the node runs no containers.
 	Runtime Runtime
+	// Extensions add their files to the root filesystem (ReadExtension).
+	Extensions []Extension
 }
 
 // Result describes a built initramfs.
@@ -240,6 +242,10 @@ func Assemble(o Options) (*Archive, *Result, error) {
 		}
 
 		a.Symlink(name, treeLinks[name])
+	}
+
+	if err := a.addExtensions(o.Extensions); err != nil {
+		return nil, nil, err
 	}
 
 	res := &Result{}

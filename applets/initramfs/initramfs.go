@@ -51,6 +51,14 @@ and DIR/lib/modules/<release>/, as scripts/fetch-kernel.sh leaves it. The
 output is reproducible: the same inputs give the same bytes, with every
 member stamped with $SOURCE_DATE_EPOCH (0 when unset).
 
+--extension DIR adds a system extension, laid out as Talos's extension
+images are: DIR/manifest.yaml (version v1alpha1, metadata.name and
+metadata.version) and DIR/rootfs/, whose files join the root filesystem;
+an extension adds files and replaces none, and its manifest is kept in
+/usr/local/etc/talosbox/extensions/<name>.yaml. Kernel modules come from
+the kernel's tree (--kernel-dir, --modules), so a custom kernel is a
+--kernel-dir of its own.
+
 --write-modules-dep writes DIR/modules.dep for a whole lib/modules/<release>
 tree (a .deb ships none) and exits.
 
@@ -63,6 +71,7 @@ type options struct {
 	demand                                                              string
 	runc, cniBin, runtimeRoot                                           string
 	withTools, noRuntime                                                bool
+	extensions                                                          []string
 }
 
 // Main runs the applet with args (without the program name).
@@ -86,6 +95,10 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 	fs.BoolVar(&o.noRuntime, "no-runtime", false, "leave runc and the CNI plugins out: the node then runs no containers")
 	fs.BoolVar(&o.withTools, "with-tools", false, "add u-root's core commands and a shell (gosh) in /bin, for debugging; needs go on PATH")
 	fs.StringVar(&o.depDir, "write-modules-dep", "", "write `DIR`/modules.dep for a whole lib/modules/<release> tree and exit")
+	fs.Func("extension", "add a system extension: `DIR` holds manifest.yaml and rootfs/, as Talos's extension images do (may be given again)", func(v string) error {
+		o.extensions = append(o.extensions, v)
+		return nil
+	})
 
 	if code, done := fs.Parse(args); done {
 		return code
@@ -199,6 +212,15 @@ func buildOptions(o options, env applet.Env) (initramfs.Options, error) {
 	// os-release goes without.
 	if same(bo.Binary, self) {
 		bo.Version = version.Tag
+	}
+
+	for _, dir := range o.extensions {
+		e, err := initramfs.ReadExtension(dir)
+		if err != nil {
+			return bo, fmt.Errorf("--extension: %w", err)
+		}
+
+		bo.Extensions = append(bo.Extensions, e)
 	}
 
 	if !o.noRuntime {

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,10 +69,26 @@ var upgradeInstallers = sync.OnceValues(func() (*installers, error) {
 			return "", err
 		}
 
+		// v2 is customized as seed 001 and Talos's imager customize one: a
+		// system extension adds a file and one more of the kernel's modules
+		// is carried (TestMetalUpgrade looks for both after the upgrade).
+		ext, err := helloExtension(dir)
+		if err != nil {
+			return "", err
+		}
+
+		custom := func(o *initramfs.Options) {
+			o.Extensions = []initramfs.Extension{ext}
+			o.Modules = append(slices.Clone(o.Modules), extraModule)
+		}
+
 		var first string
 
-		for _, i := range []struct{ bin, tag, version string }{{bin, "v1", v1}, {v2, "v2", upgradeV2}, {v3, "v3", brokenV3}} {
-			p, err := installerImage(log, i.bin, dir, installerRepo+":"+i.tag, i.version, initramfs.Runtime{})
+		for _, i := range []struct {
+			bin, tag, version string
+			opts              []func(*initramfs.Options)
+		}{{bin, "v1", v1, nil}, {v2, "v2", upgradeV2, []func(*initramfs.Options){custom}}, {v3, "v3", brokenV3, nil}} {
+			p, err := installerImage(log, i.bin, dir, installerRepo+":"+i.tag, i.version, initramfs.Runtime{}, i.opts...)
 			if err != nil {
 				return "", err
 			}
@@ -207,7 +224,7 @@ func selected(names ...string) bool {
 // have, into the OCI layout dir/oci, and returns that initramfs's path.
 // With a container runtime (runc and the CNI plugins) its initramfs is
 // what make installer ships.
-func installerImage(log *strings.Builder, bin, dir, ref, version string, rt initramfs.Runtime) (string, error) {
+func installerImage(log *strings.Builder, bin, dir, ref, version string, rt initramfs.Runtime, opts ...func(*initramfs.Options)) (string, error) {
 	k, err := kernel()
 	if err != nil {
 		return "", err
@@ -227,7 +244,12 @@ func installerImage(log *strings.Builder, bin, dir, ref, version string, rt init
 		mods = nil
 	}
 
-	res, err := initramfs.BuildFile(p, initramfs.Options{Binary: bin, ModulesDir: k.ModulesDir, Modules: mods, Compression: initramfs.Zstd, Runtime: rt})
+	o := initramfs.Options{Binary: bin, ModulesDir: k.ModulesDir, Modules: mods, Compression: initramfs.Zstd, Runtime: rt}
+	for _, f := range opts {
+		f(&o)
+	}
+
+	res, err := initramfs.BuildFile(p, o)
 	if err != nil {
 		return "", err
 	}
@@ -249,6 +271,35 @@ func installerImage(log *strings.Builder, bin, dir, ref, version string, rt init
 	fmt.Fprintf(log, "%s\n", strings.TrimSpace(string(out)))
 
 	return p, nil
+}
+
+// The customization of upgradeInstallers' v2: a module the other
+// versions do not carry, and an extension's file.
+const (
+	extraModule = "nbd"
+	helloPath   = "/usr/local/share/hello/hello.txt"
+	helloText   = "hello from a system extension\n"
+)
+
+// helloExtension lays out a system extension as Talos's images hold one.
+func helloExtension(dir string) (initramfs.Extension, error) {
+	ext := filepath.Join(dir, "ext-hello")
+	p := filepath.Join(ext, "rootfs", helloPath)
+
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return initramfs.Extension{}, err
+	}
+
+	if err := os.WriteFile(p, []byte(helloText), 0o644); err != nil {
+		return initramfs.Extension{}, err
+	}
+
+	manifest := "version: v1alpha1\nmetadata:\n  name: hello\n  version: 1.0.0\n  author: talosbox tests\n  description: one file\n"
+	if err := os.WriteFile(filepath.Join(ext, "manifest.yaml"), []byte(manifest), 0o644); err != nil {
+		return initramfs.Extension{}, err
+	}
+
+	return initramfs.ReadExtension(ext)
 }
 
 // buildVersion builds talosbox stamped with version (and BROKEN_BOOT=1

@@ -25,6 +25,30 @@ func (n *node) serverTag() string {
 	return m[1]
 }
 
+// customized checks what v2's customized installer adds: a system
+// extension's file and manifest, and the extra kernel module in
+// modules.dep (want), or that none of it is there.
+func (n *node) customized(want bool) {
+	n.t.Helper()
+
+	k, err := kernel()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+
+	hello, _, helloErr := n.talosctl("read", helloPath)
+	manifest, _, _ := n.talosctl("read", "/usr/local/etc/talosbox/extensions/hello.yaml")
+	dep := n.ok("read", "/lib/modules/"+k.Release+"/modules.dep")
+	hasModule := strings.Contains(dep, "/"+extraModule+".ko:")
+
+	switch {
+	case want && (helloErr != nil || hello != helloText || !strings.Contains(manifest, "name: hello") || !hasModule):
+		n.t.Errorf("the customized version: %s = %q (%v), the manifest %q, %s in modules.dep: %v", helloPath, hello, helloErr, manifest, extraModule, hasModule)
+	case !want && (helloErr == nil || hasModule):
+		n.t.Errorf("a version without the customization has %s (%v) or %s in modules.dep (%v)", helloPath, helloErr, extraModule, hasModule)
+	}
+}
+
 // TestMetalUpgrade is one node's OS upgrades on UEFI (OVMF), booting from
 // its own disk: it boots the ISO (`talosbox imager iso`, GRUB for UEFI
 // from its El Torito EFI image) into maintenance mode, where the install
@@ -135,6 +159,10 @@ func TestMetalUpgrade(t *testing.T) {
 		t.Fatalf("after the upgrade the node runs %s, want %s", tag, v2)
 	}
 
+	// v2's installer is customized: its extension's file and its extra
+	// kernel module reached the node through the upgrade.
+	n.customized(true)
+
 	n.wait("[talos] service[etcd](Running): Health check successful", servicesTimeout)
 
 	if got := n.ok("etcd", "members"); got != members {
@@ -151,6 +179,8 @@ func TestMetalUpgrade(t *testing.T) {
 	if tag := n.serverTag(); tag != v1 {
 		t.Fatalf("after the rollback the node runs %s, want %s", tag, v1)
 	}
+
+	n.customized(false)
 
 	t.Log("a staged upgrade to v2: installed at the next boot, then one more reboot into it")
 	n.ok("upgrade", "--image", repo+":v2", "--stage", "--wait=false")
