@@ -142,6 +142,7 @@ func TestErrors(t *testing.T) {
 		{"argument", []string{"extra"}, 2, `unexpected argument "extra"`},
 		{"bad flag", []string{"--frob"}, 2, "flag provided but not defined"},
 		{"bad dep dir", []string{"--write-modules-dep", missing}, 1, missing},
+		{"no extension there", []string{"--kernel-dir", f.kernel, "--extension", missing}, 1, "--extension: extension " + missing + ": open " + missing + "/manifest.yaml"},
 	}
 
 	for _, tt := range tests {
