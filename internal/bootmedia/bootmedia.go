@@ -78,6 +78,10 @@ func (o *Options) defaults() error {
 		o.Log = io.Discard
 	}
 
+	if o.Epoch.IsZero() {
+		o.Epoch = time.Unix(0, 0).UTC()
+	}
+
 	return nil
 }
 

@@ -87,6 +87,7 @@ type clusterCreateFlags struct {
 
 	// The qemu provisioner's.
 	stateDir, kernelDir, vmlinuz, initrd string
+	iso                                  string
 	diskMiB                              int64
 }
 
@@ -169,6 +170,9 @@ has a 5s keepalive. --talos-version writes the configs of an older Talos
 	fl.StringVar(&f.kernelDir, "kernel-dir", "", "qemu: the unpacked Debian kernel package, whose modules go into the initramfs (default $TALOSBOX_KERNEL_DIR, then kernel/ beside the binary: _out/kernel for _out/talosbox, then the project's _out/kernel)")
 	fl.StringVar(&f.vmlinuz, "vmlinuz-path", "", "qemu: the kernel image to boot (default: the one in --kernel-dir)")
 	fl.StringVar(&f.initrd, "initrd-path", "", "qemu: an initramfs to boot instead of building one from this binary")
+	fl.StringVar(&f.iso, "iso-path", "", "qemu: boot every node from this ISO (talosbox imager iso --platform nocloud: each node gets a NoCloud seed with its address and name) instead of a kernel and an initramfs; installed nodes boot from their disks")
+	fl.StringVar(&f.iso, "iso", "", "qemu: the same as --iso-path")
+	_ = fl.MarkHidden("iso")
 	fl.StringVar(&f.installImage, "install-image", generate.DefaultInstallImage, "qemu: the installer image the nodes install to their disks (make installer puts it in the image cache); once installed, a node boots from its disk, so that upgrades take")
 
 	return cmd
@@ -194,8 +198,12 @@ func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
 		return netip.Prefix{}, nil, errors.New("--image is for the docker provisioner: qemu nodes boot --initrd-path, or an initramfs built from --binary")
 	}
 
-	if f.provisioner == "docker" && f.kernelDir+f.vmlinuz+f.initrd != "" {
-		return netip.Prefix{}, nil, errors.New("--kernel-dir, --vmlinuz-path and --initrd-path are for the qemu provisioner (talosctl cluster create qemu)")
+	if f.provisioner == "docker" && f.kernelDir+f.vmlinuz+f.initrd+f.iso != "" {
+		return netip.Prefix{}, nil, errors.New("--kernel-dir, --vmlinuz-path, --initrd-path and --iso-path are for the qemu provisioner (talosctl cluster create qemu)")
+	}
+
+	if f.iso != "" && f.initrd+f.vmlinuz != "" {
+		return netip.Prefix{}, nil, errors.New("--iso-path boots the ISO's kernel and initramfs: give it without --vmlinuz-path and --initrd-path")
 	}
 
 	if f.controlPlanes < 1 {

@@ -135,9 +135,13 @@ func (f *clusterCreateFlags) kernel() (image, modules string, err error) {
 }
 
 func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.Request, error) {
-	image, modules, err := f.kernel()
-	if err != nil {
-		return vm.Request{}, err
+	var image, modules string
+
+	if f.iso == "" {
+		var err error
+		if image, modules, err = f.kernel(); err != nil {
+			return vm.Request{}, err
+		}
 	}
 
 	cpCPUs, err := vmCPUs("cpus", f.cpus)
@@ -152,7 +156,13 @@ func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.
 
 	req := vm.Request{Name: f.name, CIDR: cidr, Kernel: image, Initrd: f.initrd}
 
-	if req.Initrd == "" {
+	if f.iso != "" {
+		if req.ISO, err = filepath.Abs(f.iso); err != nil {
+			return vm.Request{}, err
+		}
+	}
+
+	if req.Initrd == "" && req.ISO == "" {
 		bin, err := f.nodeBinary()
 		if err != nil {
 			return vm.Request{}, err

@@ -37,6 +37,11 @@ type Request struct {
 	CIDR netip.Prefix
 	// Kernel and Initrd are what every node boots.
 	Kernel, Initrd string
+	// ISO, when set, is what every node boots instead, from its CD-ROM
+	// (an ISO of talosbox imager iso --platform nocloud: each node gets a
+	// NoCloud seed with its address and name, iso.go); Kernel, Initrd and
+	// Cmdline are then not used.
+	ISO string
 	// BuildInitrd, when Initrd is empty, writes the initramfs to path,
 	// a file in the cluster's state directory.
 	BuildInitrd func(path string) error
@@ -86,11 +91,15 @@ func (r *Request) validate() error {
 		return fmt.Errorf("subnet %s: want an IPv4 network address of at most /29, such as 10.5.0.0/24", r.CIDR)
 	}
 
-	if _, err := os.Stat(r.Kernel); err != nil {
+	if r.ISO != "" {
+		if err := checkISO(r.ISO); err != nil {
+			return err
+		}
+	} else if _, err := os.Stat(r.Kernel); err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
 
-	if r.Initrd == "" && r.BuildInitrd == nil {
+	if r.ISO == "" && r.Initrd == "" && r.BuildInitrd == nil {
 		return errors.New("no initramfs: give Initrd or BuildInitrd")
 	}
 
@@ -206,7 +215,7 @@ func Create(ctx context.Context, o Options, req Request, progress func(string)) 
 
 	st := &State{
 		Provisioner: Provisioner, Name: req.Name, CIDR: req.CIDR, Gateway: Gateway(req.CIDR), Tap: TapName(req.Name),
-		Kernel: req.Kernel, Initrd: req.Initrd, dir: dir,
+		Kernel: req.Kernel, Initrd: req.Initrd, ISO: req.ISO, dir: dir,
 	}
 
 	if err := st.create(ctx, req, progress); err != nil {
@@ -227,7 +236,7 @@ func (st *State) create(ctx context.Context, req Request, progress func(string))
 		return err
 	}
 
-	if st.Initrd == "" {
+	if st.Initrd == "" && st.ISO == "" {
 		st.Initrd = filepath.Join(st.dir, "initramfs.cpio")
 
 		if err := req.BuildInitrd(st.Initrd); err != nil {
@@ -329,6 +338,16 @@ func (st *State) startNode(n *Node, extra []string, mask string, launcher []stri
 		ExtraArgs:     []string{"-drive", "file=" + disk + ",if=virtio,format=raw", "-device", "virtio-balloon-pci,free-page-reporting=on"},
 		Dir:           dir,
 		InPlaceReboot: true,
+	}
+
+	if st.ISO != "" {
+		seed := filepath.Join(dir, "seed.iso")
+		if err := writeSeed(seed, n, st.CIDR, st.Gateway); err != nil {
+			return err
+		}
+
+		qc.Kernel, qc.Initrd, qc.Append, qc.CDROM = "", "", nil, st.ISO
+		qc.ExtraArgs = append(qc.ExtraArgs, "-drive", "file="+seed+",if=virtio,format=raw,readonly=on")
 	}
 
 	if len(launcher) > 0 {

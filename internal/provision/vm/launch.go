@@ -57,8 +57,13 @@ func Launch(ctx context.Context, dir string, log io.Writer) error {
 		c.InPlaceReboot = false
 
 		how := "kernel " + c.Kernel
+		if c.CDROM != "" {
+			how = "ISO " + c.CDROM
+		}
+
+		// Once installed, the machine boots its disk, the ISO ejected.
 		if diskBoots(lc.Disk) {
-			c.Kernel, c.Initrd, how = "", "", "disk "+lc.Disk
+			c.Kernel, c.Initrd, c.CDROM, how = "", "", "", "disk "+lc.Disk
 		}
 
 		fmt.Fprintf(log, "%s boot %d: from the %s\n", time.Now().UTC().Format(time.RFC3339), boot, how)

@@ -62,7 +62,9 @@ type State struct {
 	Tap     string     `json:"tap"`
 	Kernel  string     `json:"kernel"`
 	Initrd  string     `json:"initrd"`
-	Nodes   []Node     `json:"nodes"`
+	// ISO is what the nodes boot instead of Kernel and Initrd, if set.
+	ISO   string `json:"iso,omitempty"`
+	Nodes []Node `json:"nodes"`
 	// CachePID is the host's image cache server for the nodes (0: none),
 	// CacheComm its process name, checked before it is stopped.
 	CachePID  int    `json:"cachePid,omitempty"`
