@@ -53,18 +53,7 @@ func Launch(ctx context.Context, dir string, log io.Writer) error {
 	}
 
 	for boot := 1; ; boot++ {
-		c := lc.QEMU
-		c.InPlaceReboot = false
-
-		how := "kernel " + c.Kernel
-		if c.CDROM != "" {
-			how = "ISO " + c.CDROM
-		}
-
-		// Once installed, the machine boots its disk, the ISO ejected.
-		if diskBoots(lc.Disk) {
-			c.Kernel, c.Initrd, c.CDROM, how = "", "", "", "disk "+lc.Disk
-		}
+		c, how := lc.nextBoot()
 
 		fmt.Fprintf(log, "%s boot %d: from the %s\n", time.Now().UTC().Format(time.RFC3339), boot, how)
 
@@ -106,6 +95,25 @@ func Launch(ctx context.Context, dir string, log io.Writer) error {
 			return nil
 		}
 	}
+}
+
+// nextBoot is the machine for the next boot and what it boots from: the
+// kernel or the ISO until the install made the disk bootable, then the
+// disk, the ISO ejected.
+func (lc launchConfig) nextBoot() (qemu.Config, string) {
+	c := lc.QEMU
+	c.InPlaceReboot = false
+
+	how := "kernel " + c.Kernel
+	if c.CDROM != "" {
+		how = "ISO " + c.CDROM
+	}
+
+	if diskBoots(lc.Disk) {
+		c.Kernel, c.Initrd, c.CDROM, how = "", "", "", "disk "+lc.Disk
+	}
+
+	return c, how
 }
 
 // diskBoots says whether the disk's MBR holds GRUB's boot code.

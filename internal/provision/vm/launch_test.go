@@ -3,7 +3,10 @@ package vm
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/talosbox/talosbox/boot/qemu"
 )
 
 func TestGuestRebooted(t *testing.T) {
@@ -59,5 +62,39 @@ func TestDiskBoots(t *testing.T) {
 
 	if !diskBoots(write("grub", grub)) {
 		t.Fatal("a disk with GRUB in its MBR does not boot")
+	}
+}
+
+// A node boots its kernel or its ISO until its disk boots, then the disk
+// alone: the ISO is ejected, as a user takes the CD out after the install.
+func TestNextBoot(t *testing.T) {
+	dir := t.TempDir()
+	disk := filepath.Join(dir, "disk.img")
+
+	if err := os.WriteFile(disk, make([]byte, 512), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, lc := range []launchConfig{
+		{QEMU: qemu.Config{Kernel: "/k", Initrd: "/i", InPlaceReboot: true}, Disk: disk},
+		{QEMU: qemu.Config{CDROM: "/talosbox.iso"}, Disk: disk},
+	} {
+		c, how := lc.nextBoot()
+		if c.Kernel != lc.QEMU.Kernel || c.CDROM != lc.QEMU.CDROM || c.InPlaceReboot || !strings.Contains(how, "/") {
+			t.Errorf("before the install: %+v, %q", c, how)
+		}
+	}
+
+	grub := make([]byte, 512)
+	grub[510], grub[511] = 0x55, 0xaa
+	copy(grub[0x180:], "GRUB \x00Geom\x00Hard Disk\x00Read\x00 Error")
+
+	if err := os.WriteFile(disk, grub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	c, how := launchConfig{QEMU: qemu.Config{CDROM: "/talosbox.iso", Kernel: "/k"}, Disk: disk}.nextBoot()
+	if c.CDROM != "" || c.Kernel != "" || how != "disk "+disk {
+		t.Errorf("after the install: %+v, %q; want the disk alone", c, how)
 	}
 }
