@@ -49,6 +49,25 @@ func buildMedia(t testing.TB, bin, kind, initrd, out string, flags ...string) {
 	t.Logf("%s", strings.TrimSpace(string(b)))
 }
 
+// buildISO runs `talosbox imager iso` on the test kernel and initrd with
+// flags alone (no test arguments: a cluster's nodes keep running after a
+// fatal error, as a user's).
+func buildISO(t testing.TB, bin, initrd, out string, flags ...string) {
+	t.Helper()
+
+	k, err := kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	args := append([]string{"imager", "iso", "--out", out, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--kernel-version", k.Release,
+		"--initramfs", initrd}, flags...)
+
+	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("talosbox imager iso: %v\n%s", err, b)
+	}
+}
+
 // installFromISO boots n from its ISO into maintenance mode, applies cp
 // (which installs installerRepo:v1 through the mirror at port), and waits
 // for the services; it returns how long the ISO took to maintenance.

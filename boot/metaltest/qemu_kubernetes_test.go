@@ -30,7 +30,9 @@ func (c *vmCluster) kubectl(root string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestQEMUKubernetes: one metal control plane under QEMU pulls Kubernetes
+// TestQEMUKubernetes: one metal control plane under QEMU, booted by
+// cluster create qemu --iso-path from a nocloud ISO (its address and name
+// from the NoCloud seed cluster create writes), pulls Kubernetes
 // from the image cache the host serves on the segment, runs the kubelet
 // and its static-pod control plane, and becomes a Ready node that runs
 // the project's echo Deployment, reached through its Service by address
@@ -50,7 +52,6 @@ func TestQEMUKubernetes(t *testing.T) {
 	inst := pull(t, k8sInstallers)
 
 	c := newVMCluster(t)
-	k, _ := kernel()
 
 	root, err := qemu.RepoRoot()
 	if err != nil {
@@ -69,10 +70,16 @@ func TestQEMUKubernetes(t *testing.T) {
 	v1 := inst.v1
 	registry := serveLayoutOn(t, c.bin, inst.layout, "0.0.0.0")
 
+	// The node boots what a user downloads: the ISO (of the installer's
+	// kernel and initramfs, for the nocloud platform), whose NoCloud seed
+	// cluster create writes; then its disk.
+	iso := filepath.Join(t.TempDir(), "talosbox-nocloud-amd64.iso")
+	buildISO(t, c.bin, inst.initramfs, iso, "--platform", "nocloud", "--extra-kernel-arg", "console=ttyS0")
+
 	create := append([]string{"cluster", "create", "qemu"}, c.stateArgs()...)
 	create = append(create, "--subnet", c.cidr.String(), "--controlplanes", "1", "--workers", "0",
 		"--cpus", "2", "--memory", "3072",
-		"--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--images-dir", filepath.Join(root, "_out", "images"),
+		"--iso-path", iso, "--images-dir", filepath.Join(root, "_out", "images"),
 		"--config-patch", untaint, "--wait-timeout", "25m",
 		"--install-image", k8sInstaller, "--registry-mirror", fmt.Sprintf("installer.test=http://%s:%d", c.cidr.Addr().Next(), registry))
 
