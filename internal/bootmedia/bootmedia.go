@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/initramfs"
+	"github.com/talosbox/talosbox/internal/bootloader"
 	"github.com/talosbox/talosbox/internal/constants"
 )
 
@@ -85,12 +86,13 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// cmdline joins the command line, refusing what grub.cfg or an iPXE
-// script would change.
+// cmdline joins the command line, refusing what grub.cfg (or an iPXE
+// script, whose $ and # mean as much) would change: the installed disk's
+// grub.cfg carries it on, under the same rule.
 func (o *Options) cmdline() (string, error) {
 	s := strings.Join(o.Cmdline, " ")
-	if i := strings.IndexAny(s, "\"'\\$;|&<>{}#\n\r\t\x00"); i >= 0 {
-		return "", fmt.Errorf("kernel command line: %q cannot be written into a boot loader's config", s[i:i+1])
+	if err := bootloader.CheckCmdline(s); err != nil {
+		return "", fmt.Errorf("kernel command line: %w", err)
 	}
 
 	return s, nil

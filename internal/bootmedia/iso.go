@@ -3,8 +3,6 @@ package bootmedia
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/internal/bootloader"
-	"github.com/talosbox/talosbox/internal/fat"
 )
 
 // Paths inside the ISO (Talos's names for the kernel and the initramfs).
@@ -85,7 +82,7 @@ func ISO(ctx context.Context, o Options, out string) error {
 		return fmt.Errorf("iso: %w", err)
 	}
 
-	efiImg, err := efiBootImage(efi, o.Epoch)
+	efiImg, err := efiBootImage(efi)
 	if err != nil {
 		return fmt.Errorf("iso: %w", err)
 	}
@@ -144,16 +141,14 @@ func ISO(ctx context.Context, o Options, out string) error {
 	return os.Rename(tmp, out)
 }
 
-// efiBootImage is the El Torito EFI image: a FAT just large enough for
-// BOOTX64.EFI (and at least FAT16's smallest).
-func efiBootImage(grubEFI []byte, epoch time.Time) ([]byte, error) {
+// efiBootImage is the El Torito EFI image: the same FAT an installed
+// disk's EFI partition holds, just large enough for BOOTX64.EFI (and at
+// least FAT16's smallest).
+func efiBootImage(grubEFI []byte) ([]byte, error) {
 	size := max(int64(len(grubEFI))+512<<10, 4<<20)
 	size = (size + 1<<20 - 1) &^ (1<<20 - 1)
-	sum := sha256.Sum256(grubEFI)
 
-	img, err := fat.Render(size, []fat.File{{Path: bootloader.EFIBootPath, Data: grubEFI}}, fat.Options{
-		Label: bootloader.ESPLabel, Serial: binary.LittleEndian.Uint32(sum[:4]), ModTime: epoch,
-	})
+	img, err := bootloader.RenderESP(grubEFI, size, 0)
 	if err != nil {
 		return nil, err
 	}
