@@ -9,7 +9,8 @@
 #   make build      _out/talosbox, static, version-stamped
 #   make images     every image a node runs, built from source into _out/images/oci (cached)
 #   make installer  the installer image (kernel, initramfs, GRUB) nodes install and upgrade from
-#   make iso        a hybrid ISO (BIOS and UEFI) that boots a machine into maintenance mode; make pxe, PXE assets
+#   make iso        a hybrid ISO (BIOS and UEFI) that boots a machine into maintenance mode;
+#                   make disk-image, an installed raw disk image (metal-amd64.raw.zst); make pxe, PXE assets
 #   make lint       gofmt, go vet, staticcheck
 #   make generate   regenerate generated code
 #   make bench      the in-process benchmarks; make bench-<area> one script (scripts/README.md)
@@ -82,9 +83,14 @@ installer: images
 # Boot media (internal/bootmedia) from the installer's kernel and initramfs: a hybrid ISO that boots
 # on BIOS and UEFI from a CD-ROM or a USB stick, and PXE assets (kernel, initramfs, boot.ipxe).
 # MEDIA_FLAGS adds flags: --extra-kernel-arg console=ttyS0, --config-url URL, --base-url URL (pxe).
-.PHONY: iso pxe
+.PHONY: iso pxe disk-image
 iso: installer
 	$(OUT) imager iso --out _out/talosbox-amd64.iso --kernel-dir _out/kernel --initramfs _out/initramfs.cpio.zst $(MEDIA_FLAGS)
+
+# The raw disk image (metal-amd64.raw.zst): already installed, boots on BIOS and UEFI; EPHEMERAL
+# grows to the disk's end on the first boot. MEDIA_FLAGS as for iso (--platform nocloud, ...).
+disk-image: installer
+	$(OUT) imager metal --out _out/metal-amd64.raw.zst --kernel-dir _out/kernel --initramfs _out/initramfs.cpio.zst $(MEDIA_FLAGS)
 
 pxe: installer
 	$(OUT) imager pxe --out _out/pxe --kernel-dir _out/kernel --initramfs _out/initramfs.cpio.zst $(MEDIA_FLAGS)

@@ -44,7 +44,8 @@ each version's component flags, as their --help lists them, to
 v<VERSION>.json in its directory, for config validation (configs/kubeflags).
 
 talosbox imager installer builds the installer image instead, and
-talosbox imager iso and pxe the boot media (see their --help).
+talosbox imager iso, metal and pxe the boot media (see their --help);
+talosbox imager customize runs inside docker build FROM an installer image.
 
 Flags:
 `
@@ -55,7 +56,9 @@ func Main(ctx context.Context, args []string, env applet.Env) int {
 		switch args[0] {
 		case "installer":
 			return installerMain(ctx, args[1:], env)
-		case "iso", "pxe":
+		case "customize":
+			return customizeMain(args[1:], env)
+		case "iso", "metal", "pxe":
 			return mediaMain(ctx, args[0], args[1:], env)
 		}
 	}

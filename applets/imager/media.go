@@ -17,6 +17,7 @@ import (
 )
 
 const mediaUsage = `Usage: talosbox imager iso [--out FILE] [flags]
+       talosbox imager metal [--out FILE] [flags]
        talosbox imager pxe [--out DIR] [--base-url URL] [flags]
 
 Build boot media from the kernel and the node's initramfs (the ones the
@@ -26,6 +27,13 @@ installer image carries; make installer builds the initramfs):
         stick (dd it), into maintenance mode, waiting for
         talosctl apply-config --insecure; a config with machine.install
         installs the node to its disk from there
+  metal a raw disk image that is already installed (metal-amd64.raw,
+        compressed with zstd when --out ends in .zst): GPT, GRUB for BIOS
+        and UEFI, BOOT with slot A; write it to a disk (dd, qemu-img, a
+        cloud's image import) and boot it on either firmware. On its first
+        boot the node grows EPHEMERAL to the end of the disk, then takes
+        its config as a booted ISO does (maintenance mode, talos.config=,
+        or a NoCloud seed with --platform nocloud)
   pxe   the kernel (vmlinuz-amd64), the initramfs (initramfs-amd64.xz) and
         boot.ipxe, an iPXE script that boots them: serve the directory over
         HTTP or TFTP and chain boot.ipxe
@@ -40,6 +48,7 @@ $SOURCE_DATE_EPOCH, else this build's commit time): the same inputs give the
 same bytes.
 
   make iso    _out/talosbox-amd64.iso
+  make disk-image  _out/metal-amd64.raw.zst
   make pxe    _out/pxe/
 
 Flags:
@@ -65,11 +74,15 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 	)
 
 	defOut := filepath.Join("_out", "talosbox-amd64.iso")
-	if kind == "pxe" {
+
+	switch kind {
+	case "pxe":
 		defOut = filepath.Join("_out", "pxe")
+	case "metal":
+		defOut = filepath.Join("_out", bootmedia.DiskImageName+".zst")
 	}
 
-	fs.StringVar(&out, "out", defOut, "where to write the ISO (a file) or the PXE assets (a directory)")
+	fs.StringVar(&out, "out", defOut, "where to write the ISO or the disk image (a file; .zst compresses the image) or the PXE assets (a directory)")
 	fs.StringVar(&kernelDir, "kernel-dir", filepath.Join("_out", "kernel"), "unpacked kernel package (scripts/fetch-kernel.sh)")
 	fs.StringVar(&kernelVer, "kernel-version", "", "kernel release (default: the only one in --kernel-dir)")
 	fs.StringVar(&o.Initramfs, "initramfs", filepath.Join("_out", "initramfs.cpio.zst"), "the node's initramfs (make installer builds it)")
@@ -130,9 +143,12 @@ func mediaMain(ctx context.Context, kind string, args []string, env applet.Env) 
 	o.Kernel, o.Log = k.Image, env.Stdout
 	start := time.Now()
 
-	if kind == "pxe" {
+	switch kind {
+	case "pxe":
 		err = bootmedia.PXE(o, out, baseURL)
-	} else {
+	case "metal":
+		err = bootmedia.DiskImage(ctx, o, out)
+	default:
 		err = bootmedia.ISO(ctx, o, out)
 	}
 

@@ -32,6 +32,8 @@ func TestMediaFlags(t *testing.T) {
 	}{
 		{[]string{"iso", "--help"}, 0, "a hybrid ISO that boots on BIOS and UEFI"},
 		{[]string{"pxe", "--help"}, 0, "-base-url URL"},
+		{[]string{"metal", "--help"}, 0, "grows EPHEMERAL to the end of the disk"},
+		{[]string{"metal", "--kernel-dir", kdir}, 1, "imager metal: "},
 		{[]string{"iso", "--epoch", "yesterday"}, 2, `--epoch: "yesterday" is not Unix seconds`},
 		{[]string{"pxe", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"iso", "--platform", "aws"}, 2, `--platform "aws": metal or nocloud`},
@@ -43,8 +45,10 @@ func TestMediaFlags(t *testing.T) {
 		}
 	}
 
-	if _, err := os.Stat(filepath.Join("_out", "talosbox-amd64.iso")); err == nil {
-		t.Error("a failed build left an ISO behind")
+	for _, p := range []string{"talosbox-amd64.iso", "metal-amd64.raw.zst"} {
+		if _, err := os.Stat(filepath.Join("_out", p)); err == nil {
+			t.Errorf("a failed build left %s behind", p)
+		}
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,31 +68,34 @@ var upgradeInstallers = sync.OnceValues(func() (*installers, error) {
 			return "", err
 		}
 
-		// v2 is customized as seed 001 and Talos's imager customize one: a
-		// system extension adds a file and one more of the kernel's modules
-		// is carried (TestMetalUpgrade looks for both after the upgrade).
+		// v2 is customized both ways a user customizes: a system extension
+		// (Talos's imager) adds files, then the seeds' Dockerfile flow adds
+		// one more file and one more of the kernel's modules and removes
+		// one of the extension's files (TestMetalUpgrade looks for all of
+		// it after the upgrade).
 		ext, err := helloExtension(dir)
 		if err != nil {
 			return "", err
 		}
 
-		custom := func(o *initramfs.Options) {
-			o.Extensions = []initramfs.Extension{ext}
-			o.Modules = append(slices.Clone(o.Modules), extraModule)
-		}
+		custom := func(o *initramfs.Options) { o.Extensions = []initramfs.Extension{ext} }
 
 		var first string
 
 		for _, i := range []struct {
 			bin, tag, version string
 			opts              []func(*initramfs.Options)
-		}{{bin, "v1", v1, nil}, {v2, "v2", upgradeV2, []func(*initramfs.Options){custom}}, {v3, "v3", brokenV3, nil}} {
+		}{{bin, "v1", v1, nil}, {v2, "v2-base", upgradeV2, []func(*initramfs.Options){custom}}, {v3, "v3", brokenV3, nil}} {
 			p, err := installerImage(log, i.bin, dir, installerRepo+":"+i.tag, i.version, initramfs.Runtime{}, i.opts...)
 			if err != nil {
 				return "", err
 			}
 
 			first = cmp.Or(first, p)
+		}
+
+		if err := dockerCustomize(dir, installerRepo+":v2-base", installerRepo+":v2", log); err != nil {
+			return "", err
 		}
 
 		junk, err := random.Image(512, 1)
@@ -291,6 +293,11 @@ func helloExtension(dir string) (initramfs.Extension, error) {
 	}
 
 	if err := os.WriteFile(p, []byte(helloText), 0o644); err != nil {
+		return initramfs.Extension{}, err
+	}
+
+	// The Dockerfile's RM removes this one.
+	if err := os.WriteFile(filepath.Join(ext, "rootfs", rmPath), []byte("removed by RM\n"), 0o644); err != nil {
 		return initramfs.Extension{}, err
 	}
 

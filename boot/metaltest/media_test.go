@@ -9,10 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/talosbox/talosbox/internal/disk"
 )
 
 // mediaArgs are the boot media's kernel arguments in these tests: the
@@ -88,11 +93,12 @@ func (n *node) installFromISO(cp, v1 string) time.Duration {
 	return toMaintenance
 }
 
-// TestMetalISO is the ISO under SeaBIOS, as a user boots it from a CD-ROM:
-// GRUB's El Torito image boots the node into maintenance mode, where
-// apply-config --insecure installs it to its disk from the installer image;
-// then it boots from that disk, the ISO gone. (TestMetalUpgrade does the
-// same under UEFI, then upgrades and rolls back there.)
+// TestMetalISO is the ISO under UEFI (OVMF), as a user boots it from a
+// CD-ROM: GRUB's El Torito EFI image boots the node into maintenance
+// mode, where apply-config --insecure installs it to its disk from the
+// installer image, GRUB for UEFI on its EFI partition; then OVMF boots it
+// from that disk, the ISO gone. (TestQEMUKubernetes boots the ISO on
+// SeaBIOS, through cluster create, and installs the same way.)
 func TestMetalISO(t *testing.T) {
 	bin, err := binary()
 	if err != nil {
@@ -105,11 +111,11 @@ func TestMetalISO(t *testing.T) {
 	iso := filepath.Join(t.TempDir(), "talosbox-amd64.iso")
 	buildMedia(t, bin, "iso", inst.initramfs, iso)
 
-	n := newNode(t, nodeOptions{disk: true, reachHost: true, cdrom: iso})
+	n := newNode(t, nodeOptions{disk: true, reachHost: true, cdrom: iso, uefi: true})
 	cp := n.patchConfig(n.genConfig("iso"), "installer.yaml", fmt.Sprintf(`{"machine":{"install":{"image":"%s:v1"},
 "registries":{"mirrors":{"ghcr.io":{"endpoints":["http://10.0.2.2:%d"]}}}}}`, installerRepo, port))
 
-	t.Log("boot 1: the ISO on SeaBIOS, maintenance mode, apply-config installs to vda")
+	t.Log("boot 1: the ISO on UEFI, maintenance mode, apply-config installs to vda")
 	toMaintenance := n.installFromISO(cp, inst.v1)
 
 	n.ok("reboot")
@@ -117,18 +123,22 @@ func TestMetalISO(t *testing.T) {
 
 	n.fromDisk = true
 
-	t.Log("boot 2: from the disk, the ISO ejected")
+	t.Log("boot 2: from the disk on UEFI, the ISO ejected")
 	n.boot()
 	n.wait("Booting `A - talosbox ("+inst.v1+")'", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 
 	fromDisk := time.Since(n.started)
 
+	if out := n.ok("read", "/sys/firmware/efi/fw_platform_size"); strings.TrimSpace(out) != "64" {
+		t.Errorf("/sys/firmware/efi/fw_platform_size: %q: the disk did not boot on 64-bit UEFI", out)
+	}
+
 	if out := n.ok("read", "/proc/cmdline"); !strings.Contains(out, "BOOT_IMAGE=/A/vmlinuz talos.platform=metal console=ttyS0 console=tty0 console=ttyS0") {
 		t.Errorf("the disk's kernel command line: %q, want the ISO's, as the install carried it over", out)
 	}
 
-	t.Logf("SeaBIOS: QEMU start to maintenance mode from the ISO %.1fs; to services up from the disk %.1fs",
+	t.Logf("OVMF (UEFI): QEMU start to maintenance mode from the ISO %.1fs; to services up from the disk %.1fs",
 		toMaintenance.Seconds(), fromDisk.Seconds())
 
 	n.ok("shutdown")
@@ -207,29 +217,86 @@ func TestMetalPXE(t *testing.T) {
 	n.waitExit(markPowerOff)
 }
 
-// TestMetalNoCloud is talos.platform=nocloud with a seed as Proxmox and
-// virt-install make one: an ISO labelled cidata (xorriso's mkisofs, Rock
-// Ridge names) on a second disk. user-data is the machine config, so the
-// node comes up without apply-config; network-config v2 gives the NIC
-// (matched by its MAC address) a static address, gateway and resolver
-// instead of slirp's DHCP lease, and meta-data the hostname.
+// cidata writes a NoCloud seed at path as Proxmox and virt-install make
+// one: an ISO labelled cidata (xorriso's mkisofs, Joliet and Rock Ridge
+// names) holding files.
+func cidata(t testing.TB, path string, files map[string]string) {
+	t.Helper()
+
+	src := filepath.Join(t.TempDir(), "cidata")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if out, err := exec.Command("xorriso", "-as", "mkisofs", "-o", path, "-V", "cidata", "-J", "-r", src).CombinedOutput(); err != nil {
+		t.Fatalf("xorriso -as mkisofs: %v\n%s", err, out)
+	}
+}
+
+// imageGrown waits for the first boot of a disk image to fit its GPT to
+// the node's disk, and checks that EPHEMERAL (vda6) took the rest of it.
+func (n *node) imageGrown() {
+	n.t.Helper()
+
+	n.wait(fmt.Sprintf("[talos] fitted the partition table to vda (%s): EPHEMERAL grew from 1.0 MiB to ", humanize.IBytes(diskSize)), bootTimeout)
+}
+
+// ephemeralFillsDisk checks, on a running node, that EPHEMERAL (vda6)
+// ends at the disk's last whole MiB: everything the image did not take.
+func (n *node) ephemeralFillsDisk() {
+	n.t.Helper()
+
+	start, _ := strconv.ParseInt(strings.TrimSpace(n.ok("read", "/sys/class/block/vda6/start")), 10, 64)
+	size, _ := strconv.ParseInt(strings.TrimSpace(n.ok("read", "/sys/class/block/vda6/size")), 10, 64)
+
+	if end, want := (start+size)*512, int64(diskSize-disk.MiB); end != want {
+		n.t.Errorf("EPHEMERAL (vda6) ends at byte %d, want %d: the image did not grow to the disk", end, want)
+	}
+
+	if mounts := n.ok("read", "/proc/mounts"); !strings.Contains(mounts, "/dev/vda6 /var ") {
+		n.t.Errorf("EPHEMERAL is not /var:\n%s", mounts)
+	}
+}
+
+// TestMetalNoCloud is the raw disk image (talosbox imager metal
+// --platform nocloud, zstd) written to a bigger disk and booted on
+// SeaBIOS, with a NoCloud seed on a second disk. The node grows EPHEMERAL
+// to the disk's end; user-data is the machine config, so the node comes
+// up without apply-config and formats the image's empty STATE;
+// network-config v2 gives the NIC (matched by its MAC address) a static
+// address, gateway and resolver instead of slirp's DHCP lease, and
+// meta-data the hostname. TestMetalUpgrade boots the same image on UEFI.
 func TestMetalNoCloud(t *testing.T) {
 	const (
 		ip       = "10.0.2.77"
 		hostname = "cidata-node"
 	)
 
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	inst := pull(t, upgradeInstallers)
+
 	dir := t.TempDir()
-	n := newNode(t, nodeOptions{disk: true, append: []string{"talos.platform=nocloud"}, guestIP: ip,
-		seed: filepath.Join(dir, "seed.iso")})
+	img := filepath.Join(dir, "metal-amd64.raw.zst")
+	buildMedia(t, bin, "metal", inst.initramfs, img, "--platform", "nocloud")
+
+	n := newNode(t, nodeOptions{diskImage: img, guestIP: ip, seed: filepath.Join(dir, "seed.iso")})
 
 	cfg, err := os.ReadFile(n.genConfig("nocloud"))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	src := filepath.Join(dir, "src")
-	files := map[string]string{
+	cidata(t, n.seed, map[string]string{
 		"user-data": string(cfg),
 		"meta-data": "instance-id: iid-nocloud-1\nlocal-hostname: " + hostname + "\n",
 		// QEMU's first NIC has this MAC when none is given.
@@ -244,26 +311,15 @@ ethernets:
     nameservers:
       addresses: [10.0.2.3]
 `,
-	}
-
-	if err := os.Mkdir(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	if out, err := exec.Command("xorriso", "-as", "mkisofs", "-o", n.seed, "-V", "cidata", "-J", "-r", src).CombinedOutput(); err != nil {
-		t.Fatalf("xorriso -as mkisofs: %v\n%s", err, out)
-	}
+	})
 
 	n.boot()
+	n.wait("Booting `A - talosbox ("+inst.v1+")'", bootTimeout)
+	n.imageGrown()
 	n.wait("[talos] nocloud: the seed on /dev/vdb: user-data", bootTimeout)
 	n.wait("[talos] loaded config from the NoCloud seed (user-data)", bootTimeout)
 	n.wait(markServices, servicesTimeout)
+	t.Logf("SeaBIOS: the disk image, QEMU start to services up: %.1fs", time.Since(n.started).Seconds())
 
 	// The API answers through the forward to the static address.
 	addrs := n.ok("get", "addresses")
@@ -281,6 +337,16 @@ ethernets:
 
 	if r := n.ok("read", "/etc/resolv.conf"); !strings.Contains(r, "nameserver 10.0.2.3") {
 		t.Errorf("resolv.conf:\n%s", r)
+	}
+
+	if out := n.ok("read", "/proc/cmdline"); !strings.Contains(out, "BOOT_IMAGE=/A/vmlinuz talos.platform=nocloud console=ttyS0 console=tty0") {
+		t.Errorf("the kernel command line: %q, want the image's grub.cfg's", out)
+	}
+
+	n.ephemeralFillsDisk()
+
+	if mounts := n.ok("read", "/proc/mounts"); !strings.Contains(mounts, "/dev/vda5 ") {
+		t.Errorf("the image's STATE (vda5) is not mounted:\n%s", mounts)
 	}
 
 	n.ok("shutdown")

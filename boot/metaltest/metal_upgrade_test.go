@@ -4,6 +4,7 @@ package metaltest
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,8 +27,9 @@ func (n *node) serverTag() string {
 }
 
 // customized checks what v2's customized installer adds: a system
-// extension's file and manifest, and the extra kernel module in
-// modules.dep (want), or that none of it is there.
+// extension's file and manifest; the Dockerfile customization's file and
+// extra kernel module (in modules.dep), and the extension's file its RM
+// removed (want), or that none of it is there.
 func (n *node) customized(want bool) {
 	n.t.Helper()
 
@@ -38,28 +40,34 @@ func (n *node) customized(want bool) {
 
 	hello, _, helloErr := n.talosctl("read", helloPath)
 	manifest, _, _ := n.talosctl("read", "/usr/local/etc/talosbox/extensions/hello.yaml")
+	docker, _, dockerErr := n.talosctl("read", dockerPath)
+	_, _, rmErr := n.talosctl("read", rmPath)
 	dep := n.ok("read", "/lib/modules/"+k.Release+"/modules.dep")
 	hasModule := strings.Contains(dep, "/"+extraModule+".ko:")
 
 	switch {
-	case want && (helloErr != nil || hello != helloText || !strings.Contains(manifest, "name: hello") || !hasModule):
-		n.t.Errorf("the customized version: %s = %q (%v), the manifest %q, %s in modules.dep: %v", helloPath, hello, helloErr, manifest, extraModule, hasModule)
-	case !want && (helloErr == nil || hasModule):
-		n.t.Errorf("a version without the customization has %s (%v) or %s in modules.dep (%v)", helloPath, helloErr, extraModule, hasModule)
+	case want && (helloErr != nil || hello != helloText || !strings.Contains(manifest, "name: hello")):
+		n.t.Errorf("the customized version's extension: %s = %q (%v), the manifest %q", helloPath, hello, helloErr, manifest)
+	case want && (dockerErr != nil || docker != dockerText || rmErr == nil || !hasModule):
+		n.t.Errorf("the customized version's Dockerfile customization: %s = %q (%v), %s removed by RM: %v, %s in modules.dep: %v",
+			dockerPath, docker, dockerErr, rmPath, rmErr != nil, extraModule, hasModule)
+	case !want && (helloErr == nil || dockerErr == nil || hasModule):
+		n.t.Errorf("a version without the customization has %s (%v), %s (%v) or %s in modules.dep (%v)", helloPath, helloErr, dockerPath, dockerErr, extraModule, hasModule)
 	}
 }
 
 // TestMetalUpgrade is one node's OS upgrades on UEFI (OVMF), booting from
-// its own disk: it boots the ISO (`talosbox imager iso`, GRUB for UEFI
-// from its El Torito EFI image) into maintenance mode, where the install
-// writes slot A from an installer image pulled through a registry mirror
-// (talosctl image cache-serve on the host) and GRUB for UEFI on the EFI
-// partition; OVMF and that GRUB boot it from the disk (timed against the
-// ISO in the same run); refused upgrades change nothing; upgrade to v2
-// (slot B); rollback to v1; a staged upgrade to v2; an upgrade to a v3
-// whose boot fails, which reverts to v2 by itself. STATE is encrypted and
-// etcd bootstrapped: both must survive every step. TestMetalISO is the
-// same install on SeaBIOS, whose GRUB reads the same grub.cfg.
+// its own disk: the raw disk image (talosbox imager metal --platform
+// nocloud, zstd), written to a bigger disk, boots through OVMF and the
+// image's GRUB for UEFI; the node grows EPHEMERAL, takes its config from
+// a NoCloud seed's user-data and formats the image's empty STATE,
+// encrypted. Then: a reboot reads the config from STATE; refused upgrades
+// change nothing; upgrade to v2 (slot B, pulled through a registry mirror:
+// talosctl image cache-serve on the host); rollback to v1; a staged
+// upgrade to v2; an upgrade to a v3 whose boot fails, which reverts to v2
+// by itself. STATE is encrypted and etcd bootstrapped: both must survive
+// every step. TestMetalNoCloud boots the same image on SeaBIOS,
+// TestMetalISO installs from the ISO on UEFI.
 func TestMetalUpgrade(t *testing.T) {
 	bin, err := binary()
 	if err != nil {
@@ -76,13 +84,21 @@ func TestMetalUpgrade(t *testing.T) {
 	v1 := inst.v1
 	port := serveLayout(t, bin, inst.layout)
 
-	iso := filepath.Join(t.TempDir(), "talosbox-amd64.iso")
-	buildMedia(t, bin, "iso", inst.initramfs, iso)
+	dir := t.TempDir()
+	img := filepath.Join(dir, "metal-amd64.raw.zst")
+	buildMedia(t, bin, "metal", inst.initramfs, img, "--platform", "nocloud")
 
-	n := newNode(t, nodeOptions{disk: true, reachHost: true, cdrom: iso, uefi: true})
+	n := newNode(t, nodeOptions{diskImage: img, reachHost: true, uefi: true, seed: filepath.Join(dir, "seed.iso")})
 	cp := n.patchConfig(n.genConfig("upgrade"), "installer.yaml", fmt.Sprintf(`{"machine":{"install":{"image":"%s:v1"},
 "registries":{"mirrors":{"ghcr.io":{"endpoints":["http://10.0.2.2:%d"]}}},
 "systemDiskEncryption":{"state":{"provider":"luks2","keys":[{"nodeID":{},"slot":0}]}}}}`, repo, port))
+
+	cfg, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cidata(t, n.seed, map[string]string{"user-data": string(cfg), "meta-data": "instance-id: iid-upgrade-1\n"})
 
 	rebootInto := func(what string) {
 		t.Helper()
@@ -91,18 +107,22 @@ func TestMetalUpgrade(t *testing.T) {
 		n.boot()
 	}
 
-	t.Log("boot 1: the ISO on UEFI, maintenance, then the install pulls the installer and writes BOOT and the EFI partition")
-	toMaintenance := n.installFromISO(cp, v1)
-	n.wait("[talos] pulled "+repo+":v1 from http://10.0.2.2:", commandTimeout)
-	t.Log(n.wait("[talos] wrote "+repo+":v1 "+v1+" to A (kernel ", commandTimeout))
+	t.Log("boot 1: the disk image on UEFI; the seed's config encrypts and formats STATE in place")
+	n.boot()
+	n.wait("Booting `A - talosbox ("+v1+")'", bootTimeout)
+	n.imageGrown()
+	n.wait("[talos] loaded config from the NoCloud seed (user-data)", bootTimeout)
+	n.wait(markServices, servicesTimeout)
+	imageBoot := time.Since(n.started)
+
+	n.ephemeralFillsDisk()
 	n.ok("bootstrap")
 	n.wait("[talos] service[etcd](Running): Health check successful", servicesTimeout)
 
 	members := n.ok("etcd", "members")
 
 	n.ok("reboot")
-	n.fromDisk = true
-	rebootInto("boot 2: from the disk on UEFI (the ISO ejected), v1 in A")
+	rebootInto("boot 2: from the disk on UEFI again, v1 in A, the config from STATE")
 	n.wait("Booting `A - talosbox ("+v1+")'", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 	diskBoot := time.Since(n.started)
@@ -115,8 +135,12 @@ func TestMetalUpgrade(t *testing.T) {
 		t.Errorf("/sys/firmware/efi/fw_platform_size: %q: the disk did not boot on 64-bit UEFI", out)
 	}
 
-	t.Logf("OVMF (UEFI): QEMU start to maintenance mode from the ISO %.1fs; to services up from the disk, config from STATE %.1fs",
-		toMaintenance.Seconds(), diskBoot.Seconds())
+	if strings.Contains(n.console(), "fitted the partition table") {
+		t.Errorf("the second boot fitted the partition table again")
+	}
+
+	t.Logf("OVMF (UEFI): QEMU start to services up from the disk image, config from the seed %.1fs; again, config from STATE %.1fs",
+		imageBoot.Seconds(), diskBoot.Seconds())
 
 	t.Log("bad input: the node answers with an error and stays as it is")
 

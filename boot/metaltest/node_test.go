@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/talosbox/talosbox/boot/qemu"
+	"github.com/talosbox/talosbox/internal/bootmedia"
 )
 
 // freePort finds a loopback TCP port for the forward. QEMU binds it a
@@ -125,6 +126,10 @@ type nodeOptions struct {
 	// guestIP is the address the API forward goes to when the node does
 	// not take slirp's DHCP lease (10.0.2.15).
 	guestIP string
+	// diskImage makes the disk from a disk image (talosbox imager metal,
+	// raw or .zst) grown to diskSize, which the node boots from through
+	// its firmware from the first boot on.
+	diskImage string
 }
 
 // newNode prepares a node and, unless the caller holds it, takes the
@@ -176,6 +181,17 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 	if opts.disk {
 		n.disk = filepath.Join(n.dir, "disk.img")
 		if err := sparseDisk(n.disk, diskSize); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if opts.diskImage != "" {
+		n.disk, n.fromDisk = filepath.Join(n.dir, "disk.img"), true
+		if err := bootmedia.ExpandImage(opts.diskImage, n.disk); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := os.Truncate(n.disk, diskSize); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,15 @@ import (
 // WriteTable writes a new GPT for plan on f, a disk or image file of
 // size bytes: protective MBR, primary and backup headers and arrays. The
 // old table, if any, is replaced; partition contents are not touched.
+// The disk's and the partitions' GUIDs are random.
 func WriteTable(f *os.File, size int64, plan []Extent) error {
+	return WriteTableGUID(f, size, plan, "")
+}
+
+// WriteTableGUID is WriteTable with the disk's GUID diskGUID and each
+// partition's Extent.GUID, where they are set, so that a disk image is
+// the same bytes every time it is made.
+func WriteTableGUID(f *os.File, size int64, plan []Extent, diskGUID string) error {
 	parts := make([]*gpt.Partition, len(plan))
 
 	for i, e := range plan {
@@ -24,10 +32,12 @@ func WriteTable(f *os.File, size int64, plan []Extent) error {
 			End:   e.End,
 			Type:  gpt.Type(e.Type),
 			Name:  e.Label,
+			GUID:  e.GUID,
 		}
 	}
 
 	table := &gpt.Table{
+		GUID:               diskGUID,
 		Partitions:         parts,
 		LogicalSectorSize:  SectorSize,
 		PhysicalSectorSize: SectorSize,

@@ -73,7 +73,7 @@ func Install(path string, layout []PartitionSpec, log io.Writer) ([]Extent, erro
 			err = FormatExt4(r, e.Label)
 		case e.Label == LabelMeta:
 			// Written over in full: nothing of the old contents is left.
-			err = writeMeta(r)
+			err = WriteMeta(r)
 			content = "empty META"
 		default:
 			err = Wipe(r)

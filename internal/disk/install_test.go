@@ -236,3 +236,111 @@ func TestInstallSmallLayout(t *testing.T) {
 		t.Fatalf("e2fsck EPHEMERAL: %v\n%s", err, out)
 	}
 }
+
+// sfdiskDump is `sfdisk --json` with the GUIDs GrowLast must keep.
+type sfdiskDump struct {
+	PartitionTable struct {
+		ID         string `json:"id"`
+		LastLBA    uint64 `json:"lastlba"`
+		Partitions []struct {
+			Start uint64 `json:"start"`
+			Size  uint64 `json:"size"`
+			Name  string `json:"name"`
+			UUID  string `json:"uuid"`
+		} `json:"partitions"`
+	} `json:"partitiontable"`
+}
+
+func dumpTable(t *testing.T, img string) sfdiskDump {
+	t.Helper()
+
+	out, err := exec.Command(tool(t, "sfdisk", "fdisk"), "--json", img).Output()
+	if err != nil {
+		t.Fatalf("sfdisk --json: %v", err)
+	}
+
+	var d sfdiskDump
+	if err := json.Unmarshal(out, &d); err != nil {
+		t.Fatal(err)
+	}
+
+	return d
+}
+
+// TestGrowLast is a disk image put on a bigger disk: the backup GPT moves
+// to the new end, the last partition takes the space, and sfdisk (which
+// checks both headers and their CRCs) agrees; nothing else changes.
+func TestGrowLast(t *testing.T) {
+	sfdisk := tool(t, "sfdisk", "fdisk")
+
+	layout := []disk.PartitionSpec{
+		{Label: disk.LabelMeta, Type: disk.TypeLinuxData, Size: disk.MiB},
+		{Label: disk.LabelState, Type: disk.TypeLinuxData, Size: 8 * disk.MiB},
+		{Label: disk.LabelEphemeral, Type: disk.TypeLinuxData},
+	}
+
+	for _, tc := range []struct {
+		name       string
+		label      string // what GrowLast may grow
+		grownMiB   int64  // the disk's size after the image is made
+		wantGrown  bool
+		wantMoved  bool
+		wantEndMiB uint64 // the last MiB of the last partition (the disk's last MiB holds the backup GPT)
+	}{
+		{name: "bigger disk", label: disk.LabelEphemeral, grownMiB: 200, wantGrown: true, wantMoved: true, wantEndMiB: 198},
+		{name: "another last partition", label: disk.LabelState, grownMiB: 200, wantMoved: true, wantEndMiB: 30},
+		{name: "same size", label: disk.LabelEphemeral, grownMiB: 32, wantEndMiB: 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := image(t, 32*disk.MiB)
+
+			if _, err := disk.Install(img, layout, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+
+			before := dumpTable(t, img)
+
+			if err := os.Truncate(img, tc.grownMiB*disk.MiB); err != nil {
+				t.Fatal(err)
+			}
+
+			g, err := disk.GrowLast(img, tc.label)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			if g.Grown() != tc.wantGrown || g.Moved != tc.wantMoved {
+				t.Fatalf("growth %+v: want grown %v, moved %v", g, tc.wantGrown, tc.wantMoved)
+			}
+
+			if out, err := exec.Command(sfdisk, "--verify", img).CombinedOutput(); err != nil || !strings.Contains(string(out), "No errors detected") {
+				t.Fatalf("sfdisk --verify: %v\n%s", err, out)
+			}
+
+			after := dumpTable(t, img)
+			if want := uint64(tc.grownMiB*disk.MiB/disk.SectorSize) - 34; after.PartitionTable.LastLBA != want {
+				t.Errorf("last usable LBA %d, want %d (the backup GPT at the disk's end)", after.PartitionTable.LastLBA, want)
+			}
+
+			if after.PartitionTable.ID != before.PartitionTable.ID || len(after.PartitionTable.Partitions) != 3 {
+				t.Fatalf("table changed: %+v, was %+v", after.PartitionTable, before.PartitionTable)
+			}
+
+			for i, p := range after.PartitionTable.Partitions {
+				b := before.PartitionTable.Partitions[i]
+				if p.UUID != b.UUID || p.Name != b.Name || p.Start != b.Start {
+					t.Errorf("partition %d: %+v, was %+v", i+1, p, b)
+				}
+
+				if i < 2 && p.Size != b.Size {
+					t.Errorf("partition %s resized: %+v, was %+v", p.Name, p, b)
+				}
+			}
+
+			last := after.PartitionTable.Partitions[2]
+			if end := (last.Start + last.Size) * disk.SectorSize / disk.MiB; end != tc.wantEndMiB+1 {
+				t.Errorf("EPHEMERAL ends at MiB %d, want %d", end-1, tc.wantEndMiB)
+			}
+		})
+	}
+}

@@ -72,6 +72,8 @@ type Extent struct {
 	PartitionSpec
 	Index      int
 	Start, End uint64
+	// GUID is the partition's unique GUID; empty is a random one.
+	GUID string
 }
 
 // Offset is where the partition starts, in bytes.

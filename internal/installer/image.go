@@ -1,6 +1,7 @@
 // Package installer is talosbox's installer image: an OCI image holding
 // what a node needs to boot from its own disk (the kernel, the initramfs
-// with this binary as /init, and GRUB's BIOS images), built by
+// with this binary as /init, and GRUB's BIOS and UEFI images), and this
+// binary with ONBUILD triggers that customize it (customize.go), built by
 // `make installer`, pulled by a node on install and upgrade, and unpacked
 // onto BOOT.
 //
@@ -13,6 +14,8 @@
 //	/usr/install/x86_64-efi/BOOTX64.EFI  GRUB for UEFI, made by grub-mkimage,
 //	                                   for the EFI partition (optional: images
 //	                                   from before UEFI lack it)
+//	/bin/talosbox                      this binary, which the ONBUILD triggers
+//	                                   run (optional)
 package installer
 
 import (
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -67,6 +71,10 @@ type BuildOptions struct {
 	// Created is the image's creation time; the zero time keeps builds of
 	// the same inputs identical.
 	Created time.Time
+	// Binary, when set, is this binary (static), kept at BinaryPath with
+	// the OnBuild triggers, so that a Dockerfile FROM the image can
+	// customize it (customize.go). Empty leaves both out.
+	Binary string
 }
 
 // Build makes the installer image. It runs grub-mkimage (Debian's
@@ -95,22 +103,34 @@ func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
 
 	tw := tar.NewWriter(&buf)
 
-	for _, dir := range []string{"usr/", "usr/install/", "usr/install/amd64/", "usr/install/i386-pc/", "usr/install/x86_64-efi/"} {
+	dirs := []string{"usr/", "usr/install/", "usr/install/amd64/", "usr/install/i386-pc/", "usr/install/x86_64-efi/"}
+	if o.Binary != "" {
+		dirs = append(dirs, path.Dir(BinaryPath)+"/")
+	}
+
+	for _, dir := range dirs {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: o.Created}); err != nil {
 			return nil, err
 		}
 	}
 
-	files := []struct {
+	type file struct {
 		name string
 		src  string
 		data []byte
-	}{
+		mode int64
+	}
+
+	files := []file{
 		{name: KernelPath, src: o.Kernel},
 		{name: InitramfsPath, src: o.Initramfs},
 		{name: BootImgPath, data: bootImg},
 		{name: CoreImgPath, data: coreImg},
 		{name: EFIImgPath, data: efiImg},
+	}
+
+	if o.Binary != "" {
+		files = append(files, file{name: BinaryPath, src: o.Binary, mode: 0o755})
 	}
 
 	for _, f := range files {
@@ -121,7 +141,12 @@ func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
 			}
 		}
 
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: 0o644, Size: int64(len(data)), ModTime: o.Created}); err != nil {
+		mode := f.mode
+		if mode == 0 {
+			mode = 0o644
+		}
+
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: mode, Size: int64(len(data)), ModTime: o.Created}); err != nil {
 			return nil, err
 		}
 
@@ -156,6 +181,10 @@ func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS, cf.Created = "amd64", "linux", v1.Time{Time: o.Created}
 	cf.Config.Labels = map[string]string{VersionLabel: o.Version}
+
+	if o.Binary != "" {
+		cf.Config.OnBuild = OnBuild
+	}
 
 	return mutate.ConfigFile(img, cf)
 }

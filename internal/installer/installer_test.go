@@ -1,6 +1,7 @@
 package installer_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"debug/pe"
@@ -11,10 +12,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/talosbox/talosbox/configs"
@@ -208,5 +211,55 @@ func TestPullThroughMirrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With Binary, the image carries it and the ONBUILD triggers that run it;
+// a node's unpack passes it by.
+func TestBuildWithOnBuild(t *testing.T) {
+	_, _, o := build(t)
+
+	o.Binary = filepath.Join(t.TempDir(), "talosbox")
+	if err := os.WriteFile(o.Binary, []byte("\x7fELF static"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	img, err := installer.Build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !slices.Equal(cf.Config.OnBuild, installer.OnBuild) || !strings.Contains(strings.Join(cf.Config.OnBuild, "\n"), `RUN ["/bin/talosbox", "imager", "customize"]`) {
+		t.Errorf("OnBuild: %q", cf.Config.OnBuild)
+	}
+
+	rc := mutate.Extract(img)
+	defer rc.Close()
+
+	tr := tar.NewReader(rc)
+	found := false
+
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+
+		if h.Name == installer.BinaryPath {
+			found = h.Mode == 0o755
+		}
+	}
+
+	if !found {
+		t.Errorf("no executable /%s in the image", installer.BinaryPath)
+	}
+
+	if _, err := installer.Unpack(img, func(string, io.Reader) error { return nil }); err != nil {
+		t.Errorf("unpack: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/dustin/go-humanize"
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/configs"
@@ -55,6 +56,8 @@ func (v *Volumes) MountState(ctx context.Context, w io.Writer) error {
 
 		return nil
 	}
+
+	v.growEphemeral(devs, st.Disk, w)
 
 	ec, err := v.stateEncryption()
 	if err != nil {
@@ -100,6 +103,65 @@ func (v *Volumes) MountState(ctx context.Context, w io.Writer) error {
 	v.mu.Unlock()
 
 	return nil
+}
+
+// growEphemeral lets a disk image fill the disk it was written to: while
+// EPHEMERAL is still empty (never formatted, or wiped by a reset), the
+// GPT is fitted to the disk and EPHEMERAL, the last partition, grows to
+// its end, so a node booted from metal-amd64.raw on a disk of any size
+// gets all of it, as Talos's image does. A formatted EPHEMERAL is never
+// moved. A failure is reported and the node goes on with the partition
+// as it was. STATE, before EPHEMERAL, does not move.
+func (v *Volumes) growEphemeral(devs []disk.BlockDevice, sysDisk string, w io.Writer) {
+	eph, ok := disk.FindPartition(devs, sysDisk, disk.LabelEphemeral)
+	if !ok {
+		return
+	}
+
+	if empty, err := isEmpty(eph); err != nil || !empty {
+		return
+	}
+
+	i := slices.IndexFunc(devs, func(d disk.BlockDevice) bool { return d.Name == sysDisk && !d.IsPartition() })
+	if i < 0 {
+		return
+	}
+
+	g, err := disk.GrowLast(devs[i].Path, disk.LabelEphemeral)
+	if err != nil {
+		fmt.Fprintf(w, "[talos] %s keeps its size (%s): %v\n", disk.LabelEphemeral, humanize.IBytes(uint64(eph.Size)), err)
+		return
+	}
+
+	if !g.Moved {
+		return
+	}
+
+	now, err := disk.Scan(v.opts.SysRoot)
+	if err != nil {
+		fmt.Fprintf(w, "[talos] %s: %v\n", sysDisk, err)
+		return
+	}
+
+	grown, _ := disk.FindPartition(now, sysDisk, disk.LabelEphemeral)
+	fmt.Fprintf(w, "[talos] fitted the partition table to %s (%s): %s grew from %s to %s\n", sysDisk, humanize.IBytes(uint64(devs[i].Size)),
+		disk.LabelEphemeral, humanize.IBytes(uint64(eph.Size)), humanize.IBytes(uint64(grown.Size)))
+
+	if need := ephemeralMinSize(); uint64(grown.Size) < need {
+		fmt.Fprintf(w, "[talos] warning: %s is %s, less than the %s a node needs for its containers: give the machine a bigger disk\n",
+			disk.LabelEphemeral, humanize.IBytes(uint64(grown.Size)), humanize.IBytes(need))
+	}
+}
+
+// ephemeralMinSize is what the system layout asks of EPHEMERAL.
+func ephemeralMinSize() uint64 {
+	for _, s := range disk.SystemLayout {
+		if s.Label == disk.LabelEphemeral {
+			return s.MinSize
+		}
+	}
+
+	return 0
 }
 
 // isEmpty says whether a partition holds no filesystem or LUKS header.

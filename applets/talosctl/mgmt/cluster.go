@@ -87,7 +87,8 @@ type clusterCreateFlags struct {
 
 	// The qemu provisioner's.
 	stateDir, kernelDir, vmlinuz, initrd string
-	iso                                  string
+	iso, diskImage                       string
+	withUEFI                             bool
 	diskMiB                              int64
 }
 
@@ -173,6 +174,10 @@ has a 5s keepalive. --talos-version writes the configs of an older Talos
 	fl.StringVar(&f.iso, "iso-path", "", "qemu: boot every node from this ISO (talosbox imager iso --platform nocloud: each node gets a NoCloud seed with its address and name) instead of a kernel and an initramfs; installed nodes boot from their disks")
 	fl.StringVar(&f.iso, "iso", "", "qemu: the same as --iso-path")
 	_ = fl.MarkHidden("iso")
+	fl.StringVar(&f.diskImage, "disk-image-path", "", "qemu: make every node's disk from this disk image (talosbox imager metal --platform nocloud, raw or .zst) and boot from it; each node gets a NoCloud seed with its address and name")
+	fl.StringVar(&f.diskImage, "disk-image", "", "qemu: the same as --disk-image-path")
+	_ = fl.MarkHidden("disk-image")
+	fl.BoolVar(&f.withUEFI, "with-uefi", false, "qemu: boot the nodes on UEFI (OVMF) instead of SeaBIOS (Talos's default is UEFI; SeaBIOS boots faster under emulation)")
 	fl.StringVar(&f.installImage, "install-image", generate.DefaultInstallImage, "qemu: the installer image the nodes install to their disks (make installer puts it in the image cache); once installed, a node boots from its disk, so that upgrades take")
 
 	return cmd
@@ -198,12 +203,16 @@ func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
 		return netip.Prefix{}, nil, errors.New("--image is for the docker provisioner: qemu nodes boot --initrd-path, or an initramfs built from --binary")
 	}
 
-	if f.provisioner == "docker" && f.kernelDir+f.vmlinuz+f.initrd+f.iso != "" {
-		return netip.Prefix{}, nil, errors.New("--kernel-dir, --vmlinuz-path, --initrd-path and --iso-path are for the qemu provisioner (talosctl cluster create qemu)")
+	if f.provisioner == "docker" && (f.kernelDir+f.vmlinuz+f.initrd+f.iso+f.diskImage != "" || f.withUEFI) {
+		return netip.Prefix{}, nil, errors.New("--kernel-dir, --vmlinuz-path, --initrd-path, --iso-path, --disk-image-path and --with-uefi are for the qemu provisioner (talosctl cluster create qemu)")
 	}
 
 	if f.iso != "" && f.initrd+f.vmlinuz != "" {
 		return netip.Prefix{}, nil, errors.New("--iso-path boots the ISO's kernel and initramfs: give it without --vmlinuz-path and --initrd-path")
+	}
+
+	if f.diskImage != "" && f.initrd+f.vmlinuz+f.iso != "" {
+		return netip.Prefix{}, nil, errors.New("--disk-image-path boots the image's kernel and initramfs: give it without --vmlinuz-path, --initrd-path and --iso-path")
 	}
 
 	if f.controlPlanes < 1 {

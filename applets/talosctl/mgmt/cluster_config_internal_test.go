@@ -386,3 +386,26 @@ func TestClusterUseVIP(t *testing.T) {
 		t.Errorf("50 nodes with --use-vip: %v", err)
 	}
 }
+
+// What a node boots is one choice: a kernel, an ISO or a disk image, and
+// the qemu flags are the qemu provisioner's.
+func TestClusterBootSourceFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    clusterCreateFlags
+		want string
+	}{
+		{"disk image on docker", clusterCreateFlags{provisioner: "docker", diskImage: "metal.raw.zst"}, "are for the qemu provisioner"},
+		{"uefi on docker", clusterCreateFlags{provisioner: "docker", withUEFI: true}, "--with-uefi are for the qemu provisioner"},
+		{"disk image and ISO", clusterCreateFlags{provisioner: "qemu", diskImage: "metal.raw", iso: "a.iso"}, "without --vmlinuz-path, --initrd-path and --iso-path"},
+		{"disk image and initrd", clusterCreateFlags{provisioner: "qemu", diskImage: "metal.raw", initrd: "initrd"}, "--disk-image-path boots the image's kernel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.f.controlPlanes, tc.f.subnet = 1, "10.5.0.0/24"
+
+			if _, _, err := tc.f.plan(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("plan: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -137,7 +137,7 @@ func (f *clusterCreateFlags) kernel() (image, modules string, err error) {
 func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.Request, error) {
 	var image, modules string
 
-	if f.iso == "" {
+	if f.iso == "" && f.diskImage == "" {
 		var err error
 		if image, modules, err = f.kernel(); err != nil {
 			return vm.Request{}, err
@@ -154,7 +154,7 @@ func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.
 		return vm.Request{}, err
 	}
 
-	req := vm.Request{Name: f.name, CIDR: cidr, Kernel: image, Initrd: f.initrd}
+	req := vm.Request{Name: f.name, CIDR: cidr, Kernel: image, Initrd: f.initrd, UEFI: f.withUEFI}
 
 	if f.iso != "" {
 		if req.ISO, err = filepath.Abs(f.iso); err != nil {
@@ -162,7 +162,13 @@ func (f *clusterCreateFlags) vmRequest(cidr netip.Prefix, nodes []nodePlan) (vm.
 		}
 	}
 
-	if req.Initrd == "" && req.ISO == "" {
+	if f.diskImage != "" {
+		if req.DiskImage, err = filepath.Abs(f.diskImage); err != nil {
+			return vm.Request{}, err
+		}
+	}
+
+	if req.Initrd == "" && req.ISO == "" && req.DiskImage == "" {
 		bin, err := f.nodeBinary()
 		if err != nil {
 			return vm.Request{}, err

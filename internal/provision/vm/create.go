@@ -42,6 +42,13 @@ type Request struct {
 	// NoCloud seed with its address and name, iso.go); Kernel, Initrd and
 	// Cmdline are then not used.
 	ISO string
+	// DiskImage, when set, is every node's disk instead: an image of
+	// talosbox imager metal --platform nocloud (raw, or .zst), expanded
+	// into the node's disk and grown to DiskMiB; the nodes boot from it
+	// and get their NoCloud seeds as with ISO.
+	DiskImage string
+	// UEFI boots the nodes on OVMF instead of SeaBIOS.
+	UEFI bool
 	// BuildInitrd, when Initrd is empty, writes the initramfs to path,
 	// a file in the cluster's state directory.
 	BuildInitrd func(path string) error
@@ -91,15 +98,24 @@ func (r *Request) validate() error {
 		return fmt.Errorf("subnet %s: want an IPv4 network address of at most /29, such as 10.5.0.0/24", r.CIDR)
 	}
 
-	if r.ISO != "" {
+	switch {
+	case r.ISO != "" && r.DiskImage != "":
+		return errors.New("boot the nodes from an ISO or from a disk image, not both")
+	case r.ISO != "":
 		if err := checkISO(r.ISO); err != nil {
 			return err
 		}
-	} else if _, err := os.Stat(r.Kernel); err != nil {
-		return fmt.Errorf("kernel: %w", err)
+	case r.DiskImage != "":
+		if err := checkDiskImageTools(r.DiskImage); err != nil {
+			return err
+		}
+	default:
+		if _, err := os.Stat(r.Kernel); err != nil {
+			return fmt.Errorf("kernel: %w", err)
+		}
 	}
 
-	if r.ISO == "" && r.Initrd == "" && r.BuildInitrd == nil {
+	if r.ISO == "" && r.DiskImage == "" && r.Initrd == "" && r.BuildInitrd == nil {
 		return errors.New("no initramfs: give Initrd or BuildInitrd")
 	}
 
@@ -215,7 +231,7 @@ func Create(ctx context.Context, o Options, req Request, progress func(string)) 
 
 	st := &State{
 		Provisioner: Provisioner, Name: req.Name, CIDR: req.CIDR, Gateway: Gateway(req.CIDR), Tap: TapName(req.Name),
-		Kernel: req.Kernel, Initrd: req.Initrd, ISO: req.ISO, dir: dir,
+		Kernel: req.Kernel, Initrd: req.Initrd, ISO: req.ISO, DiskImage: req.DiskImage, UEFI: req.UEFI, dir: dir,
 	}
 
 	if err := st.create(ctx, req, progress); err != nil {
@@ -236,7 +252,7 @@ func (st *State) create(ctx context.Context, req Request, progress func(string))
 		return err
 	}
 
-	if st.Initrd == "" && st.ISO == "" {
+	if st.Initrd == "" && st.ISO == "" && st.DiskImage == "" {
 		st.Initrd = filepath.Join(st.dir, "initramfs.cpio")
 
 		if err := req.BuildInitrd(st.Initrd); err != nil {
@@ -305,17 +321,7 @@ func (st *State) startNode(n *Node, extra []string, mask string, launcher []stri
 
 	disk := filepath.Join(dir, "disk.img")
 
-	f, err := os.OpenFile(disk, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("node %s: disk: %w", n.Name, err)
-	}
-
-	err = f.Truncate(n.DiskMiB << 20)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-
-	if err != nil {
+	if err := makeDisk(disk, st.DiskImage, n.DiskMiB<<20); err != nil {
 		return fmt.Errorf("node %s: disk: %w", n.Name, err)
 	}
 
@@ -340,7 +346,11 @@ func (st *State) startNode(n *Node, extra []string, mask string, launcher []stri
 		InPlaceReboot: true,
 	}
 
-	if st.ISO != "" {
+	if st.UEFI {
+		qc.UEFIVars = filepath.Join(dir, "OVMF_VARS.fd")
+	}
+
+	if st.ISO != "" || st.DiskImage != "" {
 		seed := filepath.Join(dir, "seed.iso")
 		if err := writeSeed(seed, n, st.CIDR, st.Gateway); err != nil {
 			return err
@@ -354,10 +364,12 @@ func (st *State) startNode(n *Node, extra []string, mask string, launcher []stri
 		return st.launchNode(n, launcher, qc, disk)
 	}
 
-	n.PID, err = qemu.StartDetached(qc)
+	pid, err := qemu.StartDetached(qc)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
+
+	n.PID = pid
 
 	return nil
 }

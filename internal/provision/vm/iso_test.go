@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/talosbox/talosbox/internal/bootmedia"
 	"github.com/talosbox/talosbox/internal/platform/nocloud"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
@@ -83,5 +85,60 @@ func TestCheckISO(t *testing.T) {
 
 	if err := checkISO(o.Kernel); err == nil || !strings.Contains(err.Error(), "not a talosbox ISO") {
 		t.Errorf("not an ISO: %v", err)
+	}
+}
+
+// A node's disk from a disk image: the image's bytes, grown to the
+// node's size, sparse; only an image whose nodes read their seed is
+// taken, and one larger than the disk is refused.
+func TestMakeDiskFromImage(t *testing.T) {
+	dir := t.TempDir()
+	o := bootmedia.Options{Kernel: filepath.Join(dir, "vmlinuz"), Initramfs: filepath.Join(dir, "initramfs"), Version: "v0.0.1-test"}
+
+	for _, f := range []string{o.Kernel, o.Initramfs} {
+		if err := os.WriteFile(f, []byte("not empty"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	metal, nc := filepath.Join(dir, "metal.raw.zst"), filepath.Join(dir, "nocloud.raw.zst")
+	if err := bootmedia.DiskImage(context.Background(), o, metal); err != nil {
+		t.Fatal(err)
+	}
+
+	o.Cmdline = []string{"talos.platform=nocloud", "console=ttyS0"}
+	if err := bootmedia.DiskImage(context.Background(), o, nc); err != nil {
+		t.Fatal(err)
+	}
+
+	const size = 4400 << 20
+
+	d := filepath.Join(dir, "disk.img")
+	if err := makeDisk(d, nc, size); err != nil {
+		t.Fatal(err)
+	}
+
+	var st unix.Stat_t
+	if err := unix.Stat(d, &st); err != nil || st.Size != size || st.Blocks*512 > 64<<20 {
+		t.Errorf("disk: %v, %d bytes, %d allocated: want %d, sparse", err, st.Size, st.Blocks*512, size)
+	}
+
+	if !diskBoots(d) {
+		t.Errorf("the disk made from the image does not boot by itself")
+	}
+
+	for _, tc := range []struct {
+		image string
+		size  int64
+		want  string
+	}{
+		{metal, size, "boots another platform than nocloud"},
+		{o.Kernel, size, "not a disk image"},
+		{nc, 1 << 30, "larger than the node's disk"},
+	} {
+		p := filepath.Join(t.TempDir(), "disk.img")
+		if err := makeDisk(p, tc.image, tc.size); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", filepath.Base(tc.image), err, tc.want)
+		}
 	}
 }

@@ -63,7 +63,11 @@ type State struct {
 	Kernel  string     `json:"kernel"`
 	Initrd  string     `json:"initrd"`
 	// ISO is what the nodes boot instead of Kernel and Initrd, if set.
-	ISO   string `json:"iso,omitempty"`
+	ISO string `json:"iso,omitempty"`
+	// DiskImage is what every node's disk was made from instead, if set.
+	DiskImage string `json:"diskImage,omitempty"`
+	// UEFI: the nodes boot on OVMF.
+	UEFI  bool   `json:"uefi,omitempty"`
 	Nodes []Node `json:"nodes"`
 	// CachePID is the host's image cache server for the nodes (0: none),
 	// CacheComm its process name, checked before it is stopped.
