@@ -149,7 +149,11 @@ func TestMetalISO(t *testing.T) {
 // takes its script from DHCP and TFTP (QEMU's slirp serves both), and the
 // script fetches the kernel and the initramfs over HTTP. The initramfs
 // carries the machine config (--embedded-config-path), so the node comes
-// up without apply-config, then hides the file.
+// up without apply-config, then hides the file. The media are nocloud's,
+// and the SMBIOS serial number names a seed on the same server
+// (ds=nocloud-net;s=URL): once DHCP is up the node fetches its meta-data
+// and network-config, and moves to the static address and hostname they
+// give, where the test reaches its API.
 func TestMetalPXE(t *testing.T) {
 	bin, err := binary()
 	if err != nil {
@@ -184,18 +188,49 @@ func TestMetalPXE(t *testing.T) {
 
 	t.Cleanup(func() { srv.Close() })
 
-	n := newNode(t, nodeOptions{disk: true, reachHost: true, netBoot: true, tftpDir: dir, bootFile: "boot.ipxe", memoryMiB: 1024})
+	const (
+		ip       = "10.0.2.79"
+		hostname = "pxe-seed-node"
+	)
+
+	base := fmt.Sprintf("http://10.0.2.2:%d/", ln.Addr().(*net.TCPAddr).Port)
+
+	n := newNode(t, nodeOptions{disk: true, reachHost: true, netBoot: true, tftpDir: dir, bootFile: "boot.ipxe", memoryMiB: 1024,
+		guestIP: ip, serial: "ds=nocloud-net;s=" + base + "seed/;h=from-serial"})
 
 	// The node installs its partitions and runs from what it booted:
 	// BOOT (the installer image) is TestMetalISO's and TestMetalUpgrade's.
 	cp := n.patchConfig(n.genConfig("pxe"), "pxe.yaml", `{"machine":{"install":{"bootloader":false}}}`)
 
-	base := fmt.Sprintf("http://10.0.2.2:%d/", ln.Addr().(*net.TCPAddr).Port)
-	buildMedia(t, bin, "pxe", inst.initramfs, dir, "--base-url", base, "--embedded-config-path", cp)
+	buildMedia(t, bin, "pxe", inst.initramfs, dir, "--base-url", base, "--embedded-config-path", cp, "--platform", "nocloud")
+
+	seed := map[string]string{
+		"meta-data": "instance-id: iid-pxe-1\nlocal-hostname: " + hostname + "\n",
+		"network-config": `version: 2
+ethernets:
+  nic0:
+    match:
+      macaddress: "52:54:00:12:34:56"
+    addresses: [` + ip + `/24]
+    gateway4: 10.0.2.2
+`,
+	}
+
+	if err := os.Mkdir(filepath.Join(dir, "seed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, data := range seed {
+		if err := os.WriteFile(filepath.Join(dir, "seed", name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	n.boot()
 	n.wait("[talos] embedded config: ", bootTimeout)
+	n.wait("[talos] nocloud: the SMBIOS serial number names the seed "+base+"seed/", bootTimeout)
 	n.wait("[talos] loaded config from the embedded config", bootTimeout)
+	n.wait("[talos] nocloud: fetched the seed "+base+"seed/", bootTimeout)
 	n.wait(markServices, servicesTimeout)
 
 	t.Logf("PXE: QEMU start to services up, kernel and initramfs over HTTP: %.1fs", time.Since(n.started).Seconds())
@@ -205,12 +240,22 @@ func TestMetalPXE(t *testing.T) {
 		t.Errorf("talosctl read of the embedded config after the boot: %v\n%s%s", err, out, errOut)
 	}
 
+	// The API answers through the forward to the seed's static address.
+	if addrs := n.ok("get", "addresses"); !strings.Contains(addrs, "eth0/"+ip+"/24") || strings.Contains(addrs, "10.0.2.15") {
+		t.Errorf("addresses: want the seed's %s on eth0 and no DHCP lease:\n%s", ip, addrs)
+	}
+
+	if h := n.ok("read", "/proc/sys/kernel/hostname"); strings.TrimSpace(h) != hostname {
+		t.Errorf("hostname %q, want the fetched meta-data's %q", h, hostname)
+	}
+
 	mu.Lock()
 	got := strings.Join(fetched, " ")
 	mu.Unlock()
 
-	if want := "/vmlinuz-amd64 /initramfs-amd64.xz"; got != want {
-		t.Errorf("the node fetched %q over HTTP, want iPXE's kernel and initramfs: %q", got, want)
+	// The embedded config comes first, so user-data is not asked for.
+	if want := "/vmlinuz-amd64 /initramfs-amd64.xz /seed/meta-data /seed/network-config"; got != want {
+		t.Errorf("the node fetched %q over HTTP, want iPXE's kernel and initramfs, then the seed's files: %q", got, want)
 	}
 
 	n.ok("shutdown")

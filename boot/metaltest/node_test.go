@@ -83,6 +83,7 @@ type node struct {
 	netBoot           bool
 	tftpDir, bootFile string
 	seed, guestIP     string
+	serial            string
 
 	vm      *qemu.VM
 	boots   int
@@ -126,6 +127,8 @@ type nodeOptions struct {
 	// guestIP is the address the API forward goes to when the node does
 	// not take slirp's DHCP lease (10.0.2.15).
 	guestIP string
+	// serial is the SMBIOS system serial number.
+	serial string
 	// diskImage makes the disk from a disk image (talosbox imager metal,
 	// raw or .zst) grown to diskSize, which the node boots from through
 	// its firmware from the first boot on.
@@ -176,7 +179,7 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...),
 		memoryMiB: opts.memoryMiB, forwards: opts.forwards, reachHost: opts.reachHost, uuid: uuid.NewString(),
 		cdrom: opts.cdrom, uefi: opts.uefi, netBoot: opts.netBoot, tftpDir: opts.tftpDir, bootFile: opts.bootFile,
-		seed: opts.seed, guestIP: opts.guestIP}
+		seed: opts.seed, guestIP: opts.guestIP, serial: opts.serial}
 
 	if opts.disk {
 		n.disk = filepath.Join(n.dir, "disk.img")
@@ -247,6 +250,7 @@ func (n *node) boot() {
 	cfg := qemu.Config{
 		Name:      name,
 		UUID:      n.uuid,
+		Serial:    n.serial,
 		Kernel:    k.Image,
 		Initrd:    n.init,
 		Append:    n.append,

@@ -65,6 +65,10 @@ type Config struct {
 	// which the node derives its nodeID encryption keys from; QEMU's
 	// default is all zeros. A node keeps its UUID across boots.
 	UUID string
+	// Serial is the SMBIOS system serial number
+	// (/sys/class/dmi/id/product_serial), where NoCloud's
+	// ds=nocloud-net;s=URL names a seed on the network.
+	Serial string
 	// MemoryMiB is 512 when zero; CPUs 1.
 	MemoryMiB, CPUs int
 	// NICs are added in order: the first becomes eth0 in the guest.
@@ -158,6 +162,11 @@ func (cfg *Config) Args(qmpPath string) []string {
 
 	if cfg.NetBoot {
 		args = append(args, "-boot", "n")
+	}
+
+	if cfg.Serial != "" {
+		// QEMU's option syntax: a comma inside a value is doubled.
+		args = append(args, "-smbios", "type=1,serial="+strings.ReplaceAll(cfg.Serial, ",", ",,"))
 	}
 
 	if cfg.UUID != "" {

@@ -62,16 +62,9 @@ func (n *Node) configSources() []configSource {
 	}
 
 	if n.isNoCloud() {
-		out = append(out, configSource{name: "the NoCloud seed (user-data)", fetch: func(context.Context) ([]byte, error) {
-			data, err := n.nocloudSeed()
-			if err != nil {
-				return nil, err
-			}
-
-			// No user-data: the seed gave the network only, and the node
-			// waits in maintenance mode for apply-config.
-			return data.UserData, nil
-		}})
+		// No user-data: the seed gave the network only, and the node
+		// waits in maintenance mode for apply-config.
+		out = append(out, configSource{name: "the NoCloud seed (user-data)", fetch: n.nocloudUserData})
 	}
 
 	if pc := n.opts.PlatformConfig; pc != nil {

@@ -268,7 +268,7 @@ func (n *Node) networkOptions() (network.Options, error) {
 		opts.DefaultDHCP = true
 
 		if n.isNoCloud() {
-			opts.Platform = n.nocloudNetwork()
+			n.nocloudNetwork(&opts)
 		}
 
 		return opts, nil

@@ -17,6 +17,7 @@ import (
 var configInputs = []bus.Input{
 	{Namespace: config.NamespaceConfig, Type: config.MachineConfigType, ID: config.ActiveConfigID},
 	{Namespace: network.Namespace, Type: network.LinkStatusType},
+	{Namespace: network.Namespace, Type: network.PlatformConfigType, ID: network.PlatformConfigID},
 }
 
 // source is one snapshot of everything network config derives from.
@@ -31,14 +32,22 @@ type source struct {
 	platformHostname string
 	// defaultDHCP: Options.DefaultDHCP (metal).
 	defaultDHCP bool
-	// platform: Options.Platform, never nil.
+	// platform: the PlatformConfig resource (PlatformConfigController's),
+	// never nil.
 	platform *network.PlatformConfigSpec
 }
 
 func readSource(ctx context.Context, r bus.ControllerRuntime, opts *Options) (*source, error) {
-	src := &source{nodeID: opts.NodeID, platformHostname: opts.PlatformHostname, defaultDHCP: opts.DefaultDHCP, platform: opts.Platform}
-	if src.platform == nil {
-		src.platform = &network.PlatformConfigSpec{}
+	src := &source{nodeID: opts.NodeID, platformHostname: opts.PlatformHostname, defaultDHCP: opts.DefaultDHCP, platform: &network.PlatformConfigSpec{}}
+
+	pc, err := bus.GetAs[*network.PlatformConfig](ctx, r, bus.Pointer{Namespace: network.Namespace, Type: network.PlatformConfigType, ID: network.PlatformConfigID})
+
+	switch {
+	case bus.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("read the platform config: %w", err)
+	default:
+		src.platform = pc.TypedSpec()
 	}
 
 	src.cmdline, src.cmdErr = ParseCmdline(opts.KernelCmdline)

@@ -234,3 +234,47 @@ func checkFileEventually(t *testing.T, nd *node, id, want string) {
 	})
 	checkFile(t, nd.etc+"/"+id, want)
 }
+
+// A platform whose network config arrives over the network (NoCloud's
+// ds=nocloud-net seed): the node starts with the hostname it had at boot
+// and default DHCP on eth0; once the fetch answers, its static address
+// replaces the DHCP operator on that link.
+func TestPlatformFetchedLater(t *testing.T) {
+	ns := newNS(t)
+	ns.veth("eth0", "peer0")
+
+	release := make(chan struct{})
+
+	nd := startNode(t, ns, func(o *network.Options) {
+		o.Platform = &networkres.PlatformConfigSpec{Hostnames: []networkres.HostnameSpecSpec{{Hostname: "from-serial"}}}
+		o.PlatformFetch = func(ctx context.Context) (*networkres.PlatformConfigSpec, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+
+			return &networkres.PlatformConfigSpec{
+				Links:     []networkres.LinkSpecSpec{{Name: "eth0", Up: true}},
+				Addresses: []networkres.AddressSpecSpec{{Address: netip.MustParsePrefix("10.8.9.2/24"), LinkName: "eth0", Family: networkres.FamilyInet4}},
+				Hostnames: []networkres.HostnameSpecSpec{{Hostname: "from-seed"}},
+			}, nil
+		}
+		o.DefaultDHCP = true
+	})
+
+	hostname := func(want string) func([]bus.Resource) bool {
+		return func(items []bus.Resource) bool {
+			return len(items) == 1 && items[0].(*networkres.HostnameStatus).TypedSpec().Hostname == want
+		}
+	}
+
+	nd.waitFor(networkres.HostnameStatusType, "the serial's hostname", hostname("from-serial"))
+	nd.waitFor(networkres.OperatorSpecType, "default DHCP before the seed answers", hasIDs(false, "dhcp4/eth0"))
+
+	close(release)
+
+	nd.waitFor(networkres.AddressStatusType, "the seed's address", hasIDs(false, "eth0/10.8.9.2/24"))
+	nd.waitFor(networkres.HostnameStatusType, "the seed's hostname", hostname("from-seed"))
+	nd.waitFor(networkres.OperatorSpecType, "no DHCP on the link the seed configures", func(items []bus.Resource) bool { return len(items) == 0 })
+}

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/talosbox/talosbox/internal/bus"
@@ -28,6 +29,11 @@ type Options struct {
 	// LayerPlatform, above ip= and below the machine config. A link it
 	// configures gets no default DHCP.
 	Platform *network.PlatformConfigSpec
+	// PlatformFetch, when set, gets the platform's network config over
+	// the network (NoCloud's ds=nocloud-net;s=URL seed): it runs once
+	// networkd has started, may block until the network is up (retrying
+	// as it likes) and its answer replaces Platform.
+	PlatformFetch func(ctx context.Context) (*network.PlatformConfigSpec, error)
 	// Hostname applies the hostname: KernelHostname on metal,
 	// FileHostname in container mode; nil only records it.
 	Hostname HostnameSetter
@@ -47,6 +53,8 @@ func Controllers(opts Options) []bus.Controller {
 	o := &opts
 
 	ctrls := []bus.Controller{
+		// the platform's network config (NoCloud), as a resource
+		NewPlatformConfigController(o),
 		// config: machine config + cmdline -> layered specs
 		NewLinkConfigController(o),
 		NewAddressConfigController(o),

@@ -2,11 +2,17 @@ package nocloud
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/fat"
@@ -120,5 +126,75 @@ func TestReadNetworkOnly(t *testing.T) {
 	d, err := Read([]disk.BlockDevice{dev(t, seed(t, "cidata", map[string]string{"network-config": "version: 2\n"}))})
 	if err != nil || d.UserData != nil || string(d.NetworkConfig) != "version: 2\n" {
 		t.Errorf("a seed with network-config alone: %+v, %v", d, err)
+	}
+}
+
+func TestParseDS(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		want   DS
+		ok     bool
+		errSub string
+	}{
+		{in: "ds=nocloud-net;s=http://10.10.0.1/configs/;h=node-1", want: DS{SeedFrom: "http://10.10.0.1/configs/", Hostname: "node-1"}, ok: true},
+		{in: "ds=nocloud;seedfrom=https://seed.example/a;local-hostname=x;i=iid-1\n", want: DS{SeedFrom: "https://seed.example/a/", Hostname: "x", InstanceID: "iid-1"}, ok: true},
+		{in: "Not Specified"},
+		{in: "ds=ec2;s=http://x/"},
+		{in: "ds=nocloud-net;h=node", ok: true, errSub: "names no seed URL"},
+		{in: "ds=nocloud-net;s=file:///seed/", ok: true, errSub: "must be http(s)"},
+	} {
+		got, ok, err := ParseDS(tc.in)
+		if ok != tc.ok || got != tc.want || (err == nil) != (tc.errSub == "") || (err != nil && !strings.Contains(err.Error(), tc.errSub)) {
+			t.Errorf("ParseDS(%q) = %+v, %v, %v; want %+v, %v, %q", tc.in, got, ok, err, tc.want, tc.ok, tc.errSub)
+		}
+	}
+}
+
+// The seed's files over HTTP: present, absent (nil), a server error
+// retried until it answers, a client error not retried.
+func TestDSFetch(t *testing.T) {
+	var fails atomic.Int32
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/seed/user-data":
+			if fails.Add(1) <= 2 {
+				http.Error(w, "warming up", http.StatusServiceUnavailable)
+				return
+			}
+
+			io.WriteString(w, "version: v1alpha1\n") //nolint:errcheck // the test reads it back
+		case "/seed/meta-data":
+			io.WriteString(w, "") //nolint:errcheck // an empty file
+		case "/seed/forbidden":
+			http.Error(w, "no", http.StatusForbidden)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+
+	ds, _, err := ParseDS("ds=nocloud-net;s=" + srv.URL + "/seed")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if b, err := ds.Fetch(ctx, "user-data"); err != nil || string(b) != "version: v1alpha1\n" || fails.Load() != 3 {
+		t.Errorf("user-data: %q, %v after %d tries", b, err, fails.Load())
+	}
+
+	if b, err := ds.Fetch(ctx, "meta-data"); err != nil || b == nil || len(b) != 0 {
+		t.Errorf("an empty meta-data: %q (nil %v), %v", b, b == nil, err)
+	}
+
+	if b, err := ds.Fetch(ctx, "network-config"); err != nil || b != nil {
+		t.Errorf("a missing network-config: %q, %v; want nil", b, err)
+	}
+
+	if _, err := ds.Fetch(ctx, "forbidden"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("a 403: %v", err)
 	}
 }

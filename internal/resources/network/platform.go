@@ -1,5 +1,18 @@
 package network
 
+import "github.com/talosbox/talosbox/internal/bus"
+
+// The platform's network config as a resource: what networkd's config
+// controllers layer at LayerPlatform. It may change after boot (NoCloud's
+// seed fetched over the network once DHCP is up).
+const (
+	PlatformConfigType = "PlatformConfigs.net.talos.dev"
+	PlatformConfigID   = "platform"
+)
+
+// PlatformConfig is a PlatformConfigs resource.
+type PlatformConfig = bus.Typed[PlatformConfigSpec]
+
 // PlatformConfigSpec is the network config a platform hands the node
 // (NoCloud's network-config and meta-data; Talos's PlatformNetworkConfig):
 // networkd adds each spec at LayerPlatform, above the cmdline's and below
