@@ -12,14 +12,17 @@ import (
 )
 
 // BenchmarkMetalMedia times QEMU start to maintenance mode (the console
-// line) for one kernel and initramfs (the installer's), booted three ways
-// in turns, in one run: QEMU's -kernel, the ISO on SeaBIOS and the ISO on
-// UEFI (OVMF). What the firmware and GRUB add is the difference. It also
-// reports the ISO's size.
+// line) for one kernel and initramfs (the installer's), booted five ways
+// in turns, in one run: QEMU's -kernel, the ISO on SeaBIOS and on UEFI
+// (OVMF), the disk image on both. What the firmware and GRUB add is the
+// difference. It also reports the ISO's and the compressed image's sizes.
 //
-//	kernel-s    -kernel and -initrd
-//	iso-bios-s  the ISO from a CD-ROM on SeaBIOS (GRUB's El Torito image)
-//	iso-uefi-s  the ISO from a CD-ROM on OVMF (GRUB's El Torito EFI image)
+//	kernel-s     -kernel and -initrd
+//	iso-bios-s   the ISO from a CD-ROM on SeaBIOS (GRUB's El Torito image)
+//	iso-uefi-s   the ISO from a CD-ROM on OVMF (GRUB's El Torito EFI image)
+//	disk-bios-s  the disk image (zstd, expanded onto a 6 GiB disk) on
+//	             SeaBIOS; EPHEMERAL grows on the way
+//	disk-uefi-s  the same on OVMF
 //
 // scripts/bench-media.sh runs it.
 func BenchmarkMetalMedia(b *testing.B) {
@@ -41,6 +44,14 @@ func BenchmarkMetalMedia(b *testing.B) {
 		b.Fatal(err)
 	}
 
+	img := filepath.Join(b.TempDir(), "metal-amd64.raw.zst")
+	buildMedia(b, bin, "metal", inst.initramfs, img)
+
+	imgSt, err := os.Stat(img)
+	if err != nil {
+		b.Fatal(err)
+	}
+
 	release, err := qemu.Exclusive()
 	if err != nil {
 		b.Fatal(err)
@@ -54,6 +65,8 @@ func BenchmarkMetalMedia(b *testing.B) {
 		{"kernel-s", nodeOptions{}},
 		{"iso-bios-s", nodeOptions{cdrom: iso}},
 		{"iso-uefi-s", nodeOptions{cdrom: iso, uefi: true}},
+		{"disk-bios-s", nodeOptions{diskImage: img}},
+		{"disk-uefi-s", nodeOptions{diskImage: img, uefi: true}},
 	}
 
 	times := map[string][]float64{}
@@ -80,4 +93,5 @@ func BenchmarkMetalMedia(b *testing.B) {
 	}
 
 	b.ReportMetric(float64(st.Size())/(1<<20), "iso-MiB")
+	b.ReportMetric(float64(imgSt.Size())/(1<<20), "image-zst-MiB")
 }

@@ -183,7 +183,7 @@ func (o *Options) writeImage(ctx context.Context, path string, size int64, plan 
 		return err
 	}
 
-	fmt.Fprintf(o.Log, "disk image: %s: %s\n", describePlan(plan), path)
+	fmt.Fprintf(o.Log, "disk image: GPT: %s\n", describePlan(plan))
 
 	return f.Close()
 }
