@@ -59,17 +59,23 @@ func buildMedia(t testing.TB, bin, kind, initrd, out string, flags ...string) {
 // fatal error, as a user's).
 func buildISO(t testing.TB, bin, initrd, out string, flags ...string) {
 	t.Helper()
+	buildPlain(t, bin, "iso", initrd, out, flags...)
+}
+
+// buildPlain runs `talosbox imager KIND` (iso, metal) as buildISO does.
+func buildPlain(t testing.TB, bin, kind, initrd, out string, flags ...string) {
+	t.Helper()
 
 	k, err := kernel()
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	args := append([]string{"imager", "iso", "--out", out, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--kernel-version", k.Release,
+	args := append([]string{"imager", kind, "--out", out, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--kernel-version", k.Release,
 		"--initramfs", initrd}, flags...)
 
 	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-		t.Fatalf("talosbox imager iso: %v\n%s", err, b)
+		t.Fatalf("talosbox imager %s: %v\n%s", kind, err, b)
 	}
 }
 

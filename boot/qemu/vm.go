@@ -206,7 +206,7 @@ func Start(cfg Config) (*VM, error) {
 		return nil, err
 	}
 
-	if err := cfg.uefiVars(); err != nil {
+	if err := cfg.EnsureUEFIVars(); err != nil {
 		return nil, err
 	}
 
@@ -411,7 +411,7 @@ func StartDetached(cfg Config) (pid int, err error) {
 		return 0, err
 	}
 
-	if err := cfg.uefiVars(); err != nil {
+	if err := cfg.EnsureUEFIVars(); err != nil {
 		return 0, err
 	}
 
@@ -445,9 +445,9 @@ const (
 	OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
 )
 
-// uefiVars makes the machine's NVRAM from OVMF's template on its first
-// boot.
-func (cfg *Config) uefiVars() error {
+// EnsureUEFIVars makes the machine's NVRAM from OVMF's template on its
+// first boot (Start does; a caller that runs Args itself calls it).
+func (cfg *Config) EnsureUEFIVars() error {
 	if cfg.UEFIVars == "" {
 		return nil
 	}

@@ -57,6 +57,10 @@ func Launch(ctx context.Context, dir string, log io.Writer) error {
 
 		fmt.Fprintf(log, "%s boot %d: from the %s\n", time.Now().UTC().Format(time.RFC3339), boot, how)
 
+		if err := c.EnsureUEFIVars(); err != nil {
+			return err
+		}
+
 		qmp := filepath.Join(dir, "qmp.sock")
 		os.Remove(qmp) //nolint:errcheck // a stale socket from the last run
 
