@@ -99,77 +99,38 @@ func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
 		return nil, fmt.Errorf("installer: %w", err)
 	}
 
-	var buf bytes.Buffer
-
-	tw := tar.NewWriter(&buf)
-
-	dirs := []string{"usr/", "usr/install/", "usr/install/amd64/", "usr/install/i386-pc/", "usr/install/x86_64-efi/"}
-	if o.Binary != "" {
-		dirs = append(dirs, path.Dir(BinaryPath)+"/")
-	}
-
-	for _, dir := range dirs {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: o.Created}); err != nil {
-			return nil, err
-		}
-	}
-
-	type file struct {
-		name string
-		src  string
-		data []byte
-		mode int64
-	}
-
-	files := []file{
-		{name: KernelPath, src: o.Kernel},
-		{name: InitramfsPath, src: o.Initramfs},
-		{name: BootImgPath, data: bootImg},
-		{name: CoreImgPath, data: coreImg},
-		{name: EFIImgPath, data: efiImg},
-	}
-
-	if o.Binary != "" {
-		files = append(files, file{name: BinaryPath, src: o.Binary, mode: 0o755})
-	}
-
-	for _, f := range files {
-		data := f.data
-		if f.src != "" {
-			if data, err = os.ReadFile(f.src); err != nil {
-				return nil, fmt.Errorf("installer: %w", err)
-			}
-		}
-
-		mode := f.mode
-		if mode == 0 {
-			mode = 0o644
-		}
-
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: mode, Size: int64(len(data)), ModTime: o.Created}); err != nil {
-			return nil, err
-		}
-
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
-		}
-	}
-
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	assets, err := tarLayer(o.Created, []string{"usr/", "usr/install/", "usr/install/amd64/", "usr/install/i386-pc/", "usr/install/x86_64-efi/"},
+		[]layerFile{
+			{name: KernelPath, src: o.Kernel},
+			{name: InitramfsPath, src: o.Initramfs},
+			{name: BootImgPath, data: bootImg},
+			{name: CoreImgPath, data: coreImg},
+			{name: EFIImgPath, data: efiImg},
+		})
 	if err != nil {
 		return nil, err
 	}
 
+	// The binary gets a layer of its own, below the assets: a node reads
+	// the layers from the top and stops once it has the assets
+	// (Unpack), so it never downloads or unpacks the binary.
+	var layers []v1.Layer
+
+	if o.Binary != "" {
+		bin, err := tarLayer(o.Created, []string{path.Dir(BinaryPath) + "/"}, []layerFile{{name: BinaryPath, src: o.Binary, mode: 0o755}})
+		if err != nil {
+			return nil, err
+		}
+
+		layers = append(layers, bin)
+	}
+
+	layers = append(layers, assets)
+
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 
-	if img, err = mutate.AppendLayers(img, layer); err != nil {
+	if img, err = mutate.AppendLayers(img, layers...); err != nil {
 		return nil, err
 	}
 
@@ -187,4 +148,56 @@ func Build(ctx context.Context, o BuildOptions) (v1.Image, error) {
 	}
 
 	return mutate.ConfigFile(img, cf)
+}
+
+// layerFile is a file of a layer: data, or the file at src.
+type layerFile struct {
+	name string
+	src  string
+	data []byte
+	mode int64 // 0644 when zero
+}
+
+// tarLayer makes an OCI layer of dirs and files, every time created.
+func tarLayer(created time.Time, dirs []string, files []layerFile) (v1.Layer, error) {
+	var buf bytes.Buffer
+
+	tw := tar.NewWriter(&buf)
+
+	for _, dir := range dirs {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: created}); err != nil {
+			return nil, err
+		}
+	}
+
+	for _, f := range files {
+		data := f.data
+		if f.src != "" {
+			var err error
+			if data, err = os.ReadFile(f.src); err != nil {
+				return nil, fmt.Errorf("installer: %w", err)
+			}
+		}
+
+		mode := f.mode
+		if mode == 0 {
+			mode = 0o644
+		}
+
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: mode, Size: int64(len(data)), ModTime: created}); err != nil {
+			return nil, err
+		}
+
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	}, tarball.WithMediaType(types.OCILayer))
 }

@@ -16,9 +16,11 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/imagestore"
@@ -261,5 +263,80 @@ func TestBuildWithOnBuild(t *testing.T) {
 
 	if _, err := installer.Unpack(img, func(string, io.Reader) error { return nil }); err != nil {
 		t.Errorf("unpack: %v", err)
+	}
+}
+
+// Unpack reads the layers from the top: a file comes from the highest
+// layer that has it, a whiteout hides a lower one, and a layer below
+// everything it needs (here not even a tar) is never read.
+func TestUnpackReadsFromTheTop(t *testing.T) {
+	kernel, _, o := build(t)
+
+	base, err := installer.Build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	layer := func(entries map[string]string) v1.Layer {
+		t.Helper()
+
+		var buf bytes.Buffer
+
+		tw := tar.NewWriter(&buf)
+		for name, data := range entries {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data))}); err != nil {
+				t.Fatal(err)
+			}
+
+			tw.Write([]byte(data)) //nolint:errcheck // a buffer
+		}
+
+		tw.Close()
+
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		return l
+	}
+
+	garbage, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(bytes.Repeat([]byte("not a tar "), 1000))), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	baseLayers, err := base.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	upper := layer(map[string]string{installer.InitramfsPath: "the customized initramfs", "usr/install/x86_64-efi/.wh.BOOTX64.EFI": ""})
+
+	img, err := mutate.AppendLayers(empty.Image, append(append([]v1.Layer{garbage}, baseLayers...), upper)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got := map[string][]byte{}
+
+	a, err := installer.Unpack(img, func(name string, r io.Reader) error {
+		b, err := io.ReadAll(r)
+		got[name] = b
+
+		return err
+	})
+	if err != nil {
+		t.Fatalf("unpack read the layer below what it needs, or failed: %v", err)
+	}
+
+	if string(got[installer.InitramfsPath]) != "the customized initramfs" || !bytes.Equal(got[installer.KernelPath], kernel) {
+		t.Errorf("initramfs %q, kernel %d bytes: want the top layer's and the base's", got[installer.InitramfsPath], len(got[installer.KernelPath]))
+	}
+
+	if a.EFIImg != nil || a.BootImg == nil {
+		t.Errorf("the whited-out BOOTX64.EFI was taken (%d bytes), or boot.img was not (%d)", len(a.EFIImg), len(a.BootImg))
 	}
 }
