@@ -190,7 +190,7 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 
 	if opts.diskImage != "" {
 		n.disk, n.fromDisk = filepath.Join(n.dir, "disk.img"), true
-		if err := bootmedia.ExpandImage(opts.diskImage, n.disk); err != nil {
+		if err := bootmedia.ExpandImage(opts.diskImage, n.disk, diskSize); err != nil {
 			t.Fatal(err)
 		}
 

@@ -3,6 +3,7 @@ package bootmedia
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -341,8 +342,10 @@ func compressZstd(src, dst string) error {
 
 // ExpandImage writes the disk image src (raw, or zstd when its name ends
 // in .zst) to dst, a new file, leaving its zero blocks as holes: a node's
-// sparse disk costs the host what the image holds, not its size.
-func ExpandImage(src, dst string) error {
+// sparse disk costs the host what the image holds, not its size. An image
+// larger than limit bytes (0: no limit) is refused as soon as it is seen
+// to be, with ErrImageTooLarge.
+func ExpandImage(src, dst string, limit int64) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -364,6 +367,10 @@ func ExpandImage(src, dst string) error {
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
+	}
+
+	if limit > 0 {
+		r = &limitedReader{r: r, left: limit}
 	}
 
 	if _, err := copySparse(out, r); err != nil {
@@ -411,3 +418,34 @@ func copySparse(w *os.File, r io.Reader) (int64, error) {
 var zeroBlock = make([]byte, sparseBlock)
 
 func allZero(b []byte) bool { return bytes.Equal(b, zeroBlock[:len(b)]) }
+
+// ErrImageTooLarge is ExpandImage's answer for an image over its limit.
+var ErrImageTooLarge = errors.New("the disk image is larger than the disk")
+
+// limitedReader fails with ErrImageTooLarge past left bytes.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		var b [1]byte
+		if n, _ := l.r.Read(b[:]); n > 0 {
+			return 0, ErrImageTooLarge
+		}
+	}
+
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+
+	if l.left < 0 {
+		return 0, ErrImageTooLarge
+	}
+
+	return n, err
+}

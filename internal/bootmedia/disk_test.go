@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -194,8 +195,12 @@ func TestDiskImageIsReproducible(t *testing.T) {
 		t.Errorf("compressed image: %v, %d bytes: the empty space should compress away", err, st.Size())
 	}
 
+	if err := ExpandImage(zst, filepath.Join(t.TempDir(), "small.img"), 1<<30); !errors.Is(err, ErrImageTooLarge) {
+		t.Errorf("expand onto 1 GiB: %v, want ErrImageTooLarge", err)
+	}
+
 	expanded := filepath.Join(t.TempDir(), "disk.img")
-	if err := ExpandImage(zst, expanded); err != nil {
+	if err := ExpandImage(zst, expanded, disk.MinDiskSize(ImageLayout())); err != nil {
 		t.Fatal(err)
 	}
 

@@ -38,7 +38,12 @@ func checkDiskImageTools(image string) error {
 // would not read their seed is refused.
 func makeDisk(path, image string, size int64) error {
 	if image != "" {
-		if err := bootmedia.ExpandImage(image, path); err != nil {
+		err := bootmedia.ExpandImage(image, path, size)
+		if errors.Is(err, bootmedia.ErrImageTooLarge) {
+			return fmt.Errorf("the disk image %s is larger than the node's disk (%d MiB)", image, size>>20)
+		}
+
+		if err != nil {
 			return err
 		}
 

@@ -101,7 +101,8 @@ func TestMakeDiskFromImage(t *testing.T) {
 		}
 	}
 
-	metal, nc := filepath.Join(dir, "metal.raw.zst"), filepath.Join(dir, "nocloud.raw.zst")
+	// The metal image raw: only the nocloud one needs the zstd path.
+	metal, nc := filepath.Join(dir, "metal.raw"), filepath.Join(dir, "nocloud.raw.zst")
 	if err := bootmedia.DiskImage(context.Background(), o, metal); err != nil {
 		t.Fatal(err)
 	}
