@@ -71,13 +71,19 @@ func dockerCustomize(dir, base, ref string, out *strings.Builder) error {
 	}
 
 	from := strings.TrimPrefix(hs.URL, "http://") + "/" + strings.TrimPrefix(base, "ghcr.io/")
+	label := fmt.Sprintf("talosbox.test.customize=%d", os.Getpid())
 	files := map[string]string{
 		"docker.txt": dockerText,
 		"module.ko":  string(data),
+		// The label marks every image the build makes (the classic
+		// builder keeps the customization stage's, untagged), for the
+		// prune below.
 		"Dockerfile": "FROM scratch AS customization\n" +
+			"LABEL " + label + "\n" +
 			"COPY docker.txt " + dockerPath + "\n" +
 			"COPY module.ko /lib/modules/" + k.Release + "/" + mod + "\n" +
-			"FROM " + from + "\n",
+			"FROM " + from + "\n" +
+			"LABEL " + label + "\n",
 	}
 
 	for name, data := range files {
@@ -87,7 +93,12 @@ func dockerCustomize(dir, base, ref string, out *strings.Builder) error {
 	}
 
 	tag := fmt.Sprintf("talosbox-test/installer:custom-%d", os.Getpid())
-	defer exec.Command("docker", "rmi", "-f", tag, from).Run() //nolint:errcheck // cleanup
+
+	defer func() {
+		// Cleanup, best effort: the result, the pulled base, the stages.
+		exec.Command("docker", "rmi", "-f", tag, from).Run()                             //nolint:errcheck // cleanup
+		exec.Command("docker", "image", "prune", "-f", "--filter", "label="+label).Run() //nolint:errcheck // cleanup
+	}()
 
 	build := exec.Command("docker", "build", "--build-arg", "RM="+rmPath+" /usr/share/not-there", "-t", tag, ctx)
 	build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
