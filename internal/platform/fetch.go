@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,7 +39,7 @@ func FetchConfig(ctx context.Context, source string) ([]byte, error) {
 	backoff := 250 * time.Millisecond
 
 	for attempt := 1; ; attempt++ {
-		data, retry, err := fetchOnce(ctx, source)
+		data, retry, err := FetchOnce(ctx, source)
 		if err == nil {
 			return data, nil
 		}
@@ -57,9 +58,14 @@ func FetchConfig(ctx context.Context, source string) ([]byte, error) {
 	}
 }
 
-// fetchOnce makes one attempt; retry says whether another could succeed
-// (network trouble and server errors, not a 404 or an oversized body).
-func fetchOnce(ctx context.Context, url string) (data []byte, retry bool, err error) {
+// ErrNotFound is FetchOnce's error for a URL its server does not have.
+var ErrNotFound = errors.New("404 Not Found")
+
+// FetchOnce makes one GET of an http(s) URL, its body capped at
+// MaxConfigSize; retry says whether another attempt could succeed
+// (network trouble and server errors, not a 404, which is ErrNotFound, or
+// an oversized body).
+func FetchOnce(ctx context.Context, url string) (data []byte, retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 
@@ -74,7 +80,10 @@ func fetchOnce(ctx context.Context, url string) (data []byte, retry bool, err er
 	}
 	defer resp.Body.Close()
 
-	if resp.StatusCode != http.StatusOK {
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, false, fmt.Errorf("fetch config %s: %w", url, ErrNotFound)
+	case resp.StatusCode != http.StatusOK:
 		return nil, resp.StatusCode >= 500, fmt.Errorf("fetch config %s: %s", url, resp.Status)
 	}
 

@@ -2,12 +2,13 @@ package nocloud
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/talosbox/talosbox/internal/platform"
 )
 
 // DS is a seed named by a "ds=" string instead of a volume: the machine's
@@ -88,42 +89,13 @@ func (ds DS) Fetch(ctx context.Context, name string) ([]byte, error) {
 }
 
 func (ds DS) fetchOnce(ctx context.Context, name string) (data []byte, retry bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-
-	u := ds.SeedFrom + name
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, false, fmt.Errorf("nocloud: %w", err)
-	}
-
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, true, fmt.Errorf("nocloud: %w", err)
-	}
-	defer resp.Body.Close()
-
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
+	data, retry, err = platform.FetchOnce(ctx, ds.SeedFrom+name)
+	if errors.Is(err, platform.ErrNotFound) {
 		return nil, false, nil
-	case resp.StatusCode >= 500:
-		return nil, true, fmt.Errorf("nocloud: %s: %s", u, resp.Status)
-	case resp.StatusCode != http.StatusOK:
-		return nil, false, fmt.Errorf("nocloud: %s: %s", u, resp.Status)
 	}
 
-	data, err = io.ReadAll(io.LimitReader(resp.Body, maxFile+1))
 	if err != nil {
-		return nil, true, fmt.Errorf("nocloud: %s: %w", u, err)
-	}
-
-	if len(data) > maxFile {
-		return nil, false, fmt.Errorf("nocloud: %s: larger than %d bytes", u, maxFile)
-	}
-
-	if data == nil {
-		data = []byte{}
+		return nil, retry, fmt.Errorf("nocloud: %w", err)
 	}
 
 	return data, false, nil
