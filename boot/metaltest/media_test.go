@@ -27,31 +27,18 @@ func mediaArgs() []string {
 	return append([]string{"console=ttyS0", "panic=-1"}, baseAppend...)
 }
 
-// buildMedia runs `talosbox imager iso|pxe` (what make iso and make pxe
-// run) on the test kernel and initrd, with more flags.
+// buildMedia runs `talosbox imager iso|metal|pxe` (what make iso, make
+// disk-image and make pxe run) on the test kernel and initrd, with the
+// test nodes' kernel arguments, a fixed epoch and more flags.
 func buildMedia(t testing.TB, bin, kind, initrd, out string, flags ...string) {
 	t.Helper()
 
-	k, err := kernel()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	args := []string{"imager", kind, "--out", out, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--kernel-version", k.Release,
-		"--initramfs", initrd}
+	args := []string{"--epoch", "1764374400"}
 	for _, a := range mediaArgs() {
 		args = append(args, "--extra-kernel-arg", a)
 	}
 
-	cmd := exec.Command(bin, append(args, flags...)...)
-	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=1764374400")
-
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("talosbox imager %s: %v\n%s", kind, err, b)
-	}
-
-	t.Logf("%s", strings.TrimSpace(string(b)))
+	t.Logf("%s", buildPlain(t, bin, kind, initrd, out, append(args, flags...)...))
 }
 
 // buildISO runs `talosbox imager iso` on the test kernel and initrd with
@@ -62,8 +49,9 @@ func buildISO(t testing.TB, bin, initrd, out string, flags ...string) {
 	buildPlain(t, bin, "iso", initrd, out, flags...)
 }
 
-// buildPlain runs `talosbox imager KIND` (iso, metal) as buildISO does.
-func buildPlain(t testing.TB, bin, kind, initrd, out string, flags ...string) {
+// buildPlain runs `talosbox imager KIND` on the test kernel and initrd
+// with flags, and returns what it printed.
+func buildPlain(t testing.TB, bin, kind, initrd, out string, flags ...string) string {
 	t.Helper()
 
 	k, err := kernel()
@@ -74,9 +62,12 @@ func buildPlain(t testing.TB, bin, kind, initrd, out string, flags ...string) {
 	args := append([]string{"imager", kind, "--out", out, "--kernel-dir", filepath.Dir(filepath.Dir(k.Image)), "--kernel-version", k.Release,
 		"--initramfs", initrd}, flags...)
 
-	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+	b, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
 		t.Fatalf("talosbox imager %s: %v\n%s", kind, err, b)
 	}
+
+	return strings.TrimSpace(string(b))
 }
 
 // installFromISO boots n from its ISO into maintenance mode, applies cp

@@ -370,10 +370,15 @@ func ExpandImage(src, dst string, limit int64) error {
 	}
 
 	if limit > 0 {
-		r = &limitedReader{r: r, left: limit}
+		r = io.LimitReader(r, limit+1) // a byte past the limit is enough to tell
 	}
 
-	if _, err := copySparse(out, r); err != nil {
+	n, err := copySparse(out, r)
+	if err == nil && limit > 0 && n > limit {
+		err = ErrImageTooLarge
+	}
+
+	if err != nil {
 		out.Close()
 		os.Remove(dst)
 
@@ -421,31 +426,3 @@ func allZero(b []byte) bool { return bytes.Equal(b, zeroBlock[:len(b)]) }
 
 // ErrImageTooLarge is ExpandImage's answer for an image over its limit.
 var ErrImageTooLarge = errors.New("the disk image is larger than the disk")
-
-// limitedReader fails with ErrImageTooLarge past left bytes.
-type limitedReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		var b [1]byte
-		if n, _ := l.r.Read(b[:]); n > 0 {
-			return 0, ErrImageTooLarge
-		}
-	}
-
-	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1]
-	}
-
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-
-	if l.left < 0 {
-		return 0, ErrImageTooLarge
-	}
-
-	return n, err
-}
