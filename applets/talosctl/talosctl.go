@@ -108,6 +108,16 @@ then ~/.talos/config.`,
 		talos.NewMetaCommand(g),
 		talos.NewUpgradeK8sCommand(g),
 		talos.NewConvertK8sCommand(g),
+		// Day-2 operations.
+		talos.NewDashboardCommand(g),
+		talos.NewTimeCommand(g),
+		talos.NewRestartCommand(g),
+		talos.NewUsageCommand(g),
+		talos.NewNetstatCommand(g),
+		talos.NewPcapCommand(g),
+		talos.NewInspectCommand(g),
+		talos.NewWipeCommand(g),
+		talos.NewDisksCommand(g),
 	)
 
 	return root

@@ -4,4 +4,4 @@
 // with Debian's protoc and the pinned Go plugins (go tool).
 package api
 
-//go:generate sh -c "protoc -I . -I /usr/include --plugin=protoc-gen-go=$(go tool -n protoc-gen-go) --plugin=protoc-gen-go-grpc=$(go tool -n protoc-gen-go-grpc) --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative common/common.proto machine/machine.proto machine/image.proto resource/resource.proto security/security.proto"
+//go:generate sh -c "protoc -I . -I /usr/include --plugin=protoc-gen-go=$(go tool -n protoc-gen-go) --plugin=protoc-gen-go-grpc=$(go tool -n protoc-gen-go-grpc) --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative common/common.proto machine/machine.proto machine/image.proto resource/resource.proto security/security.proto time/time.proto inspect/inspect.proto storage/storage.proto"

@@ -3,8 +3,11 @@ package apid
 import (
 	"slices"
 
+	"github.com/talosbox/talosbox/internal/api/inspect"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/api/storage"
+	timeapi "github.com/talosbox/talosbox/internal/api/time"
 	"github.com/talosbox/talosbox/internal/role"
 )
 
@@ -85,6 +88,16 @@ var methodRoles = map[string][]role.Role{
 	machine.ImageService_Remove_FullMethodName: admins,
 
 	// Sensitive resources are redacted inside the handlers for non-admins.
+	// Day-2 operations, with Talos's roles.
+	machine.MachineService_Netstat_FullMethodName:                       readers,
+	machine.MachineService_DiskUsage_FullMethodName:                     readers,
+	timeapi.TimeService_Time_FullMethodName:                             readers,
+	timeapi.TimeService_TimeCheck_FullMethodName:                        readers,
+	inspect.InspectService_ControllerRuntimeDependencies_FullMethodName: readers,
+	machine.MachineService_Restart_FullMethodName:                       operators,
+	machine.MachineService_PacketCapture_FullMethodName:                 operators,
+	storage.StorageService_BlockDeviceWipe_FullMethodName:               admins,
+
 	resource.ResourceService_Get_FullMethodName:         readers,
 	resource.ResourceService_List_FullMethodName:        readers,
 	resource.ResourceService_Watch_FullMethodName:       readers,

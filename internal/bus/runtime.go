@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 )
@@ -174,6 +175,29 @@ func (rt *Runtime) Status() []ControllerStatus {
 		cs.mu.Lock()
 		out[i] = cs.status
 		cs.mu.Unlock()
+	}
+
+	return out
+}
+
+// ControllerDependencies is what one controller declared it reads and
+// writes.
+type ControllerDependencies struct {
+	Name    string
+	Inputs  []Input
+	Outputs []Output
+}
+
+// Dependencies is every controller's declared inputs and outputs, in
+// registration order: the graph `talosctl inspect dependencies` draws.
+func (rt *Runtime) Dependencies() []ControllerDependencies {
+	rt.mu.Lock()
+	ctrls := rt.ctrls
+	rt.mu.Unlock()
+
+	out := make([]ControllerDependencies, len(ctrls))
+	for i, cs := range ctrls {
+		out[i] = ControllerDependencies{Name: cs.c.Name(), Inputs: slices.Clone(cs.c.Inputs()), Outputs: slices.Clone(cs.c.Outputs())}
 	}
 
 	return out

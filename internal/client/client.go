@@ -23,8 +23,11 @@ import (
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 
+	"github.com/talosbox/talosbox/internal/api/inspect"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/api/storage"
+	timeapi "github.com/talosbox/talosbox/internal/api/time"
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/talosconfig"
 )
@@ -82,6 +85,9 @@ type Client struct {
 	Machine  machine.MachineServiceClient
 	Image    machine.ImageServiceClient
 	Resource resource.ResourceServiceClient
+	Time     timeapi.TimeServiceClient
+	Inspect  inspect.InspectServiceClient
+	Storage  storage.StorageServiceClient
 }
 
 // resolverSeq makes each client's resolver scheme unique: manual resolvers
@@ -152,6 +158,9 @@ func New(opts Options) (*Client, error) {
 		Machine:   machine.NewMachineServiceClient(conn),
 		Image:     machine.NewImageServiceClient(conn),
 		Resource:  resource.NewResourceServiceClient(conn),
+		Time:      timeapi.NewTimeServiceClient(conn),
+		Inspect:   inspect.NewInspectServiceClient(conn),
+		Storage:   storage.NewStorageServiceClient(conn),
 	}, nil
 }
 

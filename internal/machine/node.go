@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
@@ -131,6 +132,8 @@ type Node struct {
 	// embeddedConfig is the config the initramfs carried (metal).
 	embeddedConfig []byte
 	sysRoot        string // sysfs, where disks are found
+	// controllers is the bus runtime machined runs, once it started.
+	controllers atomic.Pointer[bus.Runtime]
 
 	// containerd is the container runtime; the boot starts its services
 	// and machined's controllers render its config.
@@ -233,6 +236,13 @@ func New(opts Options) (*Node, error) {
 
 // Store is the node's bus.
 func (n *Node) Store() *bus.Store { return n.store }
+
+// SysRoot is the sysfs where the node finds its disks.
+func (n *Node) SysRoot() string { return n.sysRoot }
+
+// Controllers is the runtime of the node's controllers, nil until machined
+// started it.
+func (n *Node) Controllers() *bus.Runtime { return n.controllers.Load() }
 
 // Identity is the node's stable random ID (Talos's node identity),
 // created on first use and kept in STATE.

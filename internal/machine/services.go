@@ -235,6 +235,8 @@ func (n *Node) machinedService() supervisor.Service {
 				}
 			}
 
+			n.controllers.Store(rt)
+
 			return rt.Run(ctx)
 		}),
 	}

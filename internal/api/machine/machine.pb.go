@@ -228,6 +228,186 @@ func (EtcdMemberAlarm_AlarmType) EnumDescriptor() ([]byte, []int) {
 	return file_machine_machine_proto_rawDescGZIP(), []int{84, 0}
 }
 
+type NetstatRequest_Filter int32
+
+const (
+	NetstatRequest_ALL       NetstatRequest_Filter = 0
+	NetstatRequest_CONNECTED NetstatRequest_Filter = 1
+	NetstatRequest_LISTENING NetstatRequest_Filter = 2
+)
+
+// Enum value maps for NetstatRequest_Filter.
+var (
+	NetstatRequest_Filter_name = map[int32]string{
+		0: "ALL",
+		1: "CONNECTED",
+		2: "LISTENING",
+	}
+	NetstatRequest_Filter_value = map[string]int32{
+		"ALL":       0,
+		"CONNECTED": 1,
+		"LISTENING": 2,
+	}
+)
+
+func (x NetstatRequest_Filter) Enum() *NetstatRequest_Filter {
+	p := new(NetstatRequest_Filter)
+	*p = x
+	return p
+}
+
+func (x NetstatRequest_Filter) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NetstatRequest_Filter) Descriptor() protoreflect.EnumDescriptor {
+	return file_machine_machine_proto_enumTypes[4].Descriptor()
+}
+
+func (NetstatRequest_Filter) Type() protoreflect.EnumType {
+	return &file_machine_machine_proto_enumTypes[4]
+}
+
+func (x NetstatRequest_Filter) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NetstatRequest_Filter.Descriptor instead.
+func (NetstatRequest_Filter) EnumDescriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{120, 0}
+}
+
+type ConnectRecord_State int32
+
+const (
+	ConnectRecord_RESERVED    ConnectRecord_State = 0
+	ConnectRecord_ESTABLISHED ConnectRecord_State = 1
+	ConnectRecord_SYN_SENT    ConnectRecord_State = 2
+	ConnectRecord_SYN_RECV    ConnectRecord_State = 3
+	ConnectRecord_FIN_WAIT1   ConnectRecord_State = 4
+	ConnectRecord_FIN_WAIT2   ConnectRecord_State = 5
+	ConnectRecord_TIME_WAIT   ConnectRecord_State = 6
+	ConnectRecord_CLOSE       ConnectRecord_State = 7
+	ConnectRecord_CLOSEWAIT   ConnectRecord_State = 8
+	ConnectRecord_LASTACK     ConnectRecord_State = 9
+	ConnectRecord_LISTEN      ConnectRecord_State = 10
+	ConnectRecord_CLOSING     ConnectRecord_State = 11
+)
+
+// Enum value maps for ConnectRecord_State.
+var (
+	ConnectRecord_State_name = map[int32]string{
+		0:  "RESERVED",
+		1:  "ESTABLISHED",
+		2:  "SYN_SENT",
+		3:  "SYN_RECV",
+		4:  "FIN_WAIT1",
+		5:  "FIN_WAIT2",
+		6:  "TIME_WAIT",
+		7:  "CLOSE",
+		8:  "CLOSEWAIT",
+		9:  "LASTACK",
+		10: "LISTEN",
+		11: "CLOSING",
+	}
+	ConnectRecord_State_value = map[string]int32{
+		"RESERVED":    0,
+		"ESTABLISHED": 1,
+		"SYN_SENT":    2,
+		"SYN_RECV":    3,
+		"FIN_WAIT1":   4,
+		"FIN_WAIT2":   5,
+		"TIME_WAIT":   6,
+		"CLOSE":       7,
+		"CLOSEWAIT":   8,
+		"LASTACK":     9,
+		"LISTEN":      10,
+		"CLOSING":     11,
+	}
+)
+
+func (x ConnectRecord_State) Enum() *ConnectRecord_State {
+	p := new(ConnectRecord_State)
+	*p = x
+	return p
+}
+
+func (x ConnectRecord_State) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ConnectRecord_State) Descriptor() protoreflect.EnumDescriptor {
+	return file_machine_machine_proto_enumTypes[5].Descriptor()
+}
+
+func (ConnectRecord_State) Type() protoreflect.EnumType {
+	return &file_machine_machine_proto_enumTypes[5]
+}
+
+func (x ConnectRecord_State) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ConnectRecord_State.Descriptor instead.
+func (ConnectRecord_State) EnumDescriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{121, 0}
+}
+
+type ConnectRecord_TimerActive int32
+
+const (
+	ConnectRecord_OFF       ConnectRecord_TimerActive = 0
+	ConnectRecord_ON        ConnectRecord_TimerActive = 1
+	ConnectRecord_KEEPALIVE ConnectRecord_TimerActive = 2
+	ConnectRecord_TIMEWAIT  ConnectRecord_TimerActive = 3
+	ConnectRecord_PROBE     ConnectRecord_TimerActive = 4
+)
+
+// Enum value maps for ConnectRecord_TimerActive.
+var (
+	ConnectRecord_TimerActive_name = map[int32]string{
+		0: "OFF",
+		1: "ON",
+		2: "KEEPALIVE",
+		3: "TIMEWAIT",
+		4: "PROBE",
+	}
+	ConnectRecord_TimerActive_value = map[string]int32{
+		"OFF":       0,
+		"ON":        1,
+		"KEEPALIVE": 2,
+		"TIMEWAIT":  3,
+		"PROBE":     4,
+	}
+)
+
+func (x ConnectRecord_TimerActive) Enum() *ConnectRecord_TimerActive {
+	p := new(ConnectRecord_TimerActive)
+	*p = x
+	return p
+}
+
+func (x ConnectRecord_TimerActive) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ConnectRecord_TimerActive) Descriptor() protoreflect.EnumDescriptor {
+	return file_machine_machine_proto_enumTypes[6].Descriptor()
+}
+
+func (ConnectRecord_TimerActive) Type() protoreflect.EnumType {
+	return &file_machine_machine_proto_enumTypes[6]
+}
+
+func (x ConnectRecord_TimerActive) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ConnectRecord_TimerActive.Descriptor instead.
+func (ConnectRecord_TimerActive) EnumDescriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{121, 1}
+}
+
 type VersionInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tag           string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
@@ -6432,6 +6612,1041 @@ func (x *MetaDeleteResponse) GetMessages() []*MetaDelete {
 	return nil
 }
 
+type RestartRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Driver        common.ContainerDriver `protobuf:"varint,3,opt,name=driver,proto3,enum=common.ContainerDriver" json:"driver,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartRequest) Reset() {
+	*x = RestartRequest{}
+	mi := &file_machine_machine_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartRequest) ProtoMessage() {}
+
+func (x *RestartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartRequest.ProtoReflect.Descriptor instead.
+func (*RestartRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *RestartRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *RestartRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RestartRequest) GetDriver() common.ContainerDriver {
+	if x != nil {
+		return x.Driver
+	}
+	return common.ContainerDriver(0)
+}
+
+type Restart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Restart) Reset() {
+	*x = Restart{}
+	mi := &file_machine_machine_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Restart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Restart) ProtoMessage() {}
+
+func (x *Restart) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Restart.ProtoReflect.Descriptor instead.
+func (*Restart) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *Restart) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type RestartResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*Restart             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartResponse) Reset() {
+	*x = RestartResponse{}
+	mi := &file_machine_machine_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartResponse) ProtoMessage() {}
+
+func (x *RestartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartResponse.ProtoReflect.Descriptor instead.
+func (*RestartResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *RestartResponse) GetMessages() []*Restart {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type DiskUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many levels of subdirectories to report; 0 is no limit.
+	RecursionDepth int32 `protobuf:"varint,1,opt,name=recursion_depth,json=recursionDepth,proto3" json:"recursion_depth,omitempty"`
+	// Report files too, not only directories.
+	All bool `protobuf:"varint,2,opt,name=all,proto3" json:"all,omitempty"`
+	// Leave out entries smaller than this when positive, larger than
+	// its absolute value when negative.
+	Threshold     int64    `protobuf:"varint,3,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	Paths         []string `protobuf:"bytes,4,rep,name=paths,proto3" json:"paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiskUsageRequest) Reset() {
+	*x = DiskUsageRequest{}
+	mi := &file_machine_machine_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiskUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiskUsageRequest) ProtoMessage() {}
+
+func (x *DiskUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiskUsageRequest.ProtoReflect.Descriptor instead.
+func (*DiskUsageRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *DiskUsageRequest) GetRecursionDepth() int32 {
+	if x != nil {
+		return x.RecursionDepth
+	}
+	return 0
+}
+
+func (x *DiskUsageRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *DiskUsageRequest) GetThreshold() int64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *DiskUsageRequest) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+type DiskUsageInfo struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Metadata *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// The path, prefixed by the path asked for.
+	Name  string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Size  int64  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// The path relative to the path asked for.
+	RelativeName  string `protobuf:"bytes,5,opt,name=relative_name,json=relativeName,proto3" json:"relative_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiskUsageInfo) Reset() {
+	*x = DiskUsageInfo{}
+	mi := &file_machine_machine_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiskUsageInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiskUsageInfo) ProtoMessage() {}
+
+func (x *DiskUsageInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiskUsageInfo.ProtoReflect.Descriptor instead.
+func (*DiskUsageInfo) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *DiskUsageInfo) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *DiskUsageInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DiskUsageInfo) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *DiskUsageInfo) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *DiskUsageInfo) GetRelativeName() string {
+	if x != nil {
+		return x.RelativeName
+	}
+	return ""
+}
+
+type PacketCaptureRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Interface   string                 `protobuf:"bytes,1,opt,name=interface,proto3" json:"interface,omitempty"`
+	Promiscuous bool                   `protobuf:"varint,2,opt,name=promiscuous,proto3" json:"promiscuous,omitempty"`
+	SnapLen     uint32                 `protobuf:"varint,3,opt,name=snap_len,json=snapLen,proto3" json:"snap_len,omitempty"`
+	// A classic BPF program (tcpdump -dd).
+	BpfFilter     []*BPFInstruction `protobuf:"bytes,4,rep,name=bpf_filter,json=bpfFilter,proto3" json:"bpf_filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PacketCaptureRequest) Reset() {
+	*x = PacketCaptureRequest{}
+	mi := &file_machine_machine_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PacketCaptureRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PacketCaptureRequest) ProtoMessage() {}
+
+func (x *PacketCaptureRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PacketCaptureRequest.ProtoReflect.Descriptor instead.
+func (*PacketCaptureRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *PacketCaptureRequest) GetInterface() string {
+	if x != nil {
+		return x.Interface
+	}
+	return ""
+}
+
+func (x *PacketCaptureRequest) GetPromiscuous() bool {
+	if x != nil {
+		return x.Promiscuous
+	}
+	return false
+}
+
+func (x *PacketCaptureRequest) GetSnapLen() uint32 {
+	if x != nil {
+		return x.SnapLen
+	}
+	return 0
+}
+
+func (x *PacketCaptureRequest) GetBpfFilter() []*BPFInstruction {
+	if x != nil {
+		return x.BpfFilter
+	}
+	return nil
+}
+
+type BPFInstruction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            uint32                 `protobuf:"varint,1,opt,name=op,proto3" json:"op,omitempty"`
+	Jt            uint32                 `protobuf:"varint,2,opt,name=jt,proto3" json:"jt,omitempty"`
+	Jf            uint32                 `protobuf:"varint,3,opt,name=jf,proto3" json:"jf,omitempty"`
+	K             uint32                 `protobuf:"varint,4,opt,name=k,proto3" json:"k,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BPFInstruction) Reset() {
+	*x = BPFInstruction{}
+	mi := &file_machine_machine_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BPFInstruction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BPFInstruction) ProtoMessage() {}
+
+func (x *BPFInstruction) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BPFInstruction.ProtoReflect.Descriptor instead.
+func (*BPFInstruction) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *BPFInstruction) GetOp() uint32 {
+	if x != nil {
+		return x.Op
+	}
+	return 0
+}
+
+func (x *BPFInstruction) GetJt() uint32 {
+	if x != nil {
+		return x.Jt
+	}
+	return 0
+}
+
+func (x *BPFInstruction) GetJf() uint32 {
+	if x != nil {
+		return x.Jf
+	}
+	return 0
+}
+
+func (x *BPFInstruction) GetK() uint32 {
+	if x != nil {
+		return x.K
+	}
+	return 0
+}
+
+type NetstatRequest struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Filter        NetstatRequest_Filter   `protobuf:"varint,1,opt,name=filter,proto3,enum=machine.NetstatRequest_Filter" json:"filter,omitempty"`
+	Feature       *NetstatRequest_Feature `protobuf:"bytes,2,opt,name=feature,proto3" json:"feature,omitempty"`
+	L4Proto       *NetstatRequest_L4Proto `protobuf:"bytes,3,opt,name=l4proto,proto3" json:"l4proto,omitempty"`
+	Netns         *NetstatRequest_NetNS   `protobuf:"bytes,4,opt,name=netns,proto3" json:"netns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetstatRequest) Reset() {
+	*x = NetstatRequest{}
+	mi := &file_machine_machine_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetstatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetstatRequest) ProtoMessage() {}
+
+func (x *NetstatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetstatRequest.ProtoReflect.Descriptor instead.
+func (*NetstatRequest) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *NetstatRequest) GetFilter() NetstatRequest_Filter {
+	if x != nil {
+		return x.Filter
+	}
+	return NetstatRequest_ALL
+}
+
+func (x *NetstatRequest) GetFeature() *NetstatRequest_Feature {
+	if x != nil {
+		return x.Feature
+	}
+	return nil
+}
+
+func (x *NetstatRequest) GetL4Proto() *NetstatRequest_L4Proto {
+	if x != nil {
+		return x.L4Proto
+	}
+	return nil
+}
+
+func (x *NetstatRequest) GetNetns() *NetstatRequest_NetNS {
+	if x != nil {
+		return x.Netns
+	}
+	return nil
+}
+
+type ConnectRecord struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	L4Proto       string                    `protobuf:"bytes,1,opt,name=l4proto,proto3" json:"l4proto,omitempty"`
+	Localip       string                    `protobuf:"bytes,2,opt,name=localip,proto3" json:"localip,omitempty"`
+	Localport     uint32                    `protobuf:"varint,3,opt,name=localport,proto3" json:"localport,omitempty"`
+	Remoteip      string                    `protobuf:"bytes,4,opt,name=remoteip,proto3" json:"remoteip,omitempty"`
+	Remoteport    uint32                    `protobuf:"varint,5,opt,name=remoteport,proto3" json:"remoteport,omitempty"`
+	State         ConnectRecord_State       `protobuf:"varint,6,opt,name=state,proto3,enum=machine.ConnectRecord_State" json:"state,omitempty"`
+	Txqueue       uint64                    `protobuf:"varint,7,opt,name=txqueue,proto3" json:"txqueue,omitempty"`
+	Rxqueue       uint64                    `protobuf:"varint,8,opt,name=rxqueue,proto3" json:"rxqueue,omitempty"`
+	Tr            ConnectRecord_TimerActive `protobuf:"varint,9,opt,name=tr,proto3,enum=machine.ConnectRecord_TimerActive" json:"tr,omitempty"`
+	Timerwhen     uint64                    `protobuf:"varint,10,opt,name=timerwhen,proto3" json:"timerwhen,omitempty"`
+	Retrnsmt      uint64                    `protobuf:"varint,11,opt,name=retrnsmt,proto3" json:"retrnsmt,omitempty"`
+	Uid           uint32                    `protobuf:"varint,12,opt,name=uid,proto3" json:"uid,omitempty"`
+	Timeout       uint64                    `protobuf:"varint,13,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Inode         uint64                    `protobuf:"varint,14,opt,name=inode,proto3" json:"inode,omitempty"`
+	Ref           uint64                    `protobuf:"varint,15,opt,name=ref,proto3" json:"ref,omitempty"`
+	Pointer       uint64                    `protobuf:"varint,16,opt,name=pointer,proto3" json:"pointer,omitempty"`
+	Process       *ConnectRecord_Process    `protobuf:"bytes,17,opt,name=process,proto3" json:"process,omitempty"`
+	Netns         string                    `protobuf:"bytes,18,opt,name=netns,proto3" json:"netns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectRecord) Reset() {
+	*x = ConnectRecord{}
+	mi := &file_machine_machine_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectRecord) ProtoMessage() {}
+
+func (x *ConnectRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectRecord.ProtoReflect.Descriptor instead.
+func (*ConnectRecord) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *ConnectRecord) GetL4Proto() string {
+	if x != nil {
+		return x.L4Proto
+	}
+	return ""
+}
+
+func (x *ConnectRecord) GetLocalip() string {
+	if x != nil {
+		return x.Localip
+	}
+	return ""
+}
+
+func (x *ConnectRecord) GetLocalport() uint32 {
+	if x != nil {
+		return x.Localport
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetRemoteip() string {
+	if x != nil {
+		return x.Remoteip
+	}
+	return ""
+}
+
+func (x *ConnectRecord) GetRemoteport() uint32 {
+	if x != nil {
+		return x.Remoteport
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetState() ConnectRecord_State {
+	if x != nil {
+		return x.State
+	}
+	return ConnectRecord_RESERVED
+}
+
+func (x *ConnectRecord) GetTxqueue() uint64 {
+	if x != nil {
+		return x.Txqueue
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetRxqueue() uint64 {
+	if x != nil {
+		return x.Rxqueue
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetTr() ConnectRecord_TimerActive {
+	if x != nil {
+		return x.Tr
+	}
+	return ConnectRecord_OFF
+}
+
+func (x *ConnectRecord) GetTimerwhen() uint64 {
+	if x != nil {
+		return x.Timerwhen
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetRetrnsmt() uint64 {
+	if x != nil {
+		return x.Retrnsmt
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetUid() uint32 {
+	if x != nil {
+		return x.Uid
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetTimeout() uint64 {
+	if x != nil {
+		return x.Timeout
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetInode() uint64 {
+	if x != nil {
+		return x.Inode
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetRef() uint64 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetPointer() uint64 {
+	if x != nil {
+		return x.Pointer
+	}
+	return 0
+}
+
+func (x *ConnectRecord) GetProcess() *ConnectRecord_Process {
+	if x != nil {
+		return x.Process
+	}
+	return nil
+}
+
+func (x *ConnectRecord) GetNetns() string {
+	if x != nil {
+		return x.Netns
+	}
+	return ""
+}
+
+type Netstat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Connectrecord []*ConnectRecord       `protobuf:"bytes,2,rep,name=connectrecord,proto3" json:"connectrecord,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Netstat) Reset() {
+	*x = Netstat{}
+	mi := &file_machine_machine_proto_msgTypes[122]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Netstat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Netstat) ProtoMessage() {}
+
+func (x *Netstat) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[122]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Netstat.ProtoReflect.Descriptor instead.
+func (*Netstat) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{122}
+}
+
+func (x *Netstat) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Netstat) GetConnectrecord() []*ConnectRecord {
+	if x != nil {
+		return x.Connectrecord
+	}
+	return nil
+}
+
+type NetstatResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*Netstat             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetstatResponse) Reset() {
+	*x = NetstatResponse{}
+	mi := &file_machine_machine_proto_msgTypes[123]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetstatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetstatResponse) ProtoMessage() {}
+
+func (x *NetstatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[123]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetstatResponse.ProtoReflect.Descriptor instead.
+func (*NetstatResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{123}
+}
+
+func (x *NetstatResponse) GetMessages() []*Netstat {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type NetstatRequest_Feature struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           bool                   `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetstatRequest_Feature) Reset() {
+	*x = NetstatRequest_Feature{}
+	mi := &file_machine_machine_proto_msgTypes[125]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetstatRequest_Feature) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetstatRequest_Feature) ProtoMessage() {}
+
+func (x *NetstatRequest_Feature) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[125]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetstatRequest_Feature.ProtoReflect.Descriptor instead.
+func (*NetstatRequest_Feature) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{120, 0}
+}
+
+func (x *NetstatRequest_Feature) GetPid() bool {
+	if x != nil {
+		return x.Pid
+	}
+	return false
+}
+
+type NetstatRequest_L4Proto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tcp           bool                   `protobuf:"varint,1,opt,name=tcp,proto3" json:"tcp,omitempty"`
+	Tcp6          bool                   `protobuf:"varint,2,opt,name=tcp6,proto3" json:"tcp6,omitempty"`
+	Udp           bool                   `protobuf:"varint,3,opt,name=udp,proto3" json:"udp,omitempty"`
+	Udp6          bool                   `protobuf:"varint,4,opt,name=udp6,proto3" json:"udp6,omitempty"`
+	Udplite       bool                   `protobuf:"varint,5,opt,name=udplite,proto3" json:"udplite,omitempty"`
+	Udplite6      bool                   `protobuf:"varint,6,opt,name=udplite6,proto3" json:"udplite6,omitempty"`
+	Raw           bool                   `protobuf:"varint,7,opt,name=raw,proto3" json:"raw,omitempty"`
+	Raw6          bool                   `protobuf:"varint,8,opt,name=raw6,proto3" json:"raw6,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetstatRequest_L4Proto) Reset() {
+	*x = NetstatRequest_L4Proto{}
+	mi := &file_machine_machine_proto_msgTypes[126]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetstatRequest_L4Proto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetstatRequest_L4Proto) ProtoMessage() {}
+
+func (x *NetstatRequest_L4Proto) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[126]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetstatRequest_L4Proto.ProtoReflect.Descriptor instead.
+func (*NetstatRequest_L4Proto) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{120, 1}
+}
+
+func (x *NetstatRequest_L4Proto) GetTcp() bool {
+	if x != nil {
+		return x.Tcp
+	}
+	return false
+}
+
+func (x *NetstatRequest_L4Proto) GetTcp6() bool {
+	if x != nil {
+		return x.Tcp6
+	}
+	return false
+}
+
+func (x *NetstatRequest_L4Proto) GetUdp() bool {
+	if x != nil {
+		return x.Udp
+	}
+	return false
+}
+
+func (x *NetstatRequest_L4Proto) GetUdp6() bool {
+	if x != nil {
+		return x.Udp6
+	}
+	return false
+}
+
+func (x *NetstatRequest_L4Proto) GetUdplite() bool {
+	if x != nil {
+		return x.Udplite
+	}
+	return false
+}
+
+func (x *NetstatRequest_L4Proto) GetUdplite6() bool {
+	if x != nil {
+		return x.Udplite6
+	}
+	return false
+}
+
+func (x *NetstatRequest_L4Proto) GetRaw() bool {
+	if x != nil {
+		return x.Raw
+	}
+	return false
+}
+
+func (x *NetstatRequest_L4Proto) GetRaw6() bool {
+	if x != nil {
+		return x.Raw6
+	}
+	return false
+}
+
+type NetstatRequest_NetNS struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hostnetwork   bool                   `protobuf:"varint,1,opt,name=hostnetwork,proto3" json:"hostnetwork,omitempty"`
+	Netns         []string               `protobuf:"bytes,2,rep,name=netns,proto3" json:"netns,omitempty"`
+	Allnetns      bool                   `protobuf:"varint,3,opt,name=allnetns,proto3" json:"allnetns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetstatRequest_NetNS) Reset() {
+	*x = NetstatRequest_NetNS{}
+	mi := &file_machine_machine_proto_msgTypes[127]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetstatRequest_NetNS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetstatRequest_NetNS) ProtoMessage() {}
+
+func (x *NetstatRequest_NetNS) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[127]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetstatRequest_NetNS.ProtoReflect.Descriptor instead.
+func (*NetstatRequest_NetNS) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{120, 2}
+}
+
+func (x *NetstatRequest_NetNS) GetHostnetwork() bool {
+	if x != nil {
+		return x.Hostnetwork
+	}
+	return false
+}
+
+func (x *NetstatRequest_NetNS) GetNetns() []string {
+	if x != nil {
+		return x.Netns
+	}
+	return nil
+}
+
+func (x *NetstatRequest_NetNS) GetAllnetns() bool {
+	if x != nil {
+		return x.Allnetns
+	}
+	return false
+}
+
+type ConnectRecord_Process struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           uint32                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectRecord_Process) Reset() {
+	*x = ConnectRecord_Process{}
+	mi := &file_machine_machine_proto_msgTypes[128]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectRecord_Process) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectRecord_Process) ProtoMessage() {}
+
+func (x *ConnectRecord_Process) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[128]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectRecord_Process.ProtoReflect.Descriptor instead.
+func (*ConnectRecord_Process) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{121, 0}
+}
+
+func (x *ConnectRecord_Process) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ConnectRecord_Process) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 var File_machine_machine_proto protoreflect.FileDescriptor
 
 const file_machine_machine_proto_rawDesc = "" +
@@ -6869,7 +8084,112 @@ const file_machine_machine_proto_rawDesc = "" +
 	"MetaDelete\x12,\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"E\n" +
 	"\x12MetaDeleteResponse\x12/\n" +
-	"\bmessages\x18\x01 \x03(\v2\x13.machine.MetaDeleteR\bmessages2\xc5\x16\n" +
+	"\bmessages\x18\x01 \x03(\v2\x13.machine.MetaDeleteR\bmessages\"o\n" +
+	"\x0eRestartRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12/\n" +
+	"\x06driver\x18\x03 \x01(\x0e2\x17.common.ContainerDriverR\x06driver\"7\n" +
+	"\aRestart\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\"?\n" +
+	"\x0fRestartResponse\x12,\n" +
+	"\bmessages\x18\x01 \x03(\v2\x10.machine.RestartR\bmessages\"\x81\x01\n" +
+	"\x10DiskUsageRequest\x12'\n" +
+	"\x0frecursion_depth\x18\x01 \x01(\x05R\x0erecursionDepth\x12\x10\n" +
+	"\x03all\x18\x02 \x01(\bR\x03all\x12\x1c\n" +
+	"\tthreshold\x18\x03 \x01(\x03R\tthreshold\x12\x14\n" +
+	"\x05paths\x18\x04 \x03(\tR\x05paths\"\xa0\x01\n" +
+	"\rDiskUsageInfo\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12#\n" +
+	"\rrelative_name\x18\x05 \x01(\tR\frelativeName\"\xa9\x01\n" +
+	"\x14PacketCaptureRequest\x12\x1c\n" +
+	"\tinterface\x18\x01 \x01(\tR\tinterface\x12 \n" +
+	"\vpromiscuous\x18\x02 \x01(\bR\vpromiscuous\x12\x19\n" +
+	"\bsnap_len\x18\x03 \x01(\rR\asnapLen\x126\n" +
+	"\n" +
+	"bpf_filter\x18\x04 \x03(\v2\x17.machine.BPFInstructionR\tbpfFilter\"N\n" +
+	"\x0eBPFInstruction\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\rR\x02op\x12\x0e\n" +
+	"\x02jt\x18\x02 \x01(\rR\x02jt\x12\x0e\n" +
+	"\x02jf\x18\x03 \x01(\rR\x02jf\x12\f\n" +
+	"\x01k\x18\x04 \x01(\rR\x01k\"\xd2\x04\n" +
+	"\x0eNetstatRequest\x126\n" +
+	"\x06filter\x18\x01 \x01(\x0e2\x1e.machine.NetstatRequest.FilterR\x06filter\x129\n" +
+	"\afeature\x18\x02 \x01(\v2\x1f.machine.NetstatRequest.FeatureR\afeature\x129\n" +
+	"\al4proto\x18\x03 \x01(\v2\x1f.machine.NetstatRequest.L4protoR\al4proto\x123\n" +
+	"\x05netns\x18\x04 \x01(\v2\x1d.machine.NetstatRequest.NetNSR\x05netns\x1a\x1b\n" +
+	"\aFeature\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\bR\x03pid\x1a\xb1\x01\n" +
+	"\aL4proto\x12\x10\n" +
+	"\x03tcp\x18\x01 \x01(\bR\x03tcp\x12\x12\n" +
+	"\x04tcp6\x18\x02 \x01(\bR\x04tcp6\x12\x10\n" +
+	"\x03udp\x18\x03 \x01(\bR\x03udp\x12\x12\n" +
+	"\x04udp6\x18\x04 \x01(\bR\x04udp6\x12\x18\n" +
+	"\audplite\x18\x05 \x01(\bR\audplite\x12\x1a\n" +
+	"\budplite6\x18\x06 \x01(\bR\budplite6\x12\x10\n" +
+	"\x03raw\x18\a \x01(\bR\x03raw\x12\x12\n" +
+	"\x04raw6\x18\b \x01(\bR\x04raw6\x1a[\n" +
+	"\x05NetNS\x12 \n" +
+	"\vhostnetwork\x18\x01 \x01(\bR\vhostnetwork\x12\x14\n" +
+	"\x05netns\x18\x02 \x03(\tR\x05netns\x12\x1a\n" +
+	"\ballnetns\x18\x03 \x01(\bR\ballnetns\"/\n" +
+	"\x06Filter\x12\a\n" +
+	"\x03ALL\x10\x00\x12\r\n" +
+	"\tCONNECTED\x10\x01\x12\r\n" +
+	"\tLISTENING\x10\x02\"\xdc\x06\n" +
+	"\rConnectRecord\x12\x18\n" +
+	"\al4proto\x18\x01 \x01(\tR\al4proto\x12\x18\n" +
+	"\alocalip\x18\x02 \x01(\tR\alocalip\x12\x1c\n" +
+	"\tlocalport\x18\x03 \x01(\rR\tlocalport\x12\x1a\n" +
+	"\bremoteip\x18\x04 \x01(\tR\bremoteip\x12\x1e\n" +
+	"\n" +
+	"remoteport\x18\x05 \x01(\rR\n" +
+	"remoteport\x122\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x1c.machine.ConnectRecord.StateR\x05state\x12\x18\n" +
+	"\atxqueue\x18\a \x01(\x04R\atxqueue\x12\x18\n" +
+	"\arxqueue\x18\b \x01(\x04R\arxqueue\x122\n" +
+	"\x02tr\x18\t \x01(\x0e2\".machine.ConnectRecord.TimerActiveR\x02tr\x12\x1c\n" +
+	"\ttimerwhen\x18\n" +
+	" \x01(\x04R\ttimerwhen\x12\x1a\n" +
+	"\bretrnsmt\x18\v \x01(\x04R\bretrnsmt\x12\x10\n" +
+	"\x03uid\x18\f \x01(\rR\x03uid\x12\x18\n" +
+	"\atimeout\x18\r \x01(\x04R\atimeout\x12\x14\n" +
+	"\x05inode\x18\x0e \x01(\x04R\x05inode\x12\x10\n" +
+	"\x03ref\x18\x0f \x01(\x04R\x03ref\x12\x18\n" +
+	"\apointer\x18\x10 \x01(\x04R\apointer\x128\n" +
+	"\aprocess\x18\x11 \x01(\v2\x1e.machine.ConnectRecord.ProcessR\aprocess\x12\x14\n" +
+	"\x05netns\x18\x12 \x01(\tR\x05netns\x1a/\n" +
+	"\aProcess\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xaf\x01\n" +
+	"\x05State\x12\f\n" +
+	"\bRESERVED\x10\x00\x12\x0f\n" +
+	"\vESTABLISHED\x10\x01\x12\f\n" +
+	"\bSYN_SENT\x10\x02\x12\f\n" +
+	"\bSYN_RECV\x10\x03\x12\r\n" +
+	"\tFIN_WAIT1\x10\x04\x12\r\n" +
+	"\tFIN_WAIT2\x10\x05\x12\r\n" +
+	"\tTIME_WAIT\x10\x06\x12\t\n" +
+	"\x05CLOSE\x10\a\x12\r\n" +
+	"\tCLOSEWAIT\x10\b\x12\v\n" +
+	"\aLASTACK\x10\t\x12\n" +
+	"\n" +
+	"\x06LISTEN\x10\n" +
+	"\x12\v\n" +
+	"\aCLOSING\x10\v\"F\n" +
+	"\vTimerActive\x12\a\n" +
+	"\x03OFF\x10\x00\x12\x06\n" +
+	"\x02ON\x10\x01\x12\r\n" +
+	"\tKEEPALIVE\x10\x02\x12\f\n" +
+	"\bTIMEWAIT\x10\x03\x12\t\n" +
+	"\x05PROBE\x10\x04\"u\n" +
+	"\aNetstat\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12<\n" +
+	"\rconnectrecord\x18\x02 \x03(\v2\x16.machine.ConnectRecordR\rconnectrecord\"?\n" +
+	"\x0fNetstatResponse\x12,\n" +
+	"\bmessages\x18\x01 \x03(\v2\x10.machine.NetstatR\bmessages2\xc3\x18\n" +
 	"\x0eMachineService\x12;\n" +
 	"\aVersion\x12\x16.google.protobuf.Empty\x1a\x18.machine.VersionResponse\x12=\n" +
 	"\bHostname\x12\x16.google.protobuf.Empty\x1a\x19.machine.HostnameResponse\x12C\n" +
@@ -6917,7 +8237,11 @@ const file_machine_machine_proto_rawDesc = "" +
 	"Kubeconfig\x12\x16.google.protobuf.Empty\x1a\f.common.Data0\x01\x12B\n" +
 	"\tMetaWrite\x12\x19.machine.MetaWriteRequest\x1a\x1a.machine.MetaWriteResponse\x12E\n" +
 	"\n" +
-	"MetaDelete\x12\x1a.machine.MetaDeleteRequest\x1a\x1b.machine.MetaDeleteResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
+	"MetaDelete\x12\x1a.machine.MetaDeleteRequest\x1a\x1b.machine.MetaDeleteResponse\x12<\n" +
+	"\aRestart\x12\x17.machine.RestartRequest\x1a\x18.machine.RestartResponse\x12@\n" +
+	"\tDiskUsage\x12\x19.machine.DiskUsageRequest\x1a\x16.machine.DiskUsageInfo0\x01\x12>\n" +
+	"\rPacketCapture\x12\x1d.machine.PacketCaptureRequest\x1a\f.common.Data0\x01\x12<\n" +
+	"\aNetstat\x12\x17.machine.NetstatRequest\x1a\x18.machine.NetstatResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
 
 var (
 	file_machine_machine_proto_rawDescOnce sync.Once
@@ -6931,329 +8255,370 @@ func file_machine_machine_proto_rawDescGZIP() []byte {
 	return file_machine_machine_proto_rawDescData
 }
 
-var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
+var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 129)
 var file_machine_machine_proto_goTypes = []any{
 	(ApplyConfigurationRequest_Mode)(0),         // 0: machine.ApplyConfigurationRequest.Mode
 	(RebootRequest_Mode)(0),                     // 1: machine.RebootRequest.Mode
 	(UpgradeRequest_RebootMode)(0),              // 2: machine.UpgradeRequest.RebootMode
 	(EtcdMemberAlarm_AlarmType)(0),              // 3: machine.EtcdMemberAlarm.AlarmType
-	(*VersionInfo)(nil),                         // 4: machine.VersionInfo
-	(*PlatformInfo)(nil),                        // 5: machine.PlatformInfo
-	(*Version)(nil),                             // 6: machine.Version
-	(*VersionResponse)(nil),                     // 7: machine.VersionResponse
-	(*Hostname)(nil),                            // 8: machine.Hostname
-	(*HostnameResponse)(nil),                    // 9: machine.HostnameResponse
-	(*ServiceEvent)(nil),                        // 10: machine.ServiceEvent
-	(*ServiceEvents)(nil),                       // 11: machine.ServiceEvents
-	(*ServiceHealth)(nil),                       // 12: machine.ServiceHealth
-	(*ServiceInfo)(nil),                         // 13: machine.ServiceInfo
-	(*ServiceList)(nil),                         // 14: machine.ServiceList
-	(*ServiceListResponse)(nil),                 // 15: machine.ServiceListResponse
-	(*ServiceStartRequest)(nil),                 // 16: machine.ServiceStartRequest
-	(*ServiceStart)(nil),                        // 17: machine.ServiceStart
-	(*ServiceStartResponse)(nil),                // 18: machine.ServiceStartResponse
-	(*ServiceStopRequest)(nil),                  // 19: machine.ServiceStopRequest
-	(*ServiceStop)(nil),                         // 20: machine.ServiceStop
-	(*ServiceStopResponse)(nil),                 // 21: machine.ServiceStopResponse
-	(*ServiceRestartRequest)(nil),               // 22: machine.ServiceRestartRequest
-	(*ServiceRestart)(nil),                      // 23: machine.ServiceRestart
-	(*ServiceRestartResponse)(nil),              // 24: machine.ServiceRestartResponse
-	(*LogsRequest)(nil),                         // 25: machine.LogsRequest
-	(*DmesgRequest)(nil),                        // 26: machine.DmesgRequest
-	(*EventsRequest)(nil),                       // 27: machine.EventsRequest
-	(*Event)(nil),                               // 28: machine.Event
-	(*ApplyConfigurationRequest)(nil),           // 29: machine.ApplyConfigurationRequest
-	(*ApplyConfiguration)(nil),                  // 30: machine.ApplyConfiguration
-	(*ApplyConfigurationResponse)(nil),          // 31: machine.ApplyConfigurationResponse
-	(*BootstrapRequest)(nil),                    // 32: machine.BootstrapRequest
-	(*Bootstrap)(nil),                           // 33: machine.Bootstrap
-	(*BootstrapResponse)(nil),                   // 34: machine.BootstrapResponse
-	(*RebootRequest)(nil),                       // 35: machine.RebootRequest
-	(*Reboot)(nil),                              // 36: machine.Reboot
-	(*RebootResponse)(nil),                      // 37: machine.RebootResponse
-	(*ShutdownRequest)(nil),                     // 38: machine.ShutdownRequest
-	(*Shutdown)(nil),                            // 39: machine.Shutdown
-	(*ShutdownResponse)(nil),                    // 40: machine.ShutdownResponse
-	(*ResetPartitionSpec)(nil),                  // 41: machine.ResetPartitionSpec
-	(*ResetRequest)(nil),                        // 42: machine.ResetRequest
-	(*Reset)(nil),                               // 43: machine.Reset
-	(*ResetResponse)(nil),                       // 44: machine.ResetResponse
-	(*UpgradeRequest)(nil),                      // 45: machine.UpgradeRequest
-	(*Upgrade)(nil),                             // 46: machine.Upgrade
-	(*UpgradeResponse)(nil),                     // 47: machine.UpgradeResponse
-	(*RollbackRequest)(nil),                     // 48: machine.RollbackRequest
-	(*Rollback)(nil),                            // 49: machine.Rollback
-	(*RollbackResponse)(nil),                    // 50: machine.RollbackResponse
-	(*ListRequest)(nil),                         // 51: machine.ListRequest
-	(*FileInfo)(nil),                            // 52: machine.FileInfo
-	(*ReadRequest)(nil),                         // 53: machine.ReadRequest
-	(*CopyRequest)(nil),                         // 54: machine.CopyRequest
-	(*MountStat)(nil),                           // 55: machine.MountStat
-	(*Mounts)(nil),                              // 56: machine.Mounts
-	(*MountsResponse)(nil),                      // 57: machine.MountsResponse
-	(*MemInfo)(nil),                             // 58: machine.MemInfo
-	(*Memory)(nil),                              // 59: machine.Memory
-	(*MemoryResponse)(nil),                      // 60: machine.MemoryResponse
-	(*ProcessInfo)(nil),                         // 61: machine.ProcessInfo
-	(*Process)(nil),                             // 62: machine.Process
-	(*ProcessesResponse)(nil),                   // 63: machine.ProcessesResponse
-	(*LoadAvg)(nil),                             // 64: machine.LoadAvg
-	(*LoadAvgResponse)(nil),                     // 65: machine.LoadAvgResponse
-	(*CPUStat)(nil),                             // 66: machine.CPUStat
-	(*SystemStat)(nil),                          // 67: machine.SystemStat
-	(*SystemStatResponse)(nil),                  // 68: machine.SystemStatResponse
-	(*GenerateClientConfigurationRequest)(nil),  // 69: machine.GenerateClientConfigurationRequest
-	(*GenerateClientConfiguration)(nil),         // 70: machine.GenerateClientConfiguration
-	(*GenerateClientConfigurationResponse)(nil), // 71: machine.GenerateClientConfigurationResponse
-	(*EtcdMemberListRequest)(nil),               // 72: machine.EtcdMemberListRequest
-	(*EtcdMember)(nil),                          // 73: machine.EtcdMember
-	(*EtcdMembers)(nil),                         // 74: machine.EtcdMembers
-	(*EtcdMemberListResponse)(nil),              // 75: machine.EtcdMemberListResponse
-	(*EtcdRemoveMemberByIDRequest)(nil),         // 76: machine.EtcdRemoveMemberByIDRequest
-	(*EtcdRemoveMemberByID)(nil),                // 77: machine.EtcdRemoveMemberByID
-	(*EtcdRemoveMemberByIDResponse)(nil),        // 78: machine.EtcdRemoveMemberByIDResponse
-	(*EtcdLeaveClusterRequest)(nil),             // 79: machine.EtcdLeaveClusterRequest
-	(*EtcdLeaveCluster)(nil),                    // 80: machine.EtcdLeaveCluster
-	(*EtcdLeaveClusterResponse)(nil),            // 81: machine.EtcdLeaveClusterResponse
-	(*EtcdForfeitLeadershipRequest)(nil),        // 82: machine.EtcdForfeitLeadershipRequest
-	(*EtcdForfeitLeadership)(nil),               // 83: machine.EtcdForfeitLeadership
-	(*EtcdForfeitLeadershipResponse)(nil),       // 84: machine.EtcdForfeitLeadershipResponse
-	(*EtcdSnapshotRequest)(nil),                 // 85: machine.EtcdSnapshotRequest
-	(*EtcdRecover)(nil),                         // 86: machine.EtcdRecover
-	(*EtcdRecoverResponse)(nil),                 // 87: machine.EtcdRecoverResponse
-	(*EtcdMemberAlarm)(nil),                     // 88: machine.EtcdMemberAlarm
-	(*EtcdAlarm)(nil),                           // 89: machine.EtcdAlarm
-	(*EtcdAlarmListResponse)(nil),               // 90: machine.EtcdAlarmListResponse
-	(*EtcdAlarmDisarm)(nil),                     // 91: machine.EtcdAlarmDisarm
-	(*EtcdAlarmDisarmResponse)(nil),             // 92: machine.EtcdAlarmDisarmResponse
-	(*EtcdDefragment)(nil),                      // 93: machine.EtcdDefragment
-	(*EtcdDefragmentResponse)(nil),              // 94: machine.EtcdDefragmentResponse
-	(*EtcdMemberStatus)(nil),                    // 95: machine.EtcdMemberStatus
-	(*EtcdStatus)(nil),                          // 96: machine.EtcdStatus
-	(*EtcdStatusResponse)(nil),                  // 97: machine.EtcdStatusResponse
-	(*ContainersRequest)(nil),                   // 98: machine.ContainersRequest
-	(*ContainerInfo)(nil),                       // 99: machine.ContainerInfo
-	(*Container)(nil),                           // 100: machine.Container
-	(*ContainersResponse)(nil),                  // 101: machine.ContainersResponse
-	(*StatsRequest)(nil),                        // 102: machine.StatsRequest
-	(*Stat)(nil),                                // 103: machine.Stat
-	(*Stats)(nil),                               // 104: machine.Stats
-	(*StatsResponse)(nil),                       // 105: machine.StatsResponse
-	(*ImageListRequest)(nil),                    // 106: machine.ImageListRequest
-	(*ImageListResponse)(nil),                   // 107: machine.ImageListResponse
-	(*ImagePullRequest)(nil),                    // 108: machine.ImagePullRequest
-	(*ImagePull)(nil),                           // 109: machine.ImagePull
-	(*ImagePullResponse)(nil),                   // 110: machine.ImagePullResponse
-	(*MetaWriteRequest)(nil),                    // 111: machine.MetaWriteRequest
-	(*MetaWrite)(nil),                           // 112: machine.MetaWrite
-	(*MetaWriteResponse)(nil),                   // 113: machine.MetaWriteResponse
-	(*MetaDeleteRequest)(nil),                   // 114: machine.MetaDeleteRequest
-	(*MetaDelete)(nil),                          // 115: machine.MetaDelete
-	(*MetaDeleteResponse)(nil),                  // 116: machine.MetaDeleteResponse
-	nil,                                         // 117: machine.Event.FieldsEntry
-	(*common.Metadata)(nil),                     // 118: common.Metadata
-	(*timestamppb.Timestamp)(nil),               // 119: google.protobuf.Timestamp
-	(common.ContainerDriver)(0),                 // 120: common.ContainerDriver
-	(*durationpb.Duration)(nil),                 // 121: google.protobuf.Duration
-	(common.ContainerdNamespace)(0),             // 122: common.ContainerdNamespace
-	(*emptypb.Empty)(nil),                       // 123: google.protobuf.Empty
-	(*common.Data)(nil),                         // 124: common.Data
+	(NetstatRequest_Filter)(0),                  // 4: machine.NetstatRequest.Filter
+	(ConnectRecord_State)(0),                    // 5: machine.ConnectRecord.State
+	(ConnectRecord_TimerActive)(0),              // 6: machine.ConnectRecord.TimerActive
+	(*VersionInfo)(nil),                         // 7: machine.VersionInfo
+	(*PlatformInfo)(nil),                        // 8: machine.PlatformInfo
+	(*Version)(nil),                             // 9: machine.Version
+	(*VersionResponse)(nil),                     // 10: machine.VersionResponse
+	(*Hostname)(nil),                            // 11: machine.Hostname
+	(*HostnameResponse)(nil),                    // 12: machine.HostnameResponse
+	(*ServiceEvent)(nil),                        // 13: machine.ServiceEvent
+	(*ServiceEvents)(nil),                       // 14: machine.ServiceEvents
+	(*ServiceHealth)(nil),                       // 15: machine.ServiceHealth
+	(*ServiceInfo)(nil),                         // 16: machine.ServiceInfo
+	(*ServiceList)(nil),                         // 17: machine.ServiceList
+	(*ServiceListResponse)(nil),                 // 18: machine.ServiceListResponse
+	(*ServiceStartRequest)(nil),                 // 19: machine.ServiceStartRequest
+	(*ServiceStart)(nil),                        // 20: machine.ServiceStart
+	(*ServiceStartResponse)(nil),                // 21: machine.ServiceStartResponse
+	(*ServiceStopRequest)(nil),                  // 22: machine.ServiceStopRequest
+	(*ServiceStop)(nil),                         // 23: machine.ServiceStop
+	(*ServiceStopResponse)(nil),                 // 24: machine.ServiceStopResponse
+	(*ServiceRestartRequest)(nil),               // 25: machine.ServiceRestartRequest
+	(*ServiceRestart)(nil),                      // 26: machine.ServiceRestart
+	(*ServiceRestartResponse)(nil),              // 27: machine.ServiceRestartResponse
+	(*LogsRequest)(nil),                         // 28: machine.LogsRequest
+	(*DmesgRequest)(nil),                        // 29: machine.DmesgRequest
+	(*EventsRequest)(nil),                       // 30: machine.EventsRequest
+	(*Event)(nil),                               // 31: machine.Event
+	(*ApplyConfigurationRequest)(nil),           // 32: machine.ApplyConfigurationRequest
+	(*ApplyConfiguration)(nil),                  // 33: machine.ApplyConfiguration
+	(*ApplyConfigurationResponse)(nil),          // 34: machine.ApplyConfigurationResponse
+	(*BootstrapRequest)(nil),                    // 35: machine.BootstrapRequest
+	(*Bootstrap)(nil),                           // 36: machine.Bootstrap
+	(*BootstrapResponse)(nil),                   // 37: machine.BootstrapResponse
+	(*RebootRequest)(nil),                       // 38: machine.RebootRequest
+	(*Reboot)(nil),                              // 39: machine.Reboot
+	(*RebootResponse)(nil),                      // 40: machine.RebootResponse
+	(*ShutdownRequest)(nil),                     // 41: machine.ShutdownRequest
+	(*Shutdown)(nil),                            // 42: machine.Shutdown
+	(*ShutdownResponse)(nil),                    // 43: machine.ShutdownResponse
+	(*ResetPartitionSpec)(nil),                  // 44: machine.ResetPartitionSpec
+	(*ResetRequest)(nil),                        // 45: machine.ResetRequest
+	(*Reset)(nil),                               // 46: machine.Reset
+	(*ResetResponse)(nil),                       // 47: machine.ResetResponse
+	(*UpgradeRequest)(nil),                      // 48: machine.UpgradeRequest
+	(*Upgrade)(nil),                             // 49: machine.Upgrade
+	(*UpgradeResponse)(nil),                     // 50: machine.UpgradeResponse
+	(*RollbackRequest)(nil),                     // 51: machine.RollbackRequest
+	(*Rollback)(nil),                            // 52: machine.Rollback
+	(*RollbackResponse)(nil),                    // 53: machine.RollbackResponse
+	(*ListRequest)(nil),                         // 54: machine.ListRequest
+	(*FileInfo)(nil),                            // 55: machine.FileInfo
+	(*ReadRequest)(nil),                         // 56: machine.ReadRequest
+	(*CopyRequest)(nil),                         // 57: machine.CopyRequest
+	(*MountStat)(nil),                           // 58: machine.MountStat
+	(*Mounts)(nil),                              // 59: machine.Mounts
+	(*MountsResponse)(nil),                      // 60: machine.MountsResponse
+	(*MemInfo)(nil),                             // 61: machine.MemInfo
+	(*Memory)(nil),                              // 62: machine.Memory
+	(*MemoryResponse)(nil),                      // 63: machine.MemoryResponse
+	(*ProcessInfo)(nil),                         // 64: machine.ProcessInfo
+	(*Process)(nil),                             // 65: machine.Process
+	(*ProcessesResponse)(nil),                   // 66: machine.ProcessesResponse
+	(*LoadAvg)(nil),                             // 67: machine.LoadAvg
+	(*LoadAvgResponse)(nil),                     // 68: machine.LoadAvgResponse
+	(*CPUStat)(nil),                             // 69: machine.CPUStat
+	(*SystemStat)(nil),                          // 70: machine.SystemStat
+	(*SystemStatResponse)(nil),                  // 71: machine.SystemStatResponse
+	(*GenerateClientConfigurationRequest)(nil),  // 72: machine.GenerateClientConfigurationRequest
+	(*GenerateClientConfiguration)(nil),         // 73: machine.GenerateClientConfiguration
+	(*GenerateClientConfigurationResponse)(nil), // 74: machine.GenerateClientConfigurationResponse
+	(*EtcdMemberListRequest)(nil),               // 75: machine.EtcdMemberListRequest
+	(*EtcdMember)(nil),                          // 76: machine.EtcdMember
+	(*EtcdMembers)(nil),                         // 77: machine.EtcdMembers
+	(*EtcdMemberListResponse)(nil),              // 78: machine.EtcdMemberListResponse
+	(*EtcdRemoveMemberByIDRequest)(nil),         // 79: machine.EtcdRemoveMemberByIDRequest
+	(*EtcdRemoveMemberByID)(nil),                // 80: machine.EtcdRemoveMemberByID
+	(*EtcdRemoveMemberByIDResponse)(nil),        // 81: machine.EtcdRemoveMemberByIDResponse
+	(*EtcdLeaveClusterRequest)(nil),             // 82: machine.EtcdLeaveClusterRequest
+	(*EtcdLeaveCluster)(nil),                    // 83: machine.EtcdLeaveCluster
+	(*EtcdLeaveClusterResponse)(nil),            // 84: machine.EtcdLeaveClusterResponse
+	(*EtcdForfeitLeadershipRequest)(nil),        // 85: machine.EtcdForfeitLeadershipRequest
+	(*EtcdForfeitLeadership)(nil),               // 86: machine.EtcdForfeitLeadership
+	(*EtcdForfeitLeadershipResponse)(nil),       // 87: machine.EtcdForfeitLeadershipResponse
+	(*EtcdSnapshotRequest)(nil),                 // 88: machine.EtcdSnapshotRequest
+	(*EtcdRecover)(nil),                         // 89: machine.EtcdRecover
+	(*EtcdRecoverResponse)(nil),                 // 90: machine.EtcdRecoverResponse
+	(*EtcdMemberAlarm)(nil),                     // 91: machine.EtcdMemberAlarm
+	(*EtcdAlarm)(nil),                           // 92: machine.EtcdAlarm
+	(*EtcdAlarmListResponse)(nil),               // 93: machine.EtcdAlarmListResponse
+	(*EtcdAlarmDisarm)(nil),                     // 94: machine.EtcdAlarmDisarm
+	(*EtcdAlarmDisarmResponse)(nil),             // 95: machine.EtcdAlarmDisarmResponse
+	(*EtcdDefragment)(nil),                      // 96: machine.EtcdDefragment
+	(*EtcdDefragmentResponse)(nil),              // 97: machine.EtcdDefragmentResponse
+	(*EtcdMemberStatus)(nil),                    // 98: machine.EtcdMemberStatus
+	(*EtcdStatus)(nil),                          // 99: machine.EtcdStatus
+	(*EtcdStatusResponse)(nil),                  // 100: machine.EtcdStatusResponse
+	(*ContainersRequest)(nil),                   // 101: machine.ContainersRequest
+	(*ContainerInfo)(nil),                       // 102: machine.ContainerInfo
+	(*Container)(nil),                           // 103: machine.Container
+	(*ContainersResponse)(nil),                  // 104: machine.ContainersResponse
+	(*StatsRequest)(nil),                        // 105: machine.StatsRequest
+	(*Stat)(nil),                                // 106: machine.Stat
+	(*Stats)(nil),                               // 107: machine.Stats
+	(*StatsResponse)(nil),                       // 108: machine.StatsResponse
+	(*ImageListRequest)(nil),                    // 109: machine.ImageListRequest
+	(*ImageListResponse)(nil),                   // 110: machine.ImageListResponse
+	(*ImagePullRequest)(nil),                    // 111: machine.ImagePullRequest
+	(*ImagePull)(nil),                           // 112: machine.ImagePull
+	(*ImagePullResponse)(nil),                   // 113: machine.ImagePullResponse
+	(*MetaWriteRequest)(nil),                    // 114: machine.MetaWriteRequest
+	(*MetaWrite)(nil),                           // 115: machine.MetaWrite
+	(*MetaWriteResponse)(nil),                   // 116: machine.MetaWriteResponse
+	(*MetaDeleteRequest)(nil),                   // 117: machine.MetaDeleteRequest
+	(*MetaDelete)(nil),                          // 118: machine.MetaDelete
+	(*MetaDeleteResponse)(nil),                  // 119: machine.MetaDeleteResponse
+	(*RestartRequest)(nil),                      // 120: machine.RestartRequest
+	(*Restart)(nil),                             // 121: machine.Restart
+	(*RestartResponse)(nil),                     // 122: machine.RestartResponse
+	(*DiskUsageRequest)(nil),                    // 123: machine.DiskUsageRequest
+	(*DiskUsageInfo)(nil),                       // 124: machine.DiskUsageInfo
+	(*PacketCaptureRequest)(nil),                // 125: machine.PacketCaptureRequest
+	(*BPFInstruction)(nil),                      // 126: machine.BPFInstruction
+	(*NetstatRequest)(nil),                      // 127: machine.NetstatRequest
+	(*ConnectRecord)(nil),                       // 128: machine.ConnectRecord
+	(*Netstat)(nil),                             // 129: machine.Netstat
+	(*NetstatResponse)(nil),                     // 130: machine.NetstatResponse
+	nil,                                         // 131: machine.Event.FieldsEntry
+	(*NetstatRequest_Feature)(nil),              // 132: machine.NetstatRequest.Feature
+	(*NetstatRequest_L4Proto)(nil),              // 133: machine.NetstatRequest.L4proto
+	(*NetstatRequest_NetNS)(nil),                // 134: machine.NetstatRequest.NetNS
+	(*ConnectRecord_Process)(nil),               // 135: machine.ConnectRecord.Process
+	(*common.Metadata)(nil),                     // 136: common.Metadata
+	(*timestamppb.Timestamp)(nil),               // 137: google.protobuf.Timestamp
+	(common.ContainerDriver)(0),                 // 138: common.ContainerDriver
+	(*durationpb.Duration)(nil),                 // 139: google.protobuf.Duration
+	(common.ContainerdNamespace)(0),             // 140: common.ContainerdNamespace
+	(*emptypb.Empty)(nil),                       // 141: google.protobuf.Empty
+	(*common.Data)(nil),                         // 142: common.Data
 }
 var file_machine_machine_proto_depIdxs = []int32{
-	118, // 0: machine.Version.metadata:type_name -> common.Metadata
-	4,   // 1: machine.Version.version:type_name -> machine.VersionInfo
-	5,   // 2: machine.Version.platform:type_name -> machine.PlatformInfo
-	6,   // 3: machine.VersionResponse.messages:type_name -> machine.Version
-	118, // 4: machine.Hostname.metadata:type_name -> common.Metadata
-	8,   // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
-	119, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
-	10,  // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
-	119, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
-	11,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
-	12,  // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
-	118, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
-	13,  // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
-	14,  // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
-	118, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
-	17,  // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
-	118, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
-	20,  // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
-	118, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
-	23,  // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
-	120, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
-	118, // 21: machine.Event.metadata:type_name -> common.Metadata
-	119, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
-	117, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
+	136, // 0: machine.Version.metadata:type_name -> common.Metadata
+	7,   // 1: machine.Version.version:type_name -> machine.VersionInfo
+	8,   // 2: machine.Version.platform:type_name -> machine.PlatformInfo
+	9,   // 3: machine.VersionResponse.messages:type_name -> machine.Version
+	136, // 4: machine.Hostname.metadata:type_name -> common.Metadata
+	11,  // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
+	137, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
+	13,  // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
+	137, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
+	14,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
+	15,  // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
+	136, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
+	16,  // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
+	17,  // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
+	136, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
+	20,  // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
+	136, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
+	23,  // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
+	136, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
+	26,  // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
+	138, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
+	136, // 21: machine.Event.metadata:type_name -> common.Metadata
+	137, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
+	131, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
 	0,   // 24: machine.ApplyConfigurationRequest.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	121, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
-	118, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
+	139, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
+	136, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
 	0,   // 27: machine.ApplyConfiguration.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	30,  // 28: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
-	118, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
-	33,  // 30: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
+	33,  // 28: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
+	136, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
+	36,  // 30: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
 	1,   // 31: machine.RebootRequest.mode:type_name -> machine.RebootRequest.Mode
-	118, // 32: machine.Reboot.metadata:type_name -> common.Metadata
-	36,  // 33: machine.RebootResponse.messages:type_name -> machine.Reboot
-	118, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
-	39,  // 35: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
-	41,  // 36: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
-	118, // 37: machine.Reset.metadata:type_name -> common.Metadata
-	43,  // 38: machine.ResetResponse.messages:type_name -> machine.Reset
+	136, // 32: machine.Reboot.metadata:type_name -> common.Metadata
+	39,  // 33: machine.RebootResponse.messages:type_name -> machine.Reboot
+	136, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
+	42,  // 35: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
+	44,  // 36: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
+	136, // 37: machine.Reset.metadata:type_name -> common.Metadata
+	46,  // 38: machine.ResetResponse.messages:type_name -> machine.Reset
 	2,   // 39: machine.UpgradeRequest.reboot_mode:type_name -> machine.UpgradeRequest.RebootMode
-	118, // 40: machine.Upgrade.metadata:type_name -> common.Metadata
-	46,  // 41: machine.UpgradeResponse.messages:type_name -> machine.Upgrade
-	118, // 42: machine.Rollback.metadata:type_name -> common.Metadata
-	49,  // 43: machine.RollbackResponse.messages:type_name -> machine.Rollback
-	118, // 44: machine.FileInfo.metadata:type_name -> common.Metadata
-	118, // 45: machine.Mounts.metadata:type_name -> common.Metadata
-	55,  // 46: machine.Mounts.stats:type_name -> machine.MountStat
-	56,  // 47: machine.MountsResponse.messages:type_name -> machine.Mounts
-	118, // 48: machine.Memory.metadata:type_name -> common.Metadata
-	58,  // 49: machine.Memory.meminfo:type_name -> machine.MemInfo
-	59,  // 50: machine.MemoryResponse.messages:type_name -> machine.Memory
-	118, // 51: machine.Process.metadata:type_name -> common.Metadata
-	61,  // 52: machine.Process.processes:type_name -> machine.ProcessInfo
-	62,  // 53: machine.ProcessesResponse.messages:type_name -> machine.Process
-	118, // 54: machine.LoadAvg.metadata:type_name -> common.Metadata
-	64,  // 55: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
-	118, // 56: machine.SystemStat.metadata:type_name -> common.Metadata
-	66,  // 57: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
-	66,  // 58: machine.SystemStat.cpu:type_name -> machine.CPUStat
-	67,  // 59: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
-	121, // 60: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
-	118, // 61: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
-	70,  // 62: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
-	118, // 63: machine.EtcdMembers.metadata:type_name -> common.Metadata
-	73,  // 64: machine.EtcdMembers.members:type_name -> machine.EtcdMember
-	74,  // 65: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
-	118, // 66: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
-	77,  // 67: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
-	118, // 68: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
-	80,  // 69: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
-	118, // 70: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
-	83,  // 71: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
-	118, // 72: machine.EtcdRecover.metadata:type_name -> common.Metadata
-	86,  // 73: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
+	136, // 40: machine.Upgrade.metadata:type_name -> common.Metadata
+	49,  // 41: machine.UpgradeResponse.messages:type_name -> machine.Upgrade
+	136, // 42: machine.Rollback.metadata:type_name -> common.Metadata
+	52,  // 43: machine.RollbackResponse.messages:type_name -> machine.Rollback
+	136, // 44: machine.FileInfo.metadata:type_name -> common.Metadata
+	136, // 45: machine.Mounts.metadata:type_name -> common.Metadata
+	58,  // 46: machine.Mounts.stats:type_name -> machine.MountStat
+	59,  // 47: machine.MountsResponse.messages:type_name -> machine.Mounts
+	136, // 48: machine.Memory.metadata:type_name -> common.Metadata
+	61,  // 49: machine.Memory.meminfo:type_name -> machine.MemInfo
+	62,  // 50: machine.MemoryResponse.messages:type_name -> machine.Memory
+	136, // 51: machine.Process.metadata:type_name -> common.Metadata
+	64,  // 52: machine.Process.processes:type_name -> machine.ProcessInfo
+	65,  // 53: machine.ProcessesResponse.messages:type_name -> machine.Process
+	136, // 54: machine.LoadAvg.metadata:type_name -> common.Metadata
+	67,  // 55: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
+	136, // 56: machine.SystemStat.metadata:type_name -> common.Metadata
+	69,  // 57: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
+	69,  // 58: machine.SystemStat.cpu:type_name -> machine.CPUStat
+	70,  // 59: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
+	139, // 60: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
+	136, // 61: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
+	73,  // 62: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
+	136, // 63: machine.EtcdMembers.metadata:type_name -> common.Metadata
+	76,  // 64: machine.EtcdMembers.members:type_name -> machine.EtcdMember
+	77,  // 65: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
+	136, // 66: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
+	80,  // 67: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
+	136, // 68: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
+	83,  // 69: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
+	136, // 70: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
+	86,  // 71: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
+	136, // 72: machine.EtcdRecover.metadata:type_name -> common.Metadata
+	89,  // 73: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
 	3,   // 74: machine.EtcdMemberAlarm.alarm:type_name -> machine.EtcdMemberAlarm.AlarmType
-	118, // 75: machine.EtcdAlarm.metadata:type_name -> common.Metadata
-	88,  // 76: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
-	89,  // 77: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
-	118, // 78: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
-	88,  // 79: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
-	91,  // 80: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
-	118, // 81: machine.EtcdDefragment.metadata:type_name -> common.Metadata
-	93,  // 82: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
-	118, // 83: machine.EtcdStatus.metadata:type_name -> common.Metadata
-	95,  // 84: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
-	96,  // 85: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
-	120, // 86: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
-	118, // 87: machine.Container.metadata:type_name -> common.Metadata
-	99,  // 88: machine.Container.containers:type_name -> machine.ContainerInfo
-	100, // 89: machine.ContainersResponse.messages:type_name -> machine.Container
-	120, // 90: machine.StatsRequest.driver:type_name -> common.ContainerDriver
-	118, // 91: machine.Stats.metadata:type_name -> common.Metadata
-	103, // 92: machine.Stats.stats:type_name -> machine.Stat
-	104, // 93: machine.StatsResponse.messages:type_name -> machine.Stats
-	122, // 94: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
-	118, // 95: machine.ImageListResponse.metadata:type_name -> common.Metadata
-	119, // 96: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
-	122, // 97: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
-	118, // 98: machine.ImagePull.metadata:type_name -> common.Metadata
-	109, // 99: machine.ImagePullResponse.messages:type_name -> machine.ImagePull
-	118, // 100: machine.MetaWrite.metadata:type_name -> common.Metadata
-	112, // 101: machine.MetaWriteResponse.messages:type_name -> machine.MetaWrite
-	118, // 102: machine.MetaDelete.metadata:type_name -> common.Metadata
-	115, // 103: machine.MetaDeleteResponse.messages:type_name -> machine.MetaDelete
-	123, // 104: machine.MachineService.Version:input_type -> google.protobuf.Empty
-	123, // 105: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
-	123, // 106: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
-	16,  // 107: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
-	19,  // 108: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
-	22,  // 109: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
-	25,  // 110: machine.MachineService.Logs:input_type -> machine.LogsRequest
-	26,  // 111: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
-	27,  // 112: machine.MachineService.Events:input_type -> machine.EventsRequest
-	29,  // 113: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
-	32,  // 114: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
-	35,  // 115: machine.MachineService.Reboot:input_type -> machine.RebootRequest
-	38,  // 116: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
-	42,  // 117: machine.MachineService.Reset:input_type -> machine.ResetRequest
-	45,  // 118: machine.MachineService.Upgrade:input_type -> machine.UpgradeRequest
-	48,  // 119: machine.MachineService.Rollback:input_type -> machine.RollbackRequest
-	51,  // 120: machine.MachineService.List:input_type -> machine.ListRequest
-	53,  // 121: machine.MachineService.Read:input_type -> machine.ReadRequest
-	54,  // 122: machine.MachineService.Copy:input_type -> machine.CopyRequest
-	123, // 123: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
-	123, // 124: machine.MachineService.Memory:input_type -> google.protobuf.Empty
-	123, // 125: machine.MachineService.Processes:input_type -> google.protobuf.Empty
-	123, // 126: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
-	123, // 127: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
-	69,  // 128: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
-	72,  // 129: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
-	76,  // 130: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
-	79,  // 131: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
-	82,  // 132: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
-	85,  // 133: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
-	124, // 134: machine.MachineService.EtcdRecover:input_type -> common.Data
-	123, // 135: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
-	123, // 136: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
-	123, // 137: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
-	123, // 138: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
-	98,  // 139: machine.MachineService.Containers:input_type -> machine.ContainersRequest
-	102, // 140: machine.MachineService.Stats:input_type -> machine.StatsRequest
-	106, // 141: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
-	108, // 142: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
-	123, // 143: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
-	111, // 144: machine.MachineService.MetaWrite:input_type -> machine.MetaWriteRequest
-	114, // 145: machine.MachineService.MetaDelete:input_type -> machine.MetaDeleteRequest
-	7,   // 146: machine.MachineService.Version:output_type -> machine.VersionResponse
-	9,   // 147: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
-	15,  // 148: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
-	18,  // 149: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
-	21,  // 150: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
-	24,  // 151: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
-	124, // 152: machine.MachineService.Logs:output_type -> common.Data
-	124, // 153: machine.MachineService.Dmesg:output_type -> common.Data
-	28,  // 154: machine.MachineService.Events:output_type -> machine.Event
-	31,  // 155: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
-	34,  // 156: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
-	37,  // 157: machine.MachineService.Reboot:output_type -> machine.RebootResponse
-	40,  // 158: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
-	44,  // 159: machine.MachineService.Reset:output_type -> machine.ResetResponse
-	47,  // 160: machine.MachineService.Upgrade:output_type -> machine.UpgradeResponse
-	50,  // 161: machine.MachineService.Rollback:output_type -> machine.RollbackResponse
-	52,  // 162: machine.MachineService.List:output_type -> machine.FileInfo
-	124, // 163: machine.MachineService.Read:output_type -> common.Data
-	124, // 164: machine.MachineService.Copy:output_type -> common.Data
-	57,  // 165: machine.MachineService.Mounts:output_type -> machine.MountsResponse
-	60,  // 166: machine.MachineService.Memory:output_type -> machine.MemoryResponse
-	63,  // 167: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
-	65,  // 168: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
-	68,  // 169: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
-	71,  // 170: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
-	75,  // 171: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
-	78,  // 172: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
-	81,  // 173: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
-	84,  // 174: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
-	124, // 175: machine.MachineService.EtcdSnapshot:output_type -> common.Data
-	87,  // 176: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
-	90,  // 177: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
-	92,  // 178: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
-	94,  // 179: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
-	97,  // 180: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
-	101, // 181: machine.MachineService.Containers:output_type -> machine.ContainersResponse
-	105, // 182: machine.MachineService.Stats:output_type -> machine.StatsResponse
-	107, // 183: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
-	110, // 184: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
-	124, // 185: machine.MachineService.Kubeconfig:output_type -> common.Data
-	113, // 186: machine.MachineService.MetaWrite:output_type -> machine.MetaWriteResponse
-	116, // 187: machine.MachineService.MetaDelete:output_type -> machine.MetaDeleteResponse
-	146, // [146:188] is the sub-list for method output_type
-	104, // [104:146] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	136, // 75: machine.EtcdAlarm.metadata:type_name -> common.Metadata
+	91,  // 76: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
+	92,  // 77: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
+	136, // 78: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
+	91,  // 79: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
+	94,  // 80: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
+	136, // 81: machine.EtcdDefragment.metadata:type_name -> common.Metadata
+	96,  // 82: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
+	136, // 83: machine.EtcdStatus.metadata:type_name -> common.Metadata
+	98,  // 84: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
+	99,  // 85: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
+	138, // 86: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
+	136, // 87: machine.Container.metadata:type_name -> common.Metadata
+	102, // 88: machine.Container.containers:type_name -> machine.ContainerInfo
+	103, // 89: machine.ContainersResponse.messages:type_name -> machine.Container
+	138, // 90: machine.StatsRequest.driver:type_name -> common.ContainerDriver
+	136, // 91: machine.Stats.metadata:type_name -> common.Metadata
+	106, // 92: machine.Stats.stats:type_name -> machine.Stat
+	107, // 93: machine.StatsResponse.messages:type_name -> machine.Stats
+	140, // 94: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
+	136, // 95: machine.ImageListResponse.metadata:type_name -> common.Metadata
+	137, // 96: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
+	140, // 97: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
+	136, // 98: machine.ImagePull.metadata:type_name -> common.Metadata
+	112, // 99: machine.ImagePullResponse.messages:type_name -> machine.ImagePull
+	136, // 100: machine.MetaWrite.metadata:type_name -> common.Metadata
+	115, // 101: machine.MetaWriteResponse.messages:type_name -> machine.MetaWrite
+	136, // 102: machine.MetaDelete.metadata:type_name -> common.Metadata
+	118, // 103: machine.MetaDeleteResponse.messages:type_name -> machine.MetaDelete
+	138, // 104: machine.RestartRequest.driver:type_name -> common.ContainerDriver
+	136, // 105: machine.Restart.metadata:type_name -> common.Metadata
+	121, // 106: machine.RestartResponse.messages:type_name -> machine.Restart
+	136, // 107: machine.DiskUsageInfo.metadata:type_name -> common.Metadata
+	126, // 108: machine.PacketCaptureRequest.bpf_filter:type_name -> machine.BPFInstruction
+	4,   // 109: machine.NetstatRequest.filter:type_name -> machine.NetstatRequest.Filter
+	132, // 110: machine.NetstatRequest.feature:type_name -> machine.NetstatRequest.Feature
+	133, // 111: machine.NetstatRequest.l4proto:type_name -> machine.NetstatRequest.L4proto
+	134, // 112: machine.NetstatRequest.netns:type_name -> machine.NetstatRequest.NetNS
+	5,   // 113: machine.ConnectRecord.state:type_name -> machine.ConnectRecord.State
+	6,   // 114: machine.ConnectRecord.tr:type_name -> machine.ConnectRecord.TimerActive
+	135, // 115: machine.ConnectRecord.process:type_name -> machine.ConnectRecord.Process
+	136, // 116: machine.Netstat.metadata:type_name -> common.Metadata
+	128, // 117: machine.Netstat.connectrecord:type_name -> machine.ConnectRecord
+	129, // 118: machine.NetstatResponse.messages:type_name -> machine.Netstat
+	141, // 119: machine.MachineService.Version:input_type -> google.protobuf.Empty
+	141, // 120: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
+	141, // 121: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
+	19,  // 122: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
+	22,  // 123: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
+	25,  // 124: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
+	28,  // 125: machine.MachineService.Logs:input_type -> machine.LogsRequest
+	29,  // 126: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
+	30,  // 127: machine.MachineService.Events:input_type -> machine.EventsRequest
+	32,  // 128: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
+	35,  // 129: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
+	38,  // 130: machine.MachineService.Reboot:input_type -> machine.RebootRequest
+	41,  // 131: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
+	45,  // 132: machine.MachineService.Reset:input_type -> machine.ResetRequest
+	48,  // 133: machine.MachineService.Upgrade:input_type -> machine.UpgradeRequest
+	51,  // 134: machine.MachineService.Rollback:input_type -> machine.RollbackRequest
+	54,  // 135: machine.MachineService.List:input_type -> machine.ListRequest
+	56,  // 136: machine.MachineService.Read:input_type -> machine.ReadRequest
+	57,  // 137: machine.MachineService.Copy:input_type -> machine.CopyRequest
+	141, // 138: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
+	141, // 139: machine.MachineService.Memory:input_type -> google.protobuf.Empty
+	141, // 140: machine.MachineService.Processes:input_type -> google.protobuf.Empty
+	141, // 141: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
+	141, // 142: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
+	72,  // 143: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
+	75,  // 144: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
+	79,  // 145: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
+	82,  // 146: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
+	85,  // 147: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
+	88,  // 148: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
+	142, // 149: machine.MachineService.EtcdRecover:input_type -> common.Data
+	141, // 150: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
+	141, // 151: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
+	141, // 152: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
+	141, // 153: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
+	101, // 154: machine.MachineService.Containers:input_type -> machine.ContainersRequest
+	105, // 155: machine.MachineService.Stats:input_type -> machine.StatsRequest
+	109, // 156: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
+	111, // 157: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
+	141, // 158: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
+	114, // 159: machine.MachineService.MetaWrite:input_type -> machine.MetaWriteRequest
+	117, // 160: machine.MachineService.MetaDelete:input_type -> machine.MetaDeleteRequest
+	120, // 161: machine.MachineService.Restart:input_type -> machine.RestartRequest
+	123, // 162: machine.MachineService.DiskUsage:input_type -> machine.DiskUsageRequest
+	125, // 163: machine.MachineService.PacketCapture:input_type -> machine.PacketCaptureRequest
+	127, // 164: machine.MachineService.Netstat:input_type -> machine.NetstatRequest
+	10,  // 165: machine.MachineService.Version:output_type -> machine.VersionResponse
+	12,  // 166: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
+	18,  // 167: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
+	21,  // 168: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
+	24,  // 169: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
+	27,  // 170: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
+	142, // 171: machine.MachineService.Logs:output_type -> common.Data
+	142, // 172: machine.MachineService.Dmesg:output_type -> common.Data
+	31,  // 173: machine.MachineService.Events:output_type -> machine.Event
+	34,  // 174: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
+	37,  // 175: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
+	40,  // 176: machine.MachineService.Reboot:output_type -> machine.RebootResponse
+	43,  // 177: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
+	47,  // 178: machine.MachineService.Reset:output_type -> machine.ResetResponse
+	50,  // 179: machine.MachineService.Upgrade:output_type -> machine.UpgradeResponse
+	53,  // 180: machine.MachineService.Rollback:output_type -> machine.RollbackResponse
+	55,  // 181: machine.MachineService.List:output_type -> machine.FileInfo
+	142, // 182: machine.MachineService.Read:output_type -> common.Data
+	142, // 183: machine.MachineService.Copy:output_type -> common.Data
+	60,  // 184: machine.MachineService.Mounts:output_type -> machine.MountsResponse
+	63,  // 185: machine.MachineService.Memory:output_type -> machine.MemoryResponse
+	66,  // 186: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
+	68,  // 187: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
+	71,  // 188: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
+	74,  // 189: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
+	78,  // 190: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
+	81,  // 191: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
+	84,  // 192: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
+	87,  // 193: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
+	142, // 194: machine.MachineService.EtcdSnapshot:output_type -> common.Data
+	90,  // 195: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
+	93,  // 196: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
+	95,  // 197: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
+	97,  // 198: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
+	100, // 199: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
+	104, // 200: machine.MachineService.Containers:output_type -> machine.ContainersResponse
+	108, // 201: machine.MachineService.Stats:output_type -> machine.StatsResponse
+	110, // 202: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
+	113, // 203: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
+	142, // 204: machine.MachineService.Kubeconfig:output_type -> common.Data
+	116, // 205: machine.MachineService.MetaWrite:output_type -> machine.MetaWriteResponse
+	119, // 206: machine.MachineService.MetaDelete:output_type -> machine.MetaDeleteResponse
+	122, // 207: machine.MachineService.Restart:output_type -> machine.RestartResponse
+	124, // 208: machine.MachineService.DiskUsage:output_type -> machine.DiskUsageInfo
+	142, // 209: machine.MachineService.PacketCapture:output_type -> common.Data
+	130, // 210: machine.MachineService.Netstat:output_type -> machine.NetstatResponse
+	165, // [165:211] is the sub-list for method output_type
+	119, // [119:165] is the sub-list for method input_type
+	119, // [119:119] is the sub-list for extension type_name
+	119, // [119:119] is the sub-list for extension extendee
+	0,   // [0:119] is the sub-list for field type_name
 }
 
 func init() { file_machine_machine_proto_init() }
@@ -7266,8 +8631,8 @@ func file_machine_machine_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_machine_machine_proto_rawDesc), len(file_machine_machine_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   114,
+			NumEnums:      7,
+			NumMessages:   129,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -67,6 +67,10 @@ const (
 	MachineService_Kubeconfig_FullMethodName                  = "/machine.MachineService/Kubeconfig"
 	MachineService_MetaWrite_FullMethodName                   = "/machine.MachineService/MetaWrite"
 	MachineService_MetaDelete_FullMethodName                  = "/machine.MachineService/MetaDelete"
+	MachineService_Restart_FullMethodName                     = "/machine.MachineService/Restart"
+	MachineService_DiskUsage_FullMethodName                   = "/machine.MachineService/DiskUsage"
+	MachineService_PacketCapture_FullMethodName               = "/machine.MachineService/PacketCapture"
+	MachineService_Netstat_FullMethodName                     = "/machine.MachineService/Netstat"
 )
 
 // MachineServiceClient is the client API for MachineService service.
@@ -115,6 +119,11 @@ type MachineServiceClient interface {
 	Kubeconfig(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (grpc.ServerStreamingClient[common.Data], error)
 	MetaWrite(ctx context.Context, in *MetaWriteRequest, opts ...grpc.CallOption) (*MetaWriteResponse, error)
 	MetaDelete(ctx context.Context, in *MetaDeleteRequest, opts ...grpc.CallOption) (*MetaDeleteResponse, error)
+	// Day-2 operations (Talos's names and shapes).
+	Restart(ctx context.Context, in *RestartRequest, opts ...grpc.CallOption) (*RestartResponse, error)
+	DiskUsage(ctx context.Context, in *DiskUsageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DiskUsageInfo], error)
+	PacketCapture(ctx context.Context, in *PacketCaptureRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[common.Data], error)
+	Netstat(ctx context.Context, in *NetstatRequest, opts ...grpc.CallOption) (*NetstatResponse, error)
 }
 
 type machineServiceClient struct {
@@ -629,6 +638,64 @@ func (c *machineServiceClient) MetaDelete(ctx context.Context, in *MetaDeleteReq
 	return out, nil
 }
 
+func (c *machineServiceClient) Restart(ctx context.Context, in *RestartRequest, opts ...grpc.CallOption) (*RestartResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestartResponse)
+	err := c.cc.Invoke(ctx, MachineService_Restart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *machineServiceClient) DiskUsage(ctx context.Context, in *DiskUsageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DiskUsageInfo], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MachineService_ServiceDesc.Streams[10], MachineService_DiskUsage_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DiskUsageRequest, DiskUsageInfo]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MachineService_DiskUsageClient = grpc.ServerStreamingClient[DiskUsageInfo]
+
+func (c *machineServiceClient) PacketCapture(ctx context.Context, in *PacketCaptureRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[common.Data], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MachineService_ServiceDesc.Streams[11], MachineService_PacketCapture_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PacketCaptureRequest, common.Data]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MachineService_PacketCaptureClient = grpc.ServerStreamingClient[common.Data]
+
+func (c *machineServiceClient) Netstat(ctx context.Context, in *NetstatRequest, opts ...grpc.CallOption) (*NetstatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NetstatResponse)
+	err := c.cc.Invoke(ctx, MachineService_Netstat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MachineServiceServer is the server API for MachineService service.
 // All implementations must embed UnimplementedMachineServiceServer
 // for forward compatibility.
@@ -675,6 +742,11 @@ type MachineServiceServer interface {
 	Kubeconfig(*emptypb.Empty, grpc.ServerStreamingServer[common.Data]) error
 	MetaWrite(context.Context, *MetaWriteRequest) (*MetaWriteResponse, error)
 	MetaDelete(context.Context, *MetaDeleteRequest) (*MetaDeleteResponse, error)
+	// Day-2 operations (Talos's names and shapes).
+	Restart(context.Context, *RestartRequest) (*RestartResponse, error)
+	DiskUsage(*DiskUsageRequest, grpc.ServerStreamingServer[DiskUsageInfo]) error
+	PacketCapture(*PacketCaptureRequest, grpc.ServerStreamingServer[common.Data]) error
+	Netstat(context.Context, *NetstatRequest) (*NetstatResponse, error)
 	mustEmbedUnimplementedMachineServiceServer()
 }
 
@@ -810,6 +882,18 @@ func (UnimplementedMachineServiceServer) MetaWrite(context.Context, *MetaWriteRe
 }
 func (UnimplementedMachineServiceServer) MetaDelete(context.Context, *MetaDeleteRequest) (*MetaDeleteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MetaDelete not implemented")
+}
+func (UnimplementedMachineServiceServer) Restart(context.Context, *RestartRequest) (*RestartResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Restart not implemented")
+}
+func (UnimplementedMachineServiceServer) DiskUsage(*DiskUsageRequest, grpc.ServerStreamingServer[DiskUsageInfo]) error {
+	return status.Error(codes.Unimplemented, "method DiskUsage not implemented")
+}
+func (UnimplementedMachineServiceServer) PacketCapture(*PacketCaptureRequest, grpc.ServerStreamingServer[common.Data]) error {
+	return status.Error(codes.Unimplemented, "method PacketCapture not implemented")
+}
+func (UnimplementedMachineServiceServer) Netstat(context.Context, *NetstatRequest) (*NetstatResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Netstat not implemented")
 }
 func (UnimplementedMachineServiceServer) mustEmbedUnimplementedMachineServiceServer() {}
 func (UnimplementedMachineServiceServer) testEmbeddedByValue()                        {}
@@ -1514,6 +1598,64 @@ func _MachineService_MetaDelete_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MachineService_Restart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestartRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).Restart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_Restart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).Restart(ctx, req.(*RestartRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MachineService_DiskUsage_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(DiskUsageRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MachineServiceServer).DiskUsage(m, &grpc.GenericServerStream[DiskUsageRequest, DiskUsageInfo]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MachineService_DiskUsageServer = grpc.ServerStreamingServer[DiskUsageInfo]
+
+func _MachineService_PacketCapture_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(PacketCaptureRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MachineServiceServer).PacketCapture(m, &grpc.GenericServerStream[PacketCaptureRequest, common.Data]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MachineService_PacketCaptureServer = grpc.ServerStreamingServer[common.Data]
+
+func _MachineService_Netstat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NetstatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).Netstat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_Netstat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).Netstat(ctx, req.(*NetstatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MachineService_ServiceDesc is the grpc.ServiceDesc for MachineService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1649,6 +1791,14 @@ var MachineService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "MetaDelete",
 			Handler:    _MachineService_MetaDelete_Handler,
 		},
+		{
+			MethodName: "Restart",
+			Handler:    _MachineService_Restart_Handler,
+		},
+		{
+			MethodName: "Netstat",
+			Handler:    _MachineService_Netstat_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -1699,6 +1849,16 @@ var MachineService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Kubeconfig",
 			Handler:       _MachineService_Kubeconfig_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "DiskUsage",
+			Handler:       _MachineService_DiskUsage_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "PacketCapture",
+			Handler:       _MachineService_PacketCapture_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -16,7 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/talosbox/talosbox/internal/api/inspect"
 	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/api/storage"
+	timeapi "github.com/talosbox/talosbox/internal/api/time"
 	"github.com/talosbox/talosbox/internal/controlplane"
 	"github.com/talosbox/talosbox/internal/events"
 	imachine "github.com/talosbox/talosbox/internal/machine"
@@ -55,6 +58,9 @@ func Register(gs *grpc.Server, opts Options) {
 
 	machine.RegisterMachineServiceServer(gs, ms)
 	machine.RegisterImageServiceServer(gs, &imageServer{m: ms})
+	timeapi.RegisterTimeServiceServer(gs, &timeServer{m: ms})
+	inspect.RegisterInspectServiceServer(gs, &inspectServer{m: ms})
+	storage.RegisterStorageServiceServer(gs, &storageServer{m: ms})
 }
 
 // Registrar is Register as apid.Options.Register takes it.
