@@ -18,6 +18,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/timed/timedtest"
 )
 
@@ -360,6 +361,22 @@ func TestDay2Commands(t *testing.T) {
 
 		if b, _ := exec.Command(tool(t, "blkid"), "-p", "-o", "value", "-s", "TYPE", loop).Output(); strings.TrimSpace(string(b)) != "" {
 			t.Errorf("blkid still finds %q on %s", b, loop)
+		}
+	})
+
+	t.Run("security state and extensions", func(t *testing.T) {
+		st := machine.ReadSecurityState("", "")
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(n.addr) + `\s+runtime\s+SecurityState\s+securitystate\s+1\s+` +
+			fmt.Sprint(st.SecureBoot) + `\s+` + st.SELinuxState + `\s*` + map[bool]string{true: "true"}[st.ModuleSignatureEnforced] + `$`)
+
+		out := ok(t, "get", "securitystate")
+		if !strings.Contains(out, "SECUREBOOT   UKISIGNINGKEYFINGERPRINT   PCRSIGNINGKEYFINGERPRINT   SELINUXSTATE   MODULESIGNATUREENFORCED") || !row.MatchString(out) {
+			t.Errorf("get securitystate (want %+v):\n%s", st, out)
+		}
+
+		// This process's root has no extensions.
+		if out, errOut, code := run(t, "get", "extensions"); code != 0 || strings.TrimSpace(out) != "" && !strings.HasPrefix(out, "NODE") {
+			t.Errorf("get extensions: exit %d: %s%s", code, out, errOut)
 		}
 	})
 

@@ -84,6 +84,7 @@ func Controllers(opts Options) []bus.Controller {
 		NewAddressStatusController(o),
 		NewRouteStatusController(o),
 		&NodeAddressController{},
+		&HardwareAddrController{},
 		NewNetworkStatusController(o),
 	}
 

@@ -40,6 +40,8 @@ var Definitions = []bus.Definition{
 			{Name: "HOSTNAME", JSONPath: "{.hostnameReady}"}, {Name: "ETC", JSONPath: "{.etcFilesReady}"}}},
 	{Type: EtcFileStatusType, DefaultNamespace: Namespace,
 		PrintColumns: []bus.PrintColumn{{Name: "PATH", JSONPath: "{.path}"}}},
+	{Type: HardwareAddrType, DefaultNamespace: Namespace, Aliases: []string{"hardwareaddresses", "hardwareaddress"},
+		PrintColumns: []bus.PrintColumn{{Name: "HWADDR", JSONPath: "{.hardwareAddr}"}}},
 	{Type: PlatformConfigType, DefaultNamespace: Namespace, Aliases: []string{"platformconfig"}},
 	{Type: ApplyIssueType, DefaultNamespace: Namespace,
 		PrintColumns: []bus.PrintColumn{{Name: "STATE", JSONPath: "{.state}"}, {Name: "MESSAGE", JSONPath: "{.message}"}}},

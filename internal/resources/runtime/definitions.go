@@ -16,4 +16,10 @@ var Definitions = []bus.Definition{
 		PrintColumns: []bus.PrintColumn{{Name: "VALUE", JSONPath: "{.value}"}},
 		// Only the secret tags are masked (RedactedYAML); the rest reads as is.
 		Sensitive: true},
+	{Type: ExtensionStatusType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"extensions"},
+		PrintColumns: []bus.PrintColumn{{Name: "NAME", JSONPath: "{.metadata.name}"}, {Name: "VERSION", JSONPath: "{.metadata.version}"}}},
+	{Type: SecurityStateType, DefaultNamespace: NamespaceRuntime, Aliases: []string{"securitystate"},
+		PrintColumns: []bus.PrintColumn{{Name: "SECUREBOOT", JSONPath: "{.secureBoot}"},
+			{Name: "UKISIGNINGKEYFINGERPRINT", JSONPath: "{.ukiSigningKeyFingerprint}"}, {Name: "PCRSIGNINGKEYFINGERPRINT", JSONPath: "{.pcrSigningKeyFingerprint}"},
+			{Name: "SELINUXSTATE", JSONPath: "{.selinuxState}"}, {Name: "MODULESIGNATUREENFORCED", JSONPath: "{.moduleSignatureEnforced}"}}},
 }
