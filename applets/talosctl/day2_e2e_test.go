@@ -1,14 +1,17 @@
 package talosctl_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -18,7 +21,9 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/machine"
+	"github.com/talosbox/talosbox/internal/render"
 	"github.com/talosbox/talosbox/internal/timed/timedtest"
 )
 
@@ -377,6 +382,99 @@ func TestDay2Commands(t *testing.T) {
 		// This process's root has no extensions.
 		if out, errOut, code := run(t, "get", "extensions"); code != 0 || strings.TrimSpace(out) != "" && !strings.HasPrefix(out, "NODE") {
 			t.Errorf("get extensions: exit %d: %s%s", code, out, errOut)
+		}
+	})
+
+	// support: one archive with the node's files in Talos's layout, and
+	// not one secret of the node's config in any of them, though an admin
+	// made it.
+	t.Run("support", func(t *testing.T) {
+		bundle := filepath.Join(t.TempDir(), "support.zip")
+
+		out, errOut, code := run(t, "support", "-O", bundle, "-w", "4")
+		if code != 0 || !strings.Contains(errOut, "Support bundle is written to "+bundle) {
+			t.Fatalf("support: exit %d\n%s%s", code, out, errOut)
+		}
+
+		zr, err := zip.OpenReader(bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+
+		files := map[string]string{}
+
+		for _, f := range zr.File {
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			b, err := io.ReadAll(rc)
+			rc.Close()
+
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			files[f.Name] = string(b)
+		}
+
+		for _, name := range []string{"summary", "dmesg.log", "controller-runtime.log", "dependencies.dot", "mounts", "processes", "netstat", "services",
+			"service-logs/machined.log", "service-logs/machined.state", "resources/machineconfigs.config.talos.dev.yaml",
+			"resources/securitystates.talos.dev.yaml", "resources/services.v1alpha1.talos.dev.yaml"} {
+			if _, ok := files[n.addr+"/"+name]; !ok {
+				t.Errorf("the bundle lacks %s/%s", n.addr, name)
+			}
+		}
+
+		if errs, ok := files[n.addr+"/errors.log"]; ok {
+			t.Errorf("errors collecting the bundle:\n%s", errs)
+		}
+
+		if mc := files[n.addr+"/resources/machineconfigs.config.talos.dev.yaml"]; !strings.Contains(mc, "hostname: node-1") || !strings.Contains(mc, `token: "******"`) {
+			t.Errorf("the machine config in the bundle is not the redacted one:\n%s", mc)
+		}
+
+		text, err := os.ReadFile(filepath.Join(dir, "node-1.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		cfg, err := configs.Decode(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		secrets := slices.DeleteFunc(render.Secrets(cfg), func(s string) bool { return len(s) < 8 })
+		if len(secrets) < 8 {
+			t.Fatalf("only %d secrets in the node's config", len(secrets))
+		}
+
+		for name, data := range files {
+			for _, s := range secrets {
+				if strings.Contains(data, s) {
+					t.Errorf("the bundle's %s holds a secret of the config (%.6s...)", name, s)
+				}
+			}
+		}
+	})
+
+	// cgroups reads the node's /sys/fs/cgroup: this machine's. On cgroup v2
+	// it prints the tree; on a host with v1 hierarchies it says so.
+	t.Run("cgroups", func(t *testing.T) {
+		out, errOut, code := run(t, "cgroups", "--preset", "process")
+
+		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+			if code == 0 || !strings.Contains(errOut, "is not cgroup v2") {
+				t.Errorf("cgroups on a v1 host: exit %d, stderr %q", code, errOut)
+			}
+		} else if code != 0 || !regexp.MustCompile(`^NAME\s+PidsCurrent\s+PidsPeak\s+PidsMax\s+Procs\s+Threads\s+Processes\n\.\s`).MatchString(out) {
+			t.Errorf("cgroups --preset process: exit %d\n%s%s", code, out, errOut)
+		}
+
+		if _, errOut, code := run(t, "cgroups", "--preset", "gpu"); code == 0 || !strings.Contains(errOut, `invalid preset name: "gpu"`) {
+			t.Errorf("cgroups with an unknown preset: exit %d, stderr %q", code, errOut)
 		}
 	})
 

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -118,6 +120,10 @@ then ~/.talos/config.`,
 		talos.NewInspectCommand(g),
 		talos.NewWipeCommand(g),
 		talos.NewDisksCommand(g),
+		talos.NewCgroupsCommand(g),
+		talos.NewSupportCommand(g, func(ctx context.Context, args []string, out, errOut io.Writer) int {
+			return Main(ctx, args, applet.Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut, Getenv: env.Getenv})
+		}),
 	)
 
 	return root

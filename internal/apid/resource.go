@@ -67,6 +67,10 @@ func busError(err error) error {
 // Get returns one resource, its spec redacted for non-admins when the
 // type is sensitive.
 func (r *resourceServer) Get(ctx context.Context, req *resource.GetRequest) (*resource.GetResponse, error) {
+	if req.GetRedact() {
+		ctx = context.WithValue(ctx, redactKey{}, true)
+	}
+
 	def, err := r.definition(ctx, req.GetType())
 	if err != nil {
 		return nil, err
@@ -123,6 +127,9 @@ func (r *resourceServer) selection(ctx context.Context, typ, namespace, selector
 // definition (for table columns).
 func (r *resourceServer) List(req *resource.ListRequest, srv grpc.ServerStreamingServer[resource.ListResponse]) error {
 	ctx := srv.Context()
+	if req.GetRedact() {
+		ctx = context.WithValue(ctx, redactKey{}, true)
+	}
 
 	def, ns, q, err := r.selection(ctx, req.GetType(), req.GetNamespace(), req.GetLabelSelector())
 	if err != nil {
@@ -259,6 +266,10 @@ func definitionProto(d bus.Definition) *resource.ResourceDefinition {
 	return out
 }
 
+// redactKey marks a request that asked to see sensitive specs redacted
+// even though its caller could see them whole.
+type redactKey struct{}
+
 // toProto renders a resource; sensitive specs only reach admins whole,
 // others get them redacted.
 func toProto(ctx context.Context, def bus.Definition, res bus.Resource) (*resource.Resource, error) {
@@ -289,7 +300,7 @@ func toProto(ctx context.Context, def bus.Definition, res bus.Resource) (*resour
 	)
 
 	switch r, ok := res.Spec().(redactor); {
-	case !def.Sensitive || callerFrom(ctx).admin():
+	case !def.Sensitive || callerFrom(ctx).admin() && ctx.Value(redactKey{}) == nil:
 		spec, err = specYAML(res.Spec())
 	case ok:
 		// Still marked redacted, so a client never takes the masked

@@ -45,6 +45,7 @@ type getOptions struct {
 	selector  string
 	watch     bool
 	insecure  bool
+	redact    bool
 }
 
 func NewGetCommand(g *global.Args) *cobra.Command {
@@ -89,6 +90,8 @@ and -o json show the whole resource, -o jsonpath='{.spec.field}' picks values.`,
 	f.StringVarP(&opts.selector, "selector", "l", "", "label selector to filter resources (k=v, k!=v, k, !k, k in (a,b))")
 	f.BoolVarP(&opts.watch, "watch", "w", false, "watch resource changes")
 	f.BoolVarP(&opts.insecure, "insecure", "i", false, "get resources using the insecure (encrypted with no auth) maintenance service")
+	f.BoolVar(&opts.redact, "redact", false, "show sensitive resources with their secrets masked, as os:reader sees them (to share the output)")
+	cmd.MarkFlagsMutuallyExclusive("redact", "watch")
 
 	return cmd
 }
@@ -146,7 +149,7 @@ func fetchResources(ctx context.Context, c *client.Client, typ, id string, opts 
 	}
 
 	if id != "" {
-		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Namespace: opts.namespace, Type: typ, Id: id})
+		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Namespace: opts.namespace, Type: typ, Id: id, Redact: opts.redact})
 		if err != nil {
 			return listing{}, err
 		}
@@ -154,7 +157,7 @@ func fetchResources(ctx context.Context, c *client.Client, typ, id string, opts 
 		return listing{md: resp.GetMetadata(), def: resp.GetDefinition(), items: []*resource.Resource{resp.GetResource()}}, client.MetadataError(resp.GetMetadata())
 	}
 
-	stream, err := c.Resource.List(ctx, &resource.ListRequest{Namespace: opts.namespace, Type: typ, LabelSelector: opts.selector})
+	stream, err := c.Resource.List(ctx, &resource.ListRequest{Namespace: opts.namespace, Type: typ, LabelSelector: opts.selector, Redact: opts.redact})
 	if err != nil {
 		return listing{}, err
 	}

@@ -262,10 +262,13 @@ func (x *Resource) GetRedacted() bool {
 // type accepts a full type name or any alias; namespace defaults to the
 // type's default namespace.
 type GetRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	Id            string                 `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Type      string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Id        string                 `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	// redact shows sensitive specs as a caller without os:admin sees them
+	// (talosctl support, get --redact), whoever asks.
+	Redact        bool `protobuf:"varint,4,opt,name=redact,proto3" json:"redact,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -319,6 +322,13 @@ func (x *GetRequest) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *GetRequest) GetRedact() bool {
+	if x != nil {
+		return x.Redact
+	}
+	return false
 }
 
 type GetResponse struct {
@@ -386,6 +396,8 @@ type ListRequest struct {
 	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
 	LabelSelector string                 `protobuf:"bytes,3,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	// redact: as in GetRequest.
+	Redact        bool `protobuf:"varint,4,opt,name=redact,proto3" json:"redact,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -439,6 +451,13 @@ func (x *ListRequest) GetLabelSelector() string {
 		return x.LabelSelector
 	}
 	return ""
+}
+
+func (x *ListRequest) GetRedact() bool {
+	if x != nil {
+		return x.Redact
+	}
+	return false
 }
 
 type ListResponse struct {
@@ -850,22 +869,24 @@ const file_resource_resource_proto_rawDesc = "" +
 	"\bResource\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.resource.ResourceMetadataR\bmetadata\x12\x1b\n" +
 	"\tspec_yaml\x18\x02 \x01(\fR\bspecYaml\x12\x1a\n" +
-	"\bredacted\x18\x03 \x01(\bR\bredacted\"N\n" +
+	"\bredacted\x18\x03 \x01(\bR\bredacted\"f\n" +
 	"\n" +
 	"GetRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x0e\n" +
-	"\x02id\x18\x03 \x01(\tR\x02id\"\xa9\x01\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12\x16\n" +
+	"\x06redact\x18\x04 \x01(\bR\x06redact\"\xa9\x01\n" +
 	"\vGetResponse\x12,\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12.\n" +
 	"\bresource\x18\x02 \x01(\v2\x12.resource.ResourceR\bresource\x12<\n" +
 	"\n" +
 	"definition\x18\x03 \x01(\v2\x1c.resource.ResourceDefinitionR\n" +
-	"definition\"f\n" +
+	"definition\"~\n" +
 	"\vListRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12%\n" +
-	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\"\xaa\x01\n" +
+	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\x12\x16\n" +
+	"\x06redact\x18\x04 \x01(\bR\x06redact\"\xaa\x01\n" +
 	"\fListResponse\x12,\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12.\n" +
 	"\bresource\x18\x02 \x01(\v2\x12.resource.ResourceR\bresource\x12<\n" +

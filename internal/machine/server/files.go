@@ -279,6 +279,24 @@ func addToTar(tw *tar.Writer, base, path string, fi fs.FileInfo) error {
 	}
 	defer f.Close()
 
+	// A small file is read whole first: procfs, sysfs and cgroupfs files
+	// report a size (0, 4096) that is not their content's.
+	if hdr.Size <= smallFile {
+		data, err := io.ReadAll(io.LimitReader(f, smallFile+1))
+		if err != nil || len(data) > smallFile {
+			return nil //nolint:nilerr // unreadable, or not small after all: skipped
+		}
+
+		hdr.Size = int64(len(data))
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+
+		_, err = tw.Write(data)
+
+		return err
+	}
+
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
@@ -296,6 +314,10 @@ func addToTar(tw *tar.Writer, base, path string, fi fs.FileInfo) error {
 
 	return err
 }
+
+// smallFile is the size up to which Copy reads a file before writing its
+// header (pseudo files are all smaller).
+const smallFile = 64 << 10
 
 type zeroReader struct{}
 
