@@ -164,6 +164,10 @@ func TestDockerKubernetes(t *testing.T) {
 		testReaderSeesNoSecret(t, dc, cp1, cp1, w)
 	})
 
+	t.Run("day-2 commands", func(t *testing.T) {
+		testDay2OnDocker(t, dc, names, cp1, w)
+	})
+
 	// Each kubelet reaches the cluster through KubePrism, so that a
 	// control plane whose own API server is down still reports its pods
 	// (the bad-image case below) and renews its lease.

@@ -12,6 +12,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/cri"
+	hwctrl "github.com/talosbox/talosbox/internal/hardware"
 	"github.com/talosbox/talosbox/internal/network"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/storage"
@@ -204,7 +205,8 @@ func (n *Node) machinedService() supervisor.Service {
 		Runner: supervisor.GoroutineRunner(func(ctx context.Context, _ io.Writer) error {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
 			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity},
-				&storage.BlockController{SysRoot: n.sysRoot}, &ExtensionStatusController{}, &SecurityStateController{}} {
+				&storage.BlockController{SysRoot: n.sysRoot}, &ExtensionStatusController{}, &SecurityStateController{},
+				&hwctrl.SystemInfoController{SysRoot: n.sysRoot}} {
 				if err := rt.Register(c); err != nil {
 					return err
 				}

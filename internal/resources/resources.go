@@ -13,6 +13,7 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/config"
 	"github.com/talosbox/talosbox/internal/resources/cri"
 	"github.com/talosbox/talosbox/internal/resources/etcd"
+	"github.com/talosbox/talosbox/internal/resources/hardware"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
@@ -25,7 +26,7 @@ func Definitions() []bus.Definition {
 	var all []bus.Definition
 	for _, group := range [][]bus.Definition{
 		config.Definitions, runtime.Definitions, v1alpha1.Definitions, k8s.Definitions,
-		network.Definitions, cluster.Definitions, etcd.Definitions, block.Definitions, cri.Definitions,
+		network.Definitions, cluster.Definitions, etcd.Definitions, block.Definitions, cri.Definitions, hardware.Definitions,
 	} {
 		all = append(all, group...)
 	}

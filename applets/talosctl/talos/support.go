@@ -22,6 +22,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/common"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/resources/config"
 )
 
 // Runner runs a talosctl command line in this process, its output to out:
@@ -350,7 +351,7 @@ func (b *bundle) controlPlanes(ctx context.Context) []string {
 	for _, node := range b.s.Nodes {
 		ctx, c := b.s.Reach(ctx, node)
 
-		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: "MachineTypes.config.talos.dev", Id: "machine-type"})
+		resp, err := c.Resource.Get(ctx, &resource.GetRequest{Type: config.MachineTypeType, Id: config.MachineTypeID})
 		if err == nil && (strings.Contains(string(resp.GetResource().GetSpecYaml()), "controlplane") || strings.Contains(string(resp.GetResource().GetSpecYaml()), "machineType: init")) {
 			out = append(out, node)
 		}

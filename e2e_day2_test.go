@@ -1,0 +1,204 @@
+//go:build e2e
+
+package main
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/render"
+)
+
+// testDay2OnDocker runs the operators' everyday commands against a
+// Kubernetes cluster in Docker: a pod's sockets by pod (netstat -k), a
+// Kubernetes container restarted by its kubelet (restart -k), a capture
+// of a node's eth0 read by tcpdump (pcap), the new resources, and a
+// support bundle with every file Talos's has and no secret of the config.
+func testDay2OnDocker(t *testing.T, dc *dockerCluster, names map[string]string, cp, w string) {
+	// The CoreDNS pods: their node and container, from the nodes.
+	type podAt struct{ node, pod, container string }
+
+	var coredns []podAt
+
+	for _, n := range []string{dc.ip(0), dc.ip(1), dc.ip(2), w} {
+		for _, line := range strings.Split(dc.okIn(t, "-n", n, "containers", "-k"), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 3 && strings.HasPrefix(f[2], "kube-system/coredns-") && strings.HasSuffix(f[2], ":coredns") {
+				coredns = append(coredns, podAt{node: n, pod: strings.TrimSuffix(f[2], ":coredns"), container: f[2]})
+			}
+		}
+	}
+
+	if len(coredns) == 0 {
+		t.Fatal("no CoreDNS container on any node")
+	}
+
+	c := coredns[0]
+
+	t.Run("netstat -k names the pod listening on 53", func(t *testing.T) {
+		out := dc.okIn(t, "-n", c.node, "netstat", "-l", "-k", "-u")
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(c.node) + `\s+udp\S*\s+\d+\s+\d+\s+\S+:53\s+\S+\s+` + regexp.QuoteMeta(c.pod) + `$`)
+
+		if !row.MatchString(out) {
+			t.Errorf("netstat -luk on %s has no row for %s on port 53:\n%s", c.node, c.pod, out)
+		}
+
+		// Naming the pod shows its sockets only.
+		out = dc.okIn(t, "netstat", "-l", "-u", c.pod)
+		if !strings.Contains(out, ":53 ") || strings.Contains(out, ":50000 ") {
+			t.Errorf("netstat %s:\n%s", c.pod, out)
+		}
+	})
+
+	t.Run("restart -k: the kubelet starts the container again", func(t *testing.T) {
+		pod := strings.TrimPrefix(c.pod, "kube-system/")
+		count := func() int {
+			out, _ := dc.kubectl("-n", "kube-system", "get", "pod", pod, "-o", `jsonpath={.status.containerStatuses[?(@.name=="coredns")].restartCount}`)
+			n, _ := strconv.Atoi(strings.TrimSpace(out))
+
+			return n
+		}
+
+		before := count()
+		dc.okIn(t, "-n", c.node, "restart", "-k", c.container)
+
+		waitFor(t, 2*time.Minute, "CoreDNS's restart count to grow and it to be ready", func() error {
+			ready, _ := dc.kubectl("-n", "kube-system", "get", "pod", pod, "-o", `jsonpath={.status.containerStatuses[?(@.name=="coredns")].ready}`)
+			if n := count(); n <= before || strings.TrimSpace(ready) != "true" {
+				return fmt.Errorf("restart count %d (was %d), ready %q", n, before, ready)
+			}
+
+			return nil
+		})
+
+		if out, code := dc.talosctl("-n", c.node, "restart", "-k", "kube-system/nosuchpod:nothing"); code == 0 || !strings.Contains(out, "not found") {
+			t.Errorf("restart of a missing container: exit %d\n%s", code, out)
+		}
+	})
+
+	t.Run("pcap of eth0, without the API's own traffic, read by tcpdump", func(t *testing.T) {
+		filter, err := exec.Command("tcpdump", "-dd", "-y", "EN10MB", "not port 50000").Output()
+		if err != nil {
+			t.Fatalf("tcpdump -dd: %v", err)
+		}
+
+		file := filepath.Join(t.TempDir(), "eth0.pcap")
+		dc.okIn(t, "-n", w, "pcap", "-i", "eth0", "--bpf-filter", string(filter), "--duration", "5s", "-o", file)
+
+		all, err := exec.Command("tcpdump", "-n", "-r", file).CombinedOutput()
+		if err != nil || strings.Count(string(all), "\n") < 5 {
+			t.Fatalf("tcpdump -r: %v: the worker's eth0 carried its kubelet's traffic, want packets:\n%s", err, all)
+		}
+
+		api, err := exec.Command("tcpdump", "-n", "-r", file, "port 50000").CombinedOutput()
+		if err != nil || strings.Contains(string(api), " IP ") {
+			t.Errorf("the filter let the API's traffic through: %v\n%s", err, api)
+		}
+	})
+
+	t.Run("the day-2 resources", func(t *testing.T) {
+		out := dc.okIn(t, "-n", w, "get", "hardwareaddresses")
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(w) + `\s+network\s+HardwareAddress\s+first\s+\d+\s+([0-9a-f]{2}:){5}[0-9a-f]{2}$`).MatchString(out) {
+			t.Errorf("get hardwareaddresses:\n%s", out)
+		}
+
+		if out := dc.okIn(t, "-n", w, "get", "securitystate"); !strings.Contains(out, "securitystate") || !strings.Contains(out, "false") {
+			t.Errorf("get securitystate:\n%s", out)
+		}
+
+		if out := dc.okIn(t, "-n", cp, "inspect", "dependencies"); !strings.Contains(out, `"network.HardwareAddrController" -> "HardwareAddresses.net.talos.dev"`) {
+			t.Errorf("inspect dependencies lacks networkd's controllers:\n%.2000s", out)
+		}
+
+		if out := dc.okIn(t, "-n", cp, "usage", "-d", "1", "/var/lib"); !regexp.MustCompile(`(?m)^\d+\s+\.$`).MatchString(out) {
+			t.Errorf("usage /var/lib:\n%s", out)
+		}
+	})
+
+	t.Run("support bundle: Talos's files, no secret", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "support.zip")
+		out := dc.okIn(t, "-n", cp+","+w, "support", "-O", file, "-w", "4")
+
+		if !strings.Contains(out, "Support bundle is written to "+file) {
+			t.Errorf("support:\n%s", out)
+		}
+
+		zr, err := zip.OpenReader(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+
+		files := map[string]string{}
+
+		for _, f := range zr.File {
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			b, err := io.ReadAll(rc)
+			rc.Close()
+
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			files[f.Name] = string(b)
+		}
+
+		for _, name := range []string{cp + "/dmesg.log", cp + "/service-logs/etcd.log", cp + "/service-logs/kubelet.state", cp + "/etcd-members",
+			cp + "/resources/staticpods.kubernetes.talos.dev.yaml", w + "/service-logs/kubelet.log", w + "/kubernetes-containers", w + "/processes",
+			"kubernetesResources/nodes.yaml", "kubernetesResources/systemPods.yaml"} {
+			if files[name] == "" {
+				t.Errorf("the bundle lacks %s (or it is empty)", name)
+			}
+		}
+
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(files)), func(n string) bool {
+			return strings.HasPrefix(n, cp+"/kubernetes-logs/kube-system/kube-apiserver-") && strings.HasSuffix(n, "/kube-apiserver.log")
+		}) {
+			t.Errorf("the bundle has no kube-apiserver log of %s", cp)
+		}
+
+		for _, n := range names {
+			if !strings.Contains(files["kubernetesResources/nodes.yaml"], "name: "+n+"\n") {
+				t.Errorf("kubernetesResources/nodes.yaml lacks node %s", n)
+			}
+		}
+
+		cfg, err := configs.Decode([]byte(dc.okIn(t, "-n", cp, "read", "/var/lib/talosbox/state/config.yaml")))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		secrets := slices.DeleteFunc(render.Secrets(cfg), func(s string) bool { return len(s) < 8 })
+		if len(secrets) < 10 {
+			t.Fatalf("only %d secrets in the control plane's config", len(secrets))
+		}
+
+		for name, data := range files {
+			for _, s := range secrets {
+				if strings.Contains(data, s) {
+					t.Errorf("the bundle's %s holds a secret of the config (%.6s...)", name, s)
+				}
+			}
+		}
+
+		if _, err := os.Stat(file); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,4 @@
+package hardware
+
+// Namespace is where the resources live, as Talos names it.
+const Namespace = "hardware"
