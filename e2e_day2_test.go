@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/availability"
 	"github.com/talosbox/talosbox/internal/render"
 )
 
@@ -201,4 +202,58 @@ func testDay2OnDocker(t *testing.T, dc *dockerCluster, names map[string]string, 
 			t.Fatal(err)
 		}
 	})
+}
+
+// testRotateCA rotates the Talos API CA of the 3+1 cluster while an
+// outside client asks the Kubernetes API for /readyz every half second:
+// the Kubernetes API never notices. Every node then answers the new
+// talosconfig (workers with server certificates trustd issued under the
+// new CA), and the old talosconfig is refused everywhere.
+func testRotateCA(t *testing.T, dc *dockerCluster, nodes []string) {
+	talosconfig := filepath.Join(dc.dir, "talosconfig")
+
+	old, err := os.ReadFile(talosconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	oldPath := filepath.Join(t.TempDir(), "old-talosconfig")
+	if err := os.WriteFile(oldPath, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	sampler := availability.Start(500*time.Millisecond, func() (bool, string) {
+		out, err := dc.kubectl("get", "--raw", "/readyz", "--request-timeout", "2s")
+		if err == nil && strings.TrimSpace(out) == "ok" {
+			return true, ""
+		}
+
+		return false, availability.LastLine(out)
+	})
+
+	start := time.Now()
+	out := dc.okIn(t, "-n", strings.Join(nodes, ","), "rotate-ca", "--dry-run=false", "--kubernetes=false")
+	took := time.Since(start)
+
+	res := sampler.Report(start, t.Logf)
+	t.Logf("rotate-ca of the Talos API CA on %d nodes: %s; Kubernetes API probes: %d, failed %d",
+		len(nodes), took.Round(100*time.Millisecond), len(res.Samples), len(res.Outages))
+
+	if len(res.Outages) != 0 {
+		t.Errorf("the Kubernetes API failed %d times during the Talos CA rotation (longest %s)", len(res.Outages), res.Longest)
+	}
+
+	for _, n := range nodes {
+		if !strings.Contains(out, "  - "+n+": OK (version ") {
+			t.Errorf("rotate-ca did not verify %s with the new PKI:\n%s", n, out)
+		}
+
+		if _, code := dc.talosctl("-n", n, "version"); code != 0 {
+			t.Errorf("%s does not answer the new talosconfig", n)
+		}
+
+		if o, code := dc.talosctl("--talosconfig", oldPath, "-n", n, "version"); code == 0 {
+			t.Errorf("%s still answers the old talosconfig:\n%s", n, o)
+		}
+	}
 }

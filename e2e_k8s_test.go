@@ -168,6 +168,10 @@ func TestDockerKubernetes(t *testing.T) {
 		testDay2OnDocker(t, dc, names, cp1, w)
 	})
 
+	t.Run("rotate-ca: the Talos API CA, Kubernetes undisturbed", func(t *testing.T) {
+		testRotateCA(t, dc, []string{cp1, cp2, cp3, w})
+	})
+
 	// Each kubelet reaches the cluster through KubePrism, so that a
 	// control plane whose own API server is down still reports its pods
 	// (the bad-image case below) and renews its lease.

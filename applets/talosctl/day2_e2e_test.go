@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -499,7 +500,76 @@ func TestDay2Commands(t *testing.T) {
 			}
 		}
 	})
+
+	// rotate-ca, last: it changes the talosconfig every other step uses.
+	t.Run("rotate-ca", func(t *testing.T) {
+		before, err := os.ReadFile(talosconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		mc := ok(t, "get", "mc", "-o", "yaml")
+
+		out := ok(t, "rotate-ca", "--kubernetes=false")
+		for _, want := range []string{"> Starting Talos API PKI rotation, dry-run mode true...", "  - " + n.addr + ": skipped (dry-run)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("rotate-ca (dry run) lacks %q:\n%s", want, out)
+			}
+		}
+
+		if after, _ := os.ReadFile(talosconfig); !bytes.Equal(before, after) {
+			t.Error("a dry run changed the talosconfig")
+		}
+
+		if after := ok(t, "get", "mc", "-o", "yaml"); after != mc {
+			t.Error("a dry run changed the node's config")
+		}
+
+		if _, errOut, code := run(t, "rotate-ca", "--kubernetes"); code == 0 || !strings.Contains(errOut, "not implemented") {
+			t.Errorf("rotate-ca --kubernetes: exit %d, stderr %q", code, errOut)
+		}
+
+		old := filepath.Join(t.TempDir(), "old-talosconfig")
+		if err := os.WriteFile(old, before, 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		out = ok(t, "rotate-ca", "--dry-run=false", "--kubernetes=false")
+		for _, want := range []string{
+			"> Verifying connectivity with existing PKI:", "> Adding new Talos CA as accepted...",
+			"> Verifying connectivity with new client cert, but old server CA:",
+			"> Making new Talos CA the issuing CA, old Talos CA the accepted CA...",
+			"> Removing old Talos CA from the accepted CAs...", "  - " + n.addr + ": OK (version ", "> Writing new talosconfig to " + talosconfig,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("rotate-ca lacks %q:\n%s", want, out)
+			}
+		}
+
+		// The new talosconfig works; the old one is refused.
+		ok(t, "version")
+
+		outOld, errOld := newOutput(), newOutput()
+		if code := ctl(context.Background(), outOld, errOld, "--talosconfig", old, "-e", n.addr, "-n", n.addr, "version"); code == 0 {
+			t.Errorf("the old talosconfig still works after the rotation:\n%s", outOld)
+		}
+
+		persisted, err := os.ReadFile(filepath.Join(dir, "node-1", "node", "state", "config.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		cfg, err := configs.Decode(persisted)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if len(cfg.Machine.AcceptedCAs) != 0 || bytes.Contains(before, []byte(base64.StdEncoding.EncodeToString(cfg.Machine.CA.Crt))) {
+			t.Errorf("after the rotation machine.ca is still the old one or acceptedCAs is not empty: %d accepted", len(cfg.Machine.AcceptedCAs))
+		}
+	})
 }
+
 
 // tool finds a Debian tool a test judges by; scripts/install-deps.sh
 // installs it, so a missing one fails the test.

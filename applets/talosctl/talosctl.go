@@ -121,6 +121,7 @@ then ~/.talos/config.`,
 		talos.NewWipeCommand(g),
 		talos.NewDisksCommand(g),
 		talos.NewCgroupsCommand(g),
+		talos.NewRotateCACommand(g),
 		talos.NewSupportCommand(g, func(ctx context.Context, args []string, out, errOut io.Writer) int {
 			return Main(ctx, args, applet.Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut, Getenv: env.Getenv})
 		}),

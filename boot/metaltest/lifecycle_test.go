@@ -94,6 +94,9 @@ func TestMetalLifecycle(t *testing.T) {
 		}
 	}
 
+	t.Log("day-2: hardware from SMBIOS, cgroups, wipe disk refusals")
+	n.day2()
+
 	t.Log("reboot into a staged config that breaks the boot, then into /etc/motd written to STATE: back with the last good config from STATE, no maintenance mode")
 	n.configFallback(cp)
 	n.wait("[talos] mounted STATE (/dev/vda5) at /system/state", bootTimeout)

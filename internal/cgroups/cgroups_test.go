@@ -58,7 +58,7 @@ func TestPresets(t *testing.T) {
 		"kubepods/besteffort/cpu.stat": "user_usec 100\n",
 	})
 
-	root, err := cgroups.FromTar(tr)
+	root, err := cgroups.FromTar(tr, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +116,27 @@ func TestPresets(t *testing.T) {
 }
 
 func TestFromTarRefusesV1(t *testing.T) {
-	_, err := cgroups.FromTar(hierarchy(t, map[string]string{"memory/memory.usage_in_bytes": "1\n"}))
+	_, err := cgroups.FromTar(hierarchy(t, map[string]string{"memory/memory.usage_in_bytes": "1\n"}), "")
 	if !errors.Is(err, cgroups.ErrNotV2) {
 		t.Fatalf("a v1 hierarchy: %v, want ErrNotV2", err)
 	}
 
-	if _, err := cgroups.FromTar(strings.NewReader("not a tar archive, long enough to have a header block in it......")); err == nil {
+	if _, err := cgroups.FromTar(strings.NewReader("not a tar archive, long enough to have a header block in it......"), ""); err == nil {
 		t.Fatal("garbage read as a hierarchy")
+	}
+}
+
+// TestFromTarOfCopy reads an archive shaped as the node's Copy of
+// /sys/fs/cgroup makes it: every name under "cgroup/".
+func TestFromTarOfCopy(t *testing.T) {
+	root, err := cgroups.FromTar(hierarchy(t, map[string]string{
+		"cgroup/cgroup.controllers": "memory\n", "cgroup/init/memory.current": "4096\n", "other/file": "x",
+	}), "cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(root.Children) != 1 || root.Children[0].Name != "init" || root.Children[0].Value("memory.current") != "4096" {
+		t.Fatalf("tree: %+v", root.Children)
 	}
 }

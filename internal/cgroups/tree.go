@@ -27,8 +27,11 @@ type Node struct {
 // cgroup.controllers at its root).
 var ErrNotV2 = errors.New("not a cgroup v2 hierarchy")
 
-// FromTar builds the tree from a tar of the hierarchy's root.
-func FromTar(r io.Reader) (*Node, error) {
+// FromTar builds the tree from a tar of the hierarchy's root. base is the
+// directory the archive holds the hierarchy in ("cgroup" for a Copy of
+// /sys/fs/cgroup, whose names are relative to the root's parent); empty
+// when its files are at the top.
+func FromTar(r io.Reader, base string) (*Node, error) {
 	root := &Node{Name: ".", Path: ".", Files: map[string]string{}}
 	nodes := map[string]*Node{".": root}
 
@@ -61,6 +64,18 @@ func FromTar(r io.Reader) (*Node, error) {
 		}
 
 		name := strings.TrimPrefix(path.Clean(hdr.Name), "./")
+		if base != "" {
+			if name == base {
+				continue
+			}
+
+			rel, ok := strings.CutPrefix(name, base+"/")
+			if !ok {
+				continue // not under the hierarchy
+			}
+
+			name = rel
+		}
 
 		switch hdr.Typeflag {
 		case tar.TypeDir:

@@ -78,7 +78,7 @@ func readCgroups(ctx context.Context, c *client.Client) (*cgroups.Node, map[stri
 
 	go func() { w.CloseWithError(client.CopyStream(stream, w)) }()
 
-	root, err := cgroups.FromTar(r)
+	root, err := cgroups.FromTar(r, "cgroup")
 	r.Close() //nolint:errcheck
 
 	if errors.Is(err, cgroups.ErrNotV2) {

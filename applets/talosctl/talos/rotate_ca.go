@@ -1,0 +1,445 @@
+package talos
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/talosbox/talosbox/applets/talosctl/global"
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/api/machine"
+	"github.com/talosbox/talosbox/internal/api/resource"
+	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/configpatch"
+	"github.com/talosbox/talosbox/internal/pki"
+	"github.com/talosbox/talosbox/internal/resources/config"
+	"github.com/talosbox/talosbox/internal/talosconfig"
+)
+
+type rotateFlags struct {
+	dryRun, talos, kubernetes bool
+	controlPlanes, workers    []string
+	output                    string
+}
+
+// NewRotateCACommand is `talosctl rotate-ca`, Talos's flow for the Talos
+// API CA: the new CA is accepted everywhere, then issues (the old one
+// accepted), then the old one is dropped; connectivity is checked with
+// the old, an intermediate and the new client certificate between steps,
+// so no node is ever unreachable with the talosconfig in use. Dry run is
+// the default, as in Talos.
+func NewRotateCACommand(g *global.Args) *cobra.Command {
+	var f rotateFlags
+
+	cmd := &cobra.Command{
+		Use:   "rotate-ca",
+		Short: "Rotate cluster CAs (Talos and Kubernetes APIs).",
+		Long: `The command rotates the Talos API root CA (machine.ca): it generates a new CA,
+makes every node accept it, makes it the issuing CA (keeping the old one accepted),
+then drops the old one, checking that every node answers between the steps.
+The talosconfig's current context gets the new CA and a new admin certificate.
+
+It runs in dry-run mode unless --dry-run=false is given.
+
+The nodes come from --control-plane-nodes and --worker-nodes, or else from -n,
+each node's role read from its machine type.
+
+Rotating the Kubernetes API CA (cluster.ca) is not implemented in talosbox yet:
+--kubernetes is refused.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.kubernetes {
+				return errors.New("rotating the Kubernetes CA is not implemented in talosbox yet: run with --kubernetes=false")
+			}
+
+			if !f.talos {
+				return errors.New("nothing to rotate: --talos=false and --kubernetes=false")
+			}
+
+			return g.WithSession(false, func(s *global.Session) error {
+				r := &rotator{g: g, s: s, flags: f, out: cmd.OutOrStdout()}
+
+				return r.rotate(cmd.Context())
+			})
+		},
+	}
+
+	fl := cmd.Flags()
+	fl.BoolVar(&f.dryRun, "dry-run", true, "dry-run mode (no changes to the cluster)")
+	fl.BoolVar(&f.talos, "talos", true, "rotate Talos API CA")
+	fl.BoolVar(&f.kubernetes, "kubernetes", false, "rotate Kubernetes API CA (not implemented in talosbox yet)")
+	fl.StringSliceVar(&f.controlPlanes, "control-plane-nodes", nil, "specify IPs of control plane nodes")
+	fl.StringSliceVar(&f.workers, "worker-nodes", nil, "specify IPs of worker nodes")
+	fl.StringVarP(&f.output, "output", "o", "", "path to the output new talosconfig (the talosconfig in use when empty)")
+
+	return cmd
+}
+
+type rotator struct {
+	g     *global.Args
+	s     *global.Session
+	flags rotateFlags
+	out   io.Writer
+
+	cfg         *talosconfig.Config
+	contextName string
+	endpoints   []string
+	currentCA   []byte
+	newCA       *pki.CertAndKey
+	newClient   *pki.CertAndKey
+
+	controlPlanes, workers []string
+}
+
+func (r *rotator) printf(format string, args ...any) { fmt.Fprintf(r.out, format, args...) }
+
+func (r *rotator) rotate(ctx context.Context) error {
+	if err := r.setup(ctx); err != nil {
+		return err
+	}
+
+	r.printf("> Starting Talos API PKI rotation, dry-run mode %v...\n", r.flags.dryRun)
+	r.printf("> Using config context: %q\n", r.contextName)
+	r.printf("> Using Talos API endpoints: %q\n", r.endpoints)
+	r.printf("> Cluster topology:\n")
+	r.printf("  - control plane nodes: %q\n", r.controlPlanes)
+	r.printf("  - worker nodes: %q\n", r.workers)
+	r.printf("> Current Talos CA:\n%s", indent(r.currentCA))
+	r.printf("> New Talos CA:\n%s", indent(r.newCA.Crt))
+
+	current := r.s.Shared
+
+	intermediate, err := r.client(r.currentCA, r.newClient)
+	if err != nil {
+		return err
+	}
+	defer intermediate.Close() //nolint:errcheck
+
+	rotated, err := r.client(r.newCA.Crt, r.newClient)
+	if err != nil {
+		return err
+	}
+	defer rotated.Close() //nolint:errcheck
+
+	steps := []struct {
+		verify string
+		client *client.Client
+		action func(ctx context.Context) error
+	}{
+		{"existing PKI", current, nil},
+		{"", nil, r.step(current, "> Adding new Talos CA as accepted...", r.addNewAccepted)},
+		{"new client cert, but old server CA", intermediate, nil},
+		{"", nil, r.step(intermediate, "> Making new Talos CA the issuing CA, old Talos CA the accepted CA...", r.swap)},
+		{"new PKI", rotated, nil},
+		{"", nil, r.step(rotated, "> Removing old Talos CA from the accepted CAs...", r.dropOld)},
+		{"new PKI", rotated, nil},
+	}
+
+	for _, st := range steps {
+		if st.action != nil {
+			if err := st.action(ctx); err != nil {
+				return err
+			}
+
+			continue
+		}
+
+		if err := r.verify(ctx, st.client, st.verify); err != nil {
+			return err
+		}
+	}
+
+	return r.saveTalosconfig()
+}
+
+// setup reads the talosconfig, makes the new CA and client certificate
+// and sorts the nodes into control planes and workers.
+func (r *rotator) setup(ctx context.Context) error {
+	var err error
+
+	if r.cfg, err = r.g.LoadTalosconfig(); err != nil {
+		return err
+	}
+
+	name, tctx, err := r.cfg.Current(r.g.Context)
+	if err != nil {
+		return fmt.Errorf("talosconfig: %w", err)
+	}
+
+	r.contextName = name
+
+	r.endpoints = r.g.Endpoints
+	if len(r.endpoints) == 0 {
+		r.endpoints = tctx.Endpoints
+	}
+
+	if r.currentCA, _, err = tctx.Credentials(); err != nil {
+		return fmt.Errorf("talosconfig: %w", err)
+	}
+
+	if r.newCA, err = pki.NewCA(pki.CAOptions{Organization: "talos", KeyType: pki.Ed25519}); err != nil {
+		return err
+	}
+
+	if r.newClient, err = pki.NewClientCertificate(r.newCA, pki.ClientOptions{Roles: []string{pki.RoleAdmin}}); err != nil {
+		return err
+	}
+
+	r.controlPlanes, r.workers = r.flags.controlPlanes, r.flags.workers
+	if len(r.controlPlanes)+len(r.workers) > 0 {
+		return nil
+	}
+
+	if len(r.s.Nodes) == 0 {
+		return errors.New("no nodes: give --control-plane-nodes and --worker-nodes, or -n")
+	}
+
+	for _, node := range r.s.Nodes {
+		resp, err := r.s.Shared.Resource.Get(client.WithNode(ctx, node), &resource.GetRequest{Type: config.MachineTypeType, Id: config.MachineTypeID})
+		if err != nil {
+			return fmt.Errorf("machine type of %s: %w", node, err)
+		}
+
+		spec := string(resp.GetResource().GetSpecYaml())
+		if strings.Contains(spec, "controlplane") || strings.Contains(spec, "machineType: init") {
+			r.controlPlanes = append(r.controlPlanes, node)
+		} else {
+			r.workers = append(r.workers, node)
+		}
+	}
+
+	return nil
+}
+
+func (r *rotator) client(ca []byte, pair *pki.CertAndKey) (*client.Client, error) {
+	return client.New(client.Options{Endpoints: r.endpoints, CA: ca, Crt: pair.Crt, Key: pair.Key})
+}
+
+// verify calls Version on every node, retrying for a while: a node's API
+// restarts when its trust changes.
+func (r *rotator) verify(ctx context.Context, c *client.Client, label string) error {
+	r.printf("> Verifying connectivity with %s:\n", label)
+
+	for _, node := range slices.Concat(r.controlPlanes, r.workers) {
+		if r.flags.dryRun {
+			r.printf("  - %s: OK (dry-run)\n", node)
+
+			continue
+		}
+
+		var (
+			resp *machine.VersionResponse
+			err  error
+		)
+
+		deadline := time.Now().Add(30 * time.Second)
+
+		for {
+			callCtx, cancel := context.WithTimeout(client.WithNode(ctx, node), 5*time.Second)
+			resp, err = c.Machine.Version(callCtx, &emptypb.Empty{})
+			cancel()
+
+			if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+				break
+			}
+
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+
+		if err != nil {
+			return fmt.Errorf("error calling version API on node %s: %w", node, err)
+		}
+
+		tag := ""
+		if m := resp.GetMessages(); len(m) > 0 {
+			tag = m[0].GetVersion().GetTag()
+		}
+
+		r.printf("  - %s: OK (version %s)\n", node, tag)
+	}
+
+	return nil
+}
+
+// step patches every node's config through c with change, control
+// planes first (they issue the certificates workers ask trustd for).
+func (r *rotator) step(c *client.Client, title string, change func(cfg *configs.Config, controlPlane bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey)) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		r.printf("%s\n", title)
+
+		for _, group := range []struct {
+			nodes        []string
+			controlPlane bool
+		}{{r.controlPlanes, true}, {r.workers, false}} {
+			for _, node := range group.nodes {
+				if r.flags.dryRun {
+					r.printf("  - %s: skipped (dry-run)\n", node)
+
+					continue
+				}
+
+				if err := r.patchNode(ctx, c, node, group.controlPlane, change); err != nil {
+					return fmt.Errorf("error patching node %s: %w", node, err)
+				}
+
+				r.printf("  - %s: OK\n", node)
+			}
+		}
+
+		return nil
+	}
+}
+
+func (r *rotator) patchNode(ctx context.Context, c *client.Client, node string, controlPlane bool,
+	change func(cfg *configs.Config, controlPlane bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey),
+) error {
+	ctx = client.WithNode(ctx, node)
+
+	current, err := c.MachineConfig(ctx)
+	if err != nil {
+		return err
+	}
+
+	cfg, err := configs.Decode(current)
+	if err != nil {
+		return fmt.Errorf("the node's machine config: %w", err)
+	}
+
+	if cfg.Machine == nil || cfg.Machine.CA == nil {
+		return errors.New("the node's machine config has no machine.ca")
+	}
+
+	accepted, ca := change(cfg, controlPlane)
+
+	ops := []map[string]any{{"op": "add", "path": "/machine/acceptedCAs", "value": pemList(accepted)}}
+	if ca != nil {
+		value := map[string]string{"crt": base64.StdEncoding.EncodeToString(ca.Crt)}
+		if len(ca.Key) > 0 {
+			value["key"] = base64.StdEncoding.EncodeToString(ca.Key)
+		}
+
+		ops = append(ops, map[string]any{"op": "add", "path": "/machine/ca", "value": value})
+	}
+
+	patchJSON, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+
+	patches, err := configpatch.Parse(patchJSON)
+	if err != nil {
+		return err
+	}
+
+	patched, err := configpatch.Apply(current, patches...)
+	if err != nil {
+		return err
+	}
+
+	resp, err := c.Machine.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{Data: patched, Mode: machine.ApplyConfigurationRequest_NO_REBOOT})
+	if err != nil {
+		return err
+	}
+
+	for _, m := range resp.GetMessages() {
+		if err := client.MetadataError(m.GetMetadata()); err != nil {
+			return err
+		}
+	}
+
+	return nil
+}
+
+func pemList(certs []configs.PEMCertificate) []map[string]string {
+	out := make([]map[string]string, 0, len(certs))
+	for _, c := range certs {
+		out = append(out, map[string]string{"crt": base64.StdEncoding.EncodeToString(c.Crt)})
+	}
+
+	return out
+}
+
+func (r *rotator) addNewAccepted(cfg *configs.Config, _ bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
+	return r.withAccepted(cfg.Machine.AcceptedCAs, r.newCA.Crt), nil
+}
+
+func (r *rotator) swap(cfg *configs.Config, controlPlane bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
+	accepted := r.without(r.withAccepted(cfg.Machine.AcceptedCAs, r.currentCA), r.newCA.Crt)
+
+	ca := &configs.PEMCertificateAndKey{Crt: r.newCA.Crt}
+	if controlPlane {
+		ca.Key = r.newCA.Key
+	}
+
+	return accepted, ca
+}
+
+func (r *rotator) dropOld(cfg *configs.Config, _ bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
+	return r.without(cfg.Machine.AcceptedCAs, r.currentCA), nil
+}
+
+func (r *rotator) withAccepted(list []configs.PEMCertificate, crt []byte) []configs.PEMCertificate {
+	if slices.ContainsFunc(list, func(c configs.PEMCertificate) bool { return bytes.Equal(c.Crt, crt) }) {
+		return list
+	}
+
+	return append(slices.Clone(list), configs.PEMCertificate{Crt: crt})
+}
+
+func (r *rotator) without(list []configs.PEMCertificate, crt []byte) []configs.PEMCertificate {
+	return slices.DeleteFunc(slices.Clone(list), func(c configs.PEMCertificate) bool { return bytes.Equal(c.Crt, crt) })
+}
+
+// saveTalosconfig puts the new CA and admin certificate in the context
+// that was used (or writes a talosconfig of that one context to --output).
+func (r *rotator) saveTalosconfig() error {
+	if r.flags.dryRun {
+		return nil
+	}
+
+	_, tctx, err := r.cfg.Current(r.g.Context)
+	if err != nil {
+		return err
+	}
+
+	tctx.CA = base64.StdEncoding.EncodeToString(r.newCA.Crt)
+	tctx.Crt = base64.StdEncoding.EncodeToString(r.newClient.Crt)
+	tctx.Key = base64.StdEncoding.EncodeToString(r.newClient.Key)
+
+	path := r.flags.output
+	if path == "" {
+		if path, err = r.g.TalosconfigPath(); err != nil {
+			return err
+		}
+	}
+
+	if err := r.cfg.Save(path); err != nil {
+		return err
+	}
+
+	r.printf("> Writing new talosconfig to %s\n", path)
+
+	return nil
+}
+
+func indent(pemText []byte) string {
+	var b strings.Builder
+	for line := range strings.SplitSeq(strings.TrimSpace(string(pemText)), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
+
+	return b.String()
+}
