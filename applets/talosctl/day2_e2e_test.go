@@ -570,7 +570,6 @@ func TestDay2Commands(t *testing.T) {
 	})
 }
 
-
 // tool finds a Debian tool a test judges by; scripts/install-deps.sh
 // installs it, so a missing one fails the test.
 func tool(t *testing.T, name string) string {
