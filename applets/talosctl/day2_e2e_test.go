@@ -258,7 +258,7 @@ func TestDay2Commands(t *testing.T) {
 			}
 
 			select {
-			case <-out.more:
+			case <-out.next():
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
@@ -285,6 +285,40 @@ func TestDay2Commands(t *testing.T) {
 			if udp == nil || int(udp.DstPort) != port || !bytes.Equal(udp.Payload, payload) {
 				t.Errorf("the filter let through %v", p)
 			}
+		}
+
+		// Without -o each packet is a line, as tcpdump prints it.
+		pctx, pcancel := context.WithCancel(context.Background())
+		defer pcancel()
+
+		lines, lineErr := newOutput(), newOutput()
+		printed := make(chan int, 1)
+
+		go func() {
+			printed <- ctl(pctx, lines, lineErr, append(base, "pcap", "-i", "lo", "--bpf-filter", filter)...)
+		}()
+
+		wantLine := fmt.Sprintf("IP 127.0.0.1.%d > 127.0.0.1.%d: UDP, length %d", send.LocalAddr().(*net.UDPAddr).Port, port, len(payload))
+
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(lines.String(), wantLine); {
+			if time.Now().After(deadline) {
+				t.Fatalf("pcap printed no %q within 30s:\n%s%s", wantLine, lines, lineErr)
+			}
+
+			if _, err := send.Write(payload); err != nil {
+				t.Fatal(err)
+			}
+
+			select {
+			case <-lines.next():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+
+		pcancel()
+
+		if c := <-printed; c != 0 {
+			t.Fatalf("pcap (printing) cancelled: exit %d, stderr %q", c, lineErr)
 		}
 
 		// tcpdump reads the file and finds the datagram.

@@ -48,6 +48,14 @@ func (o *output) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// next is closed at the next write.
+func (o *output) next() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	return o.more
+}
+
 func (o *output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -38,8 +38,9 @@ func (n *node) day2() {
 		n.t.Errorf("get securitystate:\n%s", out)
 	}
 
-	if out := n.ok("cgroups", "--preset", "memory"); !regexp.MustCompile(`(?m)^NAME\s+MemCurrent\s+MemPeak`).MatchString(out) || !strings.Contains(out, "└─") {
-		n.t.Errorf("cgroups --preset memory:\n%s", out)
+	// The root cgroup holds machined and its services' processes.
+	if out := n.ok("cgroups", "--preset", "process"); !regexp.MustCompile(`(?m)^NAME\s+PidsCurrent\s+PidsPeak\s+PidsMax\s+Procs\s+Threads\s+Processes\n\.\s+-\s+-\s+-\s+[1-9]\d*\s+[1-9]\d*`).MatchString(out) {
+		n.t.Errorf("cgroups --preset process:\n%s", out)
 	}
 
 	for dev, want := range map[string]string{

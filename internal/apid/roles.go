@@ -89,6 +89,7 @@ var methodRoles = map[string][]role.Role{
 
 	// Sensitive resources are redacted inside the handlers for non-admins.
 	// Day-2 operations, with Talos's roles.
+	machine.MachineService_NetworkDeviceStats_FullMethodName:            readers,
 	machine.MachineService_Netstat_FullMethodName:                       readers,
 	machine.MachineService_DiskUsage_FullMethodName:                     readers,
 	timeapi.TimeService_Time_FullMethodName:                             readers,

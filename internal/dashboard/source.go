@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,6 +99,42 @@ func APISources(nodes []string, reach ReachFunc) []Source {
 	return out
 }
 
+// SortNodes orders nodes as Talos's dashboard does: addresses first, in
+// address order (an address with a port sorts by address, then port),
+// then names; a node given twice is listed once.
+func SortNodes(nodes []string) []string {
+	addr := func(n string) (netip.AddrPort, bool) {
+		if ap, err := netip.ParseAddrPort(n); err == nil {
+			return ap, true
+		}
+
+		a, err := netip.ParseAddr(n)
+
+		return netip.AddrPortFrom(a, 0), err == nil
+	}
+
+	out := slices.Clone(nodes)
+	slices.SortStableFunc(out, func(a, b string) int {
+		aa, aok := addr(a)
+		ba, bok := addr(b)
+
+		switch {
+		case aok && bok:
+			return aa.Compare(ba)
+		case aok != bok:
+			if aok {
+				return -1
+			}
+
+			return 1
+		}
+
+		return strings.Compare(a, b)
+	})
+
+	return slices.Compact(out)
+}
+
 // Node implements Source.
 func (s *APISource) Node() string { return s.node }
 
@@ -123,7 +160,7 @@ func (s *APISource) Poll(ctx context.Context, full bool) *Sample {
 		wg.Go(func() {
 			if err := call(); err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %s", name, client.Message(err)))
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
 				mu.Unlock()
 			}
 		})
@@ -219,21 +256,26 @@ func (s *APISource) pollFull(ctx context.Context, c *client.Client, out *Sample,
 	})
 }
 
-// netDev reads /proc/net/dev. A refusal (a caller without os:admin, or a
-// node without Read) turns the counters off for good, without an error:
-// the graphs say "n/a" instead.
+// netDev reads the node's interface counters (NetworkDeviceStats, which
+// readers may call). A node that does not have the call turns the counters
+// off for good, without an error: the graphs say "n/a" instead.
 func (s *APISource) netDev(ctx context.Context, c *client.Client) (map[string]NetCounters, error) {
-	stream, err := c.Machine.Read(ctx, &machine.ReadRequest{Path: "/proc/net/dev"})
+	resp, err := c.Machine.NetworkDeviceStats(ctx, &emptypb.Empty{})
 	if err != nil {
 		return nil, s.netDevError(err)
 	}
 
-	var buf bytes.Buffer
-	if err := client.CopyStream(stream, &buf); err != nil {
-		return nil, s.netDevError(err)
+	st, err := client.FirstMessage(resp.GetMessages())
+	if err != nil {
+		return nil, err
 	}
 
-	return parseNetDev(buf.String())
+	out := map[string]NetCounters{}
+	for _, d := range st.GetDevices() {
+		out[d.GetName()] = NetCounters{RxBytes: d.GetRxBytes(), TxBytes: d.GetTxBytes()}
+	}
+
+	return out, nil
 }
 
 func (s *APISource) netDevError(err error) error {
@@ -245,38 +287,6 @@ func (s *APISource) netDevError(err error) error {
 	}
 
 	return err
-}
-
-// parseNetDev reads the kernel's /proc/net/dev table: two header lines,
-// then "iface: rx_bytes rx_packets ... (8 receive columns) tx_bytes ...".
-func parseNetDev(text string) (map[string]NetCounters, error) {
-	out := map[string]NetCounters{}
-
-	for line := range strings.SplitSeq(text, "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok || strings.Contains(name, "|") {
-			continue
-		}
-
-		f := strings.Fields(rest)
-		if len(f) < 9 {
-			return nil, fmt.Errorf("/proc/net/dev: short line %q", line)
-		}
-
-		rx, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("/proc/net/dev: %w", err)
-		}
-
-		tx, err := strconv.ParseUint(f[8], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("/proc/net/dev: %w", err)
-		}
-
-		out[strings.TrimSpace(name)] = NetCounters{RxBytes: rx, TxBytes: tx}
-	}
-
-	return out, nil
 }
 
 // logService is the log the dashboard shows. Talos shows the kernel log,

@@ -15,9 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -69,8 +66,7 @@ func Capture(ctx context.Context, w io.Writer, opts Options) error {
 		}
 	}()
 
-	pw := pcapgo.NewWriter(w)
-	if err := pw.WriteFileHeader(snap, linkType); err != nil {
+	if _, err := w.Write(FileHeader(snap, linkType)); err != nil {
 		return fmt.Errorf("pcap: %w", err)
 	}
 
@@ -111,9 +107,8 @@ func Capture(ctx context.Context, w io.Writer, opts Options) error {
 			return fmt.Errorf("pcap: read %s: %w", ifi.Name, err)
 		}
 
-		ci := gopacket.CaptureInfo{Timestamp: time.Now(), Length: n, CaptureLength: min(n, len(buf)), InterfaceIndex: ifi.Index}
-
-		if err := pw.WritePacket(ci, buf[:ci.CaptureLength]); err != nil {
+		kept := min(n, len(buf))
+		if _, err := w.Write(append(RecordHeader(time.Now(), kept, n), buf[:kept]...)); err != nil {
 			return fmt.Errorf("pcap: %w", err)
 		}
 
@@ -169,23 +164,23 @@ func open(ifi *net.Interface, opts Options) (*os.File, error) {
 // linkTypeOf says what the frames of an interface start with: an
 // Ethernet header (Ethernet, loopback, bridges, veths), or nothing (a
 // WireGuard or other layer-3 tunnel: raw IP).
-func linkTypeOf(sysRoot, name string) layers.LinkType {
+func linkTypeOf(sysRoot, name string) uint32 {
 	if sysRoot == "" {
 		sysRoot = "/sys"
 	}
 
 	b, err := os.ReadFile(sysRoot + "/class/net/" + name + "/type")
 	if err != nil {
-		return layers.LinkTypeEthernet
+		return LinkTypeEthernet
 	}
 
 	t, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 
 	switch t {
 	case unix.ARPHRD_NONE, unix.ARPHRD_TUNNEL, unix.ARPHRD_TUNNEL6, unix.ARPHRD_IPGRE, unix.ARPHRD_SIT:
-		return layers.LinkTypeRaw
+		return LinkTypeRaw
 	default:
-		return layers.LinkTypeEthernet
+		return LinkTypeEthernet
 	}
 }
 

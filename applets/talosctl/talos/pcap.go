@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/pcapgo"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -18,6 +16,7 @@ import (
 	"github.com/talosbox/talosbox/applets/talosctl/global"
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
+	"github.com/talosbox/talosbox/internal/pcap"
 )
 
 // NewPcapCommand is `talosctl pcap`, Talos's flags and behaviour: a pcap
@@ -136,9 +135,9 @@ func ended(err error) error {
 	return err
 }
 
-// printPackets decodes the stream as gopacket prints packets.
+// printPackets prints a line per packet, as tcpdump does without -v.
 func printPackets(w io.Writer, r io.Reader) error {
-	src, err := pcapgo.NewReader(r)
+	pr, err := pcap.NewReader(r)
 	if errors.Is(err, io.EOF) {
 		return nil // nothing captured at all
 	}
@@ -147,19 +146,13 @@ func printPackets(w io.Writer, r io.Reader) error {
 		return fmt.Errorf("error opening pcap reader: %w", err)
 	}
 
-	// tcpdump's snap length: a node may capture more than the header says.
-	src.SetSnaplen(262144)
-
 	for {
-		data, ci, err := src.ReadPacketData()
+		p, err := pr.Next()
 		if err != nil {
 			return err
 		}
 
-		p := gopacket.NewPacket(data, src.LinkType(), gopacket.Default)
-		p.Metadata().CaptureInfo = ci
-
-		fmt.Fprintln(w, p)
+		fmt.Fprintf(w, "%s %s\n", p.Time.Format("15:04:05.000000"), pcap.Summary(pr.LinkType, p.Data))
 	}
 }
 

@@ -7391,6 +7391,282 @@ func (x *NetstatResponse) GetMessages() []*Netstat {
 	return nil
 }
 
+type NetDev struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	RxBytes       uint64                 `protobuf:"varint,2,opt,name=rx_bytes,json=rxBytes,proto3" json:"rx_bytes,omitempty"`
+	RxPackets     uint64                 `protobuf:"varint,3,opt,name=rx_packets,json=rxPackets,proto3" json:"rx_packets,omitempty"`
+	RxErrors      uint64                 `protobuf:"varint,4,opt,name=rx_errors,json=rxErrors,proto3" json:"rx_errors,omitempty"`
+	RxDropped     uint64                 `protobuf:"varint,5,opt,name=rx_dropped,json=rxDropped,proto3" json:"rx_dropped,omitempty"`
+	RxFifo        uint64                 `protobuf:"varint,6,opt,name=rx_fifo,json=rxFifo,proto3" json:"rx_fifo,omitempty"`
+	RxFrame       uint64                 `protobuf:"varint,7,opt,name=rx_frame,json=rxFrame,proto3" json:"rx_frame,omitempty"`
+	RxCompressed  uint64                 `protobuf:"varint,8,opt,name=rx_compressed,json=rxCompressed,proto3" json:"rx_compressed,omitempty"`
+	RxMulticast   uint64                 `protobuf:"varint,9,opt,name=rx_multicast,json=rxMulticast,proto3" json:"rx_multicast,omitempty"`
+	TxBytes       uint64                 `protobuf:"varint,10,opt,name=tx_bytes,json=txBytes,proto3" json:"tx_bytes,omitempty"`
+	TxPackets     uint64                 `protobuf:"varint,11,opt,name=tx_packets,json=txPackets,proto3" json:"tx_packets,omitempty"`
+	TxErrors      uint64                 `protobuf:"varint,12,opt,name=tx_errors,json=txErrors,proto3" json:"tx_errors,omitempty"`
+	TxDropped     uint64                 `protobuf:"varint,13,opt,name=tx_dropped,json=txDropped,proto3" json:"tx_dropped,omitempty"`
+	TxFifo        uint64                 `protobuf:"varint,14,opt,name=tx_fifo,json=txFifo,proto3" json:"tx_fifo,omitempty"`
+	TxCollisions  uint64                 `protobuf:"varint,15,opt,name=tx_collisions,json=txCollisions,proto3" json:"tx_collisions,omitempty"`
+	TxCarrier     uint64                 `protobuf:"varint,16,opt,name=tx_carrier,json=txCarrier,proto3" json:"tx_carrier,omitempty"`
+	TxCompressed  uint64                 `protobuf:"varint,17,opt,name=tx_compressed,json=txCompressed,proto3" json:"tx_compressed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetDev) Reset() {
+	*x = NetDev{}
+	mi := &file_machine_machine_proto_msgTypes[124]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetDev) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetDev) ProtoMessage() {}
+
+func (x *NetDev) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[124]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetDev.ProtoReflect.Descriptor instead.
+func (*NetDev) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{124}
+}
+
+func (x *NetDev) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NetDev) GetRxBytes() uint64 {
+	if x != nil {
+		return x.RxBytes
+	}
+	return 0
+}
+
+func (x *NetDev) GetRxPackets() uint64 {
+	if x != nil {
+		return x.RxPackets
+	}
+	return 0
+}
+
+func (x *NetDev) GetRxErrors() uint64 {
+	if x != nil {
+		return x.RxErrors
+	}
+	return 0
+}
+
+func (x *NetDev) GetRxDropped() uint64 {
+	if x != nil {
+		return x.RxDropped
+	}
+	return 0
+}
+
+func (x *NetDev) GetRxFifo() uint64 {
+	if x != nil {
+		return x.RxFifo
+	}
+	return 0
+}
+
+func (x *NetDev) GetRxFrame() uint64 {
+	if x != nil {
+		return x.RxFrame
+	}
+	return 0
+}
+
+func (x *NetDev) GetRxCompressed() uint64 {
+	if x != nil {
+		return x.RxCompressed
+	}
+	return 0
+}
+
+func (x *NetDev) GetRxMulticast() uint64 {
+	if x != nil {
+		return x.RxMulticast
+	}
+	return 0
+}
+
+func (x *NetDev) GetTxBytes() uint64 {
+	if x != nil {
+		return x.TxBytes
+	}
+	return 0
+}
+
+func (x *NetDev) GetTxPackets() uint64 {
+	if x != nil {
+		return x.TxPackets
+	}
+	return 0
+}
+
+func (x *NetDev) GetTxErrors() uint64 {
+	if x != nil {
+		return x.TxErrors
+	}
+	return 0
+}
+
+func (x *NetDev) GetTxDropped() uint64 {
+	if x != nil {
+		return x.TxDropped
+	}
+	return 0
+}
+
+func (x *NetDev) GetTxFifo() uint64 {
+	if x != nil {
+		return x.TxFifo
+	}
+	return 0
+}
+
+func (x *NetDev) GetTxCollisions() uint64 {
+	if x != nil {
+		return x.TxCollisions
+	}
+	return 0
+}
+
+func (x *NetDev) GetTxCarrier() uint64 {
+	if x != nil {
+		return x.TxCarrier
+	}
+	return 0
+}
+
+func (x *NetDev) GetTxCompressed() uint64 {
+	if x != nil {
+		return x.TxCompressed
+	}
+	return 0
+}
+
+type NetworkDeviceStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *common.Metadata       `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Total         *NetDev                `protobuf:"bytes,2,opt,name=total,proto3" json:"total,omitempty"`
+	Devices       []*NetDev              `protobuf:"bytes,3,rep,name=devices,proto3" json:"devices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkDeviceStats) Reset() {
+	*x = NetworkDeviceStats{}
+	mi := &file_machine_machine_proto_msgTypes[125]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkDeviceStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkDeviceStats) ProtoMessage() {}
+
+func (x *NetworkDeviceStats) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[125]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkDeviceStats.ProtoReflect.Descriptor instead.
+func (*NetworkDeviceStats) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{125}
+}
+
+func (x *NetworkDeviceStats) GetMetadata() *common.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *NetworkDeviceStats) GetTotal() *NetDev {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+func (x *NetworkDeviceStats) GetDevices() []*NetDev {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+type NetworkDeviceStatsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*NetworkDeviceStats  `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkDeviceStatsResponse) Reset() {
+	*x = NetworkDeviceStatsResponse{}
+	mi := &file_machine_machine_proto_msgTypes[126]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkDeviceStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkDeviceStatsResponse) ProtoMessage() {}
+
+func (x *NetworkDeviceStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machine_machine_proto_msgTypes[126]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkDeviceStatsResponse.ProtoReflect.Descriptor instead.
+func (*NetworkDeviceStatsResponse) Descriptor() ([]byte, []int) {
+	return file_machine_machine_proto_rawDescGZIP(), []int{126}
+}
+
+func (x *NetworkDeviceStatsResponse) GetMessages() []*NetworkDeviceStats {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 type NetstatRequest_Feature struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Pid           bool                   `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
@@ -7400,7 +7676,7 @@ type NetstatRequest_Feature struct {
 
 func (x *NetstatRequest_Feature) Reset() {
 	*x = NetstatRequest_Feature{}
-	mi := &file_machine_machine_proto_msgTypes[125]
+	mi := &file_machine_machine_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7412,7 +7688,7 @@ func (x *NetstatRequest_Feature) String() string {
 func (*NetstatRequest_Feature) ProtoMessage() {}
 
 func (x *NetstatRequest_Feature) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[125]
+	mi := &file_machine_machine_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7451,7 +7727,7 @@ type NetstatRequest_L4Proto struct {
 
 func (x *NetstatRequest_L4Proto) Reset() {
 	*x = NetstatRequest_L4Proto{}
-	mi := &file_machine_machine_proto_msgTypes[126]
+	mi := &file_machine_machine_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7463,7 +7739,7 @@ func (x *NetstatRequest_L4Proto) String() string {
 func (*NetstatRequest_L4Proto) ProtoMessage() {}
 
 func (x *NetstatRequest_L4Proto) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[126]
+	mi := &file_machine_machine_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7546,7 +7822,7 @@ type NetstatRequest_NetNS struct {
 
 func (x *NetstatRequest_NetNS) Reset() {
 	*x = NetstatRequest_NetNS{}
-	mi := &file_machine_machine_proto_msgTypes[127]
+	mi := &file_machine_machine_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7558,7 +7834,7 @@ func (x *NetstatRequest_NetNS) String() string {
 func (*NetstatRequest_NetNS) ProtoMessage() {}
 
 func (x *NetstatRequest_NetNS) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[127]
+	mi := &file_machine_machine_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7605,7 +7881,7 @@ type ConnectRecord_Process struct {
 
 func (x *ConnectRecord_Process) Reset() {
 	*x = ConnectRecord_Process{}
-	mi := &file_machine_machine_proto_msgTypes[128]
+	mi := &file_machine_machine_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7617,7 +7893,7 @@ func (x *ConnectRecord_Process) String() string {
 func (*ConnectRecord_Process) ProtoMessage() {}
 
 func (x *ConnectRecord_Process) ProtoReflect() protoreflect.Message {
-	mi := &file_machine_machine_proto_msgTypes[128]
+	mi := &file_machine_machine_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8189,7 +8465,37 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12<\n" +
 	"\rconnectrecord\x18\x02 \x03(\v2\x16.machine.ConnectRecordR\rconnectrecord\"?\n" +
 	"\x0fNetstatResponse\x12,\n" +
-	"\bmessages\x18\x01 \x03(\v2\x10.machine.NetstatR\bmessages2\xc3\x18\n" +
+	"\bmessages\x18\x01 \x03(\v2\x10.machine.NetstatR\bmessages\"\x86\x04\n" +
+	"\x06NetDev\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
+	"\brx_bytes\x18\x02 \x01(\x04R\arxBytes\x12\x1d\n" +
+	"\n" +
+	"rx_packets\x18\x03 \x01(\x04R\trxPackets\x12\x1b\n" +
+	"\trx_errors\x18\x04 \x01(\x04R\brxErrors\x12\x1d\n" +
+	"\n" +
+	"rx_dropped\x18\x05 \x01(\x04R\trxDropped\x12\x17\n" +
+	"\arx_fifo\x18\x06 \x01(\x04R\x06rxFifo\x12\x19\n" +
+	"\brx_frame\x18\a \x01(\x04R\arxFrame\x12#\n" +
+	"\rrx_compressed\x18\b \x01(\x04R\frxCompressed\x12!\n" +
+	"\frx_multicast\x18\t \x01(\x04R\vrxMulticast\x12\x19\n" +
+	"\btx_bytes\x18\n" +
+	" \x01(\x04R\atxBytes\x12\x1d\n" +
+	"\n" +
+	"tx_packets\x18\v \x01(\x04R\ttxPackets\x12\x1b\n" +
+	"\ttx_errors\x18\f \x01(\x04R\btxErrors\x12\x1d\n" +
+	"\n" +
+	"tx_dropped\x18\r \x01(\x04R\ttxDropped\x12\x17\n" +
+	"\atx_fifo\x18\x0e \x01(\x04R\x06txFifo\x12#\n" +
+	"\rtx_collisions\x18\x0f \x01(\x04R\ftxCollisions\x12\x1d\n" +
+	"\n" +
+	"tx_carrier\x18\x10 \x01(\x04R\ttxCarrier\x12#\n" +
+	"\rtx_compressed\x18\x11 \x01(\x04R\ftxCompressed\"\x94\x01\n" +
+	"\x12NetworkDeviceStats\x12,\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x10.common.MetadataR\bmetadata\x12%\n" +
+	"\x05total\x18\x02 \x01(\v2\x0f.machine.NetDevR\x05total\x12)\n" +
+	"\adevices\x18\x03 \x03(\v2\x0f.machine.NetDevR\adevices\"U\n" +
+	"\x1aNetworkDeviceStatsResponse\x127\n" +
+	"\bmessages\x18\x01 \x03(\v2\x1b.machine.NetworkDeviceStatsR\bmessages2\x96\x19\n" +
 	"\x0eMachineService\x12;\n" +
 	"\aVersion\x12\x16.google.protobuf.Empty\x1a\x18.machine.VersionResponse\x12=\n" +
 	"\bHostname\x12\x16.google.protobuf.Empty\x1a\x19.machine.HostnameResponse\x12C\n" +
@@ -8241,7 +8547,8 @@ const file_machine_machine_proto_rawDesc = "" +
 	"\aRestart\x12\x17.machine.RestartRequest\x1a\x18.machine.RestartResponse\x12@\n" +
 	"\tDiskUsage\x12\x19.machine.DiskUsageRequest\x1a\x16.machine.DiskUsageInfo0\x01\x12>\n" +
 	"\rPacketCapture\x12\x1d.machine.PacketCaptureRequest\x1a\f.common.Data0\x01\x12<\n" +
-	"\aNetstat\x12\x17.machine.NetstatRequest\x1a\x18.machine.NetstatResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
+	"\aNetstat\x12\x17.machine.NetstatRequest\x1a\x18.machine.NetstatResponse\x12Q\n" +
+	"\x12NetworkDeviceStats\x12\x16.google.protobuf.Empty\x1a#.machine.NetworkDeviceStatsResponseB;Z9github.com/talosbox/talosbox/internal/api/machine;machineb\x06proto3"
 
 var (
 	file_machine_machine_proto_rawDescOnce sync.Once
@@ -8256,7 +8563,7 @@ func file_machine_machine_proto_rawDescGZIP() []byte {
 }
 
 var file_machine_machine_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 129)
+var file_machine_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 132)
 var file_machine_machine_proto_goTypes = []any{
 	(ApplyConfigurationRequest_Mode)(0),         // 0: machine.ApplyConfigurationRequest.Mode
 	(RebootRequest_Mode)(0),                     // 1: machine.RebootRequest.Mode
@@ -8389,236 +8696,245 @@ var file_machine_machine_proto_goTypes = []any{
 	(*ConnectRecord)(nil),                       // 128: machine.ConnectRecord
 	(*Netstat)(nil),                             // 129: machine.Netstat
 	(*NetstatResponse)(nil),                     // 130: machine.NetstatResponse
-	nil,                                         // 131: machine.Event.FieldsEntry
-	(*NetstatRequest_Feature)(nil),              // 132: machine.NetstatRequest.Feature
-	(*NetstatRequest_L4Proto)(nil),              // 133: machine.NetstatRequest.L4proto
-	(*NetstatRequest_NetNS)(nil),                // 134: machine.NetstatRequest.NetNS
-	(*ConnectRecord_Process)(nil),               // 135: machine.ConnectRecord.Process
-	(*common.Metadata)(nil),                     // 136: common.Metadata
-	(*timestamppb.Timestamp)(nil),               // 137: google.protobuf.Timestamp
-	(common.ContainerDriver)(0),                 // 138: common.ContainerDriver
-	(*durationpb.Duration)(nil),                 // 139: google.protobuf.Duration
-	(common.ContainerdNamespace)(0),             // 140: common.ContainerdNamespace
-	(*emptypb.Empty)(nil),                       // 141: google.protobuf.Empty
-	(*common.Data)(nil),                         // 142: common.Data
+	(*NetDev)(nil),                              // 131: machine.NetDev
+	(*NetworkDeviceStats)(nil),                  // 132: machine.NetworkDeviceStats
+	(*NetworkDeviceStatsResponse)(nil),          // 133: machine.NetworkDeviceStatsResponse
+	nil,                                         // 134: machine.Event.FieldsEntry
+	(*NetstatRequest_Feature)(nil),              // 135: machine.NetstatRequest.Feature
+	(*NetstatRequest_L4Proto)(nil),              // 136: machine.NetstatRequest.L4proto
+	(*NetstatRequest_NetNS)(nil),                // 137: machine.NetstatRequest.NetNS
+	(*ConnectRecord_Process)(nil),               // 138: machine.ConnectRecord.Process
+	(*common.Metadata)(nil),                     // 139: common.Metadata
+	(*timestamppb.Timestamp)(nil),               // 140: google.protobuf.Timestamp
+	(common.ContainerDriver)(0),                 // 141: common.ContainerDriver
+	(*durationpb.Duration)(nil),                 // 142: google.protobuf.Duration
+	(common.ContainerdNamespace)(0),             // 143: common.ContainerdNamespace
+	(*emptypb.Empty)(nil),                       // 144: google.protobuf.Empty
+	(*common.Data)(nil),                         // 145: common.Data
 }
 var file_machine_machine_proto_depIdxs = []int32{
-	136, // 0: machine.Version.metadata:type_name -> common.Metadata
+	139, // 0: machine.Version.metadata:type_name -> common.Metadata
 	7,   // 1: machine.Version.version:type_name -> machine.VersionInfo
 	8,   // 2: machine.Version.platform:type_name -> machine.PlatformInfo
 	9,   // 3: machine.VersionResponse.messages:type_name -> machine.Version
-	136, // 4: machine.Hostname.metadata:type_name -> common.Metadata
+	139, // 4: machine.Hostname.metadata:type_name -> common.Metadata
 	11,  // 5: machine.HostnameResponse.messages:type_name -> machine.Hostname
-	137, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
+	140, // 6: machine.ServiceEvent.ts:type_name -> google.protobuf.Timestamp
 	13,  // 7: machine.ServiceEvents.events:type_name -> machine.ServiceEvent
-	137, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
+	140, // 8: machine.ServiceHealth.last_change:type_name -> google.protobuf.Timestamp
 	14,  // 9: machine.ServiceInfo.events:type_name -> machine.ServiceEvents
 	15,  // 10: machine.ServiceInfo.health:type_name -> machine.ServiceHealth
-	136, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
+	139, // 11: machine.ServiceList.metadata:type_name -> common.Metadata
 	16,  // 12: machine.ServiceList.services:type_name -> machine.ServiceInfo
 	17,  // 13: machine.ServiceListResponse.messages:type_name -> machine.ServiceList
-	136, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
+	139, // 14: machine.ServiceStart.metadata:type_name -> common.Metadata
 	20,  // 15: machine.ServiceStartResponse.messages:type_name -> machine.ServiceStart
-	136, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
+	139, // 16: machine.ServiceStop.metadata:type_name -> common.Metadata
 	23,  // 17: machine.ServiceStopResponse.messages:type_name -> machine.ServiceStop
-	136, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
+	139, // 18: machine.ServiceRestart.metadata:type_name -> common.Metadata
 	26,  // 19: machine.ServiceRestartResponse.messages:type_name -> machine.ServiceRestart
-	138, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
-	136, // 21: machine.Event.metadata:type_name -> common.Metadata
-	137, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
-	131, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
+	141, // 20: machine.LogsRequest.driver:type_name -> common.ContainerDriver
+	139, // 21: machine.Event.metadata:type_name -> common.Metadata
+	140, // 22: machine.Event.ts:type_name -> google.protobuf.Timestamp
+	134, // 23: machine.Event.fields:type_name -> machine.Event.FieldsEntry
 	0,   // 24: machine.ApplyConfigurationRequest.mode:type_name -> machine.ApplyConfigurationRequest.Mode
-	139, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
-	136, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
+	142, // 25: machine.ApplyConfigurationRequest.try_mode_timeout:type_name -> google.protobuf.Duration
+	139, // 26: machine.ApplyConfiguration.metadata:type_name -> common.Metadata
 	0,   // 27: machine.ApplyConfiguration.mode:type_name -> machine.ApplyConfigurationRequest.Mode
 	33,  // 28: machine.ApplyConfigurationResponse.messages:type_name -> machine.ApplyConfiguration
-	136, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
+	139, // 29: machine.Bootstrap.metadata:type_name -> common.Metadata
 	36,  // 30: machine.BootstrapResponse.messages:type_name -> machine.Bootstrap
 	1,   // 31: machine.RebootRequest.mode:type_name -> machine.RebootRequest.Mode
-	136, // 32: machine.Reboot.metadata:type_name -> common.Metadata
+	139, // 32: machine.Reboot.metadata:type_name -> common.Metadata
 	39,  // 33: machine.RebootResponse.messages:type_name -> machine.Reboot
-	136, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
+	139, // 34: machine.Shutdown.metadata:type_name -> common.Metadata
 	42,  // 35: machine.ShutdownResponse.messages:type_name -> machine.Shutdown
 	44,  // 36: machine.ResetRequest.system_partitions_to_wipe:type_name -> machine.ResetPartitionSpec
-	136, // 37: machine.Reset.metadata:type_name -> common.Metadata
+	139, // 37: machine.Reset.metadata:type_name -> common.Metadata
 	46,  // 38: machine.ResetResponse.messages:type_name -> machine.Reset
 	2,   // 39: machine.UpgradeRequest.reboot_mode:type_name -> machine.UpgradeRequest.RebootMode
-	136, // 40: machine.Upgrade.metadata:type_name -> common.Metadata
+	139, // 40: machine.Upgrade.metadata:type_name -> common.Metadata
 	49,  // 41: machine.UpgradeResponse.messages:type_name -> machine.Upgrade
-	136, // 42: machine.Rollback.metadata:type_name -> common.Metadata
+	139, // 42: machine.Rollback.metadata:type_name -> common.Metadata
 	52,  // 43: machine.RollbackResponse.messages:type_name -> machine.Rollback
-	136, // 44: machine.FileInfo.metadata:type_name -> common.Metadata
-	136, // 45: machine.Mounts.metadata:type_name -> common.Metadata
+	139, // 44: machine.FileInfo.metadata:type_name -> common.Metadata
+	139, // 45: machine.Mounts.metadata:type_name -> common.Metadata
 	58,  // 46: machine.Mounts.stats:type_name -> machine.MountStat
 	59,  // 47: machine.MountsResponse.messages:type_name -> machine.Mounts
-	136, // 48: machine.Memory.metadata:type_name -> common.Metadata
+	139, // 48: machine.Memory.metadata:type_name -> common.Metadata
 	61,  // 49: machine.Memory.meminfo:type_name -> machine.MemInfo
 	62,  // 50: machine.MemoryResponse.messages:type_name -> machine.Memory
-	136, // 51: machine.Process.metadata:type_name -> common.Metadata
+	139, // 51: machine.Process.metadata:type_name -> common.Metadata
 	64,  // 52: machine.Process.processes:type_name -> machine.ProcessInfo
 	65,  // 53: machine.ProcessesResponse.messages:type_name -> machine.Process
-	136, // 54: machine.LoadAvg.metadata:type_name -> common.Metadata
+	139, // 54: machine.LoadAvg.metadata:type_name -> common.Metadata
 	67,  // 55: machine.LoadAvgResponse.messages:type_name -> machine.LoadAvg
-	136, // 56: machine.SystemStat.metadata:type_name -> common.Metadata
+	139, // 56: machine.SystemStat.metadata:type_name -> common.Metadata
 	69,  // 57: machine.SystemStat.cpu_total:type_name -> machine.CPUStat
 	69,  // 58: machine.SystemStat.cpu:type_name -> machine.CPUStat
 	70,  // 59: machine.SystemStatResponse.messages:type_name -> machine.SystemStat
-	139, // 60: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
-	136, // 61: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
+	142, // 60: machine.GenerateClientConfigurationRequest.crt_ttl:type_name -> google.protobuf.Duration
+	139, // 61: machine.GenerateClientConfiguration.metadata:type_name -> common.Metadata
 	73,  // 62: machine.GenerateClientConfigurationResponse.messages:type_name -> machine.GenerateClientConfiguration
-	136, // 63: machine.EtcdMembers.metadata:type_name -> common.Metadata
+	139, // 63: machine.EtcdMembers.metadata:type_name -> common.Metadata
 	76,  // 64: machine.EtcdMembers.members:type_name -> machine.EtcdMember
 	77,  // 65: machine.EtcdMemberListResponse.messages:type_name -> machine.EtcdMembers
-	136, // 66: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
+	139, // 66: machine.EtcdRemoveMemberByID.metadata:type_name -> common.Metadata
 	80,  // 67: machine.EtcdRemoveMemberByIDResponse.messages:type_name -> machine.EtcdRemoveMemberByID
-	136, // 68: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
+	139, // 68: machine.EtcdLeaveCluster.metadata:type_name -> common.Metadata
 	83,  // 69: machine.EtcdLeaveClusterResponse.messages:type_name -> machine.EtcdLeaveCluster
-	136, // 70: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
+	139, // 70: machine.EtcdForfeitLeadership.metadata:type_name -> common.Metadata
 	86,  // 71: machine.EtcdForfeitLeadershipResponse.messages:type_name -> machine.EtcdForfeitLeadership
-	136, // 72: machine.EtcdRecover.metadata:type_name -> common.Metadata
+	139, // 72: machine.EtcdRecover.metadata:type_name -> common.Metadata
 	89,  // 73: machine.EtcdRecoverResponse.messages:type_name -> machine.EtcdRecover
 	3,   // 74: machine.EtcdMemberAlarm.alarm:type_name -> machine.EtcdMemberAlarm.AlarmType
-	136, // 75: machine.EtcdAlarm.metadata:type_name -> common.Metadata
+	139, // 75: machine.EtcdAlarm.metadata:type_name -> common.Metadata
 	91,  // 76: machine.EtcdAlarm.member_alarms:type_name -> machine.EtcdMemberAlarm
 	92,  // 77: machine.EtcdAlarmListResponse.messages:type_name -> machine.EtcdAlarm
-	136, // 78: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
+	139, // 78: machine.EtcdAlarmDisarm.metadata:type_name -> common.Metadata
 	91,  // 79: machine.EtcdAlarmDisarm.member_alarms:type_name -> machine.EtcdMemberAlarm
 	94,  // 80: machine.EtcdAlarmDisarmResponse.messages:type_name -> machine.EtcdAlarmDisarm
-	136, // 81: machine.EtcdDefragment.metadata:type_name -> common.Metadata
+	139, // 81: machine.EtcdDefragment.metadata:type_name -> common.Metadata
 	96,  // 82: machine.EtcdDefragmentResponse.messages:type_name -> machine.EtcdDefragment
-	136, // 83: machine.EtcdStatus.metadata:type_name -> common.Metadata
+	139, // 83: machine.EtcdStatus.metadata:type_name -> common.Metadata
 	98,  // 84: machine.EtcdStatus.member_status:type_name -> machine.EtcdMemberStatus
 	99,  // 85: machine.EtcdStatusResponse.messages:type_name -> machine.EtcdStatus
-	138, // 86: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
-	136, // 87: machine.Container.metadata:type_name -> common.Metadata
+	141, // 86: machine.ContainersRequest.driver:type_name -> common.ContainerDriver
+	139, // 87: machine.Container.metadata:type_name -> common.Metadata
 	102, // 88: machine.Container.containers:type_name -> machine.ContainerInfo
 	103, // 89: machine.ContainersResponse.messages:type_name -> machine.Container
-	138, // 90: machine.StatsRequest.driver:type_name -> common.ContainerDriver
-	136, // 91: machine.Stats.metadata:type_name -> common.Metadata
+	141, // 90: machine.StatsRequest.driver:type_name -> common.ContainerDriver
+	139, // 91: machine.Stats.metadata:type_name -> common.Metadata
 	106, // 92: machine.Stats.stats:type_name -> machine.Stat
 	107, // 93: machine.StatsResponse.messages:type_name -> machine.Stats
-	140, // 94: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
-	136, // 95: machine.ImageListResponse.metadata:type_name -> common.Metadata
-	137, // 96: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
-	140, // 97: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
-	136, // 98: machine.ImagePull.metadata:type_name -> common.Metadata
+	143, // 94: machine.ImageListRequest.namespace:type_name -> common.ContainerdNamespace
+	139, // 95: machine.ImageListResponse.metadata:type_name -> common.Metadata
+	140, // 96: machine.ImageListResponse.created_at:type_name -> google.protobuf.Timestamp
+	143, // 97: machine.ImagePullRequest.namespace:type_name -> common.ContainerdNamespace
+	139, // 98: machine.ImagePull.metadata:type_name -> common.Metadata
 	112, // 99: machine.ImagePullResponse.messages:type_name -> machine.ImagePull
-	136, // 100: machine.MetaWrite.metadata:type_name -> common.Metadata
+	139, // 100: machine.MetaWrite.metadata:type_name -> common.Metadata
 	115, // 101: machine.MetaWriteResponse.messages:type_name -> machine.MetaWrite
-	136, // 102: machine.MetaDelete.metadata:type_name -> common.Metadata
+	139, // 102: machine.MetaDelete.metadata:type_name -> common.Metadata
 	118, // 103: machine.MetaDeleteResponse.messages:type_name -> machine.MetaDelete
-	138, // 104: machine.RestartRequest.driver:type_name -> common.ContainerDriver
-	136, // 105: machine.Restart.metadata:type_name -> common.Metadata
+	141, // 104: machine.RestartRequest.driver:type_name -> common.ContainerDriver
+	139, // 105: machine.Restart.metadata:type_name -> common.Metadata
 	121, // 106: machine.RestartResponse.messages:type_name -> machine.Restart
-	136, // 107: machine.DiskUsageInfo.metadata:type_name -> common.Metadata
+	139, // 107: machine.DiskUsageInfo.metadata:type_name -> common.Metadata
 	126, // 108: machine.PacketCaptureRequest.bpf_filter:type_name -> machine.BPFInstruction
 	4,   // 109: machine.NetstatRequest.filter:type_name -> machine.NetstatRequest.Filter
-	132, // 110: machine.NetstatRequest.feature:type_name -> machine.NetstatRequest.Feature
-	133, // 111: machine.NetstatRequest.l4proto:type_name -> machine.NetstatRequest.L4proto
-	134, // 112: machine.NetstatRequest.netns:type_name -> machine.NetstatRequest.NetNS
+	135, // 110: machine.NetstatRequest.feature:type_name -> machine.NetstatRequest.Feature
+	136, // 111: machine.NetstatRequest.l4proto:type_name -> machine.NetstatRequest.L4proto
+	137, // 112: machine.NetstatRequest.netns:type_name -> machine.NetstatRequest.NetNS
 	5,   // 113: machine.ConnectRecord.state:type_name -> machine.ConnectRecord.State
 	6,   // 114: machine.ConnectRecord.tr:type_name -> machine.ConnectRecord.TimerActive
-	135, // 115: machine.ConnectRecord.process:type_name -> machine.ConnectRecord.Process
-	136, // 116: machine.Netstat.metadata:type_name -> common.Metadata
+	138, // 115: machine.ConnectRecord.process:type_name -> machine.ConnectRecord.Process
+	139, // 116: machine.Netstat.metadata:type_name -> common.Metadata
 	128, // 117: machine.Netstat.connectrecord:type_name -> machine.ConnectRecord
 	129, // 118: machine.NetstatResponse.messages:type_name -> machine.Netstat
-	141, // 119: machine.MachineService.Version:input_type -> google.protobuf.Empty
-	141, // 120: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
-	141, // 121: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
-	19,  // 122: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
-	22,  // 123: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
-	25,  // 124: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
-	28,  // 125: machine.MachineService.Logs:input_type -> machine.LogsRequest
-	29,  // 126: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
-	30,  // 127: machine.MachineService.Events:input_type -> machine.EventsRequest
-	32,  // 128: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
-	35,  // 129: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
-	38,  // 130: machine.MachineService.Reboot:input_type -> machine.RebootRequest
-	41,  // 131: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
-	45,  // 132: machine.MachineService.Reset:input_type -> machine.ResetRequest
-	48,  // 133: machine.MachineService.Upgrade:input_type -> machine.UpgradeRequest
-	51,  // 134: machine.MachineService.Rollback:input_type -> machine.RollbackRequest
-	54,  // 135: machine.MachineService.List:input_type -> machine.ListRequest
-	56,  // 136: machine.MachineService.Read:input_type -> machine.ReadRequest
-	57,  // 137: machine.MachineService.Copy:input_type -> machine.CopyRequest
-	141, // 138: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
-	141, // 139: machine.MachineService.Memory:input_type -> google.protobuf.Empty
-	141, // 140: machine.MachineService.Processes:input_type -> google.protobuf.Empty
-	141, // 141: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
-	141, // 142: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
-	72,  // 143: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
-	75,  // 144: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
-	79,  // 145: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
-	82,  // 146: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
-	85,  // 147: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
-	88,  // 148: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
-	142, // 149: machine.MachineService.EtcdRecover:input_type -> common.Data
-	141, // 150: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
-	141, // 151: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
-	141, // 152: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
-	141, // 153: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
-	101, // 154: machine.MachineService.Containers:input_type -> machine.ContainersRequest
-	105, // 155: machine.MachineService.Stats:input_type -> machine.StatsRequest
-	109, // 156: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
-	111, // 157: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
-	141, // 158: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
-	114, // 159: machine.MachineService.MetaWrite:input_type -> machine.MetaWriteRequest
-	117, // 160: machine.MachineService.MetaDelete:input_type -> machine.MetaDeleteRequest
-	120, // 161: machine.MachineService.Restart:input_type -> machine.RestartRequest
-	123, // 162: machine.MachineService.DiskUsage:input_type -> machine.DiskUsageRequest
-	125, // 163: machine.MachineService.PacketCapture:input_type -> machine.PacketCaptureRequest
-	127, // 164: machine.MachineService.Netstat:input_type -> machine.NetstatRequest
-	10,  // 165: machine.MachineService.Version:output_type -> machine.VersionResponse
-	12,  // 166: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
-	18,  // 167: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
-	21,  // 168: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
-	24,  // 169: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
-	27,  // 170: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
-	142, // 171: machine.MachineService.Logs:output_type -> common.Data
-	142, // 172: machine.MachineService.Dmesg:output_type -> common.Data
-	31,  // 173: machine.MachineService.Events:output_type -> machine.Event
-	34,  // 174: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
-	37,  // 175: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
-	40,  // 176: machine.MachineService.Reboot:output_type -> machine.RebootResponse
-	43,  // 177: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
-	47,  // 178: machine.MachineService.Reset:output_type -> machine.ResetResponse
-	50,  // 179: machine.MachineService.Upgrade:output_type -> machine.UpgradeResponse
-	53,  // 180: machine.MachineService.Rollback:output_type -> machine.RollbackResponse
-	55,  // 181: machine.MachineService.List:output_type -> machine.FileInfo
-	142, // 182: machine.MachineService.Read:output_type -> common.Data
-	142, // 183: machine.MachineService.Copy:output_type -> common.Data
-	60,  // 184: machine.MachineService.Mounts:output_type -> machine.MountsResponse
-	63,  // 185: machine.MachineService.Memory:output_type -> machine.MemoryResponse
-	66,  // 186: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
-	68,  // 187: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
-	71,  // 188: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
-	74,  // 189: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
-	78,  // 190: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
-	81,  // 191: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
-	84,  // 192: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
-	87,  // 193: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
-	142, // 194: machine.MachineService.EtcdSnapshot:output_type -> common.Data
-	90,  // 195: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
-	93,  // 196: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
-	95,  // 197: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
-	97,  // 198: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
-	100, // 199: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
-	104, // 200: machine.MachineService.Containers:output_type -> machine.ContainersResponse
-	108, // 201: machine.MachineService.Stats:output_type -> machine.StatsResponse
-	110, // 202: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
-	113, // 203: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
-	142, // 204: machine.MachineService.Kubeconfig:output_type -> common.Data
-	116, // 205: machine.MachineService.MetaWrite:output_type -> machine.MetaWriteResponse
-	119, // 206: machine.MachineService.MetaDelete:output_type -> machine.MetaDeleteResponse
-	122, // 207: machine.MachineService.Restart:output_type -> machine.RestartResponse
-	124, // 208: machine.MachineService.DiskUsage:output_type -> machine.DiskUsageInfo
-	142, // 209: machine.MachineService.PacketCapture:output_type -> common.Data
-	130, // 210: machine.MachineService.Netstat:output_type -> machine.NetstatResponse
-	165, // [165:211] is the sub-list for method output_type
-	119, // [119:165] is the sub-list for method input_type
-	119, // [119:119] is the sub-list for extension type_name
-	119, // [119:119] is the sub-list for extension extendee
-	0,   // [0:119] is the sub-list for field type_name
+	139, // 119: machine.NetworkDeviceStats.metadata:type_name -> common.Metadata
+	131, // 120: machine.NetworkDeviceStats.total:type_name -> machine.NetDev
+	131, // 121: machine.NetworkDeviceStats.devices:type_name -> machine.NetDev
+	132, // 122: machine.NetworkDeviceStatsResponse.messages:type_name -> machine.NetworkDeviceStats
+	144, // 123: machine.MachineService.Version:input_type -> google.protobuf.Empty
+	144, // 124: machine.MachineService.Hostname:input_type -> google.protobuf.Empty
+	144, // 125: machine.MachineService.ServiceList:input_type -> google.protobuf.Empty
+	19,  // 126: machine.MachineService.ServiceStart:input_type -> machine.ServiceStartRequest
+	22,  // 127: machine.MachineService.ServiceStop:input_type -> machine.ServiceStopRequest
+	25,  // 128: machine.MachineService.ServiceRestart:input_type -> machine.ServiceRestartRequest
+	28,  // 129: machine.MachineService.Logs:input_type -> machine.LogsRequest
+	29,  // 130: machine.MachineService.Dmesg:input_type -> machine.DmesgRequest
+	30,  // 131: machine.MachineService.Events:input_type -> machine.EventsRequest
+	32,  // 132: machine.MachineService.ApplyConfiguration:input_type -> machine.ApplyConfigurationRequest
+	35,  // 133: machine.MachineService.Bootstrap:input_type -> machine.BootstrapRequest
+	38,  // 134: machine.MachineService.Reboot:input_type -> machine.RebootRequest
+	41,  // 135: machine.MachineService.Shutdown:input_type -> machine.ShutdownRequest
+	45,  // 136: machine.MachineService.Reset:input_type -> machine.ResetRequest
+	48,  // 137: machine.MachineService.Upgrade:input_type -> machine.UpgradeRequest
+	51,  // 138: machine.MachineService.Rollback:input_type -> machine.RollbackRequest
+	54,  // 139: machine.MachineService.List:input_type -> machine.ListRequest
+	56,  // 140: machine.MachineService.Read:input_type -> machine.ReadRequest
+	57,  // 141: machine.MachineService.Copy:input_type -> machine.CopyRequest
+	144, // 142: machine.MachineService.Mounts:input_type -> google.protobuf.Empty
+	144, // 143: machine.MachineService.Memory:input_type -> google.protobuf.Empty
+	144, // 144: machine.MachineService.Processes:input_type -> google.protobuf.Empty
+	144, // 145: machine.MachineService.LoadAvg:input_type -> google.protobuf.Empty
+	144, // 146: machine.MachineService.SystemStat:input_type -> google.protobuf.Empty
+	72,  // 147: machine.MachineService.GenerateClientConfiguration:input_type -> machine.GenerateClientConfigurationRequest
+	75,  // 148: machine.MachineService.EtcdMemberList:input_type -> machine.EtcdMemberListRequest
+	79,  // 149: machine.MachineService.EtcdRemoveMemberByID:input_type -> machine.EtcdRemoveMemberByIDRequest
+	82,  // 150: machine.MachineService.EtcdLeaveCluster:input_type -> machine.EtcdLeaveClusterRequest
+	85,  // 151: machine.MachineService.EtcdForfeitLeadership:input_type -> machine.EtcdForfeitLeadershipRequest
+	88,  // 152: machine.MachineService.EtcdSnapshot:input_type -> machine.EtcdSnapshotRequest
+	145, // 153: machine.MachineService.EtcdRecover:input_type -> common.Data
+	144, // 154: machine.MachineService.EtcdAlarmList:input_type -> google.protobuf.Empty
+	144, // 155: machine.MachineService.EtcdAlarmDisarm:input_type -> google.protobuf.Empty
+	144, // 156: machine.MachineService.EtcdDefragment:input_type -> google.protobuf.Empty
+	144, // 157: machine.MachineService.EtcdStatus:input_type -> google.protobuf.Empty
+	101, // 158: machine.MachineService.Containers:input_type -> machine.ContainersRequest
+	105, // 159: machine.MachineService.Stats:input_type -> machine.StatsRequest
+	109, // 160: machine.MachineService.ImageList:input_type -> machine.ImageListRequest
+	111, // 161: machine.MachineService.ImagePull:input_type -> machine.ImagePullRequest
+	144, // 162: machine.MachineService.Kubeconfig:input_type -> google.protobuf.Empty
+	114, // 163: machine.MachineService.MetaWrite:input_type -> machine.MetaWriteRequest
+	117, // 164: machine.MachineService.MetaDelete:input_type -> machine.MetaDeleteRequest
+	120, // 165: machine.MachineService.Restart:input_type -> machine.RestartRequest
+	123, // 166: machine.MachineService.DiskUsage:input_type -> machine.DiskUsageRequest
+	125, // 167: machine.MachineService.PacketCapture:input_type -> machine.PacketCaptureRequest
+	127, // 168: machine.MachineService.Netstat:input_type -> machine.NetstatRequest
+	144, // 169: machine.MachineService.NetworkDeviceStats:input_type -> google.protobuf.Empty
+	10,  // 170: machine.MachineService.Version:output_type -> machine.VersionResponse
+	12,  // 171: machine.MachineService.Hostname:output_type -> machine.HostnameResponse
+	18,  // 172: machine.MachineService.ServiceList:output_type -> machine.ServiceListResponse
+	21,  // 173: machine.MachineService.ServiceStart:output_type -> machine.ServiceStartResponse
+	24,  // 174: machine.MachineService.ServiceStop:output_type -> machine.ServiceStopResponse
+	27,  // 175: machine.MachineService.ServiceRestart:output_type -> machine.ServiceRestartResponse
+	145, // 176: machine.MachineService.Logs:output_type -> common.Data
+	145, // 177: machine.MachineService.Dmesg:output_type -> common.Data
+	31,  // 178: machine.MachineService.Events:output_type -> machine.Event
+	34,  // 179: machine.MachineService.ApplyConfiguration:output_type -> machine.ApplyConfigurationResponse
+	37,  // 180: machine.MachineService.Bootstrap:output_type -> machine.BootstrapResponse
+	40,  // 181: machine.MachineService.Reboot:output_type -> machine.RebootResponse
+	43,  // 182: machine.MachineService.Shutdown:output_type -> machine.ShutdownResponse
+	47,  // 183: machine.MachineService.Reset:output_type -> machine.ResetResponse
+	50,  // 184: machine.MachineService.Upgrade:output_type -> machine.UpgradeResponse
+	53,  // 185: machine.MachineService.Rollback:output_type -> machine.RollbackResponse
+	55,  // 186: machine.MachineService.List:output_type -> machine.FileInfo
+	145, // 187: machine.MachineService.Read:output_type -> common.Data
+	145, // 188: machine.MachineService.Copy:output_type -> common.Data
+	60,  // 189: machine.MachineService.Mounts:output_type -> machine.MountsResponse
+	63,  // 190: machine.MachineService.Memory:output_type -> machine.MemoryResponse
+	66,  // 191: machine.MachineService.Processes:output_type -> machine.ProcessesResponse
+	68,  // 192: machine.MachineService.LoadAvg:output_type -> machine.LoadAvgResponse
+	71,  // 193: machine.MachineService.SystemStat:output_type -> machine.SystemStatResponse
+	74,  // 194: machine.MachineService.GenerateClientConfiguration:output_type -> machine.GenerateClientConfigurationResponse
+	78,  // 195: machine.MachineService.EtcdMemberList:output_type -> machine.EtcdMemberListResponse
+	81,  // 196: machine.MachineService.EtcdRemoveMemberByID:output_type -> machine.EtcdRemoveMemberByIDResponse
+	84,  // 197: machine.MachineService.EtcdLeaveCluster:output_type -> machine.EtcdLeaveClusterResponse
+	87,  // 198: machine.MachineService.EtcdForfeitLeadership:output_type -> machine.EtcdForfeitLeadershipResponse
+	145, // 199: machine.MachineService.EtcdSnapshot:output_type -> common.Data
+	90,  // 200: machine.MachineService.EtcdRecover:output_type -> machine.EtcdRecoverResponse
+	93,  // 201: machine.MachineService.EtcdAlarmList:output_type -> machine.EtcdAlarmListResponse
+	95,  // 202: machine.MachineService.EtcdAlarmDisarm:output_type -> machine.EtcdAlarmDisarmResponse
+	97,  // 203: machine.MachineService.EtcdDefragment:output_type -> machine.EtcdDefragmentResponse
+	100, // 204: machine.MachineService.EtcdStatus:output_type -> machine.EtcdStatusResponse
+	104, // 205: machine.MachineService.Containers:output_type -> machine.ContainersResponse
+	108, // 206: machine.MachineService.Stats:output_type -> machine.StatsResponse
+	110, // 207: machine.MachineService.ImageList:output_type -> machine.ImageListResponse
+	113, // 208: machine.MachineService.ImagePull:output_type -> machine.ImagePullResponse
+	145, // 209: machine.MachineService.Kubeconfig:output_type -> common.Data
+	116, // 210: machine.MachineService.MetaWrite:output_type -> machine.MetaWriteResponse
+	119, // 211: machine.MachineService.MetaDelete:output_type -> machine.MetaDeleteResponse
+	122, // 212: machine.MachineService.Restart:output_type -> machine.RestartResponse
+	124, // 213: machine.MachineService.DiskUsage:output_type -> machine.DiskUsageInfo
+	145, // 214: machine.MachineService.PacketCapture:output_type -> common.Data
+	130, // 215: machine.MachineService.Netstat:output_type -> machine.NetstatResponse
+	133, // 216: machine.MachineService.NetworkDeviceStats:output_type -> machine.NetworkDeviceStatsResponse
+	170, // [170:217] is the sub-list for method output_type
+	123, // [123:170] is the sub-list for method input_type
+	123, // [123:123] is the sub-list for extension type_name
+	123, // [123:123] is the sub-list for extension extendee
+	0,   // [0:123] is the sub-list for field type_name
 }
 
 func init() { file_machine_machine_proto_init() }
@@ -8632,7 +8948,7 @@ func file_machine_machine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_machine_machine_proto_rawDesc), len(file_machine_machine_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   129,
+			NumMessages:   132,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

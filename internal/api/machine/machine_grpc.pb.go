@@ -71,6 +71,7 @@ const (
 	MachineService_DiskUsage_FullMethodName                   = "/machine.MachineService/DiskUsage"
 	MachineService_PacketCapture_FullMethodName               = "/machine.MachineService/PacketCapture"
 	MachineService_Netstat_FullMethodName                     = "/machine.MachineService/Netstat"
+	MachineService_NetworkDeviceStats_FullMethodName          = "/machine.MachineService/NetworkDeviceStats"
 )
 
 // MachineServiceClient is the client API for MachineService service.
@@ -124,6 +125,7 @@ type MachineServiceClient interface {
 	DiskUsage(ctx context.Context, in *DiskUsageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DiskUsageInfo], error)
 	PacketCapture(ctx context.Context, in *PacketCaptureRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[common.Data], error)
 	Netstat(ctx context.Context, in *NetstatRequest, opts ...grpc.CallOption) (*NetstatResponse, error)
+	NetworkDeviceStats(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*NetworkDeviceStatsResponse, error)
 }
 
 type machineServiceClient struct {
@@ -696,6 +698,16 @@ func (c *machineServiceClient) Netstat(ctx context.Context, in *NetstatRequest, 
 	return out, nil
 }
 
+func (c *machineServiceClient) NetworkDeviceStats(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*NetworkDeviceStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NetworkDeviceStatsResponse)
+	err := c.cc.Invoke(ctx, MachineService_NetworkDeviceStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MachineServiceServer is the server API for MachineService service.
 // All implementations must embed UnimplementedMachineServiceServer
 // for forward compatibility.
@@ -747,6 +759,7 @@ type MachineServiceServer interface {
 	DiskUsage(*DiskUsageRequest, grpc.ServerStreamingServer[DiskUsageInfo]) error
 	PacketCapture(*PacketCaptureRequest, grpc.ServerStreamingServer[common.Data]) error
 	Netstat(context.Context, *NetstatRequest) (*NetstatResponse, error)
+	NetworkDeviceStats(context.Context, *emptypb.Empty) (*NetworkDeviceStatsResponse, error)
 	mustEmbedUnimplementedMachineServiceServer()
 }
 
@@ -894,6 +907,9 @@ func (UnimplementedMachineServiceServer) PacketCapture(*PacketCaptureRequest, gr
 }
 func (UnimplementedMachineServiceServer) Netstat(context.Context, *NetstatRequest) (*NetstatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Netstat not implemented")
+}
+func (UnimplementedMachineServiceServer) NetworkDeviceStats(context.Context, *emptypb.Empty) (*NetworkDeviceStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method NetworkDeviceStats not implemented")
 }
 func (UnimplementedMachineServiceServer) mustEmbedUnimplementedMachineServiceServer() {}
 func (UnimplementedMachineServiceServer) testEmbeddedByValue()                        {}
@@ -1656,6 +1672,24 @@ func _MachineService_Netstat_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MachineService_NetworkDeviceStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(emptypb.Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).NetworkDeviceStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_NetworkDeviceStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).NetworkDeviceStats(ctx, req.(*emptypb.Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MachineService_ServiceDesc is the grpc.ServiceDesc for MachineService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1798,6 +1832,10 @@ var MachineService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Netstat",
 			Handler:    _MachineService_Netstat_Handler,
+		},
+		{
+			MethodName: "NetworkDeviceStats",
+			Handler:    _MachineService_NetworkDeviceStats_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
