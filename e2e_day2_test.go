@@ -22,6 +22,9 @@ import (
 	"github.com/talosbox/talosbox/internal/render"
 )
 
+// corednsContainer is a CoreDNS container as `containers -k` lists it.
+var corednsContainer = regexp.MustCompile(`(kube-system/coredns-[a-z0-9-]+):coredns\b`)
+
 // testDay2OnDocker runs the operators' everyday commands against a
 // Kubernetes cluster in Docker: a pod's sockets by pod (netstat -k), a
 // Kubernetes container restarted by its kubelet (restart -k), a capture
@@ -34,11 +37,8 @@ func testDay2OnDocker(t *testing.T, dc *dockerCluster, names map[string]string, 
 	var coredns []podAt
 
 	for _, n := range []string{dc.ip(0), dc.ip(1), dc.ip(2), w} {
-		for _, line := range strings.Split(dc.okIn(t, "-n", n, "containers", "-k"), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 3 && strings.HasPrefix(f[2], "kube-system/coredns-") && strings.HasSuffix(f[2], ":coredns") {
-				coredns = append(coredns, podAt{node: n, pod: strings.TrimSuffix(f[2], ":coredns"), container: f[2]})
-			}
+		for _, m := range corednsContainer.FindAllStringSubmatch(dc.okIn(t, "-n", n, "containers", "-k"), -1) {
+			coredns = append(coredns, podAt{node: n, pod: m[1], container: m[0]})
 		}
 	}
 

@@ -119,7 +119,10 @@ func (r *rotator) rotate(ctx context.Context) error {
 
 	current := r.s.Shared
 
-	intermediate, err := r.client(r.currentCA, r.newClient)
+	// The intermediate client trusts both CAs: while the CAs are swapped
+	// node by node, a node (the endpoint among them) may already serve a
+	// certificate of the new CA.
+	intermediate, err := r.client(append(append(bytes.Clone(r.currentCA), '\n'), r.newCA.Crt...), r.newClient)
 	if err != nil {
 		return err
 	}
