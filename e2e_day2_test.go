@@ -56,8 +56,9 @@ func testDay2OnDocker(t *testing.T, dc *dockerCluster, names map[string]string, 
 			t.Errorf("netstat -luk on %s has no row for %s on port 53:\n%s", c.node, c.pod, out)
 		}
 
-		// Naming the pod shows its sockets only.
-		out = dc.okIn(t, "netstat", "-l", "-u", c.pod)
+		// Naming the pod shows its sockets only; the node is found among
+		// those given.
+		out = dc.okIn(t, "-n", strings.Join([]string{dc.ip(0), dc.ip(1), dc.ip(2), w}, ","), "netstat", "-l", "-u", c.pod)
 		if !strings.Contains(out, ":53 ") || strings.Contains(out, ":50000 ") {
 			t.Errorf("netstat %s:\n%s", c.pod, out)
 		}

@@ -202,9 +202,9 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 		ConfigPath:     cfg.path,
 		PlatformConfig: cfg.userData,
 		Console:        env.Stdout,
-		EarlyServices: apid.EarlyServices(ring, listen, plane, func(n *machine.Node, log io.Writer) func(*grpc.Server) {
+		EarlyServices: withConsoleDashboard(apid.EarlyServices(ring, listen, plane, func(n *machine.Node, log io.Writer) func(*grpc.Server) {
 			return server.Registrar(server.Options{Node: n, Plane: plane, Events: ring, Log: log})
-		}),
+		})),
 		Services: func(n *machine.Node, c *configs.Config) []supervisor.Service {
 			return append(plane.Services(n, c), kube.Services(n, c)...)
 		},

@@ -84,6 +84,7 @@ type node struct {
 	tftpDir, bootFile string
 	seed, guestIP     string
 	serial            string
+	qemuArgs          []string
 
 	vm      *qemu.VM
 	boots   int
@@ -129,6 +130,8 @@ type nodeOptions struct {
 	guestIP string
 	// serial is the SMBIOS system serial number.
 	serial string
+	// qemuArgs go to QEMU as they are (a second serial port).
+	qemuArgs []string
 	// diskImage makes the disk from a disk image (talosbox imager metal,
 	// raw or .zst) grown to diskSize, which the node boots from through
 	// its firmware from the first boot on.
@@ -179,7 +182,7 @@ func newNode(t testing.TB, opts nodeOptions) *node {
 	n := &node{t: t, bin: bin, init: img, dir: t.TempDir(), port: port, append: append(append([]string(nil), baseAppend...), opts.append...),
 		memoryMiB: opts.memoryMiB, forwards: opts.forwards, reachHost: opts.reachHost, uuid: uuid.NewString(),
 		cdrom: opts.cdrom, uefi: opts.uefi, netBoot: opts.netBoot, tftpDir: opts.tftpDir, bootFile: opts.bootFile,
-		seed: opts.seed, guestIP: opts.guestIP, serial: opts.serial}
+		seed: opts.seed, guestIP: opts.guestIP, serial: opts.serial, qemuArgs: opts.qemuArgs}
 
 	if opts.disk {
 		n.disk = filepath.Join(n.dir, "disk.img")
@@ -242,6 +245,8 @@ func (n *node) boot() {
 	if n.seed != "" {
 		extra = append(extra, "-drive", "file="+n.seed+",if=virtio,format=raw,readonly=on")
 	}
+
+	extra = append(extra, n.qemuArgs...)
 
 	name := fmt.Sprintf("boot%d", n.boots)
 	started := time.Now()

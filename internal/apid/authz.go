@@ -32,6 +32,8 @@ type caller struct {
 	// forwarded: another node's apid called for a client of its own;
 	// roles are the ones it forwarded.
 	forwarded bool
+	// local: a process of this node, through the local socket.
+	local bool
 }
 
 func (c *caller) admin() bool { return c != nil && role.Has(c.roles, role.Admin) }
@@ -57,6 +59,10 @@ type generation struct {
 func (g *generation) authenticate(ctx context.Context) (*caller, error) {
 	if g.id.maintenance {
 		return &caller{maintenance: true}, nil
+	}
+
+	if g.id.local {
+		return &caller{roles: []role.Role{role.Reader}, local: true}, nil
 	}
 
 	p, ok := peer.FromContext(ctx)
@@ -202,7 +208,11 @@ func (s *serverStream) SendMsg(m any) error {
 func (g *generation) route(ctx context.Context, c *caller) (string, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 
-	if c.forwarded || len(md.Get(mdProxyFrom)) > 0 {
+	if c.local && len(md.Get(mdNode)) > 0 {
+		return "", status.Error(codes.InvalidArgument, "apid: the local socket serves this node only")
+	}
+
+	if c.forwarded || c.local || len(md.Get(mdProxyFrom)) > 0 {
 		return "", nil
 	}
 

@@ -40,6 +40,9 @@ type identity struct {
 	err error
 	// remote: a worker, whose server certificate comes from trustd.
 	remote bool
+	// local: the local socket's (ServeLocal): callers are the node's own
+	// processes, served as os:reader.
+	local bool
 
 	cfg      *configs.Config
 	ca       *pki.CertAndKey // the OS CA (issuing: machine.ca)

@@ -70,6 +70,10 @@ type Options struct {
 	// authentication, authorization and proxying. apid itself serves only
 	// ResourceService.
 	Register func(*grpc.Server)
+	// LocalSocket, when set, is a unix socket Run also serves: the node's
+	// own processes (the console dashboard) call it as os:reader, with no
+	// certificate. It is made 0600, for root only.
+	LocalSocket string
 }
 
 // Server is one apid. Serve runs it on a listener.
@@ -143,6 +147,15 @@ func Run(ctx context.Context, opts Options, log io.Writer) error {
 	if opts.Listening != nil {
 		opts.Listening.Serving(true)
 		defer opts.Listening.Serving(false)
+	}
+
+	if opts.LocalSocket != "" {
+		local, err := listenLocal(opts.LocalSocket)
+		if err != nil {
+			return err
+		}
+
+		go s.ServeLocal(ctx, local) //nolint:errcheck // ends with ctx; the TCP listener is apid's health
 	}
 
 	return s.Serve(ctx, lis)
@@ -225,6 +238,10 @@ func EarlyServices(ring *events.Ring, listen string, plane *controlplane.Plane, 
 	return func(n *machine.Node) []supervisor.Service {
 		listening := &supervisor.Listening{}
 		opts := Options{Node: n, Events: ring, Listen: listen, Plane: plane, Listening: listening}
+
+		if n.Platform().IsMetal() {
+			opts.LocalSocket = constants.ApidLocalSocket
+		}
 
 		return []supervisor.Service{{
 			ID:     "apid",

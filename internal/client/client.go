@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 
@@ -152,6 +153,26 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("client for %s: %w", strings.Join(endpoints, ","), err)
 	}
 
+	return fromConn(conn, endpoints), nil
+}
+
+// NewLocal is a client of the node's own apid through its local socket
+// (apid.Options.LocalSocket), which needs no certificate: only the node's
+// processes reach it, and it serves them as os:reader. The console
+// dashboard reads the node through it.
+func NewLocal(socket string) (*Client, error) {
+	conn, err := grpc.NewClient("unix://"+socket,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", socket, err)
+	}
+
+	return fromConn(conn, []string{socket}), nil
+}
+
+func fromConn(conn *grpc.ClientConn, endpoints []string) *Client {
 	return &Client{
 		conn:      conn,
 		endpoints: endpoints,
@@ -161,7 +182,7 @@ func New(opts Options) (*Client, error) {
 		Time:      timeapi.NewTimeServiceClient(conn),
 		Inspect:   inspect.NewInspectServiceClient(conn),
 		Storage:   storage.NewStorageServiceClient(conn),
-	}, nil
+	}
 }
 
 // Close releases the connection.
