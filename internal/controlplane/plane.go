@@ -107,7 +107,7 @@ func (p *Plane) Services(n *machine.Node, cfg *configs.Config) []supervisor.Serv
 		return nil
 	}
 
-	svcs := []supervisor.Service{p.trustdService(cfg)}
+	svcs := []supervisor.Service{p.trustdService(n, cfg)}
 
 	if !p.opts.NoEtcd && cfg.Cluster != nil && cfg.Cluster.Etcd != nil && cfg.Cluster.Etcd.CA != nil && len(cfg.Cluster.Etcd.CA.Key) > 0 {
 		svcs = append(svcs, p.etcdService(n, cfg))
