@@ -129,34 +129,16 @@ func (n *Node) Keyed(file string) map[string]string {
 }
 
 // Pressure reads a PSI file: {"some": {"avg10": ..., "total": ...}, "full": ...}.
-func (n *Node) Pressure(file string) map[string]map[string]string {
+func (n *Node) Pressure(file string) map[string]map[string]string { return n.fields(file) }
+
+// IOStat reads io.stat: per device ("8:0"), rbytes, wbytes, rios, wios...
+func (n *Node) IOStat() map[string]map[string]string { return n.fields("io.stat") }
+
+// fields reads a file of lines "name k=v k=v ...", by name.
+func (n *Node) fields(file string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 
 	for line := range strings.SplitSeq(n.Files[file], "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-
-		m := map[string]string{}
-
-		for _, kv := range f[1:] {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				m[k] = v
-			}
-		}
-
-		out[f[0]] = m
-	}
-
-	return out
-}
-
-// IOStat reads io.stat: per device ("8:0"), rbytes, wbytes, rios, wios...
-func (n *Node) IOStat() map[string]map[string]string {
-	out := map[string]map[string]string{}
-
-	for line := range strings.SplitSeq(n.Files["io.stat"], "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue

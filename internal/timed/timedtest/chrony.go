@@ -18,20 +18,20 @@ import (
 	"github.com/beevik/ntp"
 )
 
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
+// LockedBuffer collects a child's output while the test reads it.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 
@@ -96,7 +96,7 @@ pidfile %s
 	// directory. -d: foreground, logging to stderr.
 	cmd := exec.Command(bin, "-d", "-x", "-u", "root", "-f", conf)
 
-	var out lockedBuffer
+	var out LockedBuffer
 
 	cmd.Stdout, cmd.Stderr = &out, &out
 
