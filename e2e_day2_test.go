@@ -206,7 +206,7 @@ func testDay2OnDocker(t *testing.T, dc *dockerCluster, names map[string]string, 
 }
 
 // testRotateCA rotates the Talos API CA of the 3+1 cluster while an
-// outside client asks the Kubernetes API for /readyz every half second:
+// outside client asks the Kubernetes API for /readyz every 100 ms:
 // the Kubernetes API never notices. Every node then answers the new
 // talosconfig (workers with server certificates trustd issued under the
 // new CA), and the old talosconfig is refused everywhere.
@@ -223,7 +223,7 @@ func testRotateCA(t *testing.T, dc *dockerCluster, nodes []string) {
 		t.Fatal(err)
 	}
 
-	sampler := availability.Start(500*time.Millisecond, func() (bool, string) {
+	sampler := availability.Start(100*time.Millisecond, func() (bool, string) {
 		out, err := dc.kubectl("get", "--raw", "/readyz", "--request-timeout", "2s")
 		if err == nil && strings.TrimSpace(out) == "ok" {
 			return true, ""

@@ -8,7 +8,7 @@
 # CLUSTER (default: makes a 1-node one, bench-dash, and removes it).
 set -euo pipefail
 links=${1:-_out/bin}
-talosctl=$(realpath "$links/talosctl")
+talosctl=$(cd "$links" && pwd)/talosctl
 window=${WINDOW:-60}
 name=${CLUSTER:-bench-dash}
 
