@@ -1,7 +1,11 @@
 package metaltest
 
 import (
+	"archive/zip"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -41,6 +45,53 @@ func (n *node) day2() {
 	// The root cgroup holds machined and its services' processes.
 	if out := n.ok("cgroups", "--preset", "process"); !regexp.MustCompile(`(?m)^NAME\s+PidsCurrent\s+PidsPeak\s+PidsMax\s+Procs\s+Threads\s+Processes\n\.\s+-\s+-\s+-\s+[1-9]\d*\s+[1-9]\d*`).MatchString(out) {
 		n.t.Errorf("cgroups --preset process:\n%s", out)
+	}
+
+	// apid listens on 50000, in machined (PID 1).
+	if out := n.ok("netstat", "-l", "-t", "-p"); !regexp.MustCompile(`(?m)\s(0\.0\.0\.0|::):50000\s+\S+\s+LISTEN\s+1/`).MatchString(out) {
+		n.t.Errorf("netstat -ltp lacks apid's listener held by PID 1:\n%s", out)
+	}
+
+	if out := n.ok("usage", "-d", "1", "/var"); !regexp.MustCompile(`(?m)^\d+\s+\.$`).MatchString(out) {
+		n.t.Errorf("usage /var:\n%s", out)
+	}
+
+	if out := n.ok("inspect", "dependencies"); !strings.Contains(out, `"hardware.SystemInfoController" -> "SystemInformations.hardware.talos.dev"`) {
+		n.t.Errorf("inspect dependencies lacks the hardware controller:\n%.3000s", out)
+	}
+
+	// A capture of eth0 for two seconds (the API's own traffic left out)
+	// is a file tcpdump reads.
+	filter, err := exec.Command("tcpdump", "-dd", "-y", "EN10MB", "not port 50000").Output()
+	if err != nil {
+		n.t.Fatalf("tcpdump -dd: %v", err)
+	}
+
+	capture := filepath.Join(n.dir, "eth0.pcap")
+	n.ok("pcap", "-i", "eth0", "--bpf-filter", string(filter), "--duration", "2s", "-o", capture)
+
+	if out, err := exec.Command("tcpdump", "-n", "-r", capture).CombinedOutput(); err != nil || !strings.Contains(string(out), "link-type EN10MB") {
+		n.t.Errorf("tcpdump -r of the guest's capture: %v\n%s", err, out)
+	}
+
+	bundle := filepath.Join(n.dir, "support.zip")
+	n.ok("support", "-O", bundle)
+
+	zr, err := zip.OpenReader(bundle)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer zr.Close()
+
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+	}
+
+	for _, want := range []string{"/dmesg.log", "/service-logs/etcd.log", "/resources/systeminformations.hardware.talos.dev.yaml", "/etcd-members"} {
+		if !slices.ContainsFunc(names, func(name string) bool { return strings.HasSuffix(name, want) }) {
+			n.t.Errorf("the support bundle lacks *%s: %v", want, names)
+		}
 	}
 
 	for dev, want := range map[string]string{
