@@ -1,5 +1,6 @@
 // Package api holds the talosbox node API definitions: common, machine
-// (MachineService) and resource (ResourceService), each a protobuf package
+// (MachineService), resource (ResourceService), security, time (TimeService),
+// inspect (InspectService) and storage (StorageService), each a protobuf package
 // with its generated Go package beside it. `make generate` rebuilds them
 // with Debian's protoc and the pinned Go plugins (go tool).
 package api
