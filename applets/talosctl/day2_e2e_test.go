@@ -174,6 +174,24 @@ func TestDay2Commands(t *testing.T) {
 		if b, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(b, []byte("runtime.MachineStatusController")) {
 			t.Errorf("graphviz refuses the graph: %v: %s", err, b)
 		}
+
+		// With the live resources: each in its type's cluster, drawn from
+		// the controller that owns it.
+		out = ok(t, "inspect", "dependencies", "--with-resources")
+		for _, want := range []string{`subgraph "cluster_MachineStatuses.runtime.talos.dev"`,
+			`"runtime.MachineStatusController" -> "runtime/MachineStatuses.runtime.talos.dev/machine"`,
+			`"runtime/MachineStages.runtime.talos.dev/machine" -> "runtime.MachineStatusController"`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("inspect dependencies --with-resources lacks %q:\n%s", want, out)
+			}
+		}
+
+		cmd = exec.Command(tool(t, "dot"), "-Tsvg")
+		cmd.Stdin = strings.NewReader(out)
+
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("graphviz refuses the graph with resources: %v: %s", err, b)
+		}
 	})
 
 	t.Run("restart", func(t *testing.T) {
