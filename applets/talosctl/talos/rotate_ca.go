@@ -110,10 +110,6 @@ type rotator struct {
 	newClient *pki.CertAndKey
 
 	controlPlanes, workers []string
-
-	// afterPatch, when set, runs after each node's patch (with the
-	// node's control-plane secrets version from before it).
-	afterPatch func(ctx context.Context, c *client.Client, node string, controlPlane bool, before string) error
 }
 
 func (r *rotator) printf(format string, args ...any) { fmt.Fprintf(r.out, format, args...) }
@@ -371,19 +367,8 @@ func (r *rotator) step(c *client.Client, sec *caSection, title string, change ca
 					continue
 				}
 
-				before := ""
-				if r.afterPatch != nil && group.controlPlane {
-					before = secretsVersion(ctx, c, node)
-				}
-
 				if err := r.patchNode(ctx, c, node, group.controlPlane, sec, change); err != nil {
 					return fmt.Errorf("error patching node %s: %w", node, err)
-				}
-
-				if r.afterPatch != nil {
-					if err := r.afterPatch(ctx, c, node, group.controlPlane, before); err != nil {
-						return fmt.Errorf("node %s: %w", node, err)
-					}
 				}
 
 				r.printf("  - %s: OK\n", node)

@@ -1,22 +1,15 @@
 package talos
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
-	"gopkg.in/yaml.v3"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/talosbox/talosbox/configs"
-	"github.com/talosbox/talosbox/internal/api/resource"
 	"github.com/talosbox/talosbox/internal/client"
 	"github.com/talosbox/talosbox/internal/cluster/kubernetes"
 	"github.com/talosbox/talosbox/internal/pki"
-	k8sres "github.com/talosbox/talosbox/internal/resources/k8s"
 )
 
 // rotateKubernetes rotates the Kubernetes API CA (cluster.ca) through the
@@ -55,25 +48,13 @@ func (r *rotator) rotateKubernetes(ctx context.Context, api *client.Client) erro
 	r.printf("> Current Kubernetes CA:\n%s", indent(sec.current))
 	r.printf("> New Kubernetes CA:\n%s", indent(sec.next.Crt))
 
-	// Each control plane's API server restarts with every step: the next
-	// node is patched once it serves again, so one API server at a time is
-	// down, as in a rolling upgrade.
-	r.afterPatch = func(ctx context.Context, c *client.Client, node string, controlPlane bool, before string) error {
-		if !controlPlane {
-			return nil
-		}
-
-		return r.waitAPIServer(ctx, c, node, before, &sec)
-	}
-	defer func() { r.afterPatch = nil }()
-
 	steps := []func(ctx context.Context) error{
-		r.verifyKubernetes(api, &sec, "existing PKI"),
+		r.verifyKubernetes(api, "existing PKI"),
 		r.step(api, &sec, "> Adding new Kubernetes CA as accepted...", addNewAccepted),
 		r.step(api, &sec, "> Making new Kubernetes CA the issuing CA, old Kubernetes CA the accepted CA...", swapCAs),
-		r.verifyKubernetes(api, &sec, "new PKI"),
+		r.verifyKubernetes(api, "new PKI"),
 		r.step(api, &sec, "> Removing old Kubernetes CA from the accepted CAs...", dropOld),
-		r.verifyKubernetes(api, &sec, "new PKI"),
+		r.verifyKubernetes(api, "new PKI"),
 	}
 
 	for _, st := range steps {
@@ -92,7 +73,7 @@ func (r *rotator) rotateKubernetes(ctx context.Context, api *client.Client) erro
 // verifyKubernetes waits until the Kubernetes API answers through the
 // first control plane's admin kubeconfig (of the CA it issues with now)
 // and every node is Ready.
-func (r *rotator) verifyKubernetes(api *client.Client, sec *caSection, label string) func(ctx context.Context) error {
+func (r *rotator) verifyKubernetes(api *client.Client, label string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		r.printf("> Verifying connectivity with %s...\n", label)
 
@@ -105,7 +86,7 @@ func (r *rotator) verifyKubernetes(api *client.Client, sec *caSection, label str
 		var ready int
 
 		err := retryFor(ctx, 3*time.Minute, func() error {
-			kube, err := r.kubeClient(ctx, api, r.controlPlanes[0], sec, "")
+			kube, err := kubernetes.FromNode(client.WithNode(ctx, r.controlPlanes[0]), api, "")
 			if err != nil {
 				return err
 			}
@@ -146,94 +127,4 @@ func (r *rotator) verifyKubernetes(api *client.Client, sec *caSection, label str
 
 		return nil
 	}
-}
-
-// kubeClient is a Kubernetes client of node's admin kubeconfig that
-// trusts both the old and the new CA: while the control planes are
-// patched one by one, the endpoint may be served by an API server of
-// either. server overrides the kubeconfig's when set.
-func (r *rotator) kubeClient(ctx context.Context, api *client.Client, node string, sec *caSection, server string) (*kubernetes.Client, error) {
-	data, err := api.Kubeconfig(client.WithNode(ctx, node))
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig of %s: %w", node, err)
-	}
-
-	cfg, err := clientcmd.Load(data)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig of %s: %w", node, err)
-	}
-
-	for _, c := range cfg.Clusters {
-		c.CertificateAuthorityData = append(append(bytes.Clone(sec.current), '\n'), sec.next.Crt...)
-	}
-
-	if data, err = clientcmd.Write(*cfg); err != nil {
-		return nil, err
-	}
-
-	return kubernetes.FromKubeconfig(data, server)
-}
-
-// secretsVersion is the version of the control-plane secrets a node
-// wrote last ("" before any).
-func secretsVersion(ctx context.Context, c *client.Client, node string) string {
-	resp, err := c.Resource.Get(client.WithNode(ctx, node), &resource.GetRequest{Type: k8sres.SecretsStatusType, Id: k8sres.StaticPodsStatusID})
-	if err != nil {
-		return ""
-	}
-
-	var st k8sres.StatusSpec
-	if err := yaml.Unmarshal(resp.GetResource().GetSpecYaml(), &st); err != nil {
-		return ""
-	}
-
-	return st.Version
-}
-
-// waitAPIServer waits until a control plane wrote secrets of a version
-// other than before and its API server's mirror pod runs them, Ready.
-func (r *rotator) waitAPIServer(ctx context.Context, c *client.Client, node, before string, sec *caSection) error {
-	var now string
-
-	err := retryFor(ctx, time.Minute, func() error {
-		if now = secretsVersion(ctx, c, node); now == before || now == "" {
-			return fmt.Errorf("%s has not written new secrets", node)
-		}
-
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-
-	return retryFor(ctx, 3*time.Minute, func() error {
-		kube, err := r.kubeClient(ctx, c, node, sec, "")
-		if err != nil {
-			return err
-		}
-
-		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-
-		pods, err := kube.Pods(callCtx, "kube-system", "k8s-app=kube-apiserver")
-		if err != nil {
-			return err
-		}
-
-		for _, p := range pods {
-			if p.Mirror() && p.HostIP == hostOf(node) && p.Annotations["talos.dev/secrets-version"] == now && p.Ready {
-				return nil
-			}
-		}
-
-		return fmt.Errorf("the API server of %s does not run secrets %.12s yet", node, now)
-	})
-}
-
-func hostOf(node string) string {
-	if h, _, err := net.SplitHostPort(node); err == nil {
-		return h
-	}
-
-	return node
 }
