@@ -242,21 +242,7 @@ func TestDay2Commands(t *testing.T) {
 
 		// The capture starts some time after the call: send until a
 		// datagram shows up in the stream.
-		deadline := time.Now().Add(30 * time.Second)
-		for !bytes.Contains([]byte(out.String()), payload) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no captured datagram within 30s; stderr %q", errOut)
-			}
-
-			if _, err := send.Write(payload); err != nil {
-				t.Fatal(err)
-			}
-
-			select {
-			case <-out.next():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+		sendUntil(t, send, payload, out, errOut, string(payload))
 
 		cancel()
 
@@ -295,20 +281,7 @@ func TestDay2Commands(t *testing.T) {
 
 		wantLine := fmt.Sprintf("IP 127.0.0.1.%d > 127.0.0.1.%d: UDP, length %d", send.LocalAddr().(*net.UDPAddr).Port, port, len(payload))
 
-		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(lines.String(), wantLine); {
-			if time.Now().After(deadline) {
-				t.Fatalf("pcap printed no %q within 30s:\n%s%s", wantLine, lines, lineErr)
-			}
-
-			if _, err := send.Write(payload); err != nil {
-				t.Fatal(err)
-			}
-
-			select {
-			case <-lines.next():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+		sendUntil(t, send, payload, lines, lineErr, wantLine)
 
 		pcancel()
 
@@ -458,6 +431,27 @@ func TestDay2Commands(t *testing.T) {
 	})
 
 	t.Run("rotate-ca", func(t *testing.T) { testRotateCAInProcess(t, d) })
+}
+
+// sendUntil sends payload every 100 ms (or as soon as out grows) until
+// out holds want, failing after 30 s.
+func sendUntil(t *testing.T, send net.Conn, payload []byte, out, errOut *output, want string) {
+	t.Helper()
+
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("pcap gave no %q within 30s; stderr %q", want, errOut)
+		}
+
+		if _, err := send.Write(payload); err != nil {
+			t.Fatal(err)
+		}
+
+		select {
+		case <-out.next():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // tool finds a Debian tool a test judges by; scripts/install-deps.sh
