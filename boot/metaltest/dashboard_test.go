@@ -4,27 +4,18 @@ package metaltest
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 )
 
-// TestMetalConsoleDashboard boots a node with talos.dashboard.disabled=0
-// and its dashboard on the second serial port (ttyS1, which QEMU writes
-// to a file): the dashboard draws the node's summary there, read through
-// apid's local socket, while the node waits in maintenance mode.
-func TestMetalConsoleDashboard(t *testing.T) {
-	tty := filepath.Join(t.TempDir(), "ttyS1.out")
+// consoleDashboard checks the dashboard a node booted with
+// talos.dashboard.disabled=0 and talos.dashboard.tty=ttyS1 draws there
+// (QEMU writes that port to tty): the node's summary, read through apid's
+// local socket, while the node waits in maintenance mode.
+func (n *node) consoleDashboard(tty string) {
+	t := n.t
+	t.Helper()
 
-	n := newNode(t, nodeOptions{
-		disk:     true,
-		append:   []string{"talos.dashboard.disabled=0", "talos.dashboard.tty=ttyS1", "talos.dashboard.term=vt100"},
-		qemuArgs: []string{"-serial", "file:" + tty},
-	})
-
-	n.boot()
-	n.wait(markMaintenance, bootTimeout)
 	n.wait("[talos] service[dashboard](Running)", bootTimeout)
 
 	// The screen is ANSI: cursor moves and attributes between runs of
@@ -48,7 +39,7 @@ func TestMetalConsoleDashboard(t *testing.T) {
 		}
 
 		if missing == "" {
-			break
+			return
 		}
 
 		if time.Now().After(deadline) {

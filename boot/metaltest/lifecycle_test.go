@@ -24,7 +24,14 @@ const (
 // maintenance mode, install by apply-config, bootstrap, reboot from the
 // disk, reset back to maintenance mode, shutdown.
 func TestMetalLifecycle(t *testing.T) {
-	n := newNode(t, nodeOptions{disk: true, userDisk: true})
+	// The first boot also shows the console dashboard, on the second
+	// serial port (ttyS1, which QEMU writes to a file).
+	tty := filepath.Join(t.TempDir(), "ttyS1.out")
+	n := newNode(t, nodeOptions{
+		disk: true, userDisk: true,
+		append:   []string{"talos.dashboard.disabled=0", "talos.dashboard.tty=ttyS1", "talos.dashboard.term=vt100"},
+		qemuArgs: []string{"-serial", "file:" + tty},
+	})
 	cp := n.genConfig("metal")
 
 	t.Log("boot 1: a blank disk, no config: maintenance mode")
@@ -33,6 +40,7 @@ func TestMetalLifecycle(t *testing.T) {
 	n.wait("[talos] no STATE partition: not installed yet", bootTimeout)
 	n.wait(markMaintenance, bootTimeout)
 	n.maintenanceAnswers(bootTimeout)
+	n.consoleDashboard(tty)
 
 	// machine.install.diskSelector: one matching no disk is refused,
 	// naming the disks, and the node stays in maintenance mode; one
