@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,9 +157,16 @@ func TestConformanceSubsetNamesOneSpecEach(t *testing.T) {
 // mode, narrowed to conformanceSubset, with the e2e.test make images built
 // from k8s.io/kubernetes: both passes run, the results are where a
 // submission wants them, and the closing line counts every spec.
-func testConformanceSubset(t *testing.T, dc *dockerCluster, node string) {
+func testConformanceSubset(t *testing.T, dc *dockerCluster, node string, nodes []string) {
 	t.Run("conformance subset with the upstream e2e.test", func(t *testing.T) {
 		results := filepath.Join(dc.dir, "conformance")
+
+		// The upgrades before this replaced the node agents: the suite
+		// starts once every one of them runs its current spec, so a spec
+		// never meets a node whose kube-proxy is still starting.
+		for _, w := range []string{"daemonset/kube-proxy", "daemonset/kube-flannel", "deployment/coredns"} {
+			dc.kube(t, "-n", "kube-system", "rollout", "status", w, "--timeout=5m")
+		}
 
 		// The talosctl under test is built apart from _out/bin, where make
 		// images put the suite.
@@ -179,6 +187,8 @@ func testConformanceSubset(t *testing.T, dc *dockerCluster, node string) {
 
 		if passed, _ := strconv.Atoi(m[1]); passed != len(conformanceSubset) || m[2] != "0" || m[3] != "0" {
 			t.Errorf("%s passed, %s failed, %s skipped; want %d passed:\n%s", m[1], m[2], m[3], len(conformanceSubset), out)
+			// Last, as CI shows a failure's closing lines.
+			t.Logf("the cluster's network after the failure:\n%s", dc.networkDiagnosis(nodes))
 		}
 
 		// The serial spec ran in the serial pass, the others beside each other.
@@ -200,4 +210,55 @@ func testConformanceSubset(t *testing.T, dc *dockerCluster, node string) {
 			}
 		}
 	})
+}
+
+// networkDiagnosis is what a failed Service or DNS spec needs to be
+// understood from CI's closing lines alone: the node agents' restarts and
+// their last errors, where the e2e pods ran, and each node's memory and
+// OOM kills.
+func (dc *dockerCluster) networkDiagnosis(nodes []string) string {
+	var b strings.Builder
+
+	run := func(args ...string) string {
+		out, _ := dc.kubectl(append([]string{"--request-timeout", "20s"}, args...)...)
+
+		return out
+	}
+
+	pods := run("get", "pods", "-A", "-o", "wide", "--no-headers")
+	for line := range strings.Lines(pods) {
+		if f := strings.Fields(line); len(f) > 4 && (f[0] == "kube-system" || f[3] != "Running" || f[4] != "0") {
+			b.WriteString("pod: " + strings.Join(f, " ") + "\n")
+		}
+	}
+
+	for line := range strings.Lines(pods) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "kube-system" || !(strings.HasPrefix(f[1], "kube-proxy") || strings.HasPrefix(f[1], "kube-flannel") || strings.HasPrefix(f[1], "coredns")) {
+			continue
+		}
+
+		for _, prev := range []bool{false, true} {
+			args := []string{"-n", "kube-system", "logs", f[1], "--all-containers", "--tail", "200"}
+			if prev {
+				args = append(args, "--previous")
+			}
+
+			if errs := grepLines(run(args...), "E1", "E2", "W1", "W2", "error", "Error"); errs != "" {
+				if len(errs) > 600 {
+					errs = errs[len(errs)-600:]
+				}
+
+				b.WriteString(fmt.Sprintf("%s (previous %v): %s\n", f[1], prev, errs))
+			}
+		}
+	}
+
+	for _, ip := range nodes {
+		mem, _ := dc.talosctl("-n", ip, "memory")
+		dmesg, _ := dc.talosctl("-n", ip, "dmesg")
+		b.WriteString(fmt.Sprintf("node %s: %s; oom: %s\n", ip, strings.Join(strings.Fields(mem), " "), grepLines(dmesg, "oom-kill", "Out of memory")))
+	}
+
+	return b.String()
 }

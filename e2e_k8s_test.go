@@ -293,7 +293,7 @@ func TestDockerKubernetes(t *testing.T) {
 	})
 
 	// The default version now, which is e2e.test's.
-	testConformanceSubset(t, dc, cp1)
+	testConformanceSubset(t, dc, cp1, []string{cp1, cp2, cp3, w})
 
 	t.Run("static pods carry Talos's annotations", func(t *testing.T) {
 		out := dc.ok("-n", cp1, "get", "staticpods", "-o", "yaml")
