@@ -4,9 +4,13 @@ package main
 
 import (
 	"archive/zip"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,5 +260,136 @@ func testRotateCA(t *testing.T, dc *dockerCluster, nodes []string) {
 		if o, code := dc.talosctl("--talosconfig", oldPath, "-n", n, "version"); code == 0 {
 			t.Errorf("%s still answers the old talosconfig:\n%s", n, o)
 		}
+	}
+}
+
+// testRotateKubernetesCA rotates the Kubernetes API CA (cluster.ca) of
+// the 3+1 cluster while an outside client asks the control planes' API
+// servers for /readyz every 100 ms with a service account token (signed by the
+// service account key, which the rotation leaves alone; TLS unverified,
+// as the CA it would verify against is the one changing). Afterwards:
+// every node is Ready, each kubelet's client certificate comes from the
+// new CA (the kubelets bootstrapped again), a fresh kubeconfig works and
+// the old one does not.
+func testRotateKubernetesCA(t *testing.T, dc *dockerCluster, nodes []string) {
+	dc.kube(t, "-n", "default", "create", "serviceaccount", "rotation-probe")
+	token := strings.TrimSpace(dc.kube(t, "-n", "default", "create", "token", "rotation-probe", "--duration", "1h"))
+
+	oldKubeconfig := filepath.Join(t.TempDir(), "old-kubeconfig")
+	if err := os.WriteFile(oldKubeconfig, []byte(dc.kube(t, "config", "view", "--minify", "--raw")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // availability, not trust: see above
+
+	// The cluster's API is served while one of its API servers answers:
+	// clients in the cluster reach them all through KubePrism, and each
+	// API server restarts with every step of the rotation.
+	sampler := availability.Start(100*time.Millisecond, func() (bool, string) {
+		var why []string
+
+		for _, cp := range nodes[:3] {
+			req, err := http.NewRequest(http.MethodGet, "https://"+cp+":6443/readyz", nil)
+			if err != nil {
+				return false, err.Error()
+			}
+
+			req.Header.Set("Authorization", "Bearer "+token)
+
+			resp, err := probe.Do(req)
+			if err != nil {
+				why = append(why, err.Error())
+
+				continue
+			}
+
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+
+			if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(body)) == "ok" {
+				return true, ""
+			}
+
+			why = append(why, fmt.Sprintf("%s: %d %s", cp, resp.StatusCode, availability.LastLine(string(body))))
+		}
+
+		return false, strings.Join(why, "; ")
+	})
+
+	start := time.Now()
+	out := dc.okIn(t, "-n", strings.Join(nodes, ","), "rotate-ca", "--dry-run=false", "--talos=false")
+	took := time.Since(start)
+
+	res := sampler.Report(start, t.Logf)
+	t.Logf("rotate-ca of the Kubernetes CA on %d nodes: %s; API server probes: %d, failed runs %d (longest %s)",
+		len(nodes), took.Round(100*time.Millisecond), len(res.Samples), len(res.Outages), res.Longest)
+
+	if len(res.Outages) != 0 {
+		t.Errorf("the API server failed the outside client %d times during the Kubernetes CA rotation (longest %s)", len(res.Outages), res.Longest)
+	}
+
+	for _, want := range []string{"> Removing old Kubernetes CA from the accepted CAs...", fmt.Sprintf(" - OK (%d nodes ready)", len(nodes)),
+		"  - daemonset/kube-system/kube-proxy: OK", "  - daemonset/kube-system/kube-flannel: OK", "  - deployment/kube-system/coredns: OK"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rotate-ca lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A fresh kubeconfig, of the new CA.
+	dc.okIn(t, "-n", nodes[0], "kubeconfig", "--force")
+
+	cfg, err := configs.Decode([]byte(dc.okIn(t, "-n", nodes[0], "read", "/var/lib/talosbox/state/config.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(cfg.Cluster.AcceptedCAs) != 0 {
+		t.Errorf("cluster.acceptedCAs still holds %d CAs", len(cfg.Cluster.AcceptedCAs))
+	}
+
+	newCA := x509.NewCertPool()
+	newCA.AppendCertsFromPEM(cfg.Cluster.CA.Crt)
+
+	waitFor(t, 3*time.Minute, "every node Ready through the new kubeconfig", func() error {
+		out, err := dc.kubectl("get", "nodes", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}`)
+		if err != nil || strings.Count(out, "True") != len(nodes) {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+
+		return nil
+	})
+
+	// Each kubelet bootstraps again once its old CA is dropped: a moment
+	// after rotate-ca returns on a busy node.
+	for _, n := range nodes {
+		waitFor(t, 3*time.Minute, n+"'s kubelet client certificate of the new CA", func() error {
+			pemData, code := dc.talosctl("-n", n, "read", "/var/lib/kubelet/pki/kubelet-client-current.pem")
+
+			block, _ := pem.Decode([]byte(pemData))
+			if code != 0 || block == nil {
+				return fmt.Errorf("no kubelet client certificate (exit %d): %s", code, pemData)
+			}
+
+			cert, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				return err
+			}
+
+			_, err = cert.Verify(x509.VerifyOptions{Roots: newCA, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+
+			return err
+		})
+	}
+
+	// kube-system's pods were replaced while both CAs were trusted, so
+	// they talk to the API server still: kube-proxy on every node (the
+	// later subtests route new Services through it).
+	restarted := dc.kube(t, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-proxy", "-o", "jsonpath={range .items[*]}{.metadata.annotations.kubectl\\.kubernetes\\.io/restartedAt}{\" \"}{end}")
+	if f := strings.Fields(restarted); len(f) != len(nodes) {
+		t.Errorf("kube-proxy pods restarted by rotate-ca: %q, want %d", restarted, len(nodes))
+	}
+
+	if out, err := dc.kubectl("--kubeconfig", oldKubeconfig, "get", "nodes", "--request-timeout", "5s"); err == nil {
+		t.Errorf("the old kubeconfig still works:\n%s", out)
 	}
 }

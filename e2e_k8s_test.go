@@ -172,6 +172,10 @@ func TestDockerKubernetes(t *testing.T) {
 		testRotateCA(t, dc, []string{cp1, cp2, cp3, w})
 	})
 
+	t.Run("rotate-ca: the Kubernetes CA, the API server serving throughout", func(t *testing.T) {
+		testRotateKubernetesCA(t, dc, []string{cp1, cp2, cp3, w})
+	})
+
 	// Each kubelet reaches the cluster through KubePrism, so that a
 	// control plane whose own API server is down still reports its pods
 	// (the bad-image case below) and renews its lease.

@@ -146,8 +146,17 @@ func testRotateCAInProcess(t *testing.T, d *day2) {
 		t.Error("a dry run changed the node's config")
 	}
 
-	if _, errOut, code := run(t, "rotate-ca", "--kubernetes"); code == 0 || !strings.Contains(errOut, "not implemented") {
-		t.Errorf("rotate-ca --kubernetes: exit %d, stderr %q", code, errOut)
+	// A dry run of both CAs says what it would do to the Kubernetes CA too.
+	out = ok(t, "rotate-ca")
+	for _, want := range []string{"> Starting Kubernetes API PKI rotation, dry-run mode true...", "> Making new Kubernetes CA the issuing CA, old Kubernetes CA the accepted CA...",
+		"> Restarting kube-system's workloads so that they trust the new CA...\n - skipped (dry-run)", " - OK (dry-run mode)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rotate-ca (dry run, both CAs) lacks %q:\n%s", want, out)
+		}
+	}
+
+	if _, errOut, code := run(t, "rotate-ca", "--talos=false", "--kubernetes=false"); code == 0 || !strings.Contains(errOut, "nothing to rotate") {
+		t.Errorf("rotate-ca with nothing to rotate: exit %d, stderr %q", code, errOut)
 	}
 
 	old := filepath.Join(t.TempDir(), "old-talosconfig")

@@ -37,6 +37,11 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 	kl := c.kubelet
 	root := kl.k.root()
 
+	// trusted is the CAs the kubelet's credentials were last checked
+	// against: when cluster.ca or cluster.acceptedCAs change (rotate-ca),
+	// they are checked again and the kubelet restarted.
+	trusted := ""
+
 	for {
 		cfg, done, err := nextConfig(ctx, r)
 		if done || err != nil {
@@ -75,12 +80,36 @@ func (c *KubeletServiceController) Run(ctx context.Context, r bus.ControllerRunt
 			}
 		}
 
-		if kl.changed(spec) && kl.node.ServiceRunning(KubeletServiceID) {
-			r.Logger().Info("restarting kubelet: its spec changed")
+		cas := render.KubeletCAs(cfg)
+		caChanged := trusted != "" && trustKey(cas) != trusted
 
-			if err := kl.node.RestartService(ctx, KubeletServiceID); err != nil {
-				r.Logger().Error("restart kubelet", "error", err)
+		if trusted == "" || caChanged {
+			removed, err := refreshKubeletCredentials(root, cas)
+			if err != nil {
+				r.Logger().Error("kubelet credentials", "error", err)
+				continue
 			}
+
+			if removed {
+				r.Logger().Info("kubelet client certificate is not from an accepted CA: removed, the kubelet bootstraps again")
+			}
+
+			trusted = trustKey(cas)
+		}
+
+		switch running := kl.node.ServiceRunning(KubeletServiceID); {
+		case running && caChanged:
+			r.Logger().Info("restarting kubelet: the cluster's CAs changed")
+		case running && kl.changed(spec):
+			r.Logger().Info("restarting kubelet: its spec changed")
+		default:
+			r.ResetRestartBackoff()
+
+			continue
+		}
+
+		if err := kl.node.RestartService(ctx, KubeletServiceID); err != nil {
+			r.Logger().Error("restart kubelet", "error", err)
 		}
 
 		r.ResetRestartBackoff()

@@ -54,22 +54,21 @@ It runs in dry-run mode unless --dry-run=false is given.
 The nodes come from --control-plane-nodes and --worker-nodes, or else from -n,
 each node's role read from its machine type.
 
-Rotating the Kubernetes API CA (cluster.ca) is not implemented in talosbox yet:
---kubernetes is refused.`,
+The Kubernetes API CA (cluster.ca) goes through the same three steps; each
+node's kubelet follows (restarted, and bootstrapped again once its client
+certificate's CA is dropped), and the control plane's certificates are
+reissued. Kubernetes clients need a kubeconfig of the new CA afterwards
+(talosctl kubeconfig).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.kubernetes {
-				return errors.New("rotating the Kubernetes CA is not implemented in talosbox yet: run with --kubernetes=false")
-			}
-
-			if !f.talos {
+			if !f.talos && !f.kubernetes {
 				return errors.New("nothing to rotate: --talos=false and --kubernetes=false")
 			}
 
 			return g.WithSession(false, func(s *global.Session) error {
 				r := &rotator{g: g, s: s, flags: f, out: cmd.OutOrStdout()}
 
-				return r.rotate(cmd.Context())
+				return r.run(cmd.Context())
 			})
 		},
 	}
@@ -77,12 +76,23 @@ Rotating the Kubernetes API CA (cluster.ca) is not implemented in talosbox yet:
 	fl := cmd.Flags()
 	fl.BoolVar(&f.dryRun, "dry-run", true, "dry-run mode (no changes to the cluster)")
 	fl.BoolVar(&f.talos, "talos", true, "rotate Talos API CA")
-	fl.BoolVar(&f.kubernetes, "kubernetes", false, "rotate Kubernetes API CA (not implemented in talosbox yet)")
+	fl.BoolVar(&f.kubernetes, "kubernetes", true, "rotate Kubernetes API CA")
 	fl.StringSliceVar(&f.controlPlanes, "control-plane-nodes", nil, "specify IPs of control plane nodes")
 	fl.StringSliceVar(&f.workers, "worker-nodes", nil, "specify IPs of worker nodes")
 	fl.StringVarP(&f.output, "output", "o", "", "path to the output new talosconfig (the talosconfig in use when empty)")
 
 	return cmd
+}
+
+// caSection is one CA the command rotates: where it is in the machine
+// config, and the old and new one.
+type caSection struct {
+	name string // Talos or Kubernetes
+	path string // /machine or /cluster
+	get  func(cfg *configs.Config) (*configs.PEMCertificateAndKey, []configs.PEMCertificate)
+
+	current []byte
+	next    *pki.CertAndKey
 }
 
 type rotator struct {
@@ -94,79 +104,120 @@ type rotator struct {
 	cfg         *talosconfig.Config
 	contextName string
 	endpoints   []string
-	currentCA   []byte
-	newCA       *pki.CertAndKey
-	newClient   *pki.CertAndKey
+	// talos is the Talos API CA; newClient the admin certificate of its
+	// new CA.
+	talos     caSection
+	newClient *pki.CertAndKey
 
 	controlPlanes, workers []string
+
+	// afterPatch, when set, runs after each node's patch (with the
+	// node's control-plane secrets version from before it).
+	afterPatch func(ctx context.Context, c *client.Client, node string, controlPlane bool, before string) error
 }
 
 func (r *rotator) printf(format string, args ...any) { fmt.Fprintf(r.out, format, args...) }
 
-func (r *rotator) rotate(ctx context.Context) error {
+// run rotates the Talos CA, then the Kubernetes CA through the new
+// Talos PKI, as Talos does.
+func (r *rotator) run(ctx context.Context) error {
 	if err := r.setup(ctx); err != nil {
 		return err
+	}
+
+	api := r.s.Shared
+
+	if r.flags.talos {
+		rotated, err := r.rotateTalos(ctx)
+		if err != nil {
+			return err
+		}
+
+		if rotated != nil {
+			defer rotated.Close() //nolint:errcheck
+
+			api = rotated
+		}
+	}
+
+	if r.flags.kubernetes {
+		return r.rotateKubernetes(ctx, api)
+	}
+
+	return nil
+}
+
+// rotateTalos rotates the Talos API CA; the client of the new PKI is
+// returned (nil in a dry run).
+func (r *rotator) rotateTalos(ctx context.Context) (*client.Client, error) {
+	if err := r.setupTalos(); err != nil {
+		return nil, err
 	}
 
 	r.printf("> Starting Talos API PKI rotation, dry-run mode %v...\n", r.flags.dryRun)
 	r.printf("> Using config context: %q\n", r.contextName)
 	r.printf("> Using Talos API endpoints: %q\n", r.endpoints)
-	r.printf("> Cluster topology:\n")
-	r.printf("  - control plane nodes: %q\n", r.controlPlanes)
-	r.printf("  - worker nodes: %q\n", r.workers)
-	r.printf("> Current Talos CA:\n%s", indent(r.currentCA))
-	r.printf("> New Talos CA:\n%s", indent(r.newCA.Crt))
+	r.printTopology()
+	r.printf("> Current Talos CA:\n%s", indent(r.talos.current))
+	r.printf("> New Talos CA:\n%s", indent(r.talos.next.Crt))
 
 	current := r.s.Shared
 
 	// The intermediate client trusts both CAs: while the CAs are swapped
 	// node by node, a node (the endpoint among them) may already serve a
 	// certificate of the new CA.
-	intermediate, err := r.client(append(append(bytes.Clone(r.currentCA), '\n'), r.newCA.Crt...), r.newClient)
+	intermediate, err := r.client(append(append(bytes.Clone(r.talos.current), '\n'), r.talos.next.Crt...), r.newClient)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer intermediate.Close() //nolint:errcheck
 
-	rotated, err := r.client(r.newCA.Crt, r.newClient)
+	rotated, err := r.client(r.talos.next.Crt, r.newClient)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer rotated.Close() //nolint:errcheck
 
-	steps := []struct {
-		verify string
-		client *client.Client
-		action func(ctx context.Context) error
-	}{
-		{"existing PKI", current, nil},
-		{"", nil, r.step(current, "> Adding new Talos CA as accepted...", r.addNewAccepted)},
-		{"new client cert, but old server CA", intermediate, nil},
-		{"", nil, r.step(intermediate, "> Making new Talos CA the issuing CA, old Talos CA the accepted CA...", r.swap)},
-		{"new PKI", rotated, nil},
-		{"", nil, r.step(rotated, "> Removing old Talos CA from the accepted CAs...", r.dropOld)},
-		{"new PKI", rotated, nil},
+	steps := []func(ctx context.Context) error{
+		r.verifyTalos(current, "existing PKI"),
+		r.step(current, &r.talos, "> Adding new Talos CA as accepted...", addNewAccepted),
+		r.verifyTalos(intermediate, "new client cert, but old server CA"),
+		r.step(intermediate, &r.talos, "> Making new Talos CA the issuing CA, old Talos CA the accepted CA...", swapCAs),
+		r.verifyTalos(rotated, "new PKI"),
+		r.step(rotated, &r.talos, "> Removing old Talos CA from the accepted CAs...", dropOld),
+		r.verifyTalos(rotated, "new PKI"),
 	}
 
 	for _, st := range steps {
-		if st.action != nil {
-			if err := st.action(ctx); err != nil {
-				return err
-			}
+		if err := st(ctx); err != nil {
+			rotated.Close() //nolint:errcheck
 
-			continue
-		}
-
-		if err := r.verify(ctx, st.client, st.verify); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
-	return r.saveTalosconfig()
+	if err := r.saveTalosconfig(); err != nil {
+		rotated.Close() //nolint:errcheck
+
+		return nil, err
+	}
+
+	if r.flags.dryRun {
+		rotated.Close() //nolint:errcheck
+
+		return nil, nil
+	}
+
+	return rotated, nil
 }
 
-// setup reads the talosconfig, makes the new CA and client certificate
-// and sorts the nodes into control planes and workers.
+func (r *rotator) printTopology() {
+	r.printf("> Cluster topology:\n")
+	r.printf("  - control plane nodes: %q\n", r.controlPlanes)
+	r.printf("  - worker nodes: %q\n", r.workers)
+}
+
+// setup reads the talosconfig and sorts the nodes into control planes
+// and workers.
 func (r *rotator) setup(ctx context.Context) error {
 	var err error
 
@@ -186,16 +237,12 @@ func (r *rotator) setup(ctx context.Context) error {
 		r.endpoints = tctx.Endpoints
 	}
 
-	if r.currentCA, _, err = tctx.Credentials(); err != nil {
+	r.talos = caSection{name: "Talos", path: "/machine", get: func(cfg *configs.Config) (*configs.PEMCertificateAndKey, []configs.PEMCertificate) {
+		return cfg.Machine.CA, cfg.Machine.AcceptedCAs
+	}}
+
+	if r.talos.current, _, err = tctx.Credentials(); err != nil {
 		return fmt.Errorf("talosconfig: %w", err)
-	}
-
-	if r.newCA, err = pki.NewCA(pki.CAOptions{Organization: "talos", KeyType: pki.Ed25519}); err != nil {
-		return err
-	}
-
-	if r.newClient, err = pki.NewClientCertificate(r.newCA, pki.ClientOptions{Roles: []string{pki.RoleAdmin}}); err != nil {
-		return err
 	}
 
 	r.controlPlanes, r.workers = r.flags.controlPlanes, r.flags.workers
@@ -221,65 +268,95 @@ func (r *rotator) setup(ctx context.Context) error {
 		}
 	}
 
+	if len(r.controlPlanes) == 0 {
+		return errors.New("no control plane node among the nodes: rotate-ca needs one (its config holds the CAs)")
+	}
+
 	return nil
+}
+
+// setupTalos makes the new Talos CA and its admin certificate.
+func (r *rotator) setupTalos() error {
+	var err error
+
+	if r.talos.next, err = pki.NewCA(pki.CAOptions{Organization: "talos", KeyType: pki.Ed25519}); err != nil {
+		return err
+	}
+
+	r.newClient, err = pki.NewClientCertificate(r.talos.next, pki.ClientOptions{Roles: []string{pki.RoleAdmin}})
+
+	return err
 }
 
 func (r *rotator) client(ca []byte, pair *pki.CertAndKey) (*client.Client, error) {
 	return client.New(client.Options{Endpoints: r.endpoints, CA: ca, Crt: pair.Crt, Key: pair.Key})
 }
 
-// verify calls Version on every node, retrying for a while: a node's API
-// restarts when its trust changes.
-func (r *rotator) verify(ctx context.Context, c *client.Client, label string) error {
-	r.printf("> Verifying connectivity with %s:\n", label)
+// verifyTalos calls Version on every node, retrying for a while: a node's
+// API restarts when its trust changes.
+func (r *rotator) verifyTalos(c *client.Client, label string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		r.printf("> Verifying connectivity with %s:\n", label)
 
-	for _, node := range slices.Concat(r.controlPlanes, r.workers) {
-		if r.flags.dryRun {
-			r.printf("  - %s: OK (dry-run)\n", node)
+		for _, node := range slices.Concat(r.controlPlanes, r.workers) {
+			if r.flags.dryRun {
+				r.printf("  - %s: OK (dry-run)\n", node)
 
-			continue
-		}
-
-		var (
-			resp *machine.VersionResponse
-			err  error
-		)
-
-		deadline := time.Now().Add(30 * time.Second)
-
-		for {
-			callCtx, cancel := context.WithTimeout(client.WithNode(ctx, node), 5*time.Second)
-			resp, err = c.Machine.Version(callCtx, &emptypb.Empty{})
-			cancel()
-
-			if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
-				break
+				continue
 			}
 
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
+			var resp *machine.VersionResponse
+
+			err := retryFor(ctx, 30*time.Second, func() (err error) {
+				callCtx, cancel := context.WithTimeout(client.WithNode(ctx, node), 5*time.Second)
+				defer cancel()
+
+				resp, err = c.Machine.Version(callCtx, &emptypb.Empty{})
+
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("error calling version API on node %s: %w", node, err)
 			}
+
+			tag := ""
+			if m := resp.GetMessages(); len(m) > 0 {
+				tag = m[0].GetVersion().GetTag()
+			}
+
+			r.printf("  - %s: OK (version %s)\n", node, tag)
 		}
 
-		if err != nil {
-			return fmt.Errorf("error calling version API on node %s: %w", node, err)
-		}
-
-		tag := ""
-		if m := resp.GetMessages(); len(m) > 0 {
-			tag = m[0].GetVersion().GetTag()
-		}
-
-		r.printf("  - %s: OK (version %s)\n", node, tag)
+		return nil
 	}
-
-	return nil
 }
 
+// retryFor calls fn until it succeeds, ctx ends or the time is up; the
+// last error is returned.
+func retryFor(ctx context.Context, limit time.Duration, fn func() error) error {
+	deadline := time.Now().Add(limit)
+
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// caChange is one step's change to a CA section: the accepted CAs and,
+// when it changes, the CA (its key only on control planes).
+type caChange func(sec *caSection, ca *configs.PEMCertificateAndKey, accepted []configs.PEMCertificate, controlPlane bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey)
+
 // step patches every node's config through c with change, control
-// planes first (they issue the certificates workers ask trustd for).
-func (r *rotator) step(c *client.Client, title string, change func(cfg *configs.Config, controlPlane bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey)) func(ctx context.Context) error {
+// planes first (they issue the certificates workers ask trustd for, and
+// run the Kubernetes control plane).
+func (r *rotator) step(c *client.Client, sec *caSection, title string, change caChange) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		r.printf("%s\n", title)
 
@@ -294,8 +371,19 @@ func (r *rotator) step(c *client.Client, title string, change func(cfg *configs.
 					continue
 				}
 
-				if err := r.patchNode(ctx, c, node, group.controlPlane, change); err != nil {
+				before := ""
+				if r.afterPatch != nil && group.controlPlane {
+					before = secretsVersion(ctx, c, node)
+				}
+
+				if err := r.patchNode(ctx, c, node, group.controlPlane, sec, change); err != nil {
 					return fmt.Errorf("error patching node %s: %w", node, err)
+				}
+
+				if r.afterPatch != nil {
+					if err := r.afterPatch(ctx, c, node, group.controlPlane, before); err != nil {
+						return fmt.Errorf("node %s: %w", node, err)
+					}
 				}
 
 				r.printf("  - %s: OK\n", node)
@@ -306,9 +394,7 @@ func (r *rotator) step(c *client.Client, title string, change func(cfg *configs.
 	}
 }
 
-func (r *rotator) patchNode(ctx context.Context, c *client.Client, node string, controlPlane bool,
-	change func(cfg *configs.Config, controlPlane bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey),
-) error {
+func (r *rotator) patchNode(ctx context.Context, c *client.Client, node string, controlPlane bool, sec *caSection, change caChange) error {
 	ctx = client.WithNode(ctx, node)
 
 	current, err := c.MachineConfig(ctx)
@@ -321,20 +407,25 @@ func (r *rotator) patchNode(ctx context.Context, c *client.Client, node string, 
 		return fmt.Errorf("the node's machine config: %w", err)
 	}
 
-	if cfg.Machine == nil || cfg.Machine.CA == nil {
-		return errors.New("the node's machine config has no machine.ca")
+	if cfg.Machine == nil || cfg.Cluster == nil {
+		return errors.New("the node's machine config has no machine or cluster section")
 	}
 
-	accepted, ca := change(cfg, controlPlane)
+	oldCA, oldAccepted := sec.get(cfg)
+	if oldCA == nil {
+		return fmt.Errorf("the node's machine config has no %s CA", sec.name)
+	}
 
-	ops := []map[string]any{{"op": "add", "path": "/machine/acceptedCAs", "value": pemList(accepted)}}
+	accepted, ca := change(sec, oldCA, oldAccepted, controlPlane)
+
+	ops := []map[string]any{{"op": "add", "path": sec.path + "/acceptedCAs", "value": pemList(accepted)}}
 	if ca != nil {
 		value := map[string]string{"crt": base64.StdEncoding.EncodeToString(ca.Crt)}
 		if len(ca.Key) > 0 {
 			value["key"] = base64.StdEncoding.EncodeToString(ca.Key)
 		}
 
-		ops = append(ops, map[string]any{"op": "add", "path": "/machine/ca", "value": value})
+		ops = append(ops, map[string]any{"op": "add", "path": sec.path + "/ca", "value": value})
 	}
 
 	patchJSON, err := json.Marshal(ops)
@@ -375,26 +466,24 @@ func pemList(certs []configs.PEMCertificate) []map[string]string {
 	return out
 }
 
-func (r *rotator) addNewAccepted(cfg *configs.Config, _ bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
-	return r.withAccepted(cfg.Machine.AcceptedCAs, r.newCA.Crt), nil
+func addNewAccepted(sec *caSection, _ *configs.PEMCertificateAndKey, accepted []configs.PEMCertificate, _ bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
+	return withAccepted(accepted, sec.next.Crt), nil
 }
 
-func (r *rotator) swap(cfg *configs.Config, controlPlane bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
-	accepted := r.without(r.withAccepted(cfg.Machine.AcceptedCAs, r.currentCA), r.newCA.Crt)
-
-	ca := &configs.PEMCertificateAndKey{Crt: r.newCA.Crt}
+func swapCAs(sec *caSection, _ *configs.PEMCertificateAndKey, accepted []configs.PEMCertificate, controlPlane bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
+	ca := &configs.PEMCertificateAndKey{Crt: sec.next.Crt}
 	if controlPlane {
-		ca.Key = r.newCA.Key
+		ca.Key = sec.next.Key
 	}
 
-	return accepted, ca
+	return without(withAccepted(accepted, sec.current), sec.next.Crt), ca
 }
 
-func (r *rotator) dropOld(cfg *configs.Config, _ bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
-	return r.without(cfg.Machine.AcceptedCAs, r.currentCA), nil
+func dropOld(sec *caSection, _ *configs.PEMCertificateAndKey, accepted []configs.PEMCertificate, _ bool) ([]configs.PEMCertificate, *configs.PEMCertificateAndKey) {
+	return without(accepted, sec.current), nil
 }
 
-func (r *rotator) withAccepted(list []configs.PEMCertificate, crt []byte) []configs.PEMCertificate {
+func withAccepted(list []configs.PEMCertificate, crt []byte) []configs.PEMCertificate {
 	if slices.ContainsFunc(list, func(c configs.PEMCertificate) bool { return bytes.Equal(c.Crt, crt) }) {
 		return list
 	}
@@ -402,12 +491,12 @@ func (r *rotator) withAccepted(list []configs.PEMCertificate, crt []byte) []conf
 	return append(slices.Clone(list), configs.PEMCertificate{Crt: crt})
 }
 
-func (r *rotator) without(list []configs.PEMCertificate, crt []byte) []configs.PEMCertificate {
+func without(list []configs.PEMCertificate, crt []byte) []configs.PEMCertificate {
 	return slices.DeleteFunc(slices.Clone(list), func(c configs.PEMCertificate) bool { return bytes.Equal(c.Crt, crt) })
 }
 
 // saveTalosconfig puts the new CA and admin certificate in the context
-// that was used (or writes a talosconfig of that one context to --output).
+// that was used (or writes the talosconfig to --output).
 func (r *rotator) saveTalosconfig() error {
 	if r.flags.dryRun {
 		return nil
@@ -418,7 +507,7 @@ func (r *rotator) saveTalosconfig() error {
 		return err
 	}
 
-	tctx.CA = base64.StdEncoding.EncodeToString(r.newCA.Crt)
+	tctx.CA = base64.StdEncoding.EncodeToString(r.talos.next.Crt)
 	tctx.Crt = base64.StdEncoding.EncodeToString(r.newClient.Crt)
 	tctx.Key = base64.StdEncoding.EncodeToString(r.newClient.Key)
 

@@ -23,6 +23,7 @@ var (
 	podsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	dsGVR    = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}
 	depGVR   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	cmGVR    = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
 // TestClient reads nodes, pods and rollouts from a real kube-apiserver
@@ -166,6 +167,42 @@ func TestClient(t *testing.T) {
 
 	if r, err := c.Deployment(ctx, "kube-system", "coredns"); err != nil || r.DaemonSet || r.Desired != 2 || r.Ready != 2 || r.Done() != nil {
 		t.Errorf("deployment: %+v, %v", r, err)
+	}
+
+	// rotate-ca's restarts: both workloads listed, DaemonSets first; a
+	// restart stamps the pod template as kubectl rollout restart does.
+	ws, err := c.Workloads(ctx, "kube-system")
+	if err != nil || len(ws) != 2 || ws[0].String() != "daemonset/kube-system/kube-proxy" || ws[1].String() != "deployment/kube-system/coredns" {
+		t.Errorf("workloads: %v, %v", ws, err)
+	}
+
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, w := range ws {
+		if err := c.RolloutRestart(ctx, w, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if got, _ := dyn.Resource(dsGVR).Namespace("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{}); got.GetGeneration() != ds.GetGeneration()+1 {
+		t.Errorf("a restarted DaemonSet at generation %d, want %d", got.GetGeneration(), ds.GetGeneration()+1)
+	} else if v, _, _ := unstructured.NestedString(got.Object, "spec", "template", "metadata", "annotations", kubernetes.RestartedAtAnnotation); v != "2026-11-29T12:00:00Z" {
+		t.Errorf("restartedAt %q", v)
+	}
+
+	if r, err := c.Rollout(ctx, ws[1]); err != nil || r.Done() == nil {
+		t.Errorf("a restarted Deployment the controller has yet to see is done: %+v, %v", r, err)
+	}
+
+	cm := obj("v1", "ConfigMap", "kube-root-ca.crt", "kube-system", nil)
+	cm.Object["data"] = map[string]any{"ca.crt": "PEM"}
+	create(ctx, t, dyn, cmGVR, "kube-system", cm)
+
+	if v, err := c.ConfigMapData(ctx, "kube-system", "kube-root-ca.crt", "ca.crt"); err != nil || v != "PEM" {
+		t.Errorf("ConfigMapData: %q, %v", v, err)
+	}
+
+	if _, err := c.ConfigMapData(ctx, "kube-system", "nothing", "ca.crt"); !kubernetes.IsNotFound(err) {
+		t.Errorf("a missing ConfigMap: %v", err)
 	}
 
 	// Missing objects are IsNotFound, for reads and deletes alike.

@@ -283,7 +283,7 @@ func controllerManagerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 		"kubeconfig":                       s("kubeconfig"),
 		"leader-elect":                     "true",
 		"profiling":                        "false",
-		"root-ca-file":                     s("ca.crt"),
+		"root-ca-file":                     s("root-ca.crt"),
 		"service-account-private-key-file": s("service-account.key"),
 		"service-cluster-ip-range":         strings.Join(spec.ServiceCIDRs, ","),
 		"tls-min-version":                  "VersionTLS13",

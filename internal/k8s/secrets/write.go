@@ -135,9 +135,15 @@ func staticPodFiles(in Inputs, c *StaticPodCerts) ([]componentFiles, error) {
 			{"encryptionconfig.yaml", encryption},
 		}},
 		// ca.crt here is the issuing CA alone: the controller-manager signs
-		// kubelet certificates with it, so it must match ca.key.
+		// kubelet certificates with it, so it must match ca.key. root-ca.crt
+		// is every accepted CA: what it publishes to pods as
+		// kube-root-ca.crt, so that a pod started while a new CA is only
+		// accepted trusts the API server once it serves under the new one
+		// (Talos publishes the issuing CA alone, and its pods need a
+		// restart after a rotation).
 		{dir: ControllerManagerDir, uid: ControllerManagerUID, files: []secretFile{
 			{"ca.crt", in.CA.Crt},
+			{"root-ca.crt", AcceptedCABundle(in)},
 			{"ca.key", in.CA.Key},
 			{"service-account.key", in.ServiceAccountKey},
 			{"kubeconfig", c.ControllerManagerKubeconfig},

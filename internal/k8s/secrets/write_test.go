@@ -25,7 +25,7 @@ var wantLayout = map[string]struct {
 		"ca.crt", "encryptionconfig.yaml", "etcd-client-ca.crt", "etcd-client.crt", "etcd-client.key",
 		"front-proxy-client.crt", "front-proxy-client.key", "service-account.key", "service-account.pub",
 	}},
-	"kube-controller-manager": {65535, []string{"ca.crt", "ca.key", "kubeconfig", "service-account.key"}},
+	"kube-controller-manager": {65535, []string{"ca.crt", "ca.key", "kubeconfig", "root-ca.crt", "service-account.key"}},
 	"kube-scheduler":          {65536, []string{"kubeconfig"}},
 }
 
@@ -115,6 +115,7 @@ func TestWriteStaticPodSecretsLayout(t *testing.T) {
 		"kube-apiserver/service-account.key":          cas.saKey,
 		"kube-controller-manager/ca.crt":              cas.k8s.Crt,
 		"kube-controller-manager/ca.key":              cas.k8s.Key,
+		"kube-controller-manager/root-ca.crt":         AcceptedCABundle(in),
 		"kube-controller-manager/service-account.key": cas.saKey,
 		"kube-controller-manager/kubeconfig":          certs.ControllerManagerKubeconfig,
 		"kube-scheduler/kubeconfig":                   certs.SchedulerKubeconfig,
@@ -124,8 +125,14 @@ func TestWriteStaticPodSecretsLayout(t *testing.T) {
 		}
 	}
 
-	if pemCount(read("kube-apiserver/ca.crt")) != 2 {
-		t.Error("kube-apiserver/ca.crt must hold all accepted CAs")
+	for _, rel := range []string{"kube-apiserver/ca.crt", "kube-controller-manager/root-ca.crt"} {
+		if pemCount(read(rel)) != 2 {
+			t.Errorf("%s must hold all accepted CAs", rel)
+		}
+	}
+
+	if pemCount(read("kube-controller-manager/ca.crt")) != 1 {
+		t.Error("kube-controller-manager/ca.crt must be the issuing CA alone, which ca.key signs for")
 	}
 
 	if !strings.Contains(string(read("kube-apiserver/encryptionconfig.yaml")), "secretbox") {
