@@ -430,6 +430,8 @@ func TestDay2Commands(t *testing.T) {
 		}
 	})
 
+	t.Run("secrets resources", func(t *testing.T) { testSecretsInProcess(t, d) })
+
 	t.Run("rotate-ca", func(t *testing.T) { testRotateCAInProcess(t, d) })
 }
 

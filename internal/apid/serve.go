@@ -174,7 +174,12 @@ func (s *Server) currentIdentity(ctx context.Context) (*identity, error) {
 		opts.controlPlane = s.opts.Plane.TrustdEndpoints
 	}
 
-	return newIdentity(active, opts)
+	id, err := newIdentity(active, opts)
+	if err == nil {
+		s.certs.hook(id)
+	}
+
+	return id, err
 }
 
 // stopGraceful lets in-flight calls finish for StopGrace, then cuts what

@@ -83,6 +83,7 @@ type Server struct {
 	node   *machine.Node
 	events *events.Ring
 	remote *remotePool
+	certs  *certPublisher
 
 	id      atomic.Pointer[identity]
 	ownPort atomic.Value // string: the port Serve listens on
@@ -123,6 +124,7 @@ func NewServer(opts Options, log io.Writer) (*Server, error) {
 	}
 
 	s.remote = newRemotePool(s.identity)
+	s.certs = &certPublisher{store: opts.Node.Store(), log: func(format string, args ...any) { fmt.Fprintf(log, format, args...) }}
 	s.ownPort.Store("")
 
 	return s, nil

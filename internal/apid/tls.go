@@ -32,6 +32,11 @@ type certIssuer struct {
 	// coverCheckInterval, as it asks the kernel.
 	covers func(*x509.Certificate) bool
 
+	// onSet, when set, is told of each certificate installed (the
+	// ApiCertificates resource follows it). It runs under mu, so it must
+	// not call back into the issuer.
+	onSet func(*tls.Certificate)
+
 	mu        sync.Mutex
 	cur       *tls.Certificate
 	renewAt   time.Time
@@ -118,6 +123,10 @@ func (ci *certIssuer) set(c *tls.Certificate) {
 func (ci *certIssuer) setLocked(c *tls.Certificate) {
 	life := c.Leaf.NotAfter.Sub(c.Leaf.NotBefore)
 	ci.cur, ci.renewAt = c, c.Leaf.NotBefore.Add(life/2)
+
+	if ci.onSet != nil {
+		ci.onSet(c)
+	}
 }
 
 // ready reports whether a certificate is at hand.

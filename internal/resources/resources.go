@@ -1,7 +1,7 @@
 // Package resources lists every resource type a talosbox node publishes.
 // The types themselves live in one package per group, named and grouped
 // as Talos groups them (config, runtime, v1alpha1, k8s, network, cluster,
-// etcd, block, cri): producers and consumers both import the group, so no
+// etcd, block, cri, hardware, secrets): producers and consumers both import the group, so no
 // package copies another's names or imports a producer to read its
 // output.
 package resources
@@ -17,6 +17,7 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 	"github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
+	"github.com/talosbox/talosbox/internal/resources/secrets"
 	"github.com/talosbox/talosbox/internal/resources/v1alpha1"
 )
 
@@ -27,6 +28,7 @@ func Definitions() []bus.Definition {
 	for _, group := range [][]bus.Definition{
 		config.Definitions, runtime.Definitions, v1alpha1.Definitions, k8s.Definitions,
 		network.Definitions, cluster.Definitions, etcd.Definitions, block.Definitions, cri.Definitions, hardware.Definitions,
+		secrets.Definitions,
 	} {
 		all = append(all, group...)
 	}
