@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/availability"
 	"github.com/talosbox/talosbox/internal/render"
@@ -130,6 +132,38 @@ func testDay2OnDocker(t *testing.T, dc *dockerCluster, names map[string]string, 
 
 		if out := dc.okIn(t, "-n", cp, "usage", "-d", "1", "/var/lib"); !regexp.MustCompile(`(?m)^\d+\s+\.$`).MatchString(out) {
 			t.Errorf("usage /var/lib:\n%s", out)
+		}
+
+		// The worker's ApiCertificates hold the server certificate trustd
+		// issued it, of machine.ca, for its address; CertSANs names it.
+		var api struct {
+			Spec struct {
+				Server struct{ Crt configs.Base64 } `yaml:"server"`
+			} `yaml:"spec"`
+		}
+
+		if err := yaml.Unmarshal([]byte(dc.okIn(t, "-n", w, "get", "certs", "-o", "yaml")), &api); err != nil {
+			t.Fatal(err)
+		}
+
+		cfg, err := configs.Decode([]byte(dc.okIn(t, "-n", cp, "read", "/var/lib/talosbox/state/config.yaml")))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(cfg.Machine.CA.Crt)
+
+		if block, _ := pem.Decode(api.Spec.Server.Crt); block == nil {
+			t.Errorf("the worker's ApiCertificates have no server certificate: %q", api.Spec.Server.Crt)
+		} else if crt, err := x509.ParseCertificate(block.Bytes); err != nil {
+			t.Error(err)
+		} else if _, err := crt.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil || crt.VerifyHostname(w) != nil {
+			t.Errorf("the worker's API certificate: %v; names %v", err, crt.IPAddresses)
+		}
+
+		if out := dc.okIn(t, "-n", w, "get", "certsans", "-o", "yaml"); !strings.Contains(out, "- "+w+"\n") {
+			t.Errorf("the worker's CertSANs lack %s:\n%s", w, out)
 		}
 	})
 
