@@ -27,7 +27,7 @@ import (
 // does, through the real binary; Docker itself is checked through its SDK,
 // independently of the provisioner under test.
 type dockerCluster struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	dir    string
 	name   string
@@ -37,7 +37,7 @@ type dockerCluster struct {
 
 const clusterLabel = "talosbox.cluster.name"
 
-func newDockerCluster(t *testing.T, bin string) *dockerCluster {
+func newDockerCluster(t testing.TB, bin string) *dockerCluster {
 	t.Helper()
 
 	api, err := client.New(client.FromEnv)
@@ -62,7 +62,7 @@ func newDockerCluster(t *testing.T, bin string) *dockerCluster {
 }
 
 // freeSubnet picks a /24 that no Docker network overlaps.
-func freeSubnet(t *testing.T, api *client.Client) netip.Prefix {
+func freeSubnet(t testing.TB, api *client.Client) netip.Prefix {
 	t.Helper()
 
 	nets, err := api.NetworkList(context.Background(), client.NetworkListOptions{})
@@ -154,7 +154,7 @@ func (dc *dockerCluster) fails(args ...string) string {
 
 // objectsOf lists what Docker holds with the cluster label of name: "" when
 // nothing.
-func objectsOf(t *testing.T, api *client.Client, name string) string {
+func objectsOf(t testing.TB, api *client.Client, name string) string {
 	t.Helper()
 
 	ctx := context.Background()

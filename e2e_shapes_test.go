@@ -154,7 +154,7 @@ func yamlDocs(t *testing.T, out string) []resourceDoc {
 }
 
 // jsonDocs decodes the concatenated JSON objects of `-o json`.
-func jsonDocs(t *testing.T, out string) []resourceDoc {
+func jsonDocs(t testing.TB, out string) []resourceDoc {
 	t.Helper()
 
 	var docs []resourceDoc

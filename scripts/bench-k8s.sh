@@ -1,16 +1,52 @@
 #!/usr/bin/env bash
 # Kubernetes on talosbox, measured (boot to Ready, memory, API latency):
 #   1. `talosctl cluster create` to healthy (every node Ready, CoreDNS up),
-#      for 1+1 and 3+1 Docker clusters;
+#      for 1+1 and 3+1 Docker clusters, with the timeline it prints: each
+#      step of the client, of every node's services and of Kubernetes'
+#      bring-up, in seconds since the create began;
 #   2. the memory of the first control-plane node with everything running,
 #      by component (RSS and PSS, from /proc for the node's processes), and
 #      what its container's cgroup is charged;
-#   3. the binary's size.
-# Usage: scripts/bench-k8s.sh [LINKS_DIR]   (after make images; needs root and Docker)
-# SHAPES="1:1 3:1" picks the clusters.
+#   3. the binary's size and `talosctl version --client`'s time.
+# Usage: scripts/bench-k8s.sh [--peer] [LINKS_DIR]   (after make images; needs root and Docker)
+# SHAPES="1:1 3:1" picks the clusters. --peer also tries the peer, k3s (then
+# k0s), from the Go module proxy, and says what stopped it if it cannot be
+# had. For benchstat across runs: go test -tags e2e,... -run '^$' -bench
+# DockerClusterCreate -count 5 . (BenchmarkDockerClusterCreate).
 set -euo pipefail
+peer=false
+if [ "${1:-}" = --peer ]; then
+  peer=true
+  shift
+fi
 links=${1:-_out/bin}
 talosctl=$links/talosctl
+
+# K3S_COMMIT and K0S_COMMIT are one exact commit each (k3s's and k0s's
+# release tags, v1.34.4+k3s1 or v1.34.4+k0s.0, are not Go module versions):
+# the proxy lists no version of either module, so a wrapper module that
+# copies their replace directives can only ask for a commit.
+K3S_COMMIT=${K3S_COMMIT:-00014d2846a2c2cf4fb506d90f27cc04bb9497f3}
+K0S_COMMIT=${K0S_COMMIT:-faf9829716a2f7c5937cea9dce5b3fde66afb63f} # v1.34.4+k0s.0
+
+# peer_bench builds the peer the way this project builds Kubernetes (a
+# wrapper module from the Go module proxy) and, if it can be had, says so;
+# where the proxy refuses it, the refusal is the result.
+peer_bench() {
+  local dir mod commit out
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' RETURN
+  for mod in github.com/k3s-io/k3s@$K3S_COMMIT github.com/k0sproject/k0s@$K0S_COMMIT; do
+    commit=${mod#*@}
+    (cd "$dir" && go mod init peer >/dev/null 2>&1 || true)
+    if out=$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "$mod" 2>&1); then
+      echo "peer ${mod%@*}: the proxy serves $commit; building it is not scripted yet"
+      return 0
+    fi
+    echo "peer ${mod%@*}@$commit: cannot be built here: the Go module proxy refuses it:"
+    grep -o '"Error": *"[^"]*' <<<"$out" | sed 's/^"Error": *"/  /' | head -2
+  done
+}
 
 rss_by_component() {
   local init=$1
@@ -65,6 +101,7 @@ for shape in ${SHAPES:-1:1 3:1}; do
   out=$("$talosctl" cluster create --name "$name" --subnet "10.$subnet.0.0/24" --controlplanes "$cps" --workers "$workers" \
     --memory 1536 --memory-workers 1024 --wait-timeout 15m 2>&1)
   echo "cluster create ${cps}+${workers}: $(grep 'is healthy' <<<"$out")"
+  sed -n '/^timeline:$/,$p' <<<"$out"
 
   if [ "$shape" = "${SHAPES%% *}" ] || [ "$cps" = 1 ]; then
     init=$(docker inspect -f '{{.State.Pid}}' "$name-controlplane-1")
@@ -77,3 +114,17 @@ for shape in ${SHAPES:-1:1 3:1}; do
 done
 
 echo "binary: $(stat -c %s "$(readlink -f "$talosctl")") bytes ($(readlink -f "$talosctl"))"
+# The client's start: everything the multicall binary initializes runs for
+# every applet (best of 20).
+best=999999
+for _ in $(seq 20); do
+  t0=$(date +%s%N)
+  "$talosctl" version --client >/dev/null
+  t=$((($(date +%s%N) - t0) / 1000))
+  [ "$t" -lt "$best" ] && best=$t
+done
+echo "talosctl version --client: $((best / 1000)).$(((best % 1000) / 100)) ms (best of 20)"
+
+if $peer; then
+  peer_bench
+fi

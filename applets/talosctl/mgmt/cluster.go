@@ -16,6 +16,7 @@ import (
 	"github.com/talosbox/talosbox/applets/talosctl/global"
 	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/initramfs"
+	"github.com/talosbox/talosbox/internal/cluster/timeline"
 	"github.com/talosbox/talosbox/internal/provision"
 )
 
@@ -79,6 +80,7 @@ type clusterCreateFlags struct {
 	skipBootstrap     bool
 	wait              bool
 	waitTimeout       time.Duration
+	timings           bool
 
 	// What plan makes of --talos-version and --wireguard-cidr; wireguard
 	// is the zero Prefix without a mesh.
@@ -166,6 +168,7 @@ has a 5s keepalive. --talos-version writes the configs of an older Talos
 	fl.BoolVar(&f.skipBootstrap, "skip-bootstrap", false, "skip bootstrapping etcd on the first control plane node")
 	fl.BoolVar(&f.wait, "wait", true, "wait for the cluster to be ready before returning")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 20*time.Minute, "timeout to wait for the cluster to be ready")
+	fl.BoolVar(&f.timings, "timings", true, "once healthy, print the timeline of the create: each step of this client, of the nodes' services and of Kubernetes' bring-up, as seconds since the start")
 	fl.StringVar(&f.stateDir, "state", "", "qemu: directory path to store cluster state (default ~/.talos/clusters)")
 	fl.Int64Var(&f.diskMiB, "disk", 6144, "qemu: the size of each node's disk in MiB")
 	fl.StringVar(&f.kernelDir, "kernel-dir", "", "qemu: the unpacked Debian kernel package, whose modules go into the initramfs (default $TALOSBOX_KERNEL_DIR, then kernel/ beside the binary: _out/kernel for _out/talosbox, then the project's _out/kernel)")
@@ -277,24 +280,37 @@ func (f *clusterCreateFlags) plan() (netip.Prefix, []nodePlan, error) {
 }
 
 // stageTimer prints each stage as it ends, with its duration, and keeps
-// them for the summary line.
+// them for the summary line; the timeline gets them too.
 type stageTimer struct {
 	out    io.Writer
 	start  time.Time
 	last   time.Time
 	stages []string
+	tl     *timeline.Timeline
 }
 
 func newStageTimer(out io.Writer) *stageTimer {
-	now := time.Now()
-	return &stageTimer{out: out, start: now, last: now}
+	tl := timeline.New()
+	return &stageTimer{out: out, start: tl.Start(), last: tl.Start(), tl: tl}
 }
 
 func (st *stageTimer) done(name string) {
+	st.tl.Mark("stage " + name + " done")
+
 	now := time.Now()
 	d := now.Sub(st.last).Round(time.Millisecond)
 	st.last = now
 	st.stages = append(st.stages, fmt.Sprintf("%s %s", name, d))
+}
+
+// healthy prints the closing line and, with --timings, the timeline.
+func (f *clusterCreateFlags) healthy(out io.Writer, st *stageTimer) {
+	fmt.Fprintf(out, "cluster %q is healthy: %s\n", f.name, st.summary())
+
+	if f.timings {
+		fmt.Fprintln(out, "timeline:")
+		_ = st.tl.Write(out)
+	}
 }
 
 func (st *stageTimer) summary() string {

@@ -9,7 +9,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/talosbox/talosbox/internal/cluster/timeline"
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/provision"
@@ -88,6 +90,10 @@ func (f *clusterCreateFlags) runDocker(ctx context.Context, out io.Writer, st *s
 	fmt.Fprintf(out, "creating network %s (%s)\n", f.name, cidr)
 
 	cluster, err := d.Create(ctx, req, func(ev provision.Event) {
+		if ev.Stage == provision.StageContainerStarted {
+			st.tl.Add(timeline.Entry{At: time.Now(), Node: ev.Object, What: "container started"})
+		}
+
 		switch ev.Stage {
 		case provision.StageContainerStarted, provision.StageRollback, provision.StageNetworkCreated:
 			fmt.Fprintf(out, "%s\n", ev)
@@ -117,12 +123,12 @@ func (f *clusterCreateFlags) runDocker(ctx context.Context, out io.Writer, st *s
 		return nil
 	}
 
-	if err := waitClusterHealthy(ctx, out, gen.talosconfig, []string{endpoint}, nodes, !f.skipBootstrap, f.kubeServer(), f.waitTimeout); err != nil {
+	if err := waitClusterHealthy(ctx, out, st.tl, gen.talosconfig, []string{endpoint}, nodes, !f.skipBootstrap, f.kubeServer(), f.waitTimeout); err != nil {
 		return fmt.Errorf("%w\nthe cluster is left running: inspect it with talosctl, or remove it with 'talosctl cluster destroy --name %s'", err, f.name)
 	}
 
 	st.done("health")
-	fmt.Fprintf(out, "cluster %q is healthy: %s\n", f.name, st.summary())
+	f.healthy(out, st)
 
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/talosbox/talosbox/internal/api/machine"
 	"github.com/talosbox/talosbox/internal/client"
 	"github.com/talosbox/talosbox/internal/cluster/check"
+	"github.com/talosbox/talosbox/internal/cluster/timeline"
 	"github.com/talosbox/talosbox/internal/provision"
 	"github.com/talosbox/talosbox/internal/provision/vm"
 	"github.com/talosbox/talosbox/internal/talosconfig"
@@ -63,8 +64,9 @@ func mergeClusterContext(path, name string, generated []byte, endpoints []string
 
 // waitClusterHealthy bootstraps etcd on the first control plane (unless
 // skipped), then runs the health checks against every node of a new
-// cluster, through the endpoints.
-func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints []string, nodes []nodePlan, bootstrap bool, server string, timeout time.Duration) error {
+// cluster, through the endpoints. Each step passed is stamped on tl, and
+// once healthy the nodes' and the API server's own steps are added.
+func waitClusterHealthy(ctx context.Context, out io.Writer, tl *timeline.Timeline, tc []byte, endpoints []string, nodes []nodePlan, bootstrap bool, server string, timeout time.Duration) error {
 	cfg, err := talosconfig.Parse(tc)
 	if err != nil {
 		return err
@@ -92,9 +94,11 @@ func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints
 		}
 	}
 
+	onPass := func(name string) { tl.Mark("waiting for " + name + ": OK") }
+
 	if bootstrap {
 		bctx, cancel := context.WithTimeout(ctx, timeout)
-		err := bootstrapEtcd(bctx, out, s.On(s.ControlPlanes[:1]))
+		err := bootstrapEtcd(bctx, out, s.On(s.ControlPlanes[:1]), onPass)
 
 		cancel()
 
@@ -104,11 +108,21 @@ func waitClusterHealthy(ctx context.Context, out io.Writer, tc []byte, endpoints
 	}
 
 	cl := s.Cluster()
+	cl.OnPass = onPass
+
 	if err := check.Run(ctx, out, cl, timeout); err != nil {
 		return err
 	}
 
 	s.KubeClient = cl.Kube
+
+	for _, n := range nodes {
+		tl.Name(n.ip.String(), n.name)
+	}
+
+	if err := timeline.Collect(ctx, tl, cl); err != nil {
+		fmt.Fprintf(out, "the timeline misses some steps: %v\n", err)
+	}
 
 	return mergeClusterKubeconfig(ctx, out, s, server)
 }
@@ -149,8 +163,11 @@ func mergeClusterKubeconfig(ctx context.Context, out io.Writer, s *global.Sessio
 
 // bootstrapEtcd asks the first control plane to bootstrap etcd, retrying
 // while its API or its etcd service are still starting.
-func bootstrapEtcd(ctx context.Context, out io.Writer, s *global.Session) error {
-	return check.Wait(ctx, out, s.Cluster(), check.Check{Name: "etcd to be bootstrapped on " + s.Nodes[0], Run: func(ctx context.Context, cl *check.Cluster) error {
+func bootstrapEtcd(ctx context.Context, out io.Writer, s *global.Session, onPass func(string)) error {
+	cl := s.Cluster()
+	cl.OnPass = onPass
+
+	return check.Wait(ctx, out, cl, check.Check{Name: "etcd to be bootstrapped on " + s.Nodes[0], Run: func(ctx context.Context, cl *check.Cluster) error {
 		results := global.FanOut(ctx, s, func(ctx context.Context, c *client.Client) (struct{}, error) {
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()

@@ -292,12 +292,12 @@ func (f *clusterCreateFlags) runQEMU(ctx context.Context, out io.Writer, st *sta
 		return nil
 	}
 
-	if err := waitClusterHealthy(ctx, out, gen.talosconfig, endpoints, nodes, !f.skipBootstrap, f.kubeServer(), f.waitTimeout); err != nil {
+	if err := waitClusterHealthy(ctx, out, st.tl, gen.talosconfig, endpoints, nodes, !f.skipBootstrap, f.kubeServer(), f.waitTimeout); err != nil {
 		return leftRunning(err)
 	}
 
 	st.done("health")
-	fmt.Fprintf(out, "cluster %q is healthy: %s\n", f.name, st.summary())
+	f.healthy(out, st)
 
 	return nil
 }

@@ -32,6 +32,9 @@ type Cluster struct {
 	// Kube is the cluster's API server client, fetched from the first
 	// control plane's admin kubeconfig on first use when nil.
 	Kube *kubernetes.Client
+	// OnPass, when set, is told the name of each check as it passes:
+	// cluster create stamps them on its timeline.
+	OnPass func(check string)
 }
 
 // Kubernetes is the cluster's API server client.

@@ -135,6 +135,10 @@ func Wait(ctx context.Context, out io.Writer, c *Cluster, chk Check) error {
 
 		if err == nil {
 			fmt.Fprintf(out, "waiting for %s: OK\n", chk.Name)
+			if c.OnPass != nil {
+				c.OnPass(chk.Name)
+			}
+
 			return nil
 		}
 

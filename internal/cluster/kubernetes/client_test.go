@@ -62,7 +62,7 @@ func TestClient(t *testing.T) {
 			map[string]any{"type": "InternalIP", "address": "10.5.0.2"},
 			map[string]any{"type": "InternalIP", "address": "fd00::2"},
 		},
-		"conditions": []any{map[string]any{"type": "Ready", "status": "True"}},
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T10:00:09Z"}},
 		"nodeInfo":   nodeInfo("v1.34.12"),
 	})
 	w := create(ctx, t, dyn, nodesGVR, "", obj("v1", "Node", "worker-1", "", nil))
@@ -100,7 +100,11 @@ func TestClient(t *testing.T) {
 	mirror = create(ctx, t, dyn, podsGVR, "kube-system", mirror)
 	setStatus(ctx, t, dyn, podsGVR, "kube-system", mirror, map[string]any{
 		"phase": "Running", "hostIP": "10.5.0.2",
-		"conditions": []any{map[string]any{"type": "Ready", "status": "True"}},
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T10:00:07Z"}},
+		"containerStatuses": []any{map[string]any{
+			"name": "kube-apiserver", "image": "x", "imageID": "", "ready": true, "restartCount": int64(0),
+			"state": map[string]any{"running": map[string]any{"startedAt": "2026-11-29T10:00:03Z"}},
+		}},
 	})
 
 	// A pod that is not a mirror needs its service account; with no
@@ -167,6 +171,45 @@ func TestClient(t *testing.T) {
 
 	if r, err := c.Deployment(ctx, "kube-system", "coredns"); err != nil || r.DaemonSet || r.Desired != 2 || r.Ready != 2 || r.Done() != nil {
 		t.Errorf("deployment: %+v, %v", r, err)
+	}
+
+	// cluster create's timeline: what the API server stamped, in time
+	// order, pods named by component; only a Ready node turns Ready.
+	ms, err := c.Milestones(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Node+" "+m.What)
+	}
+
+	at0 := func(s string) time.Time { tm, _ := time.Parse(time.RFC3339, s); return tm }
+	want := map[string]time.Time{
+		"cp-1 kube-apiserver started": at0("2026-11-29T10:00:03Z"),
+		"cp-1 kube-apiserver Ready":   at0("2026-11-29T10:00:07Z"),
+		"cp-1 node Ready":             at0("2026-11-29T10:00:09Z"),
+	}
+
+	for _, m := range ms {
+		if w, ok := want[m.Node+" "+m.What]; ok {
+			if !m.At.Equal(w) {
+				t.Errorf("%s %s at %s, want %s", m.Node, m.What, m.At, w)
+			}
+
+			delete(want, m.Node+" "+m.What)
+		}
+	}
+
+	for _, line := range []string{"cp-1 node registered", "worker-1 node registered", " daemonset/kube-proxy created", " deployment/coredns created"} {
+		if !slices.Contains(got, line) {
+			t.Errorf("milestones miss %q: %q", line, got)
+		}
+	}
+
+	if len(want) > 0 || slices.Contains(got, "worker-1 node Ready") || !slices.IsSortedFunc(ms, func(a, b kubernetes.Milestone) int { return a.At.Compare(b.At) }) {
+		t.Errorf("milestones %q: missing %v, or a NotReady node Ready, or out of order", got, want)
 	}
 
 	// rotate-ca's restarts: both workloads listed, DaemonSets first; a
