@@ -109,6 +109,15 @@ func TestDockerKubernetes(t *testing.T) {
 
 	cp1, cp2, cp3, w := dc.ip(0), dc.ip(1), dc.ip(2), dc.ip(3)
 
+	t.Run("the create's timeline", func(t *testing.T) {
+		steps := parseTimeline(t, out)
+		checkTimeline(t, steps,
+			[]string{dc.name + "-controlplane-1", dc.name + "-controlplane-2", dc.name + "-controlplane-3"},
+			[]string{dc.name + "-worker-1"})
+		t.Logf("timeline: first API server Ready %.1fs, all nodes Ready %.1fs, CoreDNS Ready %.1fs",
+			first(steps, "", "kube-apiserver Ready"), last(steps, "", "node Ready"), last(steps, "", "coredns Ready"))
+	})
+
 	// Node names by address, from Kubernetes itself.
 	names := map[string]string{}
 
