@@ -92,7 +92,8 @@ cgroup_memory() {
 }
 
 subnet=20
-for shape in ${SHAPES:-1:1 3:1}; do
+shapes=${SHAPES:-1:1 3:1}
+for shape in $shapes; do
   cps=${shape%:*} workers=${shape#*:}
   name=bench-k8s-$cps-$workers
   "$talosctl" cluster destroy --name "$name" >/dev/null 2>&1 || true
@@ -103,7 +104,7 @@ for shape in ${SHAPES:-1:1 3:1}; do
   echo "cluster create ${cps}+${workers}: $(grep 'is healthy' <<<"$out")"
   sed -n '/^timeline:$/,$p' <<<"$out"
 
-  if [ "$shape" = "${SHAPES%% *}" ] || [ "$cps" = 1 ]; then
+  if [ "$shape" = "${shapes%% *}" ] || [ "$cps" = 1 ]; then
     init=$(docker inspect -f '{{.State.Pid}}' "$name-controlplane-1")
     echo "memory of $name-controlplane-1 (by process name):"
     rss_by_component "$init"

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/skel"
@@ -56,6 +57,37 @@ func loadConf(data []byte) (*netConf, error) {
 	}
 
 	return n, nil
+}
+
+// subnetWait is how long ADD waits for flanneld's subnet.env
+// (FLANNEL_SUBNET_WAIT, a Go duration, overrides it).
+//
+// The DaemonSet installs the CNI config in an init container, before
+// flanneld has leased the node's subnet: the node turns Ready and the
+// first pods (CoreDNS) are scheduled in between. An ADD that failed then
+// cost the pod the kubelet's 10 s sync back-off (measured: CoreDNS
+// started 13 s after flannel); waiting here costs the moment flanneld
+// takes.
+func subnetWait() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("FLANNEL_SUBNET_WAIT")); err == nil {
+		return d
+	}
+
+	return 15 * time.Second
+}
+
+// waitSubnetEnv reads subnet.env, waiting up to wait for flanneld to write it.
+func waitSubnetEnv(path string, wait time.Duration) (*subnetEnv, error) {
+	deadline := time.Now().Add(wait)
+
+	for {
+		se, err := loadSubnetEnv(path)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || time.Now().After(deadline) {
+			return se, err
+		}
+
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func loadSubnetEnv(path string) (*subnetEnv, error) {
@@ -154,7 +186,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 		return err
 	}
 
-	se, err := loadSubnetEnv(n.SubnetFile)
+	se, err := waitSubnetEnv(n.SubnetFile, subnetWait())
 	if err != nil {
 		return err
 	}

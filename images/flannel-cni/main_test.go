@@ -61,14 +61,51 @@ func TestAddAndDelThroughBridge(t *testing.T) {
 	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"cbr0","type":"flannel","subnetFile":%q,"dataDir":%q,
 		"delegate":{"bridge":%q,"hairpinMode":true,"isDefaultGateway":true}}`, subnetEnv, filepath.Join(dir, "data"), bridge)
 
-	run := func(command string) (string, error) {
+	wait := "FLANNEL_SUBNET_WAIT=15s"
+	plugin := func(command string) (*exec.Cmd, *strings.Builder) {
 		cmd := exec.Command(self)
 		cmd.Stdin = strings.NewReader(conf)
 		cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_CONTAINERID=c1", "CNI_NETNS=/var/run/netns/"+ns,
-			"CNI_IFNAME=eth0", "CNI_PATH="+bins+":"+dir)
-		out, err := cmd.Output()
+			"CNI_IFNAME=eth0", "CNI_PATH="+bins+":"+dir, wait)
 
-		return string(out), err
+		var out strings.Builder
+		cmd.Stdout = &out
+
+		return cmd, &out
+	}
+	run := func(command string) (string, error) {
+		cmd, out := plugin(command)
+		err := cmd.Run()
+
+		return out.String(), err
+	}
+
+	// The node's first pods are added while flanneld is still leasing the
+	// subnet: ADD waits for subnet.env instead of failing the sandbox.
+	env, err := os.ReadFile(subnetEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.Remove(subnetEnv); err != nil {
+		t.Fatal(err)
+	}
+
+	early, earlyOut := plugin("ADD")
+	if err := early.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(subnetEnv, env, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := early.Wait(); err != nil {
+		t.Fatalf("ADD before flanneld wrote subnet.env: %v\n%s", err, earlyOut)
+	}
+
+	if out, err := run("DEL"); err != nil {
+		t.Fatalf("DEL: %v\n%s", err, out)
 	}
 
 	out, err := run("ADD")
@@ -130,10 +167,13 @@ func TestAddAndDelThroughBridge(t *testing.T) {
 		t.Errorf("second DEL: %v %s", err, out)
 	}
 
-	// Without flanneld's subnet.env ADD fails and says why.
+	// Without flanneld's subnet.env ADD fails, once its wait is over, and
+	// says why.
 	if err := os.Remove(subnetEnv); err != nil {
 		t.Fatal(err)
 	}
+
+	wait = "FLANNEL_SUBNET_WAIT=300ms"
 
 	if out, err := run("ADD"); err == nil || !strings.Contains(out, "is flanneld running") {
 		t.Errorf("ADD without subnet.env: %v %s", err, out)

@@ -2,12 +2,14 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,18 +32,28 @@ type graph struct {
 	t     *testing.T
 	store *bus.Store
 	root  string
+	// apiReady is what the StaticPodController's probe of the API server
+	// answers.
+	apiReady atomic.Bool
 }
 
 func startGraph(t *testing.T) *graph {
 	t.Helper()
 
 	root := t.TempDir()
+	g := &graph{t: t, store: bus.NewStore(bus.StoreOptions{}), root: root}
 
-	return startGraphOf(t, root,
+	return g.run(
 		ControlPlaneController{},
 		&RenderSecretsController{Root: root},
 		&RenderConfigsController{Root: root},
-		StaticPodController{},
+		&StaticPodController{Root: root, ProbeInterval: 10 * time.Millisecond, APIServerReady: func(context.Context, int) error {
+			if !g.apiReady.Load() {
+				return errors.New("readyz: 500")
+			}
+
+			return nil
+		}},
 		&StaticPodServerController{},
 		NodenameController{},
 		NodeIPController{},
@@ -55,6 +67,14 @@ func startGraphOf(t *testing.T, root string, cs ...bus.Controller) *graph {
 	t.Helper()
 
 	g := &graph{t: t, store: bus.NewStore(bus.StoreOptions{}), root: root}
+
+	return g.run(cs...)
+}
+
+func (g *graph) run(cs ...bus.Controller) *graph {
+	t := g.t
+	t.Helper()
+
 	rt := bus.NewRuntime(g.store, bus.RuntimeOptions{})
 
 	for _, c := range cs {
@@ -167,6 +187,15 @@ func TestControlPlaneGraph(t *testing.T) {
 	}
 
 	put(g, bus.NewTyped(runtime.NamespaceRuntime, v1alpha1.ServiceType, "etcd", v1alpha1.ServiceSpec{State: "Running", Running: true, Healthy: true}), supervisor.Owner)
+
+	// The API server first: the others follow once it is ready.
+	g.wait("the API server's pod", func() bool { return g.staticPods()[k8s.APIServerID] != nil })
+
+	if pods := g.staticPods(); len(pods) != 1 {
+		t.Fatalf("static pods before the API server is ready: %d", len(pods))
+	}
+
+	g.apiReady.Store(true)
 	g.wait("three static pods", func() bool { return len(g.staticPods()) == 3 })
 
 	api := g.staticPods()[k8s.APIServerID]

@@ -36,7 +36,7 @@ func TestKubeletSpec(t *testing.T) {
 	}
 
 	c := spec.Config
-	if c["staticPodURL"] != "http://127.0.0.1:4567" || c["protectKernelDefaults"] != true || c["systemCgroups"] != "/system" {
+	if c["staticPodURL"] != "http://127.0.0.1:4567" || c["httpCheckFrequency"] != "1s" || c["protectKernelDefaults"] != true || c["systemCgroups"] != "/system" {
 		t.Errorf("config %v", c)
 	}
 
@@ -78,10 +78,10 @@ func TestKubeletSpecUserSettings(t *testing.T) {
 
 	k.ExtraArgs = map[string]string{"node-ip": "192.168.1.5", "v": "4", "hostname-override": "custom"}
 	k.ExtraMounts = []configs.ExtraMount{{Destination: "/var/local", Source: "/var/local", Options: []string{"rbind", "rw"}}}
-	k.ExtraConfig = configs.Unstructured{"maxPods": 50, "serializeImagePulls": true}
+	k.ExtraConfig = configs.Unstructured{"maxPods": 50, "serializeImagePulls": true, "httpCheckFrequency": "20s"}
 	k.DisableManifestsDirectory = false
 
-	spec, err := render.KubeletSpecFor(worker, render.KubeletInputs{Nodename: "w-1", NodeIPs: []string{"10.5.0.3"}})
+	spec, err := render.KubeletSpecFor(worker, render.KubeletInputs{Nodename: "w-1", NodeIPs: []string{"10.5.0.3"}, StaticPodURL: "http://127.0.0.1:4567"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,8 @@ func TestKubeletSpecUserSettings(t *testing.T) {
 		t.Error("a user hostname-override clears the expected node name")
 	}
 
-	if spec.Config["maxPods"] != 50 || spec.Config["serializeImagePulls"] != true || spec.Config["staticPodPath"] != constants.ManifestsDir {
+	if spec.Config["maxPods"] != 50 || spec.Config["serializeImagePulls"] != true || spec.Config["staticPodPath"] != constants.ManifestsDir ||
+		spec.Config["httpCheckFrequency"] != "20s" {
 		t.Errorf("config %v", spec.Config)
 	}
 

@@ -83,7 +83,7 @@ func (k *Kubernetes) Controllers(n Node) []bus.Controller {
 		ControlPlaneController{},
 		&RenderSecretsController{Root: k.opts.Root},
 		&RenderConfigsController{Root: k.opts.Root},
-		StaticPodController{},
+		&StaticPodController{Root: k.opts.Root},
 		&StaticPodServerController{},
 		NodenameController{},
 		NodeIPController{},

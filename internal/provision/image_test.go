@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +126,63 @@ func TestBuildErrorIsReported(t *testing.T) {
 
 	if err := d.BuildImage(ctx, BuildRequest{Tag: "x:y", Binary: t.TempDir() + "/missing"}, nil); err == nil {
 		t.Error("BuildImage with a missing binary succeeded")
+	}
+}
+
+// TestBuildImageKeepsAnUpToDateImage: a second build of the same request
+// keeps the image (no build), a changed request builds anew, and NoCache
+// always builds.
+func TestBuildImageKeepsAnUpToDateImage(t *testing.T) {
+	d := newDocker(t)
+	tinyImage(t, d) // builds the tiny binary
+	ctx := testCtx(t, 2*time.Minute)
+
+	tag := "talosbox-provision-test:" + randomHex(4)
+	t.Cleanup(func() {
+		_, _ = d.api.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
+
+	req := BuildRequest{Tag: tag, Binary: filepath.Join(tmpDir, "tiny"), Applets: []string{"tiny"},
+		Env: []string{"A=1"}, Labels: map[string]string{testLabel: "1"}}
+	id := func() string {
+		t.Helper()
+		img, err := d.api.ImageInspect(ctx, tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img.ID
+	}
+	build := func(req BuildRequest) string {
+		t.Helper()
+		var out strings.Builder
+		if err := d.BuildImage(ctx, req, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+
+	if out := build(req); strings.Contains(out, "up to date") {
+		t.Fatalf("a first build was up to date:\n%s", out)
+	}
+	first := id()
+
+	if out := build(req); !strings.Contains(out, "up to date") || id() != first {
+		t.Fatalf("the same request built again (image %s, was %s):\n%s", id(), first, out)
+	}
+
+	changed := req
+	changed.Env = []string{"A=2"}
+	if out := build(changed); strings.Contains(out, "up to date") || id() == first {
+		t.Fatalf("a changed request kept the old image:\n%s", out)
+	}
+	img, err := d.api.ImageInspect(ctx, tag)
+	if err != nil || !slices.Contains(img.Config.Env, "A=2") {
+		t.Fatalf("the rebuilt image's env %v (%v), want A=2", img.Config.Env, err)
+	}
+
+	second := id()
+	changed.NoCache = true
+	if out := build(changed); strings.Contains(out, "up to date") || id() == second {
+		t.Fatalf("NoCache kept the image:\n%s", out)
 	}
 }

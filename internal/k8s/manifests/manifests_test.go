@@ -333,6 +333,13 @@ func TestCoreDNS(t *testing.T) {
 		t.Errorf("deployment: replicas %d, container %v", replicas, c)
 	}
 
+	// Readiness is probed every 2 s, and a replica still leaves the
+	// endpoints only after 30 s of failures, as with the defaults.
+	probe, _ := c["readinessProbe"].(map[string]any)
+	if period, fails := probe["periodSeconds"], probe["failureThreshold"]; period != int64(2) || fails != int64(15) {
+		t.Errorf("coredns readiness probe %v", probe)
+	}
+
 	object(t, ms, "ClusterRole", "system:coredns")
 	object(t, ms, "ClusterRoleBinding", "system:coredns")
 	object(t, ms, "ServiceAccount", "coredns")
