@@ -1,15 +1,18 @@
 package k8s
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -142,4 +145,53 @@ func setKubeconfigCAs(path string, bundle []byte) error {
 	}
 
 	return nil
+}
+
+// ClientCertPoll paces the look for the kubelet's first client certificate.
+const ClientCertPoll = 250 * time.Millisecond
+
+// restartOnClientCert restarts a kubelet that starts without a client
+// certificate once it has one. The kubelet starts before the API server
+// can approve its CSR (a control plane's own API server is among its
+// static pods), and by the time the certificate comes its node
+// registration retries every 7 s and its CSINode set-up, which needs the
+// registered Node, has backed off to its 15 s step: the node turned
+// Ready up to 20 s after it could have (measured: registered 4 s after
+// the certificate, Ready 15 s after that). Restarted, the kubelet
+// registers at once; its pods keep running meanwhile.
+func (kl *kubelet) restartOnClientCert(ctx context.Context, log io.Writer) {
+	path := filepath.Join(kl.k.root(), constants.KubeletCertDir, kubeletClientCert)
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+
+	go func() {
+		if !waitForFile(ctx, path, ClientCertPoll) {
+			return
+		}
+
+		fmt.Fprintln(log, "the kubelet has its client certificate: restarting it, so that it registers the node now")
+
+		if err := kl.node.RestartService(context.WithoutCancel(ctx), KubeletServiceID); err != nil {
+			fmt.Fprintf(log, "restart the kubelet: %v\n", err)
+		}
+	}()
+}
+
+// waitForFile is true once path exists, false if ctx ends first.
+func waitForFile(ctx context.Context, path string, poll time.Duration) bool {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }

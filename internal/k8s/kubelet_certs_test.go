@@ -2,11 +2,14 @@ package k8s
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -97,5 +100,65 @@ func TestRefreshKubeletCredentials(t *testing.T) {
 	// A kubelet that never bootstrapped has nothing to refresh.
 	if removed, err := refreshKubeletCredentials(root, [][]byte{newCA.Crt}); err != nil || removed {
 		t.Errorf("no credentials: removed=%v, %v", removed, err)
+	}
+}
+
+// restartRecorder is the node's service manager as the kubelet sees it:
+// it records the restarts asked for.
+type restartRecorder struct {
+	Node
+	restarts chan string
+}
+
+func (r *restartRecorder) RestartService(_ context.Context, id string) error {
+	r.restarts <- id
+	return nil
+}
+
+// TestRestartOnClientCert: a kubelet that starts without a client
+// certificate is restarted once it has one; one that starts with it is
+// left alone.
+func TestRestartOnClientCert(t *testing.T) {
+	root := t.TempDir()
+	node := &restartRecorder{restarts: make(chan string, 2)}
+	kl := &kubelet{k: New(Options{Root: root}), node: node}
+	cert := filepath.Join(root, constants.KubeletCertDir, kubeletClientCert)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+
+	kl.restartOnClientCert(ctx, io.Discard)
+
+	if err := os.MkdirAll(filepath.Dir(cert), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(cert, []byte("PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case id := <-node.restarts:
+		if id != KubeletServiceID {
+			t.Errorf("restarted %q", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the kubelet was not restarted once its certificate came")
+	}
+
+	// The restarted kubelet has its certificate: no restart is set up.
+	kl.restartOnClientCert(ctx, io.Discard)
+	cancel()
+
+	if len(node.restarts) != 0 {
+		t.Errorf("restarts %d, want none", len(node.restarts))
+	}
+
+	// A run that ends before a certificate comes stops looking.
+	ended, stop := context.WithCancel(t.Context())
+	stop()
+
+	if waitForFile(ended, filepath.Join(root, "never"), time.Millisecond) {
+		t.Error("waitForFile found a file that does not exist")
 	}
 }

@@ -80,6 +80,8 @@ func (kl *kubelet) Run(ctx context.Context, log io.Writer) error {
 	kl.running = &spec
 	kl.mu.Unlock()
 
+	kl.restartOnClientCert(ctx, log)
+
 	rt := kl.node.Runtime()
 
 	mounts, err := kl.mounts(spec)
