@@ -84,7 +84,9 @@ func last(steps []tlStep, node, what string) float64 {
 
 // checkTimeline asserts the causal order a healthy bring-up must show on
 // every control plane and worker: a timeline that lost a source, or one
-// whose clocks disagree, fails here.
+// whose clocks disagree, fails here. Pods are stamped by their current
+// containers, so an edge's later step is one that a restart can only move
+// later.
 func checkTimeline(t *testing.T, steps []tlStep, cps, workers []string) {
 	t.Helper()
 
@@ -98,15 +100,17 @@ func checkTimeline(t *testing.T, steps []tlStep, cps, workers []string) {
 			edge{n, "container started", n + "|kubelet running"},
 			edge{n, "kubelet running", n + "|node registered"},
 			edge{n, "node registered", n + "|node Ready"},
-			edge{n, "kube-proxy started", n + "|node Ready"},
+			// A DaemonSet's pod is scheduled onto a registered node.
+			edge{n, "node registered", n + "|kube-proxy started"},
 		)
 	}
 
+	// A control plane's kubelet registers through KubePrism, which may
+	// reach another control plane's API server before its own is up.
 	for _, n := range cps {
 		edges = append(edges,
 			edge{n, "etcd healthy", n + "|kube-apiserver started"},
 			edge{n, "kube-apiserver started", n + "|kube-apiserver Ready"},
-			edge{n, "kube-apiserver started", n + "|node registered"},
 		)
 	}
 
