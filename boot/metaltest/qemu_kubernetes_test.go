@@ -87,6 +87,12 @@ func TestQEMUKubernetes(t *testing.T) {
 	out := c.ok(30*time.Minute, create...)
 	t.Logf("cluster create qemu, 1 control plane, to Kubernetes healthy: %s", time.Since(start).Round(time.Second))
 
+	if _, timeline, ok := strings.Cut(out, "\ntimeline:\n"); ok {
+		t.Logf("the create's timeline:\n%s", timeline)
+	} else {
+		t.Errorf("cluster create qemu printed no timeline:\n%s", out)
+	}
+
 	for _, want := range []string{"serving the image cache on http://" + c.cidr.Addr().Next().String() + ":", "waiting for all k8s nodes to report ready: OK", "is healthy"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("create output lacks %q:\n%s", want, out)
