@@ -106,19 +106,6 @@ func (t *Timeline) Since(node, what string) time.Duration {
 	return -1
 }
 
-// Last is the offset of the last entry that matches, or -1.
-func (t *Timeline) Last(node, what string) time.Duration {
-	d := time.Duration(-1)
-
-	for _, e := range t.Entries() {
-		if (node == "" || e.Node == node) && strings.HasPrefix(e.What, what) {
-			d = e.At.Sub(t.start)
-		}
-	}
-
-	return d
-}
-
 // Write prints the timeline: each step's offset from the start, the gap
 // since the step before (where the time went), where and what.
 func (t *Timeline) Write(w io.Writer) error {
