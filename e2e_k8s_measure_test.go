@@ -333,8 +333,21 @@ func testKubeProxyReplaced(t *testing.T, dc *dockerCluster, node, clusterIP stri
 		return m[1]
 	}
 
-	if !routed() {
-		t.Fatalf("%s's service-ips has no %s", node, element)
+	// One run found the Service missing here on the first look, the map
+	// read once: wait for it to be routed before replacing kube-proxy,
+	// with a deadline, and say how long it took, so the precondition is
+	// not confused with the loss this test is about.
+	start := time.Now()
+	waitFor(t, 2*time.Minute, node+"'s service-ips routing "+clusterIP, func() error {
+		if !routed() {
+			return errors.New(nodeNFT(t, dc, node, "list", "map", "ip", "kube-proxy", "service-ips"))
+		}
+
+		return nil
+	})
+
+	if d := time.Since(start); d > time.Second {
+		t.Logf("%s's service-ips had %s after %s", node, element, d.Round(time.Millisecond))
 	}
 
 	before := handle()

@@ -169,6 +169,10 @@ func TestDockerKubernetes(t *testing.T) {
 		t.FailNow()
 	}
 
+	t.Run("the pods talosbox deploys share one shim per node", func(t *testing.T) {
+		testSystemShimGroup(t, dc, names, cp1, w)
+	})
+
 	t.Run("a reader sees no secret of the config in any resource", func(t *testing.T) {
 		testReaderSeesNoSecret(t, dc, cp1, cp1, w)
 	})

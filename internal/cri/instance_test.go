@@ -25,6 +25,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/constants"
 )
 
 func TestSystemConfig(t *testing.T) {
@@ -281,11 +282,52 @@ func TestConfigsLoadInContainerd(t *testing.T) {
 		}
 	}
 
+	// The runc runtime table the base part adds merges into containerd's
+	// default runtime, decoded as the daemon decodes it: onto a copy of
+	// the defaults. It keeps its runtime type and passes the shim group
+	// annotation through.
+	rt := onDefaults(t, cfg, regs, pluginCRIRuntime)
+	runc := rt.Elem().FieldByName("ContainerdConfig").FieldByName("Runtimes").MapIndex(reflect.ValueOf("runc"))
+
+	if !runc.IsValid() {
+		t.Fatalf("no runc runtime after loading")
+	}
+
+	if got := field(runc, "Type"); got != "io.containerd.runc.v2" {
+		t.Errorf("runc runtime_type = %v, want containerd's default io.containerd.runc.v2", got)
+	}
+
+	if got := field(runc, "PodAnnotations"); !reflect.DeepEqual(got, []string{constants.ShimGroupAnnotation}) {
+		t.Errorf("runc pod_annotations = %v, want [%s]", got, constants.ShimGroupAnnotation)
+	}
+
 	// The credentials are keyed by the host the CRI connects to.
 	auth := field(reflect.ValueOf(decodeImages(t, cfg, regs)), "Registry.Configs")
 	if got := fmt.Sprint(auth); !strings.Contains(got, "registry-1.docker.io") {
 		t.Errorf("registry configs = %s", got)
 	}
+}
+
+// onDefaults decodes a plugin's section as the daemon does, onto its
+// default config; a copy, so other tests keep containerd's defaults.
+func onDefaults(t *testing.T, cfg *srvconfig.Config, regs map[string]*plugin.Registration, id string) reflect.Value {
+	t.Helper()
+
+	defaults, err := toml.Marshal(regs[id].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	v := reflect.New(reflect.TypeOf(regs[id].Config).Elem())
+	if err := toml.Unmarshal(defaults, v.Interface()); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := cfg.Decode(context.Background(), id, v.Interface()); err != nil {
+		t.Fatal(err)
+	}
+
+	return v
 }
 
 func decodeImages(t *testing.T, cfg *srvconfig.Config, regs map[string]*plugin.Registration) any {

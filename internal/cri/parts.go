@@ -15,6 +15,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/constants"
 )
 
 // Part names, in the order they are merged. 20-customization.part is
@@ -98,11 +99,16 @@ func BasePart(o BaseOptions) []byte {
 		runtime["cni"] = cni
 	}
 
+	// The pods that name one shim group share one shim process
+	// (constants.ShimGroupAnnotation): the shim reads the group from
+	// the spec, where the CRI copies only the pod annotations listed here.
+	runc := map[string]any{"pod_annotations": []string{constants.ShimGroupAnnotation}}
+
 	if o.NoPivotRoot {
-		runtime["containerd"] = map[string]any{"runtimes": map[string]any{"runc": map[string]any{
-			"options": map[string]any{"NoPivotRoot": true},
-		}}}
+		runc["options"] = map[string]any{"NoPivotRoot": true}
 	}
+
+	runtime["containerd"] = map[string]any{"runtimes": map[string]any{"runc": runc}}
 
 	plugins := map[string]any{
 		pluginCRIImages: images,

@@ -30,6 +30,12 @@ func TestBasePart(t *testing.T) {
     snapshotter = 'overlayfs'
     use_local_image_pull = true
 
+  [plugins.'io.containerd.cri.v1.runtime']
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+          pod_annotations = ['io.containerd.runc.v2.group']
+
   [plugins.'io.containerd.nri.v1.nri']
     disable = true
 `,
@@ -61,6 +67,11 @@ func TestBasePart(t *testing.T) {
       bin_dirs = ['/opt/cni/bin']
       conf_dir = '/etc/cni/net.d'
 
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+          pod_annotations = ['io.containerd.runc.v2.group']
+
   [plugins.'io.containerd.nri.v1.nri']
     disable = true
 `,
@@ -80,6 +91,8 @@ func TestBasePart(t *testing.T) {
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]
         [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+          pod_annotations = ['io.containerd.runc.v2.group']
+
           [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
             NoPivotRoot = true
 
@@ -101,6 +114,11 @@ func TestBasePart(t *testing.T) {
   [plugins.'io.containerd.cri.v1.runtime']
     [plugins.'io.containerd.cri.v1.runtime'.cni]
       conf_dir = '/etc/cni/net.d'
+
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+          pod_annotations = ['io.containerd.runc.v2.group']
 
   [plugins.'io.containerd.nri.v1.nri']
     disable = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/configs/generate"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/k8s/render"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
 )
@@ -80,7 +81,10 @@ func TestStaticPods(t *testing.T) {
 	md := pod["metadata"].(map[string]any)
 	ann := md["annotations"].(map[string]any)
 
-	if ann["talos.dev/secrets-version"] != "s1" || ann["talos.dev/config-version"] != "3" || ann["talos.dev/config-file-version"] != "f2" {
+	// Talos's versions, and the node's system shim group: one runc shim
+	// for every pod talosbox renders.
+	if ann["talos.dev/secrets-version"] != "s1" || ann["talos.dev/config-version"] != "3" || ann["talos.dev/config-file-version"] != "f2" ||
+		ann[constants.ShimGroupAnnotation] != constants.SystemShimGroup {
 		t.Errorf("annotations %v", ann)
 	}
 

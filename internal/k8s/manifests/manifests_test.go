@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/images"
 )
 
@@ -471,6 +472,25 @@ func TestRenderedYAML(t *testing.T) {
 		back, err := Parse(m.ID, y)
 		if err != nil || len(back.Objects) != len(m.Objects) {
 			t.Errorf("%s: %v", m.ID, err)
+		}
+	}
+}
+
+// The workloads talosbox deploys run their pods in the node's system shim
+// group: one runc shim per node for all of them, not one per pod.
+func TestSystemShimGroup(t *testing.T) {
+	ms := render(t, defaults())
+
+	for _, w := range []struct{ kind, name string }{
+		{"DaemonSet", "kube-proxy"},
+		{"DaemonSet", "kube-flannel"},
+		{"Deployment", "coredns"},
+	} {
+		o := object(t, ms, w.kind, w.name)
+
+		ann, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations")
+		if got := ann[constants.ShimGroupAnnotation]; got != constants.SystemShimGroup {
+			t.Errorf("%s %s pod annotations %v, want %s: %s", w.kind, w.name, ann, constants.ShimGroupAnnotation, constants.SystemShimGroup)
 		}
 	}
 }

@@ -53,8 +53,9 @@ func StaticPodFor(id string, spec k8s.ComponentConfigSpec, v PodVersions) (map[s
 	uid := componentUIDs[id]
 
 	annotations := map[string]any{
-		"talos.dev/config-version":  v.Config,
-		"talos.dev/secrets-version": v.Secrets,
+		"talos.dev/config-version":    v.Config,
+		"talos.dev/secrets-version":   v.Secrets,
+		constants.ShimGroupAnnotation: constants.SystemShimGroup,
 	}
 	if id == k8s.APIServerID {
 		annotations["talos.dev/config-file-version"] = v.ConfigFile

@@ -231,6 +231,8 @@ spec:
     metadata:
       labels:
         k8s-app: kube-dns
+      annotations:
+        io.containerd.runc.v2.group: kube-system
     spec:
       nodeSelector:
         kubernetes.io/os: linux

@@ -29,6 +29,8 @@ spec:
       labels:
         tier: node
         k8s-app: kube-proxy
+      annotations:
+        io.containerd.runc.v2.group: kube-system
     spec:
       containers:
       - name: kube-proxy
@@ -176,6 +178,8 @@ spec:
       labels:
         tier: node
         k8s-app: flannel
+      annotations:
+        io.containerd.runc.v2.group: kube-system
     spec:
       affinity:
         nodeAffinity:
