@@ -13,10 +13,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Decode reads data as one v1alpha1 config document. Decoding is strict:
-// unknown fields, values of the wrong type, duplicate keys and extra
-// documents are errors, each located by line and config path. When there is
-// more than one problem the error is *Errors listing every *DecodeError.
+// Decode reads data as a machine config: the v1alpha1 document and the
+// typed documents beside it, in any order (see Document). Decoding is
+// strict: unknown fields and kinds, values of the wrong type, duplicate
+// keys and duplicate documents are errors, each located by line and config
+// path. When there is more than one problem the error is *Errors listing
+// every *DecodeError.
 func Decode(data []byte) (*Config, error) {
 	cfg, _, err := decode(data, false)
 
@@ -41,23 +43,37 @@ func decode(data []byte, positions bool) (*Config, *Positions, error) {
 		return nil, nil, err
 	}
 
-	root, err := parseDocument(data)
+	roots, err := parseDocuments(data)
 	if err != nil {
 		return nil, nil, err
 	}
-
-	var cfg Config
 
 	d := decoder{}
 	if positions {
 		d.lines = map[string]int{}
 	}
 
-	d.value(root, reflect.ValueOf(&cfg).Elem())
+	v1, docs := d.documents(roots)
 
 	if err := d.result(); err != nil {
 		return nil, nil, err
 	}
+
+	cfg := assemble(v1, docs)
+
+	var pos *Positions
+	if positions {
+		pos = &Positions{lines: d.lines}
+	}
+
+	return cfg, pos, nil
+}
+
+// decodeV1Alpha1 decodes the v1alpha1 document.
+func (d *decoder) decodeV1Alpha1(root *yaml.Node) *Config {
+	var cfg Config
+
+	d.value(root, reflect.ValueOf(&cfg).Elem())
 
 	// As in Talos, a config that does not say persists: a node that kept
 	// its config in memory would lose it at the next boot.
@@ -65,12 +81,7 @@ func decode(data []byte, positions bool) (*Config, *Positions, error) {
 		cfg.Persist = true
 	}
 
-	var pos *Positions
-	if positions {
-		pos = &Positions{lines: d.lines}
-	}
-
-	return &cfg, pos, nil
+	return &cfg
 }
 
 // hasKey reports whether a mapping node has the key.
@@ -166,8 +177,10 @@ func trimYAMLPrefix(s string) string {
 	return s
 }
 
-// parseDocument returns the content node of the single document in data.
-func parseDocument(data []byte) (*yaml.Node, error) {
+// parseDocuments returns the content node of each document in data with
+// content: empty documents (a leading "---", a document of comments only)
+// are skipped, as Talos skips them.
+func parseDocuments(data []byte) ([]*yaml.Node, error) {
 	if !hasDocumentMarker(data) {
 		// Without a "---" or "..." line there is at most one document, and
 		// yaml.Unmarshal parses from memory faster than the streaming
@@ -182,16 +195,13 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 			return nil, &DecodeError{Msg: "config is empty"}
 		}
 
-		return root, nil
+		return []*yaml.Node{root}, nil
 	}
 
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 
-	// Empty documents (a leading "---", a document of comments only) are
-	// skipped, as Talos skips them; the config is the first document with
-	// content, and it must be the only one.
 	var (
-		root    *yaml.Node
+		roots   []*yaml.Node
 		lastDoc int
 	)
 
@@ -209,28 +219,16 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 
 		lastDoc = doc.Line
 
-		content := documentContent(&doc)
-		if content == nil {
-			continue
+		if content := documentContent(&doc); content != nil {
+			roots = append(roots, content)
 		}
-
-		if root != nil {
-			// Anything after the config would be silently ignored by a
-			// single-document reader, so refuse it.
-			return nil, &DecodeError{
-				Line: content.Line,
-				Msg:  "unexpected second YAML document: a v1alpha1 machine config is a single document",
-			}
-		}
-
-		root = content
 	}
 
-	if root == nil {
+	if len(roots) == 0 {
 		return nil, &DecodeError{Line: lastDoc, Msg: "config is empty"}
 	}
 
-	return root, nil
+	return roots, nil
 }
 
 // hasDocumentMarker reports whether a line starts with "---" or "...",

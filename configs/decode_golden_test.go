@@ -79,9 +79,9 @@ func TestDecodeGolden(t *testing.T) {
 			want: `line 2: invalid YAML: found character that cannot start any token`,
 		},
 		{
-			name: "second document",
-			in:   "version: v1alpha1\n---\napiVersion: v1alpha1\nkind: HostnameConfig\n",
-			want: `line 3: unexpected second YAML document: a v1alpha1 machine config is a single document`,
+			name: "second v1alpha1 document",
+			in:   "version: v1alpha1\n---\nversion: v1alpha1\n",
+			want: `line 3: a second v1alpha1 document (version: v1alpha1; the first starts on line 1): a config has at most one, and every other document names its apiVersion and kind`,
 		},
 		{
 			name: "empty input",
@@ -96,7 +96,7 @@ func TestDecodeGolden(t *testing.T) {
 		{
 			name: "not a mapping",
 			in:   "- machine\n",
-			want: `line 1: expected a mapping, got a sequence`,
+			want: `line 1: a config document must be a mapping, got a sequence`,
 		},
 		{
 			name: "section of the wrong kind",

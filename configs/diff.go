@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,18 +54,27 @@ type Change struct {
 	// Old and New are the values as one line of flow YAML (strings
 	// double-quoted); the side a path is missing from is "".
 	Old, New string
+	// Where is the path as written when a typed document set it
+	// (`HostnameConfig.hostname` for machine.network.hostname), "" when
+	// it is Path.
+	Where string
 }
 
 // String is the change as `talosctl apply-config --dry-run` prints it:
 // `~ machine.network.hostname: "a" -> "b"`, `+ path: value`, `- path: value`.
 func (c Change) String() string {
+	where := c.Path.String()
+	if c.Where != "" {
+		where = c.Where
+	}
+
 	switch c.Kind {
 	case Added:
-		return fmt.Sprintf("+ %s: %s", c.Path, c.New)
+		return fmt.Sprintf("+ %s: %s", where, c.New)
 	case Removed:
-		return fmt.Sprintf("- %s: %s", c.Path, c.Old)
+		return fmt.Sprintf("- %s: %s", where, c.Old)
 	default:
-		return fmt.Sprintf("~ %s: %s -> %s", c.Path, c.Old, c.New)
+		return fmt.Sprintf("~ %s: %s -> %s", where, c.Old, c.New)
 	}
 }
 
@@ -73,13 +83,19 @@ func (c Change) String() string {
 // subtree only one of them has, and lists item by item (lists of plain
 // values, such as certSANs, as a whole). A nil config compares as an empty
 // one. No changes means the configs mean the same.
+//
+// The effective configs are compared, so a setting moved from the
+// v1alpha1 document into a typed document (or back) is no change; each
+// change made through a document says where it was written (Where). The
+// documents that are not wholly folded into v1alpha1 fields are compared
+// too, under their DocumentPath as the first path element.
 func Compare(old, new *Config) ([]Change, error) {
-	a, err := canonical(old)
+	a, err := comparable(old)
 	if err != nil {
 		return nil, fmt.Errorf("compare configs: old: %w", err)
 	}
 
-	b, err := canonical(new)
+	b, err := comparable(new)
 	if err != nil {
 		return nil, fmt.Errorf("compare configs: new: %w", err)
 	}
@@ -88,7 +104,46 @@ func Compare(old, new *Config) ([]Change, error) {
 
 	compareNodes(nil, a, b, &out)
 
+	for i := range out {
+		c := &out[i]
+
+		from := new
+		if c.Kind == Removed {
+			from = old
+		}
+
+		if from != nil {
+			if w := from.writtenPath(c.Path.String()); w != c.Path.String() {
+				c.Where = w
+			}
+		}
+	}
+
 	return out, nil
+}
+
+// comparable is the tree Compare walks: the effective config, and the
+// documents that are not wholly folded into it.
+func comparable(c *Config) (*yaml.Node, error) {
+	n, err := canonical(c)
+	if err != nil || c == nil {
+		return n, err
+	}
+
+	for _, doc := range c.Documents {
+		if documentKinds[doc.Kind()].folded {
+			continue
+		}
+
+		var body yaml.Node
+		if err := body.Encode(quotedForEncoding(doc)); err != nil {
+			return nil, err
+		}
+
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: strTag, Value: DocumentPath(doc)}, &body)
+	}
+
+	return n, nil
 }
 
 // Diff is Compare as text, one change per line; "" when the configs mean
@@ -278,4 +333,48 @@ func flowStyle(n *yaml.Node) *yaml.Node {
 	}
 
 	return &cp
+}
+
+// SameWritten reports whether two configs were written the same way, by
+// meaning: the v1alpha1 document and each typed document equal (layout,
+// comments, key and document order aside). Two configs can mean the same
+// (Compare finds no change) and still be written differently, when a
+// setting moved between the v1alpha1 document and a typed one.
+func SameWritten(a, b *Config) bool {
+	ta, errA := writtenTree(a)
+	tb, errB := writtenTree(b)
+
+	return errA == nil && errB == nil && sameNode(ta, tb)
+}
+
+// writtenTree is what was written as one mapping: the v1alpha1 document
+// under "v1alpha1", each typed document under its DocumentPath, sorted.
+func writtenTree(c *Config) (*yaml.Node, error) {
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	if c == nil {
+		return out, nil
+	}
+
+	if v1 := c.V1Alpha1(); v1 != nil {
+		n, err := canonical(v1)
+		if err != nil {
+			return nil, err
+		}
+
+		out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: strTag, Value: Version}, n)
+	}
+
+	docs := slices.Clone(c.Documents)
+	slices.SortStableFunc(docs, func(x, y Document) int { return strings.Compare(DocumentPath(x), DocumentPath(y)) })
+
+	for _, doc := range docs {
+		n, err := documentNode(doc)
+		if err != nil {
+			return nil, err
+		}
+
+		out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: strTag, Value: DocumentPath(doc)}, n)
+	}
+
+	return out, nil
 }

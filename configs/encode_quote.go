@@ -22,15 +22,16 @@ func needsQuoting(s string) bool {
 	return s != "" && strings.ContainsRune(s, '\n') && strings.ContainsRune(" \t\n", rune(s[0]))
 }
 
-// quotedForEncoding returns what to pass to the encoder: c itself in the
-// usual case, or a node tree with the awkward strings quoted.
-func quotedForEncoding(c *Config) any {
+// quotedForEncoding returns what to pass to the encoder for c (a pointer
+// to a config or a document): c itself in the usual case, or a node tree
+// with the awkward strings quoted.
+func quotedForEncoding(c any) any {
 	if !hasAwkwardString(reflect.ValueOf(c)) {
 		return c
 	}
 
 	originals := map[string]string{}
-	cp := reflect.New(reflect.TypeOf(*c)).Elem()
+	cp := reflect.New(reflect.TypeOf(c).Elem()).Elem()
 	deepcopy.Value(cp, reflect.ValueOf(c).Elem(), func(s string) string {
 		if !needsQuoting(s) {
 			return s

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -51,15 +52,101 @@ var secretPatterns = sync.OnceValue(func() [][]string {
 // clients that may read the config but not its secrets (os:reader). The
 // structure stays: a reader sees which secrets are set, and everything
 // else as it is. Secrets left empty stay empty.
+//
+// It encodes what was written (the v1alpha1 document and each typed
+// document) from the parsed config, never from the applied text, whose
+// comments could hold anything.
 func (c *Config) EncodeRedacted() ([]byte, error) {
-	n, err := canonical(c)
-	if err != nil {
-		return nil, fmt.Errorf("encode redacted config: %w", err)
+	var out []byte
+
+	if v1 := c.V1Alpha1(); v1 != nil {
+		n, err := canonical(v1)
+		if err != nil {
+			return nil, fmt.Errorf("encode redacted config: %w", err)
+		}
+
+		redact(n, nil)
+
+		if out, err = encodeIndented(n); err != nil {
+			return nil, err
+		}
 	}
 
-	redact(n, nil)
+	for _, doc := range c.Documents {
+		n, err := documentNode(doc)
+		if err != nil {
+			return nil, fmt.Errorf("encode redacted config: %w", err)
+		}
 
-	return encodeIndented(n)
+		redactTagged(n, reflect.TypeOf(doc))
+
+		b, err := encodeIndented(n)
+		if err != nil {
+			return nil, err
+		}
+
+		if len(out) > 0 {
+			out = append(out, "---\n"...)
+		}
+
+		out = append(out, b...)
+	}
+
+	return out, nil
+}
+
+// redactTagged replaces the values of the fields tagged `secret:"true"`
+// in n, which encodes a value of type t: a typed document's secrets are
+// marked on its type, where a new field cannot be forgotten by a list
+// kept elsewhere.
+func redactTagged(n *yaml.Node, t reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+
+	switch {
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		fi := fieldsOf(t)
+
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			idx, ok := fi.index[n.Content[i].Value]
+			if !ok {
+				continue
+			}
+
+			f := t.Field(idx)
+			if f.Tag.Get("secret") == "true" {
+				redactAll(n.Content[i+1])
+
+				continue
+			}
+
+			redactTagged(n.Content[i+1], f.Type)
+		}
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Map:
+		for i := 1; i < len(n.Content); i += 2 {
+			redactTagged(n.Content[i], t.Elem())
+		}
+	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice:
+		for _, c := range n.Content {
+			redactTagged(c, t.Elem())
+		}
+	}
+}
+
+// redactAll replaces every non-empty scalar under n.
+func redactAll(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode {
+		if n.Value != "" {
+			n.Value, n.Tag, n.Style = Redacted, "!!str", yaml.DoubleQuotedStyle
+		}
+
+		return
+	}
+
+	for _, c := range n.Content {
+		redactAll(c)
+	}
 }
 
 // redact walks n, which sits at path, replacing the secrets under it.

@@ -89,6 +89,7 @@ func (c *Config) Validate(mode Mode, opts ...ValidateOption) ([]string, error) {
 	}
 
 	v.config()
+	v.documents()
 
 	if len(v.errs) == 0 {
 		for _, check := range o.checks {
@@ -98,8 +99,32 @@ func (c *Config) Validate(mode Mode, opts ...ValidateOption) ([]string, error) {
 
 	var warnings []string
 
+	// A problem in a setting a document made is reported where the
+	// document made it, once: the document's own rules and the v1alpha1
+	// rules of the fields it folds into may both find it.
+	seen := map[string]bool{}
+	errs := v.errs[:0]
+
 	for _, e := range v.errs {
+		var ve *ValidationError
+		if errors.As(e, &ve) {
+			ve.Path = c.writtenPath(ve.Path)
+		}
+
+		if seen[e.Error()] {
+			continue
+		}
+
+		seen[e.Error()] = true
+
 		o.positions.Locate(e)
+		errs = append(errs, e)
+	}
+
+	v.errs = errs
+
+	for _, w := range v.warns {
+		w.Path = c.writtenPath(w.Path)
 	}
 
 	// With lines known, problems are listed in the order they are
@@ -200,21 +225,41 @@ func (v *validator) config() {
 		v.errorf("persist", ".persist should be enabled: a node that does not persist its config loses it at the next reboot")
 	}
 
-	if c.Machine == nil {
+	switch {
+	case c.Machine == nil && c.withoutV1Alpha1:
+		v.errorf("", "the config has no v1alpha1 document (version: v1alpha1): a node needs the machine section it holds (type, token, ca)")
+	case c.Machine == nil:
 		v.errorf("machine", "machine instructions are required")
-	} else {
+	default:
 		v.machine(c.Machine)
 	}
 
-	if c.Cluster == nil {
+	switch {
+	case c.Cluster == nil && c.withoutV1Alpha1:
+		// Said once, above.
+	case c.Cluster == nil:
 		v.errorf("cluster", "cluster instructions are required")
-	} else {
+	default:
 		v.cluster(c.Cluster)
 	}
 
 	v.kubernetes(c)
 	v.componentConfigs(c)
 	v.ports(c)
+}
+
+// documents validates each typed document alone, then reports what
+// folding them found (a setting made both in a document and in the
+// v1alpha1 document).
+func (v *validator) documents() {
+	for _, doc := range v.cfg.Documents {
+		doc.check(v, DocumentPath(doc))
+	}
+
+	for _, p := range v.cfg.foldProblems {
+		cp := *p
+		v.errs = append(v.errs, &cp)
+	}
 }
 
 // sortedKeys gives map keys in a stable order so problems are reported the

@@ -1,10 +1,7 @@
 package configpatch
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -14,25 +11,26 @@ import (
 // input cannot blow up into gigabytes while being merged or converted.
 const maxNodes = 1 << 20
 
-// Apply applies the patches in order to a single-document YAML machine
-// config and returns the patched YAML. Untouched parts keep their key order
-// and comments; new keys are appended. The indentation of the input is
-// kept when it can be detected.
+// Apply applies the patches in order to a YAML machine config (the
+// v1alpha1 document and typed documents, see documents.go) and returns
+// the patched YAML. Untouched parts keep their key order and comments; new
+// keys are appended. The indentation of the input is kept when it can be
+// detected.
 func Apply(doc []byte, patches ...Patch) ([]byte, error) {
-	root, head, err := parseDocument(doc)
+	docs, err := parseDocuments(doc)
 	if err != nil {
 		return nil, err
 	}
 
+	if len(patches) == 0 {
+		return doc, nil
+	}
+
 	for i, p := range patches {
 		if p.IsJSONPatch() {
-			if root == nil {
-				root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			}
-
-			root, err = applyJSONPatch(root, p.ops)
+			docs, err = applyJSONDocuments(docs, p.ops)
 		} else {
-			root, err = applyMerge(root, p.merge)
+			docs, err = mergeDocuments(docs, p.merge)
 		}
 
 		if err != nil {
@@ -44,75 +42,7 @@ func Apply(doc []byte, patches ...Patch) ([]byte, error) {
 		}
 	}
 
-	if root == nil {
-		return doc, nil
-	}
-
-	spellOutNulls(root, false)
-	fixAliases(root, map[string]*yaml.Node{})
-
-	out := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
-	if head != nil {
-		out.HeadComment, out.LineComment, out.FootComment = head.HeadComment, head.LineComment, head.FootComment
-	}
-
-	var buf bytes.Buffer
-
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(detectIndent(doc))
-
-	if err := enc.Encode(out); err != nil {
-		return nil, fmt.Errorf("encode patched config: %w", err)
-	}
-
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encode patched config: %w", err)
-	}
-
-	return buf.Bytes(), nil
-}
-
-// parseDocument returns the root node of a single YAML document (nil when
-// the input is empty) and the document node that carries its comments.
-func parseDocument(doc []byte) (*yaml.Node, *yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(doc))
-
-	var n yaml.Node
-	if err := dec.Decode(&n); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil, nil
-		}
-
-		return nil, nil, fmt.Errorf("parse config: %w", err)
-	}
-
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, nil, fmt.Errorf("parse config: %w", err)
-		}
-
-		line := extra.Line
-		if len(extra.Content) > 0 {
-			line = extra.Content[0].Line
-		}
-
-		return nil, nil, fmt.Errorf("parse config: line %d: only a single YAML document can be patched", line)
-	}
-
-	if len(n.Content) == 0 || isNull(n.Content[0]) {
-		return nil, &n, nil
-	}
-
-	if root := n.Content[0]; root.Kind != yaml.MappingNode {
-		return nil, nil, fmt.Errorf("parse config: line %d: a machine config must be a mapping, got %s", root.Line, kindName(root))
-	}
-
-	if err := checkSize(n.Content[0]); err != nil {
-		return nil, nil, fmt.Errorf("parse config: %w", err)
-	}
-
-	return n.Content[0], &n, nil
+	return encodeDocuments(docs, detectIndent(doc))
 }
 
 // spellOutNulls writes empty nulls inside flow collections as "null": the

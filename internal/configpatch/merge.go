@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/talosbox/talosbox/configs"
 )
 
 // Strategic merge follows Talos: mappings merge recursively, scalars are
@@ -115,10 +117,14 @@ func mergeValue(dst, src *yaml.Node, path []string, inFlow bool) (*yaml.Node, er
 		dst.Style &^= yaml.FlowStyle
 	}
 
+	// A typed document's field Talos marks merge:"replace" is replaced
+	// as a whole.
+	replace := len(path) > 1 && configs.MergeReplaces(path[0], path[1:])
+
 	switch {
-	case dst.Kind == yaml.MappingNode && src.Kind == yaml.MappingNode:
+	case !replace && dst.Kind == yaml.MappingNode && src.Kind == yaml.MappingNode:
 		return dst, mergeMapping(dst, src, path)
-	case dst.Kind == yaml.SequenceNode && src.Kind == yaml.SequenceNode:
+	case !replace && dst.Kind == yaml.SequenceNode && src.Kind == yaml.SequenceNode:
 		return dst, mergeList(dst, src, path)
 	case dst.Kind == yaml.ScalarNode && src.Kind == yaml.ScalarNode && sameScalar(dst, src):
 		return dst, nil // keep the original spelling and comments
@@ -257,8 +263,8 @@ func checkDirectives(n *yaml.Node, path []string, depth int) error {
 						msg: fmt.Sprintf("unsupported %s value %q (only \"delete\" is supported)", directiveKey, v.Value)}
 				}
 
-				if depth == 0 {
-					return &mergeError{line: k.Line, msg: "$patch: delete cannot remove the whole document"}
+				if depth == 0 && findKey(n, "kind") < 0 {
+					return &mergeError{line: k.Line, msg: "$patch: delete cannot remove the whole v1alpha1 document (a typed document, named by its apiVersion, kind and name, can be)"}
 				}
 
 				continue

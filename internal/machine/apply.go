@@ -107,8 +107,11 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 	}
 
 	// Nothing differs and nothing waits to be confirmed or booted into:
-	// whatever the mode, there is nothing to do.
-	if len(changes) == 0 && !pending {
+	// whatever the mode, there is nothing to do. A config that means the
+	// same but is written differently (a setting moved into a typed
+	// document) is kept, so the node shows what was applied.
+	differs := len(changes) > 0 || !configs.SameWritten(cur, cfg)
+	if !differs && !pending {
 		return unchanged(res, opts.DryRun), nil
 	}
 
@@ -140,13 +143,13 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 
 	switch res.Mode {
 	case ModeNoReboot:
-		if err := n.commit(ctx, next, len(changes) > 0); err != nil {
+		if err := n.commit(ctx, next, differs); err != nil {
 			return ApplyResult{}, err
 		}
 
 		res.Message = "Applied configuration without a reboot"
 	case ModeReboot:
-		if err := n.stage(next, len(changes) > 0); err != nil {
+		if err := n.stage(next, differs); err != nil {
 			return ApplyResult{}, err
 		}
 
@@ -159,7 +162,7 @@ func (n *Node) ApplyConfiguration(ctx context.Context, data []byte, opts ApplyOp
 			}
 		}()
 	case ModeStaged:
-		if err := n.stage(next, len(changes) > 0); err != nil {
+		if err := n.stage(next, differs); err != nil {
 			return ApplyResult{}, err
 		}
 

@@ -57,6 +57,12 @@ func RebootRequired(changes []configs.Change) []configs.Path {
 }
 
 func isLive(path configs.Path) bool {
+	if len(path) > 0 {
+		if live, isDoc := configs.DocumentChangeLive(path[0]); isDoc {
+			return live
+		}
+	}
+
 	for _, nl := range notLive {
 		if matchPrefix(nl, path) {
 			return false

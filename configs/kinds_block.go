@@ -1,0 +1,6 @@
+package configs
+
+// blockKinds are the document kinds of Talos's block family
+// (pkg/machinery/config/types/block) that talosbox implements; each kind's
+// type, rules and folding live in a doc_<kind>.go file of its own.
+var blockKinds = []kindInfo{}
