@@ -27,12 +27,18 @@ func (v *validator) cluster(c *ClusterConfig) {
 		v.errorf(p+".clusterName", "cluster name is required (.cluster.clusterName)")
 	}
 
+	// Talos takes the ID as an opaque string (it does not validate it);
+	// one that is not what gen config makes is likely cut short, but the
+	// discovery service would still key the cluster by it.
 	if c.ID != "" {
-		v.check(p+".id", checkBase64Key("cluster id", c.ID, 32))
+		if err := checkDecodedKey("cluster id", c.ID, DecodeBase64, 32); err != nil {
+			v.warnf(p+".id", "%v (std or URL-safe alphabet), as talosctl gen config makes it", err)
+		}
 	}
 
+	// The secret is the key affiliates are encrypted with (AES-GCM).
 	if c.Secret != "" {
-		v.check(p+".secret", checkBase64Key("cluster secret", c.Secret, 32))
+		v.check(p+".secret", checkDecodedKey("cluster secret", c.Secret, DecodeBase64, 16, 24, 32))
 	}
 
 	switch {

@@ -306,12 +306,24 @@ func TestValidateGolden(t *testing.T) {
 		},
 		{
 			name:  "secrets are base64 of the right size",
-			patch: `cluster: {id: "short", secretboxEncryptionSecret: "c2hvcnQ=", aescbcEncryptionSecret: "!!"}`,
+			patch: `cluster: {id: "short", secret: "c2hvcnQ=", secretboxEncryptionSecret: "c2hvcnQ=", aescbcEncryptionSecret: "!!"}`,
 			wantErrs: []string{
-				`cluster.id: invalid cluster id: must be base64 of 32 bytes`,
+				`cluster.secret: invalid cluster secret: must be base64 of 16, 24, 32 bytes`,
 				`cluster.secretboxEncryptionSecret: invalid secretbox encryption secret: must be base64 of 32 bytes`,
 				`cluster.aescbcEncryptionSecret: invalid aescbc encryption secret: must be base64 of 16, 24, 32 bytes`,
 			},
+			// Talos does not check the ID at all: the discovery service
+			// keys the cluster by it as a string.
+			wantWarns: []string{`cluster.id: invalid cluster id: must be base64 of 32 bytes (std or URL-safe alphabet), as talosctl gen config makes it`},
+		},
+		{
+			// Talos before 1.14 wrote cluster.id in the URL-safe alphabet.
+			name:  "cluster id and secret in the URL-safe alphabet, padded or not",
+			patch: `cluster: {id: "-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-__v8=", secret: "yMnKy8zNzs_Q0dLT1NXW19jZ2tvc3d7f4OHi4-Tl5uc"}`,
+		},
+		{
+			name:  "cluster id and secret in the standard alphabet, unpadded",
+			patch: `cluster: {id: "+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+//v8", secret: "yMnKy8zNzs/Q0dLT1NXW19jZ2tvc3d7f4OHi4+Tl5uc="}`,
 		},
 		{
 			name:     "persist should be enabled",

@@ -178,7 +178,13 @@ func checkSAN(s string) error {
 
 // checkBase64Key requires base64 of one of the given lengths in bytes.
 func checkBase64Key(what, s string, sizes ...int) error {
-	b, err := base64.StdEncoding.DecodeString(s)
+	return checkDecodedKey(what, s, base64.StdEncoding.DecodeString, sizes...)
+}
+
+// checkDecodedKey requires s to decode to one of the given lengths in
+// bytes.
+func checkDecodedKey(what, s string, decode func(string) ([]byte, error), sizes ...int) error {
+	b, err := decode(s)
 	if err != nil || !slices.Contains(sizes, len(b)) {
 		want := make([]string, len(sizes))
 		for i, n := range sizes {
@@ -189,6 +195,26 @@ func checkBase64Key(what, s string, sizes ...int) error {
 	}
 
 	return nil
+}
+
+// DecodeBase64 decodes base64 in either alphabet, padded or not: the
+// standard one, or the URL-safe one ('-' and '_') that Talos before 1.14
+// wrote cluster.id in. Whatever reads cluster.id or cluster.secret as
+// bytes decodes them with it, so every config Talos ever generated works.
+func DecodeBase64(s string) ([]byte, error) {
+	s = strings.TrimRight(s, "=")
+
+	enc := base64.RawStdEncoding
+	if strings.ContainsAny(s, "-_") {
+		enc = base64.RawURLEncoding
+	}
+
+	b, err := enc.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid base64: %w", err)
+	}
+
+	return b, nil
 }
 
 // tokenPattern is the shape of both the Kubernetes bootstrap token and the
