@@ -21,9 +21,12 @@ func (v *validator) cluster(c *ClusterConfig) {
 
 	v.endpoint(c.ControlPlane)
 
-	// Kubernetes names the cluster in kubeconfigs and certificates, and
-	// discovery keys affiliates by it.
-	if strings.TrimSpace(c.ClusterName) == "" {
+	// A control plane names the cluster in the kubeconfigs it issues.
+	// Talos never required it (its 1.3 to 1.7 workers have none): a worker
+	// only uses it for its default hostname, which falls back to "talos"
+	// (render.DefaultHostname), and its kubelet's bootstrap kubeconfig
+	// names the cluster "local" whatever it is.
+	if strings.TrimSpace(c.ClusterName) == "" && v.controlPlane() {
 		v.errorf(p+".clusterName", "cluster name is required (.cluster.clusterName)")
 	}
 

@@ -149,6 +149,12 @@ func TestValidateGoldenMisc(t *testing.T) {
 			wantErrs: []string{`cluster.clusterName: cluster name is required (.cluster.clusterName)`},
 		},
 		{
+			// Talos 1.3 to 1.7 generated workers without one.
+			name:  "worker without a cluster name",
+			base:  "worker",
+			patch: `cluster: {clusterName: null}`,
+		},
+		{
 			name:     "cluster name blank",
 			patch:    `cluster: {clusterName: "  "}`,
 			wantErrs: []string{`cluster.clusterName: cluster name is required (.cluster.clusterName)`},

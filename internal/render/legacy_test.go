@@ -1,0 +1,59 @@
+package render_test
+
+import (
+	"testing"
+
+	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/render"
+)
+
+// TestRenderTalosShapes: configs of the shapes older Talos releases wrote
+// (issue 49) validate, render in every mode, and the node does with them
+// what Talos does.
+func TestRenderTalosShapes(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		name   string
+		worker bool
+		set    func(*configs.Config)
+		check  func(*testing.T, *configs.Config)
+	}{
+		{
+			// Talos 1.3 to 1.7 workers have no cluster name.
+			name: "worker without a cluster name", worker: true,
+			set: func(c *configs.Config) { c.Cluster.ClusterName = "" },
+			check: func(t *testing.T, c *configs.Config) {
+				if got := render.DefaultHostname(c); got != "talos-worker-1" {
+					t.Errorf("DefaultHostname = %q, want talos-worker-1", got)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+
+			cfg, worker := gen(t)
+			if tc.worker {
+				cfg = worker
+			}
+
+			tc.set(cfg)
+			cfg = reread(t, cfg)
+
+			for _, mode := range modes {
+				if warnings, err := cfg.Validate(mode, configs.WithStrict(true)); err != nil || len(warnings) > 0 {
+					t.Fatalf("%s: refused: %v %q", mode, err, warnings)
+				}
+
+				mustRender(t, cfg, render.Options{Mode: mode})
+
+				if err := render.Check(cfg, mode); err != nil {
+					t.Fatalf("%s: Check: %v", mode, err)
+				}
+			}
+
+			tc.check(t, cfg)
+		})
+	}
+}
