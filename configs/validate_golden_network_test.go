@@ -50,9 +50,20 @@ func TestValidateGoldenNetwork(t *testing.T) {
 			wantErrs: []string{`machine.network.interfaces[1].cidr: invalid CIDR "10.0.0/8"`},
 		},
 		{
-			name:     "address without prefix length",
-			patch:    `machine: {network: {interfaces: [{interface: eth0, addresses: [10.0.0.5]}]}}`,
-			wantErrs: []string{`machine.network.interfaces[0].addresses[0]: invalid CIDR "10.0.0.5"`},
+			// Talos takes a bare address as a host prefix (/32, /128).
+			name: "addresses without prefix length",
+			patch: `machine: {network: {interfaces: [{interface: eth0, addresses: [10.0.0.5, "2001:db8::5"],
+				vlans: [{vlanId: 5, cidr: 10.0.5.5}]}]}}`,
+		},
+		{
+			name: "bare address that is not one",
+			patch: `machine: {network: {interfaces: [{interface: eth0, addresses: [10.0.0.256, "fe80::1%eth0"],
+				vlans: [{vlanId: 5, addresses: [eth0]}]}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].addresses[0]: invalid address "10.0.0.256": want an IP address, with its prefix length (192.168.1.10/24)`,
+				`machine.network.interfaces[0].addresses[1]: invalid address "fe80::1%eth0": want an IP address, with its prefix length (192.168.1.10/24)`,
+				`machine.network.interfaces[0].vlans[0].addresses[0]: invalid address "eth0": want an IP address, with its prefix length (192.168.1.10/24)`,
+			},
 		},
 		{
 			name: "bad routes",

@@ -154,11 +154,11 @@ func (v *validator) deviceSelector(p string, s *DeviceSelector) {
 // addressing checks what a link and a VLAN have in common.
 func (v *validator) addressing(p string, addrs []string, cidr string, routes []Route, mtu uint32, vip *VIPConfig) {
 	for i, a := range addrs {
-		v.check(indexPath(p+".addresses", i), checkCIDR(a))
+		v.check(indexPath(p+".addresses", i), checkAddressPrefix(a))
 	}
 
 	if cidr != "" {
-		v.check(p+".cidr", checkCIDR(cidr))
+		v.check(p+".cidr", checkAddressPrefix(cidr))
 	}
 
 	for i, r := range routes {

@@ -25,6 +25,35 @@ func checkCIDR(s string) error {
 	return nil
 }
 
+// ParseAddressPrefix reads an interface address of machine.network
+// (addresses, the legacy cidr, a VLAN's): "192.168.1.10/24", or a bare
+// address, which Talos takes as a host prefix (/32 for IPv4, /128 for
+// IPv6). Validation and the node's address configuration both read
+// addresses with it, so what one accepts the other applies.
+func ParseAddressPrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("invalid CIDR %q", s)
+		}
+
+		return p, nil
+	}
+
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("invalid address %q: want an IP address, with its prefix length (192.168.1.10/24)", s)
+	}
+
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func checkAddressPrefix(s string) error {
+	_, err := ParseAddressPrefix(s)
+
+	return err
+}
+
 // checkSubnetFilter accepts a CIDR optionally negated with "!", the form of
 // kubelet.nodeIP.validSubnets and etcd subnets.
 func checkSubnetFilter(s string) error {

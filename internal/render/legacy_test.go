@@ -1,6 +1,8 @@
 package render_test
 
 import (
+	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
@@ -26,6 +28,21 @@ func TestRenderTalosShapes(t *testing.T) {
 			check: func(t *testing.T, c *configs.Config) {
 				if got := render.DefaultHostname(c); got != "talos-worker-1" {
 					t.Errorf("DefaultHostname = %q, want talos-worker-1", got)
+				}
+			},
+		},
+		{
+			// Talos takes a bare address as a host prefix.
+			name: "interface address without a prefix length", worker: true,
+			set: func(c *configs.Config) {
+				c.Machine.Network = &configs.NetworkConfig{Interfaces: []configs.Device{
+					{Interface: "eth0", Addresses: []string{"192.0.2.10", "2001:db8::10"}},
+				}}
+			},
+			check: func(t *testing.T, c *configs.Config) {
+				want := []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")}
+				if got := render.DefaultNodeIPs(c); !slices.Equal(got, want) {
+					t.Errorf("DefaultNodeIPs = %v, want %v", got, want)
 				}
 			},
 		},
