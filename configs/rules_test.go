@@ -211,3 +211,13 @@ func TestDecodeBase64(t *testing.T) {
 		}
 	}
 }
+
+func TestMachineTypeOf(t *testing.T) {
+	t.Parallel()
+
+	for in, want := range map[string]string{"join": "worker", "worker": "worker", "controlplane": "controlplane", "init": "init", "x": "x"} {
+		if got := configs.MachineTypeOf(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}

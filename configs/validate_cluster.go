@@ -198,7 +198,7 @@ func (v *validator) clusterSecrets(c *ClusterConfig) {
 		secrets = append(secrets, etcd)
 	}
 
-	worker := v.cfg.Machine != nil && v.cfg.Machine.Type == MachineTypeWorker
+	worker := v.cfg.Machine != nil && MachineTypeOf(v.cfg.Machine.Type) == MachineTypeWorker
 
 	for _, s := range secrets {
 		switch {

@@ -33,6 +33,23 @@ func TestValidateGolden(t *testing.T) {
 			wantWarns: []string{`machine.type: machine type "init" is deprecated: use "controlplane" and run talosctl bootstrap once`},
 		},
 		{
+			// Talos reads "join" as worker, with this warning.
+			name:      "join is worker",
+			base:      "worker",
+			patch:     `machine: {type: join}`,
+			wantWarns: []string{`machine.type: use "worker" instead of "join" for machine type`},
+		},
+		{
+			name:  "join is held to the worker rules",
+			base:  "worker",
+			patch: `machine: {type: join, ca: {key: ` + osKey + `}}`,
+			wantErrs: []string{
+				`machine.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)`,
+				`machine.ca.key: the private key does not belong to the certificate in .machine.ca.crt: the pair cannot sign anything (was one of them replaced without the other?)`,
+			},
+			wantWarns: []string{`machine.type: use "worker" instead of "join" for machine type`},
+		},
+		{
 			name:     "init is deprecated, strict",
 			patch:    `machine: {type: init}`,
 			strict:   true,

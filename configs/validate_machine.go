@@ -14,11 +14,29 @@ import (
 	"github.com/talosbox/talosbox/internal/sysctl"
 )
 
+// MachineTypeJoin is the name machine.type had for workers before Talos
+// v0.9; Talos still reads it as worker.
+const MachineTypeJoin = "join"
+
+// MachineTypeOf is the machine type a machine.type value means: "join" is
+// "worker", as Talos's machine.ParseType has it; anything else is itself.
+// Whatever shows or acts on a node's type (the MachineType resource, the
+// discovery affiliate, worker-only rules) reads it through this.
+func MachineTypeOf(t string) string {
+	if t == MachineTypeJoin {
+		return MachineTypeWorker
+	}
+
+	return t
+}
+
 func (v *validator) machine(m *MachineConfig) {
 	const p = "machine"
 
 	switch m.Type {
 	case MachineTypeControlPlane, MachineTypeWorker:
+	case MachineTypeJoin:
+		v.warnf(p+".type", "use %q instead of %q for machine type", MachineTypeWorker, m.Type)
 	case MachineTypeInit:
 		v.warnf(p+".type", "machine type %q is deprecated: use %q and run talosctl bootstrap once", m.Type, MachineTypeControlPlane)
 	default:
@@ -38,7 +56,7 @@ func (v *validator) machine(m *MachineConfig) {
 		v.check(indexPath(p+".certSANs", i), checkSAN(san))
 	}
 
-	if m.ControlPlane != nil && m.Type == MachineTypeWorker {
+	if m.ControlPlane != nil && MachineTypeOf(m.Type) == MachineTypeWorker {
 		v.warnf(p+".controlPlane", "has no effect on worker nodes")
 	}
 
@@ -86,7 +104,7 @@ func (v *validator) machineCA(m *MachineConfig) {
 		if len(ca.Crt) == 0 {
 			v.errorf("machine.ca.crt", "issuing CA certificate is required for controlplane nodes (.machine.ca.crt)")
 		}
-	case m.Type == MachineTypeWorker:
+	case MachineTypeOf(m.Type) == MachineTypeWorker:
 		if len(ca.Crt) == 0 && len(m.AcceptedCAs) == 0 {
 			v.errorf("machine.ca.crt", "trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)")
 		}
