@@ -67,11 +67,35 @@ func TestValidateKubernetes(t *testing.T) {
 		},
 		{
 			name:  "service subnet sizes, and node masks too far apart",
-			patch: `cluster: {network: {podSubnets: [172.16.0.0/12, "fd00::/32"], serviceSubnets: [10.96.0.0/29, "fd01::/64"]}}`,
+			patch: `cluster: {network: {podSubnets: [172.16.0.0/12, "fd00::/32"], serviceSubnets: [10.96.0.0/29, "fd01::/56"]}}`,
 			wantErrs: []string{
 				`cluster.network.serviceSubnets[0]: service subnet 10.96.0.0/29 is too small: it must hold the DNS service's address (the 10th), so at least /28`,
-				`cluster.network.serviceSubnets[1]: service subnet fd01::/64 is too large: kube-apiserver allows at most /108 for this family (2^20 addresses)`,
 				`cluster.network.podSubnets[1]: pod subnet fd00::/32 is split into /64 node subnets: kube-controller-manager refuses masks more than 16 bits apart (set node-cidr-mask-size-ipv6 to at most 48)`,
+				`cluster.network.serviceSubnets[1]: service subnet fd01::/56 is too large: kube-apiserver allows IPv6 service ranges of /64 or longer`,
+			},
+		},
+		{
+			// Kubernetes 1.34's IPAddress allocator (MultiCIDRServiceAllocator
+			// and DisableAllocatorDualWrite on by default) has no /12 limit.
+			name:  "large service subnets with Kubernetes 1.34",
+			patch: `cluster: {network: {podSubnets: [10.0.0.0/16, "fd00::/48"], serviceSubnets: [10.64.0.0/10, "fd01::/64"]}}`,
+		},
+		{
+			name: "large service subnets with the bitmap allocator",
+			patch: `cluster: {network: {podSubnets: [10.0.0.0/16, "fd00::/48"], serviceSubnets: [10.64.0.0/10, "fd01::/64"]},
+				apiServer: {extraArgs: {feature-gates: "DisableAllocatorDualWrite=false"}}}`,
+			wantErrs: []string{
+				`cluster.network.serviceSubnets[0]: service subnet 10.64.0.0/10 is too large: kube-apiserver 1.34.12 allows at most /12 for this family (2^20 addresses) while it keeps the bitmap allocator (feature gates MultiCIDRServiceAllocator and DisableAllocatorDualWrite, both on by default from Kubernetes 1.34, lift the limit)`,
+				`cluster.network.serviceSubnets[1]: service subnet fd01::/64 is too large: kube-apiserver 1.34.12 allows at most /108 for this family (2^20 addresses) while it keeps the bitmap allocator (feature gates MultiCIDRServiceAllocator and DisableAllocatorDualWrite, both on by default from Kubernetes 1.34, lift the limit)`,
+			},
+		},
+		{
+			name: "large service subnets with Kubernetes 1.33",
+			patch: `{machine: {kubelet: {image: "ghcr.io/siderolabs/kubelet:v1.33.13"}}, cluster: {network: {serviceSubnets: [10.64.0.0/11]},
+				apiServer: {image: "registry.k8s.io/kube-apiserver:v1.33.13"}, controllerManager: {image: "registry.k8s.io/kube-controller-manager:v1.33.13"},
+				scheduler: {image: "registry.k8s.io/kube-scheduler:v1.33.13"}, proxy: {image: "registry.k8s.io/kube-proxy:v1.33.13"}}}`,
+			wantErrs: []string{
+				`cluster.network.serviceSubnets[0]: service subnet 10.64.0.0/11 is too large: kube-apiserver 1.33.13 allows at most /12 for this family (2^20 addresses) while it keeps the bitmap allocator (feature gates MultiCIDRServiceAllocator and DisableAllocatorDualWrite, both on by default from Kubernetes 1.34, lift the limit)`,
 			},
 		},
 		{

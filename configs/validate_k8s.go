@@ -115,6 +115,7 @@ func (v *validator) kubernetes(c *Config) {
 	}
 
 	v.versionSkew(versions)
+	v.serviceSubnetSizes(c)
 	v.derivedArgs(c)
 	v.admissionPlugins(c)
 }

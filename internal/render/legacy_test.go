@@ -3,6 +3,7 @@ package render_test
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/talosbox/talosbox/configs"
@@ -19,14 +20,14 @@ func TestRenderTalosShapes(t *testing.T) {
 		name   string
 		worker bool
 		set    func(*configs.Config)
-		check  func(*testing.T, *configs.Config)
-		warns  []string // what Validate says of it, as Talos does
+		check  func(*testing.T, *configs.Config, *render.Artifacts) // of a metal node
+		warns  []string                                             // what Validate says of it, as Talos does
 	}{
 		{
 			// Talos 1.3 to 1.7 workers have no cluster name.
 			name: "worker without a cluster name", worker: true,
 			set: func(c *configs.Config) { c.Cluster.ClusterName = "" },
-			check: func(t *testing.T, c *configs.Config) {
+			check: func(t *testing.T, c *configs.Config, _ *render.Artifacts) {
 				if got := render.DefaultHostname(c); got != "talos-worker-1" {
 					t.Errorf("DefaultHostname = %q, want talos-worker-1", got)
 				}
@@ -40,7 +41,7 @@ func TestRenderTalosShapes(t *testing.T) {
 					{Interface: "eth0", Addresses: []string{"192.0.2.10", "2001:db8::10"}},
 				}}
 			},
-			check: func(t *testing.T, c *configs.Config) {
+			check: func(t *testing.T, c *configs.Config, _ *render.Artifacts) {
 				want := []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")}
 				if got := render.DefaultNodeIPs(c); !slices.Equal(got, want) {
 					t.Errorf("DefaultNodeIPs = %v, want %v", got, want)
@@ -51,12 +52,26 @@ func TestRenderTalosShapes(t *testing.T) {
 			// Talos before v0.9 called workers "join"; Talos still does.
 			name: "machine type join", worker: true,
 			set: func(c *configs.Config) { c.Machine.Type = "join" },
-			check: func(t *testing.T, c *configs.Config) {
+			check: func(t *testing.T, c *configs.Config, _ *render.Artifacts) {
 				if c.IsControlPlane() || render.DefaultHostname(c) != "demo-worker-1" {
 					t.Errorf("a join node is a worker: control plane %t, hostname %q", c.IsControlPlane(), render.DefaultHostname(c))
 				}
 			},
 			warns: []string{`machine.type: use "worker" instead of "join" for machine type`},
+		},
+		{
+			// Kubernetes 1.34's Service IP allocator has no /12 limit.
+			name: "service subnet larger than /12",
+			set:  func(c *configs.Config) { c.Cluster.Network.ServiceSubnets = []string{"10.64.0.0/10"} },
+			check: func(t *testing.T, _ *configs.Config, arts *render.Artifacts) {
+				if got := file(t, arts, "static-pods/kube-apiserver.yaml"); !strings.Contains(got, "--service-cluster-ip-range=10.64.0.0/10") {
+					t.Errorf("kube-apiserver is not given the range:\n%s", got)
+				}
+
+				if got := file(t, arts, "manifests/11-core-dns-svc.yaml"); !strings.Contains(got, `clusterIP: "10.64.0.10"`) {
+					t.Errorf("CoreDNS's Service is not at the range's 10th address:\n%s", got)
+				}
+			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,19 +85,23 @@ func TestRenderTalosShapes(t *testing.T) {
 			tc.set(cfg)
 			cfg = reread(t, cfg)
 
+			var metal *render.Artifacts
+
 			for _, mode := range modes {
 				if warnings, err := cfg.Validate(mode); err != nil || !slices.Equal(warnings, tc.warns) {
 					t.Fatalf("%s: refused: %v, warnings %q (want %q)", mode, err, warnings, tc.warns)
 				}
 
-				mustRender(t, cfg, render.Options{Mode: mode})
+				if arts := mustRender(t, cfg, render.Options{Mode: mode}); mode == configs.ModeMetal {
+					metal = arts
+				}
 
 				if err := render.Check(cfg, mode); err != nil {
 					t.Fatalf("%s: Check: %v", mode, err)
 				}
 			}
 
-			tc.check(t, cfg)
+			tc.check(t, cfg, metal)
 		})
 	}
 }
