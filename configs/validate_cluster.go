@@ -454,17 +454,22 @@ func (v *validator) discovery(c *ClusterConfig) {
 }
 
 // CheckDNSDomain is the rule for cluster.network.dnsDomain, the cluster's
-// DNS domain the kubelets, CoreDNS and the bootstrap manifests use: a
-// lowercase DNS name without a trailing dot. The manifests' renderer
-// applies it too.
+// DNS domain the kubelets, CoreDNS and the bootstrap manifests use: a DNS
+// name. As in Talos, a trailing dot and capitals are allowed: the node
+// renders NormalizeDNSDomain of it. The manifests' renderer applies it too.
 func CheckDNSDomain(s string) error {
 	if why := dnsNameProblem(s); why != "" {
 		return fmt.Errorf("invalid DNS domain %q: %s", s, why)
 	}
 
-	if strings.HasSuffix(s, ".") || strings.ToLower(s) != s {
-		return fmt.Errorf("invalid DNS domain %q: a lowercase name without a trailing dot, such as cluster.local", s)
-	}
-
 	return nil
+}
+
+// NormalizeDNSDomain is the DNS domain as the node renders it (the
+// kubelet's clusterDomain, CoreDNS's zone, the API server certificate's
+// names): lowercase, without the trailing dot. The kubelet would otherwise
+// write search domains ending in a dot, and no certificate name matches
+// one.
+func NormalizeDNSDomain(s string) string {
+	return strings.ToLower(strings.TrimSuffix(s, "."))
 }

@@ -254,12 +254,21 @@ func TestValidateRules(t *testing.T) {
 			wantWarns: []string{`machine.registries.mirrors["https://docker.io"].endpoints[0]: https://mirror.example.com/v2/ ends with /v2, which containerd adds itself (it would ask for /v2/v2/...): leave it out, or set overridePath: true if the mirror serves the API there`},
 		},
 		{
+			// Talos accepts both; the node renders cluster.local.
+			name:  "DNS domain with a trailing dot, in capitals",
+			patch: `cluster: {network: {dnsDomain: Cluster.Local.}}`,
+		},
+		{
+			name:     "DNS domain that is only a dot",
+			patch:    `cluster: {network: {dnsDomain: .}}`,
+			wantErrs: []string{`cluster.network.dnsDomain: invalid DNS domain ".": it is empty`},
+		},
+		{
 			name: "what the renderers and the etcd member would refuse, said by validation",
 			patch: `{machine: {registries: {config: {"*": {tls: {insecureSkipVerify: true}}}}},
-				cluster: {network: {dnsDomain: Cluster.Local}, etcd: {extraArgs: {heartbeat-interval: "500", listen-metrics-urls: "http://metrics.example:2381"}}}}`,
+				cluster: {etcd: {extraArgs: {heartbeat-interval: "500", listen-metrics-urls: "http://metrics.example:2381"}}}}`,
 			wantErrs: []string{
 				`machine.registries.config["*"].tls: TLS settings for the wildcard host "*" are not supported: give them for each registry's host`,
-				`cluster.network.dnsDomain: invalid DNS domain "Cluster.Local": a lowercase name without a trailing dot, such as cluster.local`,
 				`cluster.etcd.extraArgs: --election-timeout[1000ms] should be at least as 5 times as --heartbeat-interval[500ms]: etcd would not start`,
 				`cluster.etcd.extraArgs: expected IP in URL for binding (http://metrics.example:2381): etcd would not start`,
 			},

@@ -73,6 +73,22 @@ func TestRenderTalosShapes(t *testing.T) {
 				}
 			},
 		},
+		{
+			// Talos accepts a trailing dot (and capitals); the node renders
+			// the plain name: the kubelet would write search domains ending
+			// in a dot, and no certificate name matches one.
+			name: "DNS domain with a trailing dot",
+			set:  func(c *configs.Config) { c.Cluster.Network.DNSDomain = "Cluster.Local." },
+			check: func(t *testing.T, _ *configs.Config, arts *render.Artifacts) {
+				if got := file(t, arts, "fs/etc/kubernetes/kubelet.yaml"); !strings.Contains(got, "clusterDomain: cluster.local\n") {
+					t.Errorf("kubelet's clusterDomain is not cluster.local:\n%s", got)
+				}
+
+				if got := file(t, arts, "manifests/11-core-dns.yaml"); !strings.Contains(got, "kubernetes cluster.local in-addr.arpa") {
+					t.Errorf("CoreDNS does not serve cluster.local:\n%s", got)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
