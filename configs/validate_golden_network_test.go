@@ -116,6 +116,48 @@ func TestValidateGoldenNetwork(t *testing.T) {
 			},
 		},
 		{
+			// Talos's checkBond: options of other modes are refused.
+			name: "bond options of another mode",
+			patch: `machine: {network: {interfaces: [
+				{interface: bond0, dhcp: true, bond: {interfaces: [eth0], mode: active-backup, lacpRate: fast, adActorSysPrio: 5, adUserPortKey: 3, tlbDynamicLb: 1, packetsPerSlave: 2}},
+				{interface: bond1, dhcp: true, bond: {interfaces: [eth1], mode: 802.3ad, arpValidate: all, arpInterval: 100, primary: eth1}},
+				{interface: bond2, dhcp: true, bond: {interfaces: [eth2], primary: eth2}}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].bond.lacpRate: bond.lacpRate is not available in active-backup mode (only in 802.3ad)`,
+				`machine.network.interfaces[0].bond.adActorSysPrio: bond.adActorSysPrio is not available in active-backup mode (only in 802.3ad)`,
+				`machine.network.interfaces[0].bond.adUserPortKey: bond.adUserPortKey is not available in active-backup mode (only in 802.3ad)`,
+				`machine.network.interfaces[0].bond.packetsPerSlave: bond.packetsPerSlave is not available in active-backup mode (only in balance-rr)`,
+				`machine.network.interfaces[0].bond.tlbDynamicLb: bond.tlbDynamicLb is not available in active-backup mode (only in balance-tlb and balance-alb)`,
+				`machine.network.interfaces[1].bond.arpValidate: bond.arpValidate is not available in 802.3ad mode (only in balance-rr, active-backup, balance-xor and broadcast)`,
+				`machine.network.interfaces[1].bond.arpInterval: bond.arpInterval is not available in 802.3ad mode (only in balance-rr, active-backup, balance-xor and broadcast)`,
+				`machine.network.interfaces[1].bond.primary: bond.primary is not available in 802.3ad mode (only in active-backup, balance-tlb and balance-alb)`,
+				`machine.network.interfaces[2].bond.primary: bond.primary is not available in balance-rr mode (only in active-backup, balance-tlb and balance-alb)`,
+			},
+			wantWarns: []string{
+				`machine.network.interfaces[0].bond: talosbox does not apply packetsPerSlave, tlbDynamicLb, adActorSysPrio, adUserPortKey to the bond yet: the bonding driver's defaults hold`,
+				`machine.network.interfaces[1].bond: talosbox does not apply arpValidate, primary, arpInterval to the bond yet: the bonding driver's defaults hold`,
+				`machine.network.interfaces[2].bond: talosbox does not apply primary to the bond yet: the bonding driver's defaults hold`,
+			},
+		},
+		{
+			name: "bond option values, and what Talos does not support",
+			patch: `machine: {network: {interfaces: [{interface: bond0, dhcp: true, bond: {interfaces: [eth0], mode: active-backup,
+				arpValidate: some, arpAllTargets: every, primaryReselect: never, failOverMac: swap, adSelect: best,
+				arpIPTarget: [10.0.0.1], adActorSystem: "00:11:22:33:44:55"}}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].bond.arpValidate: unsupported ARP validation "some" (expected one of none, active, backup, all, filter, filter-active, filter-backup)`,
+				`machine.network.interfaces[0].bond.arpAllTargets: unsupported ARP all targets mode "every" (expected one of any, all)`,
+				`machine.network.interfaces[0].bond.primaryReselect: unsupported primary reselection policy "never" (expected one of always, better, failure)`,
+				`machine.network.interfaces[0].bond.failOverMac: unsupported fail over MAC policy "swap" (expected one of none, active, follow)`,
+				`machine.network.interfaces[0].bond.adSelect: unsupported 802.3ad aggregation selection "best" (expected one of stable, bandwidth, count)`,
+				`machine.network.interfaces[0].bond.arpIPTarget: bond.arpIPTarget is not supported`,
+				`machine.network.interfaces[0].bond.adActorSystem: bond.adActorSystem is not supported`,
+			},
+			wantWarns: []string{
+				`machine.network.interfaces[0].bond: talosbox does not apply arpValidate, arpAllTargets, primaryReselect, failOverMac, adSelect to the bond yet: the bonding driver's defaults hold`,
+			},
+		},
+		{
 			name:     "bond without members",
 			patch:    `machine: {network: {interfaces: [{interface: bond0, dhcp: true, bond: {mode: 802.3ad}}]}}`,
 			wantErrs: []string{`machine.network.interfaces[0].bond: bond requires interfaces or deviceSelectors`},

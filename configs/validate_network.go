@@ -8,12 +8,6 @@ import (
 	"strings"
 )
 
-var (
-	bondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
-	lacpRates = []string{"slow", "fast"}
-	hashModes = []string{"layer2", "layer3+4", "layer2+3", "encap2+3", "encap3+4", "vlan+srcmac"}
-)
-
 // kubeSpanMinMTU is the smallest MTU of the KubeSpan WireGuard link.
 const kubeSpanMinMTU = 1280
 
@@ -209,41 +203,6 @@ func (v *validator) route(p string, r Route) {
 
 	if r.MTU != 0 && (r.MTU < 68 || r.MTU > 65535) {
 		v.errorf(p+".mtu", "invalid MTU %d: must be between 68 and 65535", r.MTU)
-	}
-}
-
-func (v *validator) bond(p string, b *Bond) {
-	switch {
-	case len(b.Interfaces) == 0 && len(b.DeviceSelectors) == 0:
-		v.errorf(p, "bond requires interfaces or deviceSelectors")
-	case len(b.Interfaces) > 0 && len(b.DeviceSelectors) > 0:
-		v.errorf(p, "bond interfaces and deviceSelectors are mutually exclusive")
-	}
-
-	for i := range b.DeviceSelectors {
-		v.deviceSelector(indexPath(p+".deviceSelectors", i), &b.DeviceSelectors[i])
-	}
-
-	v.oneOf(p+".mode", "bond mode", b.Mode, bondModes)
-	v.oneOf(p+".lacpRate", "LACP rate", b.LACPRate, lacpRates)
-	v.oneOf(p+".xmitHashPolicy", "transmit hash policy", b.HashPolicy, hashModes)
-
-	if b.UpDelay > 0 && (b.MIIMon == 0 || b.UpDelay%b.MIIMon != 0) {
-		v.errorf(p+".updelay", "bond.upDelay should be a multiple of miiMon")
-	}
-
-	if b.DownDelay > 0 && (b.MIIMon == 0 || b.DownDelay%b.MIIMon != 0) {
-		v.errorf(p+".downdelay", "bond.downDelay should be a multiple of miiMon")
-	}
-
-	for i, ip := range b.ARPIPTarget {
-		v.check(indexPath(p+".arpIPTarget", i), checkIP("ARP target address", ip))
-	}
-
-	if b.ADActorSystem != "" {
-		if _, err := net.ParseMAC(b.ADActorSystem); err != nil {
-			v.errorf(p+".adActorSystem", "invalid MAC address %q", b.ADActorSystem)
-		}
 	}
 }
 
