@@ -56,6 +56,16 @@ func TestValidateGoldenNetwork(t *testing.T) {
 				vlans: [{vlanId: 5, cidr: 10.0.5.5}]}]}}`,
 		},
 		{
+			// Talos refuses both, on a link and on a VLAN.
+			name: "cidr and addresses together",
+			patch: `machine: {network: {interfaces: [{interface: eth0, cidr: 10.0.0.5/24, addresses: [10.0.1.5/24],
+				vlans: [{vlanId: 5, cidr: 10.0.5.5/24, addresses: [10.0.6.5/24]}]}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].cidr: interface can't have both .cidr and .addresses set: list 10.0.0.5/24 in addresses instead`,
+				`machine.network.interfaces[0].vlans[0].cidr: vlan can't have both .cidr and .addresses set: list 10.0.5.5/24 in addresses instead`,
+			},
+		},
+		{
 			name: "bare address that is not one",
 			patch: `machine: {network: {interfaces: [{interface: eth0, addresses: [10.0.0.256, "fe80::1%eth0"],
 				vlans: [{vlanId: 5, addresses: [eth0]}]}]}}`,

@@ -82,7 +82,7 @@ func (v *validator) device(p string, d *Device) {
 		v.deviceSelector(p+".deviceSelector", d.DeviceSelector)
 	}
 
-	v.addressing(p, d.Addresses, d.CIDR, d.Routes, d.MTU, d.VIP)
+	v.addressing(p, "interface", d.Addresses, d.CIDR, d.Routes, d.MTU, d.VIP)
 
 	var kinds []string
 
@@ -126,7 +126,7 @@ func (v *validator) device(p string, d *Device) {
 
 		seen[vl.ID] = true
 
-		v.addressing(vp, vl.Addresses, vl.CIDR, vl.Routes, vl.MTU, vl.VIP)
+		v.addressing(vp, "vlan", vl.Addresses, vl.CIDR, vl.Routes, vl.MTU, vl.VIP)
 	}
 }
 
@@ -145,14 +145,20 @@ func (v *validator) deviceSelector(p string, s *DeviceSelector) {
 	}
 }
 
-// addressing checks what a link and a VLAN have in common.
-func (v *validator) addressing(p string, addrs []string, cidr string, routes []Route, mtu uint32, vip *VIPConfig) {
+// addressing checks what a link and a VLAN (kind) have in common.
+func (v *validator) addressing(p, kind string, addrs []string, cidr string, routes []Route, mtu uint32, vip *VIPConfig) {
 	for i, a := range addrs {
 		v.check(indexPath(p+".addresses", i), checkAddressPrefix(a))
 	}
 
 	if cidr != "" {
 		v.check(p+".cidr", checkAddressPrefix(cidr))
+
+		// Talos refuses both: cidr is the single address of the releases
+		// before addresses existed.
+		if len(addrs) > 0 {
+			v.errorf(p+".cidr", "%s can't have both .cidr and .addresses set: list %s in addresses instead", kind, cidr)
+		}
 	}
 
 	for i, r := range routes {
