@@ -102,7 +102,9 @@ func checkURL(what, s string, schemes ...string) error {
 		return fmt.Errorf("invalid %s %q: scheme must be %s", what, s, strings.Join(schemes, " or "))
 	}
 
-	if u.Host == "" {
+	// "tcp://:5000" has a host of ":5000" but no host name: Go would dial
+	// the node itself.
+	if u.Hostname() == "" {
 		return fmt.Errorf("invalid %s %q: host is missing", what, s)
 	}
 
