@@ -393,7 +393,7 @@ func (v *validator) manifests(c *ClusterConfig) {
 		mp := indexPath("cluster.inlineManifests", i)
 
 		switch {
-		case m.Name == "":
+		case strings.TrimSpace(m.Name) == "":
 			v.errorf(mp+".name", "inline manifest name can't be empty")
 		case names[m.Name]:
 			v.errorf(mp+".name", "inline manifest name %q is duplicate", m.Name)

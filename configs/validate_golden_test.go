@@ -268,11 +268,44 @@ func TestValidateGolden(t *testing.T) {
 			wantErrs: nil,
 		},
 		{
+			name:  "install disk selector comparisons",
+			patch: `machine: {install: {disk: null, diskSelector: {size: "<> 10GB"}}}`,
+			wantErrs: []string{
+				`machine.install.diskSelector.size: invalid disk size "<> 10GB": unknown comparison "<>": want a size with an optional comparison (>=, <=, ==, > or <), such as ">= 100GB"`,
+			},
+		},
+		{
+			name:  "install disk selector comparisons, bad too",
+			patch: `machine: {install: {disk: null, diskSelector: {size: "=> 10GB"}}}`,
+			wantErrs: []string{
+				`machine.install.diskSelector.size: invalid disk size "=> 10GB": unknown comparison "=>": want a size with an optional comparison (>=, <=, ==, > or <), such as ">= 100GB"`,
+			},
+		},
+		{
+			name:  "install disk selector comparisons that are fine",
+			patch: `machine: {install: {disk: null, diskSelector: {size: "<= 2TB"}}}`,
+		},
+		{
+			name:  "install disk without a device",
+			patch: `machine: {install: {disk: /dev/}, disks: [{device: /dev, partitions: [{mountpoint: /var/mnt/a}]}]}`,
+			wantErrs: []string{
+				`machine.disks[0].device: disk device "/dev" must be a path under /dev/`,
+				`machine.install.disk: install disk "/dev/" names no device: write the disk's path, such as /dev/sda`,
+			},
+		},
+		{
+			name:  "user disk without a device",
+			patch: `machine: {disks: [{device: /dev//, partitions: [{mountpoint: /var/mnt/a}]}]}`,
+			wantErrs: []string{
+				`machine.disks[0].device: disk device "/dev//" names no device: write the disk's path, such as /dev/sdb`,
+			},
+		},
+		{
 			name:  "install settings",
 			patch: `machine: {install: {disk: sda, diskSelector: {size: ">= lots", type: floppy}, image: "Ghcr.io/x y"}}`,
 			wantErrs: []string{
 				`machine.install.disk: install disk "sda" must be a path under /dev/`,
-				`machine.install.diskSelector.size: invalid disk size ">= lots": want a size with an optional comparison, such as ">= 100GB"`,
+				`machine.install.diskSelector.size: invalid disk size ">= lots": want a size with an optional comparison (>=, <=, ==, > or <), such as ">= 100GB"`,
 				`machine.install.diskSelector.type: unsupported disk type "floppy" (expected ssd, hdd, nvme or sd)`,
 				`machine.install.image: invalid image reference "Ghcr.io/x y": it contains whitespace`,
 			},
@@ -363,13 +396,14 @@ func TestValidateGolden(t *testing.T) {
 		},
 		{
 			name:  "components",
-			patch: `cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.34.1 ", certSANs: ["bad san"], disablePodSecurityPolicy: true}, proxy: {mode: userspace}, inlineManifests: [{name: a, contents: "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n"}, {name: a, contents: "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}"}, {contents: "[z]"}]}`,
+			patch: `cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.34.1 ", certSANs: ["bad san"], disablePodSecurityPolicy: true}, proxy: {mode: userspace}, inlineManifests: [{name: a, contents: "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n"}, {name: a, contents: "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}"}, {contents: "[z]"}, {name: "  ", contents: "{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}"}]}`,
 			wantErrs: []string{
 				`cluster.apiServer.image: invalid image reference "registry.k8s.io/kube-apiserver:v1.34.1 ": it contains whitespace`,
 				`cluster.apiServer.certSANs[0]: invalid certificate SAN "bad san": must be an IP address or a DNS name`,
 				`cluster.proxy.mode: unsupported kube-proxy mode "userspace" (expected iptables, ipvs or nftables)`,
 				`cluster.inlineManifests[1].name: inline manifest name "a" is duplicate`,
 				`cluster.inlineManifests[2].name: inline manifest name can't be empty`,
+				`cluster.inlineManifests[3].name: inline manifest name can't be empty`,
 				`cluster.inlineManifests[2].contents: inline manifest "": document 1 (line 1): a manifest document must be a Kubernetes object (a mapping with apiVersion and kind), got a sequence`,
 			},
 			wantWarns: []string{`cluster.apiServer.disablePodSecurityPolicy: has no effect: PodSecurityPolicy was removed in Kubernetes 1.25`},
