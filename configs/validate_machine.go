@@ -316,13 +316,49 @@ func (v *validator) time(t *TimeConfig) {
 var kernelKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_.*/:-]+$`) })
 
 func (v *validator) kernelSettings(path string, settings map[string]string) {
+	root := "/proc/sys"
+	if strings.HasSuffix(path, ".sysfs") {
+		root = "/sys"
+	}
+
 	for _, k := range sortedKeys(settings) {
+		if strings.HasPrefix(k, "/") {
+			if rel := relativeKernelKey(k, root); strings.Contains(rel, "/") {
+				v.errorf(keyPath(path, k), "keys are relative to %s, written with slashes when a part holds a dot (%s)", root, rel)
+			} else {
+				v.errorf(keyPath(path, k), "keys are relative to %s, written with dots (%s)", root, rel)
+			}
+
+			continue
+		}
+
 		if _, err := sysctl.SplitKey(k); err != nil {
 			v.errorf(keyPath(path, k), "invalid key: %v", err)
 		} else if !kernelKey().MatchString(k) {
 			v.errorf(keyPath(path, k), "invalid key %q: only letters, digits and _ . * / : - are allowed", k)
 		}
 	}
+}
+
+// relativeKernelKey is what an absolute path to a sysctl or sysfs file
+// is written as in the config: relative to root, dotted, or slashed when a
+// part holds a dot (a VLAN's interface name).
+func relativeKernelKey(k, root string) string {
+	rel := strings.Trim(strings.TrimPrefix(path.Clean(k), root), "/")
+	if rel == "" {
+		rel = "net.ipv4.ip_forward"
+		if root == "/sys" {
+			rel = "kernel.mm.transparent_hugepage.enabled"
+		}
+
+		return "such as " + rel
+	}
+
+	if strings.Contains(rel, ".") {
+		return rel
+	}
+
+	return strings.ReplaceAll(rel, "/", ".")
 }
 
 var talosRoles = []string{"os:admin", "os:operator", "os:reader", "os:etcd:backup"}
