@@ -43,6 +43,28 @@ func TestValidateKubernetes(t *testing.T) {
 			wantErrs: []string{`cluster.apiServer.auditPolicy.rules: an audit policy needs at least one rule: kube-apiserver refuses a policy with none`},
 		},
 		{
+			name:  "audit policy rules as a mapping",
+			patch: `cluster: {apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1, kind: Policy, rules: {level: Metadata}}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.auditPolicy.rules: rules must be a list of rules (- level: Metadata ...), not a mapping: kube-apiserver cannot load the policy`,
+			},
+		},
+		{
+			name:  "audit policy rules as a string, a rule as a string",
+			patch: `cluster: {apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1, kind: Policy, rules: "level: Metadata"}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.auditPolicy.rules: rules must be a list of rules (- level: Metadata ...), not the string "level: Metadata": kube-apiserver cannot load the policy`,
+			},
+		},
+		{
+			name:  "an audit rule that is not a mapping",
+			patch: `cluster: {apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1, kind: Policy, rules: [Metadata, [a]]}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.auditPolicy.rules[0]: a rule must be a mapping (level: Metadata ...), not the string "Metadata"`,
+				`cluster.apiServer.auditPolicy.rules[1]: a rule must be a mapping (level: Metadata ...), not a list`,
+			},
+		},
+		{
 			name:  "scheduler config",
 			patch: `cluster: {scheduler: {config: {apiVersion: kubescheduler.config.k8s.io/v1beta3, kind: KubeSchedulerConfiguration, clientConnection: {kubeconfig: /x}}}}`,
 			wantErrs: []string{
