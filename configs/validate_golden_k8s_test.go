@@ -190,6 +190,20 @@ func TestValidateKubernetes(t *testing.T) {
 			wantWarns: []string{`cluster.apiServer.extraArgs["kubelet-port"]: --kubelet-port is deprecated in kube-apiserver 1.34.12`},
 		},
 		{
+			// Flags of configs carried over from older clusters: said to be
+			// removed, and when (configs/validate_kubeflags_removed.go).
+			name: "flags removed in earlier minors",
+			patch: `{machine: {kubelet: {extraArgs: {image-pull-progress-deadline: 2m, network-plugin: cni, keep-terminated-pod-volumes: "false", logtostderr: "true"}}},
+				cluster: {apiServer: {extraArgs: {log-dir: /var/log}}}}`,
+			wantErrs: []string{
+				`machine.kubelet.extraArgs["image-pull-progress-deadline"]: flag --image-pull-progress-deadline was removed in Kubernetes 1.24 (kubernetes/kubernetes#106907): kubelet 1.34.12 would refuse to start`,
+				`machine.kubelet.extraArgs["keep-terminated-pod-volumes"]: flag --keep-terminated-pod-volumes was removed in Kubernetes 1.31 (kubernetes/kubernetes#122082): kubelet 1.34.12 would refuse to start`,
+				`machine.kubelet.extraArgs["logtostderr"]: flag --logtostderr was removed in Kubernetes 1.26 (kubernetes/kubernetes#112120): kubelet 1.34.12 would refuse to start`,
+				`machine.kubelet.extraArgs["network-plugin"]: flag --network-plugin was removed in Kubernetes 1.24 (kubernetes/kubernetes#106907): kubelet 1.34.12 would refuse to start`,
+				`cluster.apiServer.extraArgs["log-dir"]: flag --log-dir was removed in Kubernetes 1.26 (kubernetes/kubernetes#112120): kube-apiserver 1.34.12 would refuse to start`,
+			},
+		},
+		{
 			name: "component configs as the components' own types read them",
 			patch: `{machine: {kubelet: {extraConfig: {maxPods: "250", evictionHard: ["memory.available<100Mi"], syncFrequency: 60, serializeImagePulls: false,
 					featureGates: {WatchList: true, NoSuchGate: true}, shutdownGracePeriod: 30s, maxPod: 10}}},
