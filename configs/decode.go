@@ -111,12 +111,22 @@ func syntaxError(data []byte, err error) error {
 
 	m := yamlErrLine().FindStringSubmatch(msg)
 	if m == nil {
+		// YAML's own message for a // comment says nothing of comments.
+		if l, why := foreignComment(data, 0); l > 0 {
+			return &DecodeError{Line: l, Msg: why}
+		}
+
 		return &DecodeError{Msg: "invalid YAML: " + trimYAMLPrefix(msg)}
 	}
 
 	line, _ := strconv.Atoi(m[1]) //nolint:errcheck // the pattern only matches digits
+	line = problemLine(data, line, m[2])
 
-	return &DecodeError{Line: problemLine(data, line, m[2]), Msg: "invalid YAML: " + m[2]}
+	if l, why := foreignComment(data, line); l > 0 {
+		return &DecodeError{Line: l, Msg: why}
+	}
+
+	return &DecodeError{Line: line, Msg: "invalid YAML: " + m[2]}
 }
 
 // maxLineSearchBytes bounds the work spent locating a syntax error: configs

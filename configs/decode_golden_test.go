@@ -79,6 +79,32 @@ func TestDecodeGolden(t *testing.T) {
 			want: `line 2: invalid YAML: found character that cannot start any token`,
 		},
 		{
+			name: "JSON with comments",
+			in:   "{\n  \"version\": \"v1alpha1\",\n  // the node's role\n  \"machine\": {\"type\": \"worker\"}\n}\n",
+			want: `line 3: a // comment is not YAML (nor JSON): write comments after a # (# ...), or remove them`,
+		},
+		{
+			name: "JSON with a comment after a value",
+			in:   "{\n  \"version\": \"v1alpha1\", // v1alpha1 only\n  \"machine\": {\"type\": \"worker\"}\n}\n",
+			want: `line 2: a // comment is not YAML (nor JSON): write comments after a # (# ...), or remove them`,
+		},
+		{
+			name: "JSON with a block comment",
+			in:   "{\n  \"version\": \"v1alpha1\",\n  \"machine\": {\n    /* workers join */\n    \"type\": \"worker\"}\n}\n",
+			want: `line 4: a /* */ comment is not YAML (nor JSON): write comments after a # (# ...), or remove them`,
+		},
+		{
+			name: "a // comment line in YAML",
+			in:   "version: v1alpha1\n// the node's role\nmachine: {type: worker}\n",
+			want: `line 2: a // comment is not YAML (nor JSON): write comments after a # (# ...), or remove them`,
+		},
+		{
+			// A URL's // is not a comment, nor is // in a quoted string.
+			name: "JSON whose error is not a comment",
+			in:   "{\n  \"endpoint\": \"https://x\", \"a\": \"b // c\",\n  \"machine\": {\"type\": \"worker\"\n",
+			want: `line 3: invalid YAML: did not find expected ',' or '}'`,
+		},
+		{
 			name: "second v1alpha1 document",
 			in:   "version: v1alpha1\n---\nversion: v1alpha1\n",
 			want: `line 3: a second v1alpha1 document (version: v1alpha1; the first starts on line 1): a config has at most one, and every other document names its apiVersion and kind`,

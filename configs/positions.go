@@ -139,6 +139,22 @@ func (p *Positions) Locate(err error) {
 // reports a NUL or invalid UTF-8 without saying where, which in a config
 // pasted from a terminal or a binary-safe editor is hard to find.
 func checkText(data []byte) error {
+	// Editors on Windows save UTF-16 with a byte order mark; without the
+	// check below it would be reported as "a NUL byte". (A UTF-8 byte
+	// order mark is fine: YAML skips it.)
+	for _, bom := range []struct {
+		mark []byte
+		name string
+	}{{[]byte{0xff, 0xfe}, "FF FE, little-endian"}, {[]byte{0xfe, 0xff}, "FE FF, big-endian"}} {
+		if bytes.HasPrefix(data, bom.mark) {
+			return &DecodeError{Line: 1, Msg: fmt.Sprintf("the config is UTF-16 text (byte order mark %s): save it as UTF-8", bom.name)}
+		}
+	}
+
+	if looksUTF16(data) {
+		return &DecodeError{Line: 1, Msg: "the config looks like UTF-16 text without a byte order mark (every other byte is NUL): save it as UTF-8"}
+	}
+
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		return &DecodeError{Line: lineOf(data, i), Msg: "the config contains a NUL byte (\\x00): a config is UTF-8 text"}
 	}
@@ -161,4 +177,27 @@ func checkText(data []byte) error {
 
 func lineOf(data []byte, offset int) int {
 	return bytes.Count(data[:offset], []byte("\n")) + 1
+}
+
+// looksUTF16 reports ASCII text in UTF-16: a NUL in every other byte of
+// its start, all at odd offsets (little-endian) or all at even ones.
+func looksUTF16(data []byte) bool {
+	n := min(len(data), 64) &^ 1
+	if n < 4 {
+		return false
+	}
+
+	var even, odd int
+
+	for i := range n {
+		if data[i] == 0 {
+			if i%2 == 0 {
+				even++
+			} else {
+				odd++
+			}
+		}
+	}
+
+	return (odd == n/2 && even == 0) || (even == n/2 && odd == 0)
 }

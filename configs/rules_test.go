@@ -187,3 +187,37 @@ func TestFilterAddrs(t *testing.T) {
 		t.Error("a bad subnet was taken")
 	}
 }
+
+func TestDecodeBase64(t *testing.T) {
+	t.Parallel()
+
+	for in, want := range map[string]string{
+		"aGk/Pz4+":  "hi??>>",
+		"aGk_Pz4-":  "hi??>>",
+		"aGk/Pz4":   "hi??>",
+		"aGk_Pz4":   "hi??>",
+		"aGk=":      "hi",
+		"aGk":       "hi",
+		"aGk_Pz4+":  "", // both alphabets
+		"not base!": "",
+	} {
+		got, err := configs.DecodeBase64(in)
+
+		switch {
+		case want == "" && err == nil:
+			t.Errorf("%q: decoded as %q", in, got)
+		case want != "" && (err != nil || string(got) != want):
+			t.Errorf("%q: %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestMachineTypeOf(t *testing.T) {
+	t.Parallel()
+
+	for in, want := range map[string]string{"join": "worker", "worker": "worker", "controlplane": "controlplane", "init": "init", "x": "x"} {
+		if got := configs.MachineTypeOf(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}

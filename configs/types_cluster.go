@@ -5,7 +5,7 @@ import "time"
 // ClusterConfig is the cluster section: what every node of the cluster shares.
 type ClusterConfig struct {
 	// ID and Secret identify the cluster to the discovery service (base64
-	// of 32 bytes each).
+	// of 32 bytes each, in either alphabet: DecodeBase64).
 	ID           string                `yaml:"id,omitempty"`
 	Secret       string                `yaml:"secret,omitempty"`
 	ControlPlane *ControlPlaneConfig   `yaml:"controlPlane,omitempty"`

@@ -45,8 +45,8 @@ type Device struct {
 	Interface      string          `yaml:"interface,omitempty"`
 	DeviceSelector *DeviceSelector `yaml:"deviceSelector,omitempty"`
 	Addresses      []string        `yaml:"addresses,omitempty"`
-	// CIDR is the single address of Talos before addresses existed; both
-	// are applied when both are set.
+	// CIDR is the single address of Talos before addresses existed; as in
+	// Talos, a link has one or the other.
 	CIDR        string           `yaml:"cidr,omitempty"`
 	Routes      []Route          `yaml:"routes,omitempty"`
 	Bond        *Bond            `yaml:"bond,omitempty"`

@@ -21,18 +21,27 @@ func (v *validator) cluster(c *ClusterConfig) {
 
 	v.endpoint(c.ControlPlane)
 
-	// Kubernetes names the cluster in kubeconfigs and certificates, and
-	// discovery keys affiliates by it.
-	if strings.TrimSpace(c.ClusterName) == "" {
+	// A control plane names the cluster in the kubeconfigs it issues.
+	// Talos never required it (its 1.3 to 1.7 workers have none): a worker
+	// only uses it for its default hostname, which falls back to "talos"
+	// (render.DefaultHostname), and its kubelet's bootstrap kubeconfig
+	// names the cluster "local" whatever it is.
+	if strings.TrimSpace(c.ClusterName) == "" && v.controlPlane() {
 		v.errorf(p+".clusterName", "cluster name is required (.cluster.clusterName)")
 	}
 
+	// Talos takes the ID as an opaque string (it does not validate it);
+	// one that is not what gen config makes is likely cut short, but the
+	// discovery service would still key the cluster by it.
 	if c.ID != "" {
-		v.check(p+".id", checkBase64Key("cluster id", c.ID, 32))
+		if err := checkDecodedKey("cluster id", c.ID, DecodeBase64, 32); err != nil {
+			v.warnf(p+".id", "%v (std or URL-safe alphabet), as talosctl gen config makes it", err)
+		}
 	}
 
+	// The secret is the key affiliates are encrypted with (AES-GCM).
 	if c.Secret != "" {
-		v.check(p+".secret", checkBase64Key("cluster secret", c.Secret, 32))
+		v.check(p+".secret", checkDecodedKey("cluster secret", c.Secret, DecodeBase64, 16, 24, 32))
 	}
 
 	switch {
@@ -189,7 +198,7 @@ func (v *validator) clusterSecrets(c *ClusterConfig) {
 		secrets = append(secrets, etcd)
 	}
 
-	worker := v.cfg.Machine != nil && v.cfg.Machine.Type == MachineTypeWorker
+	worker := v.cfg.Machine != nil && MachineTypeOf(v.cfg.Machine.Type) == MachineTypeWorker
 
 	for _, s := range secrets {
 		switch {
@@ -384,7 +393,7 @@ func (v *validator) manifests(c *ClusterConfig) {
 		mp := indexPath("cluster.inlineManifests", i)
 
 		switch {
-		case m.Name == "":
+		case strings.TrimSpace(m.Name) == "":
 			v.errorf(mp+".name", "inline manifest name can't be empty")
 		case names[m.Name]:
 			v.errorf(mp+".name", "inline manifest name %q is duplicate", m.Name)
@@ -445,17 +454,22 @@ func (v *validator) discovery(c *ClusterConfig) {
 }
 
 // CheckDNSDomain is the rule for cluster.network.dnsDomain, the cluster's
-// DNS domain the kubelets, CoreDNS and the bootstrap manifests use: a
-// lowercase DNS name without a trailing dot. The manifests' renderer
-// applies it too.
+// DNS domain the kubelets, CoreDNS and the bootstrap manifests use: a DNS
+// name. As in Talos, a trailing dot and capitals are allowed: the node
+// renders NormalizeDNSDomain of it. The manifests' renderer applies it too.
 func CheckDNSDomain(s string) error {
 	if why := dnsNameProblem(s); why != "" {
 		return fmt.Errorf("invalid DNS domain %q: %s", s, why)
 	}
 
-	if strings.HasSuffix(s, ".") || strings.ToLower(s) != s {
-		return fmt.Errorf("invalid DNS domain %q: a lowercase name without a trailing dot, such as cluster.local", s)
-	}
-
 	return nil
+}
+
+// NormalizeDNSDomain is the DNS domain as the node renders it (the
+// kubelet's clusterDomain, CoreDNS's zone, the API server certificate's
+// names): lowercase, without the trailing dot. The kubelet would otherwise
+// write search domains ending in a dot, and no certificate name matches
+// one.
+func NormalizeDNSDomain(s string) string {
+	return strings.ToLower(strings.TrimSuffix(s, "."))
 }

@@ -57,6 +57,8 @@ func (v *validator) disks(disks []MachineDisk, in *InstallConfig) {
 		switch j, dup := devices[d.Device]; {
 		case !strings.HasPrefix(d.Device, "/dev/"):
 			v.errorf(dp+".device", "disk device %q must be a path under /dev/", d.Device)
+		case path.Clean(d.Device) == "/dev":
+			v.errorf(dp+".device", "disk device %q names no device: write the disk's path, such as /dev/sdb", d.Device)
 		case dup:
 			v.errorf(dp+".device", "disk %s is already configured by machine.disks[%d]: give each disk one entry with all its partitions", d.Device, j)
 		case in != nil && in.Disk != "" && path.Clean(in.Disk) == path.Clean(d.Device):
@@ -139,8 +141,12 @@ func (v *validator) install(in *InstallConfig) {
 		v.errorf(p, "either install disk or diskSelector should be defined")
 	}
 
-	if in.Disk != "" && !strings.HasPrefix(in.Disk, "/dev/") {
+	switch {
+	case in.Disk == "":
+	case !strings.HasPrefix(in.Disk, "/dev/"):
 		v.errorf(p+".disk", "install disk %q must be a path under /dev/", in.Disk)
+	case path.Clean(in.Disk) == "/dev":
+		v.errorf(p+".disk", "install disk %q names no device: write the disk's path, such as /dev/sda", in.Disk)
 	}
 
 	if sel := in.DiskSelector; sel != nil {
@@ -149,10 +155,7 @@ func (v *validator) install(in *InstallConfig) {
 		}
 
 		if sel.Size != "" {
-			size := strings.TrimLeft(sel.Size, "<>=! ")
-			if _, err := humanize.ParseBytes(size); err != nil {
-				v.errorf(p+".diskSelector.size", "invalid disk size %q: want a size with an optional comparison, such as \">= 100GB\"", sel.Size)
-			}
+			v.check(p+".diskSelector.size", checkDiskSizeMatch(sel.Size))
 		}
 
 		if sel.Type != "" && !slices.Contains(diskTypes, sel.Type) {
@@ -194,4 +197,36 @@ func (v *validator) install(in *InstallConfig) {
 
 		seen[ext.Image] = i
 	}
+}
+
+// diskSizeOps are the comparisons of an install disk selector's size, as
+// Talos's size matcher and the node's (internal/disk) read them: longest
+// first, none meaning equal.
+var diskSizeOps = []string{">=", "<=", "==", ">", "<"}
+
+// checkDiskSizeMatch checks machine.install.diskSelector.size: an
+// optional comparison, then a size ("<= 256GB", "1TB").
+func checkDiskSizeMatch(s string) error {
+	const want = `want a size with an optional comparison (>=, <=, ==, > or <), such as ">= 100GB"`
+
+	rest := strings.TrimSpace(s)
+	op := ""
+
+	for _, o := range diskSizeOps {
+		if strings.HasPrefix(rest, o) {
+			op, rest = o, strings.TrimSpace(rest[len(o):])
+
+			break
+		}
+	}
+
+	if bad := len(rest) - len(strings.TrimLeft(rest, "<>=!~")); bad > 0 {
+		return fmt.Errorf("invalid disk size %q: unknown comparison %q: %s", s, op+rest[:bad], want)
+	}
+
+	if _, err := humanize.ParseBytes(rest); err != nil {
+		return fmt.Errorf("invalid disk size %q: %s", s, want)
+	}
+
+	return nil
 }

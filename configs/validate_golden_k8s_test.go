@@ -43,6 +43,28 @@ func TestValidateKubernetes(t *testing.T) {
 			wantErrs: []string{`cluster.apiServer.auditPolicy.rules: an audit policy needs at least one rule: kube-apiserver refuses a policy with none`},
 		},
 		{
+			name:  "audit policy rules as a mapping",
+			patch: `cluster: {apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1, kind: Policy, rules: {level: Metadata}}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.auditPolicy.rules: rules must be a list of rules (- level: Metadata ...), not a mapping: kube-apiserver cannot load the policy`,
+			},
+		},
+		{
+			name:  "audit policy rules as a string, a rule as a string",
+			patch: `cluster: {apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1, kind: Policy, rules: "level: Metadata"}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.auditPolicy.rules: rules must be a list of rules (- level: Metadata ...), not the string "level: Metadata": kube-apiserver cannot load the policy`,
+			},
+		},
+		{
+			name:  "an audit rule that is not a mapping",
+			patch: `cluster: {apiServer: {auditPolicy: {apiVersion: audit.k8s.io/v1, kind: Policy, rules: [Metadata, [a]]}}}`,
+			wantErrs: []string{
+				`cluster.apiServer.auditPolicy.rules[0]: a rule must be a mapping (level: Metadata ...), not the string "Metadata"`,
+				`cluster.apiServer.auditPolicy.rules[1]: a rule must be a mapping (level: Metadata ...), not a list`,
+			},
+		},
+		{
 			name:  "scheduler config",
 			patch: `cluster: {scheduler: {config: {apiVersion: kubescheduler.config.k8s.io/v1beta3, kind: KubeSchedulerConfiguration, clientConnection: {kubeconfig: /x}}}}`,
 			wantErrs: []string{
@@ -67,11 +89,35 @@ func TestValidateKubernetes(t *testing.T) {
 		},
 		{
 			name:  "service subnet sizes, and node masks too far apart",
-			patch: `cluster: {network: {podSubnets: [172.16.0.0/12, "fd00::/32"], serviceSubnets: [10.96.0.0/29, "fd01::/64"]}}`,
+			patch: `cluster: {network: {podSubnets: [172.16.0.0/12, "fd00::/32"], serviceSubnets: [10.96.0.0/29, "fd01::/56"]}}`,
 			wantErrs: []string{
 				`cluster.network.serviceSubnets[0]: service subnet 10.96.0.0/29 is too small: it must hold the DNS service's address (the 10th), so at least /28`,
-				`cluster.network.serviceSubnets[1]: service subnet fd01::/64 is too large: kube-apiserver allows at most /108 for this family (2^20 addresses)`,
 				`cluster.network.podSubnets[1]: pod subnet fd00::/32 is split into /64 node subnets: kube-controller-manager refuses masks more than 16 bits apart (set node-cidr-mask-size-ipv6 to at most 48)`,
+				`cluster.network.serviceSubnets[1]: service subnet fd01::/56 is too large: kube-apiserver allows IPv6 service ranges of /64 or longer`,
+			},
+		},
+		{
+			// Kubernetes 1.34's IPAddress allocator (MultiCIDRServiceAllocator
+			// and DisableAllocatorDualWrite on by default) has no /12 limit.
+			name:  "large service subnets with Kubernetes 1.34",
+			patch: `cluster: {network: {podSubnets: [10.0.0.0/16, "fd00::/48"], serviceSubnets: [10.64.0.0/10, "fd01::/64"]}}`,
+		},
+		{
+			name: "large service subnets with the bitmap allocator",
+			patch: `cluster: {network: {podSubnets: [10.0.0.0/16, "fd00::/48"], serviceSubnets: [10.64.0.0/10, "fd01::/64"]},
+				apiServer: {extraArgs: {feature-gates: "DisableAllocatorDualWrite=false"}}}`,
+			wantErrs: []string{
+				`cluster.network.serviceSubnets[0]: service subnet 10.64.0.0/10 is too large: kube-apiserver 1.34.12 allows at most /12 for this family (2^20 addresses) while it keeps the bitmap allocator (feature gates MultiCIDRServiceAllocator and DisableAllocatorDualWrite, both on by default from Kubernetes 1.34, lift the limit)`,
+				`cluster.network.serviceSubnets[1]: service subnet fd01::/64 is too large: kube-apiserver 1.34.12 allows at most /108 for this family (2^20 addresses) while it keeps the bitmap allocator (feature gates MultiCIDRServiceAllocator and DisableAllocatorDualWrite, both on by default from Kubernetes 1.34, lift the limit)`,
+			},
+		},
+		{
+			name: "large service subnets with Kubernetes 1.33",
+			patch: `{machine: {kubelet: {image: "ghcr.io/siderolabs/kubelet:v1.33.13"}}, cluster: {network: {serviceSubnets: [10.64.0.0/11]},
+				apiServer: {image: "registry.k8s.io/kube-apiserver:v1.33.13"}, controllerManager: {image: "registry.k8s.io/kube-controller-manager:v1.33.13"},
+				scheduler: {image: "registry.k8s.io/kube-scheduler:v1.33.13"}, proxy: {image: "registry.k8s.io/kube-proxy:v1.33.13"}}}`,
+			wantErrs: []string{
+				`cluster.network.serviceSubnets[0]: service subnet 10.64.0.0/11 is too large: kube-apiserver 1.33.13 allows at most /12 for this family (2^20 addresses) while it keeps the bitmap allocator (feature gates MultiCIDRServiceAllocator and DisableAllocatorDualWrite, both on by default from Kubernetes 1.34, lift the limit)`,
 			},
 		},
 		{
@@ -142,6 +188,20 @@ func TestValidateKubernetes(t *testing.T) {
 				`cluster.scheduler.extraArgs["coordinated-leadership-lease-duration"]: kube-scheduler 1.33.13 has no flag --coordinated-leadership-lease-duration: it would refuse to start`,
 			},
 			wantWarns: []string{`cluster.apiServer.extraArgs["kubelet-port"]: --kubelet-port is deprecated in kube-apiserver 1.34.12`},
+		},
+		{
+			// Flags of configs carried over from older clusters: said to be
+			// removed, and when (configs/validate_kubeflags_removed.go).
+			name: "flags removed in earlier minors",
+			patch: `{machine: {kubelet: {extraArgs: {image-pull-progress-deadline: 2m, network-plugin: cni, keep-terminated-pod-volumes: "false", logtostderr: "true"}}},
+				cluster: {apiServer: {extraArgs: {log-dir: /var/log}}}}`,
+			wantErrs: []string{
+				`machine.kubelet.extraArgs["image-pull-progress-deadline"]: flag --image-pull-progress-deadline was removed in Kubernetes 1.24 (kubernetes/kubernetes#106907): kubelet 1.34.12 would refuse to start`,
+				`machine.kubelet.extraArgs["keep-terminated-pod-volumes"]: flag --keep-terminated-pod-volumes was removed in Kubernetes 1.31 (kubernetes/kubernetes#122082): kubelet 1.34.12 would refuse to start`,
+				`machine.kubelet.extraArgs["logtostderr"]: flag --logtostderr was removed in Kubernetes 1.26 (kubernetes/kubernetes#112120): kubelet 1.34.12 would refuse to start`,
+				`machine.kubelet.extraArgs["network-plugin"]: flag --network-plugin was removed in Kubernetes 1.24 (kubernetes/kubernetes#106907): kubelet 1.34.12 would refuse to start`,
+				`cluster.apiServer.extraArgs["log-dir"]: flag --log-dir was removed in Kubernetes 1.26 (kubernetes/kubernetes#112120): kube-apiserver 1.34.12 would refuse to start`,
+			},
 		},
 		{
 			name: "component configs as the components' own types read them",

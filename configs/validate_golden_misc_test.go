@@ -50,6 +50,17 @@ func TestValidateGoldenMisc(t *testing.T) {
 			},
 		},
 		{
+			name: "sysctl and sysfs keys as absolute paths",
+			patch: `machine: {sysctls: {"/proc/sys/net/ipv4/ip_forward": "1", "/proc/sys/net/ipv4/conf/eth0.100/forwarding": "1", "/proc/sys/": "1"},
+				sysfs: {"/sys/kernel/mm/transparent_hugepage/enabled": never}}`,
+			wantErrs: []string{
+				`machine.sysctls["/proc/sys/"]: keys are relative to /proc/sys, written with dots (such as net.ipv4.ip_forward)`,
+				`machine.sysctls["/proc/sys/net/ipv4/conf/eth0.100/forwarding"]: keys are relative to /proc/sys, written with slashes when a part holds a dot (net/ipv4/conf/eth0.100/forwarding)`,
+				`machine.sysctls["/proc/sys/net/ipv4/ip_forward"]: keys are relative to /proc/sys, written with dots (net.ipv4.ip_forward)`,
+				`machine.sysfs["/sys/kernel/mm/transparent_hugepage/enabled"]: keys are relative to /sys, written with dots (kernel.mm.transparent_hugepage.enabled)`,
+			},
+		},
+		{
 			name:      "kernel modules in container mode",
 			patch:     `machine: {kernel: {modules: [{name: br_netfilter}]}}`,
 			mode:      "container",
@@ -147,6 +158,12 @@ func TestValidateGoldenMisc(t *testing.T) {
 			name:     "cluster name required",
 			patch:    `cluster: {clusterName: null}`,
 			wantErrs: []string{`cluster.clusterName: cluster name is required (.cluster.clusterName)`},
+		},
+		{
+			// Talos 1.3 to 1.7 generated workers without one.
+			name:  "worker without a cluster name",
+			base:  "worker",
+			patch: `cluster: {clusterName: null}`,
 		},
 		{
 			name:     "cluster name blank",

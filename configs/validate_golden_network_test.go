@@ -50,9 +50,30 @@ func TestValidateGoldenNetwork(t *testing.T) {
 			wantErrs: []string{`machine.network.interfaces[1].cidr: invalid CIDR "10.0.0/8"`},
 		},
 		{
-			name:     "address without prefix length",
-			patch:    `machine: {network: {interfaces: [{interface: eth0, addresses: [10.0.0.5]}]}}`,
-			wantErrs: []string{`machine.network.interfaces[0].addresses[0]: invalid CIDR "10.0.0.5"`},
+			// Talos takes a bare address as a host prefix (/32, /128).
+			name: "addresses without prefix length",
+			patch: `machine: {network: {interfaces: [{interface: eth0, addresses: [10.0.0.5, "2001:db8::5"],
+				vlans: [{vlanId: 5, cidr: 10.0.5.5}]}]}}`,
+		},
+		{
+			// Talos refuses both, on a link and on a VLAN.
+			name: "cidr and addresses together",
+			patch: `machine: {network: {interfaces: [{interface: eth0, cidr: 10.0.0.5/24, addresses: [10.0.1.5/24],
+				vlans: [{vlanId: 5, cidr: 10.0.5.5/24, addresses: [10.0.6.5/24]}]}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].cidr: interface can't have both .cidr and .addresses set: list 10.0.0.5/24 in addresses instead`,
+				`machine.network.interfaces[0].vlans[0].cidr: vlan can't have both .cidr and .addresses set: list 10.0.5.5/24 in addresses instead`,
+			},
+		},
+		{
+			name: "bare address that is not one",
+			patch: `machine: {network: {interfaces: [{interface: eth0, addresses: [10.0.0.256, "fe80::1%eth0"],
+				vlans: [{vlanId: 5, addresses: [eth0]}]}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].addresses[0]: invalid address "10.0.0.256": want an IP address, with its prefix length (192.168.1.10/24)`,
+				`machine.network.interfaces[0].addresses[1]: invalid address "fe80::1%eth0": want an IP address, with its prefix length (192.168.1.10/24)`,
+				`machine.network.interfaces[0].vlans[0].addresses[0]: invalid address "eth0": want an IP address, with its prefix length (192.168.1.10/24)`,
+			},
 		},
 		{
 			name: "bad routes",
@@ -102,6 +123,48 @@ func TestValidateGoldenNetwork(t *testing.T) {
 				`machine.network.interfaces[0].bond.lacpRate: unsupported LACP rate "quick" (expected one of slow, fast)`,
 				`machine.network.interfaces[0].bond.xmitHashPolicy: unsupported transmit hash policy "layer9" (expected one of layer2, layer3+4, layer2+3, encap2+3, encap3+4, vlan+srcmac)`,
 				`machine.network.interfaces[0].bond.updelay: bond.upDelay should be a multiple of miiMon`,
+			},
+		},
+		{
+			// Talos's checkBond: options of other modes are refused.
+			name: "bond options of another mode",
+			patch: `machine: {network: {interfaces: [
+				{interface: bond0, dhcp: true, bond: {interfaces: [eth0], mode: active-backup, lacpRate: fast, adActorSysPrio: 5, adUserPortKey: 3, tlbDynamicLb: 1, packetsPerSlave: 2}},
+				{interface: bond1, dhcp: true, bond: {interfaces: [eth1], mode: 802.3ad, arpValidate: all, arpInterval: 100, primary: eth1}},
+				{interface: bond2, dhcp: true, bond: {interfaces: [eth2], primary: eth2}}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].bond.lacpRate: bond.lacpRate is not available in active-backup mode (only in 802.3ad)`,
+				`machine.network.interfaces[0].bond.adActorSysPrio: bond.adActorSysPrio is not available in active-backup mode (only in 802.3ad)`,
+				`machine.network.interfaces[0].bond.adUserPortKey: bond.adUserPortKey is not available in active-backup mode (only in 802.3ad)`,
+				`machine.network.interfaces[0].bond.packetsPerSlave: bond.packetsPerSlave is not available in active-backup mode (only in balance-rr)`,
+				`machine.network.interfaces[0].bond.tlbDynamicLb: bond.tlbDynamicLb is not available in active-backup mode (only in balance-tlb and balance-alb)`,
+				`machine.network.interfaces[1].bond.arpValidate: bond.arpValidate is not available in 802.3ad mode (only in balance-rr, active-backup, balance-xor and broadcast)`,
+				`machine.network.interfaces[1].bond.arpInterval: bond.arpInterval is not available in 802.3ad mode (only in balance-rr, active-backup, balance-xor and broadcast)`,
+				`machine.network.interfaces[1].bond.primary: bond.primary is not available in 802.3ad mode (only in active-backup, balance-tlb and balance-alb)`,
+				`machine.network.interfaces[2].bond.primary: bond.primary is not available in balance-rr mode (only in active-backup, balance-tlb and balance-alb)`,
+			},
+			wantWarns: []string{
+				`machine.network.interfaces[0].bond: talosbox does not apply packetsPerSlave, tlbDynamicLb, adActorSysPrio, adUserPortKey to the bond yet: the bonding driver's defaults hold`,
+				`machine.network.interfaces[1].bond: talosbox does not apply arpValidate, primary, arpInterval to the bond yet: the bonding driver's defaults hold`,
+				`machine.network.interfaces[2].bond: talosbox does not apply primary to the bond yet: the bonding driver's defaults hold`,
+			},
+		},
+		{
+			name: "bond option values, and what Talos does not support",
+			patch: `machine: {network: {interfaces: [{interface: bond0, dhcp: true, bond: {interfaces: [eth0], mode: active-backup,
+				arpValidate: some, arpAllTargets: every, primaryReselect: never, failOverMac: swap, adSelect: best,
+				arpIPTarget: [10.0.0.1], adActorSystem: "00:11:22:33:44:55"}}]}}`,
+			wantErrs: []string{
+				`machine.network.interfaces[0].bond.arpValidate: unsupported ARP validation "some" (expected one of none, active, backup, all, filter, filter-active, filter-backup)`,
+				`machine.network.interfaces[0].bond.arpAllTargets: unsupported ARP all targets mode "every" (expected one of any, all)`,
+				`machine.network.interfaces[0].bond.primaryReselect: unsupported primary reselection policy "never" (expected one of always, better, failure)`,
+				`machine.network.interfaces[0].bond.failOverMac: unsupported fail over MAC policy "swap" (expected one of none, active, follow)`,
+				`machine.network.interfaces[0].bond.adSelect: unsupported 802.3ad aggregation selection "best" (expected one of stable, bandwidth, count)`,
+				`machine.network.interfaces[0].bond.arpIPTarget: bond.arpIPTarget is not supported`,
+				`machine.network.interfaces[0].bond.adActorSystem: bond.adActorSystem is not supported`,
+			},
+			wantWarns: []string{
+				`machine.network.interfaces[0].bond: talosbox does not apply arpValidate, arpAllTargets, primaryReselect, failOverMac, adSelect to the bond yet: the bonding driver's defaults hold`,
 			},
 		},
 		{

@@ -242,24 +242,34 @@ func TestValidateRules(t *testing.T) {
 			name: "registries, log destinations and module parameters",
 			patch: `machine: {registries: {mirrors: {"https://docker.io": {endpoints: ["https://mirror.example.com/v2/"]}, "ghcr.io": {endpoints: ["https://m.example.com/v2"], overridePath: true}},
 					config: {"registry.example.com:99999": {auth: {username: a, password: b}}}},
-				logging: {destinations: [{endpoint: "tcp://logs.example.com", format: json_lines}]},
+				logging: {destinations: [{endpoint: "tcp://logs.example.com", format: json_lines}, {endpoint: "tcp://:5000", format: json_lines}]},
 				kernel: {modules: [{name: br_netfilter, parameters: ["=1"]}, {name: dummy, parameters: ["numdummies=1", "x=\"a\"b\""]}]}}`,
 			wantErrs: []string{
 				`machine.registries.mirrors["https://docker.io"]: registry host "https://docker.io" must be a host name with an optional port, as image references name it (did you mean "docker.io"?)`,
 				`machine.registries.config["registry.example.com:99999"]: registry host "registry.example.com:99999": invalid port "99999"`,
 				`machine.logging.destinations[0].endpoint: log destination "tcp://logs.example.com" has no port: the node would not know where to send (tcp://host:port)`,
+				`machine.logging.destinations[1].endpoint: invalid log destination "tcp://:5000": host is missing`,
 				`machine.kernel.modules[0].parameters: parameter "=1": invalid name ""`,
 				`machine.kernel.modules[1].parameters: parameter "x=\"a\"b\"": the kernel cannot take a double quote inside a value`,
 			},
 			wantWarns: []string{`machine.registries.mirrors["https://docker.io"].endpoints[0]: https://mirror.example.com/v2/ ends with /v2, which containerd adds itself (it would ask for /v2/v2/...): leave it out, or set overridePath: true if the mirror serves the API there`},
 		},
 		{
+			// Talos accepts both; the node renders cluster.local.
+			name:  "DNS domain with a trailing dot, in capitals",
+			patch: `cluster: {network: {dnsDomain: Cluster.Local.}}`,
+		},
+		{
+			name:     "DNS domain that is only a dot",
+			patch:    `cluster: {network: {dnsDomain: .}}`,
+			wantErrs: []string{`cluster.network.dnsDomain: invalid DNS domain ".": it is empty`},
+		},
+		{
 			name: "what the renderers and the etcd member would refuse, said by validation",
 			patch: `{machine: {registries: {config: {"*": {tls: {insecureSkipVerify: true}}}}},
-				cluster: {network: {dnsDomain: Cluster.Local}, etcd: {extraArgs: {heartbeat-interval: "500", listen-metrics-urls: "http://metrics.example:2381"}}}}`,
+				cluster: {etcd: {extraArgs: {heartbeat-interval: "500", listen-metrics-urls: "http://metrics.example:2381"}}}}`,
 			wantErrs: []string{
 				`machine.registries.config["*"].tls: TLS settings for the wildcard host "*" are not supported: give them for each registry's host`,
-				`cluster.network.dnsDomain: invalid DNS domain "Cluster.Local": a lowercase name without a trailing dot, such as cluster.local`,
 				`cluster.etcd.extraArgs: --election-timeout[1000ms] should be at least as 5 times as --heartbeat-interval[500ms]: etcd would not start`,
 				`cluster.etcd.extraArgs: expected IP in URL for binding (http://metrics.example:2381): etcd would not start`,
 			},

@@ -33,6 +33,23 @@ func TestValidateGolden(t *testing.T) {
 			wantWarns: []string{`machine.type: machine type "init" is deprecated: use "controlplane" and run talosctl bootstrap once`},
 		},
 		{
+			// Talos reads "join" as worker, with this warning.
+			name:      "join is worker",
+			base:      "worker",
+			patch:     `machine: {type: join}`,
+			wantWarns: []string{`machine.type: use "worker" instead of "join" for machine type`},
+		},
+		{
+			name:  "join is held to the worker rules",
+			base:  "worker",
+			patch: `machine: {type: join, ca: {key: ` + osKey + `}}`,
+			wantErrs: []string{
+				`machine.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)`,
+				`machine.ca.key: the private key does not belong to the certificate in .machine.ca.crt: the pair cannot sign anything (was one of them replaced without the other?)`,
+			},
+			wantWarns: []string{`machine.type: use "worker" instead of "join" for machine type`},
+		},
+		{
 			name:     "init is deprecated, strict",
 			patch:    `machine: {type: init}`,
 			strict:   true,
@@ -251,11 +268,44 @@ func TestValidateGolden(t *testing.T) {
 			wantErrs: nil,
 		},
 		{
+			name:  "install disk selector comparisons",
+			patch: `machine: {install: {disk: null, diskSelector: {size: "<> 10GB"}}}`,
+			wantErrs: []string{
+				`machine.install.diskSelector.size: invalid disk size "<> 10GB": unknown comparison "<>": want a size with an optional comparison (>=, <=, ==, > or <), such as ">= 100GB"`,
+			},
+		},
+		{
+			name:  "install disk selector comparisons, bad too",
+			patch: `machine: {install: {disk: null, diskSelector: {size: "=> 10GB"}}}`,
+			wantErrs: []string{
+				`machine.install.diskSelector.size: invalid disk size "=> 10GB": unknown comparison "=>": want a size with an optional comparison (>=, <=, ==, > or <), such as ">= 100GB"`,
+			},
+		},
+		{
+			name:  "install disk selector comparisons that are fine",
+			patch: `machine: {install: {disk: null, diskSelector: {size: "<= 2TB"}}}`,
+		},
+		{
+			name:  "install disk without a device",
+			patch: `machine: {install: {disk: /dev/}, disks: [{device: /dev, partitions: [{mountpoint: /var/mnt/a}]}]}`,
+			wantErrs: []string{
+				`machine.disks[0].device: disk device "/dev" must be a path under /dev/`,
+				`machine.install.disk: install disk "/dev/" names no device: write the disk's path, such as /dev/sda`,
+			},
+		},
+		{
+			name:  "user disk without a device",
+			patch: `machine: {disks: [{device: /dev//, partitions: [{mountpoint: /var/mnt/a}]}]}`,
+			wantErrs: []string{
+				`machine.disks[0].device: disk device "/dev//" names no device: write the disk's path, such as /dev/sdb`,
+			},
+		},
+		{
 			name:  "install settings",
 			patch: `machine: {install: {disk: sda, diskSelector: {size: ">= lots", type: floppy}, image: "Ghcr.io/x y"}}`,
 			wantErrs: []string{
 				`machine.install.disk: install disk "sda" must be a path under /dev/`,
-				`machine.install.diskSelector.size: invalid disk size ">= lots": want a size with an optional comparison, such as ">= 100GB"`,
+				`machine.install.diskSelector.size: invalid disk size ">= lots": want a size with an optional comparison (>=, <=, ==, > or <), such as ">= 100GB"`,
 				`machine.install.diskSelector.type: unsupported disk type "floppy" (expected ssd, hdd, nvme or sd)`,
 				`machine.install.image: invalid image reference "Ghcr.io/x y": it contains whitespace`,
 			},
@@ -306,12 +356,24 @@ func TestValidateGolden(t *testing.T) {
 		},
 		{
 			name:  "secrets are base64 of the right size",
-			patch: `cluster: {id: "short", secretboxEncryptionSecret: "c2hvcnQ=", aescbcEncryptionSecret: "!!"}`,
+			patch: `cluster: {id: "short", secret: "c2hvcnQ=", secretboxEncryptionSecret: "c2hvcnQ=", aescbcEncryptionSecret: "!!"}`,
 			wantErrs: []string{
-				`cluster.id: invalid cluster id: must be base64 of 32 bytes`,
+				`cluster.secret: invalid cluster secret: must be base64 of 16, 24, 32 bytes`,
 				`cluster.secretboxEncryptionSecret: invalid secretbox encryption secret: must be base64 of 32 bytes`,
 				`cluster.aescbcEncryptionSecret: invalid aescbc encryption secret: must be base64 of 16, 24, 32 bytes`,
 			},
+			// Talos does not check the ID at all: the discovery service
+			// keys the cluster by it as a string.
+			wantWarns: []string{`cluster.id: invalid cluster id: must be base64 of 32 bytes (std or URL-safe alphabet), as talosctl gen config makes it`},
+		},
+		{
+			// Talos before 1.14 wrote cluster.id in the URL-safe alphabet.
+			name:  "cluster id and secret in the URL-safe alphabet, padded or not",
+			patch: `cluster: {id: "-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-__v8=", secret: "yMnKy8zNzs_Q0dLT1NXW19jZ2tvc3d7f4OHi4-Tl5uc"}`,
+		},
+		{
+			name:  "cluster id and secret in the standard alphabet, unpadded",
+			patch: `cluster: {id: "+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+//v8", secret: "yMnKy8zNzs/Q0dLT1NXW19jZ2tvc3d7f4OHi4+Tl5uc="}`,
 		},
 		{
 			name:     "persist should be enabled",
@@ -334,13 +396,14 @@ func TestValidateGolden(t *testing.T) {
 		},
 		{
 			name:  "components",
-			patch: `cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.34.1 ", certSANs: ["bad san"], disablePodSecurityPolicy: true}, proxy: {mode: userspace}, inlineManifests: [{name: a, contents: "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n"}, {name: a, contents: "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}"}, {contents: "[z]"}]}`,
+			patch: `cluster: {apiServer: {image: "registry.k8s.io/kube-apiserver:v1.34.1 ", certSANs: ["bad san"], disablePodSecurityPolicy: true}, proxy: {mode: userspace}, inlineManifests: [{name: a, contents: "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n"}, {name: a, contents: "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}"}, {contents: "[z]"}, {name: "  ", contents: "{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}"}]}`,
 			wantErrs: []string{
 				`cluster.apiServer.image: invalid image reference "registry.k8s.io/kube-apiserver:v1.34.1 ": it contains whitespace`,
 				`cluster.apiServer.certSANs[0]: invalid certificate SAN "bad san": must be an IP address or a DNS name`,
 				`cluster.proxy.mode: unsupported kube-proxy mode "userspace" (expected iptables, ipvs or nftables)`,
 				`cluster.inlineManifests[1].name: inline manifest name "a" is duplicate`,
 				`cluster.inlineManifests[2].name: inline manifest name can't be empty`,
+				`cluster.inlineManifests[3].name: inline manifest name can't be empty`,
 				`cluster.inlineManifests[2].contents: inline manifest "": document 1 (line 1): a manifest document must be a Kubernetes object (a mapping with apiVersion and kind), got a sequence`,
 			},
 			wantWarns: []string{`cluster.apiServer.disablePodSecurityPolicy: has no effect: PodSecurityPolicy was removed in Kubernetes 1.25`},

@@ -115,6 +115,7 @@ func (v *validator) kubernetes(c *Config) {
 	}
 
 	v.versionSkew(versions)
+	v.serviceSubnetSizes(c)
 	v.derivedArgs(c)
 	v.admissionPlugins(c)
 }
@@ -167,7 +168,9 @@ func (v *validator) componentArgs(comp kubeComponent, ver KubeVersion, known boo
 		f, ok := set.Lookup(k)
 		if !ok {
 			msg := fmt.Sprintf("%s %s has no flag --%s: it would refuse to start", comp.name, ver, k)
-			if s := set.Suggest(k); s != "" {
+			if note := removedFlagNote(comp.name, ver, k); note != "" {
+				msg = fmt.Sprintf("%s: %s %s would refuse to start", note, comp.name, ver)
+			} else if s := set.Suggest(k); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 

@@ -146,7 +146,13 @@ func (v *validator) auditPolicy(p string, pol Unstructured) {
 	v.stages(p+".omitStages", pol["omitStages"])
 
 	rules, ok := pol["rules"].([]any)
-	if !ok || len(rules) == 0 {
+
+	switch {
+	case !ok && pol["rules"] != nil:
+		v.errorf(p+".rules", "rules must be a list of rules (- level: Metadata ...), not %s: kube-apiserver cannot load the policy", describeYAMLValue(pol["rules"]))
+
+		return
+	case len(rules) == 0:
 		v.errorf(p+".rules", "an audit policy needs at least one rule: kube-apiserver refuses a policy with none")
 
 		return
@@ -157,7 +163,7 @@ func (v *validator) auditPolicy(p string, pol Unstructured) {
 
 		rule, ok := r.(map[string]any)
 		if !ok {
-			v.errorf(rp, "a rule must be a mapping")
+			v.errorf(rp, "a rule must be a mapping (level: Metadata ...), not %s", describeYAMLValue(r))
 
 			continue
 		}
@@ -399,5 +405,19 @@ func (v *validator) kubeletResources(cfg Unstructured) {
 				v.errorf(kp, "%v (or a percentage such as 10%%)", err)
 			}
 		}
+	}
+}
+
+// describeYAMLValue names a free-form value's kind for "not X" messages.
+func describeYAMLValue(x any) string {
+	switch x := x.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return fmt.Sprintf("the string %q", truncate(x, 40))
+	default:
+		return fmt.Sprintf("the value %v", x)
 	}
 }

@@ -3,6 +3,10 @@ package configs
 import (
 	"net/netip"
 	"strconv"
+	"strings"
+
+	"github.com/talosbox/talosbox/configs/kubeflags"
+	"github.com/talosbox/talosbox/configs/kubeschema"
 )
 
 // The defaults Kubernetes and talosbox use when the config says nothing.
@@ -17,8 +21,11 @@ const (
 	// CIDR mask size differ by more than 16 bits").
 	maxNodeMaskBits = 16
 	// kube-apiserver refuses a service range with more addresses than
-	// 2^20 (--service-cluster-ip-range "is too large").
+	// 2^20 while it keeps the old bitmap allocator
+	// (--service-cluster-ip-range "is too large"); see serviceSubnetSizes.
 	maxServiceBits = 20
+	// The IPAddress allocator refuses IPv6 service ranges shorter than /64.
+	minServiceIPv6Prefix = 64
 	// The DNS service takes the range's 10th address, so a range needs at
 	// least 11 (the network address is never allocated).
 	dnsServiceIndex = 10
@@ -72,10 +79,8 @@ func (v *validator) podAndServiceSubnets(c *ClusterConfig) {
 		sp := indexPath(p+".serviceSubnets", j)
 		hostBits := svc.Addr().BitLen() - svc.Bits()
 
-		switch {
-		case hostBits > maxServiceBits:
-			v.errorf(sp, "service subnet %s is too large: kube-apiserver allows at most /%d for this family (2^%d addresses)", svc, svc.Addr().BitLen()-maxServiceBits, maxServiceBits)
-		case hostBits < 64 && 1<<hostBits <= dnsServiceIndex:
+		// Too large depends on the API server's version: serviceSubnetSizes.
+		if hostBits < 64 && 1<<hostBits <= dnsServiceIndex {
 			v.errorf(sp, "service subnet %s is too small: it must hold the DNS service's address (the %dth), so at least /%d", svc, dnsServiceIndex, svc.Addr().BitLen()-4)
 		}
 	}
@@ -229,4 +234,72 @@ func (v *validator) ports(c *Config) {
 	case taken:
 		v.errorf("machine.features.kubePrism.port", "port %d is %s's: KubePrism needs a port of its own", port, who)
 	}
+}
+
+// serviceSubnetSizes refuses a service range the control plane's
+// kube-apiserver would refuse as too large. Its limit depends on the
+// allocator it runs (kubernetes cmd/kube-apiserver/app/options/
+// validation.go, validateClusterIPFlags): with the old bitmap allocator,
+// still written to unless both MultiCIDRServiceAllocator (GA and locked
+// on since 1.33) and DisableAllocatorDualWrite (on by default since 1.34)
+// are on, a range holds at most 2^20 addresses (/12 for IPv4, /108 for
+// IPv6). Without it the IPAddress allocator takes any IPv4 range and IPv6
+// ranges of /64 or longer (pkg/registry/core/service/ipallocator,
+// NewIPAllocator). A worker runs no API server: the control plane judges.
+func (v *validator) serviceSubnetSizes(c *Config) {
+	api, ok := v.kubeVersions[kubeflags.APIServer]
+	if !ok || c.Cluster == nil || c.Cluster.Network == nil {
+		return // no API server here, its version is reported, or the default range
+	}
+
+	bitmap := bitmapServiceAllocator(api, c.Cluster.APIServer)
+
+	for i, s := range c.Cluster.Network.ServiceSubnets {
+		svc, err := netip.ParsePrefix(s)
+		if err != nil {
+			continue // reported
+		}
+
+		sp := indexPath("cluster.network.serviceSubnets", i)
+
+		switch hostBits := svc.Addr().BitLen() - svc.Bits(); {
+		case bitmap && hostBits > maxServiceBits:
+			v.errorf(sp, "service subnet %s is too large: kube-apiserver %s allows at most /%d for this family (2^%d addresses) while it keeps the bitmap allocator (feature gates MultiCIDRServiceAllocator and DisableAllocatorDualWrite, both on by default from Kubernetes 1.34, lift the limit)",
+				svc, api, svc.Addr().BitLen()-maxServiceBits, maxServiceBits)
+		case svc.Addr().Is6() && svc.Bits() < minServiceIPv6Prefix:
+			v.errorf(sp, "service subnet %s is too large: kube-apiserver allows IPv6 service ranges of /%d or longer", svc, minServiceIPv6Prefix)
+		}
+	}
+}
+
+// bitmapServiceAllocator reports whether kube-apiserver of version api
+// with these extraArgs still allocates Service IPs from (or writes them
+// to) the old bitmap: unless both gates of the IPAddress allocator are on.
+func bitmapServiceAllocator(api KubeVersion, cfg *APIServerConfig) bool {
+	on := map[string]bool{}
+
+	if known, _ := kubeschema.Gates(api.String()); known != nil {
+		for _, g := range []string{"MultiCIDRServiceAllocator", "DisableAllocatorDualWrite"} {
+			on[g] = known[g].Default
+		}
+	} else {
+		// No gate list for this version: the defaults of the releases.
+		on["MultiCIDRServiceAllocator"] = api.Minor >= 33
+		on["DisableAllocatorDualWrite"] = api.Minor >= 34
+	}
+
+	if cfg != nil {
+		for entry := range strings.SplitSeq(cfg.ExtraArgs["feature-gates"], ",") {
+			k, val, _ := strings.Cut(strings.TrimSpace(entry), "=")
+			k = strings.TrimPrefix(strings.TrimSpace(k), "kube:")
+
+			if b, err := strconv.ParseBool(strings.TrimSpace(val)); err == nil {
+				if _, tracked := on[k]; tracked {
+					on[k] = b
+				}
+			}
+		}
+	}
+
+	return !on["MultiCIDRServiceAllocator"] || !on["DisableAllocatorDualWrite"]
 }

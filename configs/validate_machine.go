@@ -14,11 +14,29 @@ import (
 	"github.com/talosbox/talosbox/internal/sysctl"
 )
 
+// MachineTypeJoin is the name machine.type had for workers before Talos
+// v0.9; Talos still reads it as worker.
+const MachineTypeJoin = "join"
+
+// MachineTypeOf is the machine type a machine.type value means: "join" is
+// "worker", as Talos's machine.ParseType has it; anything else is itself.
+// Whatever shows or acts on a node's type (the MachineType resource, the
+// discovery affiliate, worker-only rules) reads it through this.
+func MachineTypeOf(t string) string {
+	if t == MachineTypeJoin {
+		return MachineTypeWorker
+	}
+
+	return t
+}
+
 func (v *validator) machine(m *MachineConfig) {
 	const p = "machine"
 
 	switch m.Type {
 	case MachineTypeControlPlane, MachineTypeWorker:
+	case MachineTypeJoin:
+		v.warnf(p+".type", "use %q instead of %q for machine type", MachineTypeWorker, m.Type)
 	case MachineTypeInit:
 		v.warnf(p+".type", "machine type %q is deprecated: use %q and run talosctl bootstrap once", m.Type, MachineTypeControlPlane)
 	default:
@@ -38,7 +56,7 @@ func (v *validator) machine(m *MachineConfig) {
 		v.check(indexPath(p+".certSANs", i), checkSAN(san))
 	}
 
-	if m.ControlPlane != nil && m.Type == MachineTypeWorker {
+	if m.ControlPlane != nil && MachineTypeOf(m.Type) == MachineTypeWorker {
 		v.warnf(p+".controlPlane", "has no effect on worker nodes")
 	}
 
@@ -86,7 +104,7 @@ func (v *validator) machineCA(m *MachineConfig) {
 		if len(ca.Crt) == 0 {
 			v.errorf("machine.ca.crt", "issuing CA certificate is required for controlplane nodes (.machine.ca.crt)")
 		}
-	case m.Type == MachineTypeWorker:
+	case MachineTypeOf(m.Type) == MachineTypeWorker:
 		if len(ca.Crt) == 0 && len(m.AcceptedCAs) == 0 {
 			v.errorf("machine.ca.crt", "trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)")
 		}
@@ -298,13 +316,49 @@ func (v *validator) time(t *TimeConfig) {
 var kernelKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_.*/:-]+$`) })
 
 func (v *validator) kernelSettings(path string, settings map[string]string) {
+	root := "/proc/sys"
+	if strings.HasSuffix(path, ".sysfs") {
+		root = "/sys"
+	}
+
 	for _, k := range sortedKeys(settings) {
+		if strings.HasPrefix(k, "/") {
+			if rel := relativeKernelKey(k, root); strings.Contains(rel, "/") {
+				v.errorf(keyPath(path, k), "keys are relative to %s, written with slashes when a part holds a dot (%s)", root, rel)
+			} else {
+				v.errorf(keyPath(path, k), "keys are relative to %s, written with dots (%s)", root, rel)
+			}
+
+			continue
+		}
+
 		if _, err := sysctl.SplitKey(k); err != nil {
 			v.errorf(keyPath(path, k), "invalid key: %v", err)
 		} else if !kernelKey().MatchString(k) {
 			v.errorf(keyPath(path, k), "invalid key %q: only letters, digits and _ . * / : - are allowed", k)
 		}
 	}
+}
+
+// relativeKernelKey is what an absolute path to a sysctl or sysfs file
+// is written as in the config: relative to root, dotted, or slashed when a
+// part holds a dot (a VLAN's interface name).
+func relativeKernelKey(k, root string) string {
+	rel := strings.Trim(strings.TrimPrefix(path.Clean(k), root), "/")
+	if rel == "" {
+		rel = "net.ipv4.ip_forward"
+		if root == "/sys" {
+			rel = "kernel.mm.transparent_hugepage.enabled"
+		}
+
+		return "such as " + rel
+	}
+
+	if strings.Contains(rel, ".") {
+		return rel
+	}
+
+	return strings.ReplaceAll(rel, "/", ".")
 }
 
 var talosRoles = []string{"os:admin", "os:operator", "os:reader", "os:etcd:backup"}

@@ -1,6 +1,7 @@
 package configs_test
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -78,6 +79,9 @@ func TestDecodeText(t *testing.T) {
 		{"NUL byte", "version: v1alpha1\nmachine:\n  type: wor\x00ker\n", `line 3: the config contains a NUL byte (\x00): a config is UTF-8 text`},
 		{"invalid UTF-8", "version: v1alpha1\ndebug: false\nmachine:\n  type: w\xffrker\n", "line 4: invalid UTF-8 (byte 0xff): a config is UTF-8 text; binary values go in base64"},
 		{"only empty documents", "---\n# nothing\n---\n", "line 3: config is empty"},
+		{"UTF-16LE", utf16("\ufeffversion: v1alpha1\n", false), "line 1: the config is UTF-16 text (byte order mark FF FE, little-endian): save it as UTF-8"},
+		{"UTF-16BE", utf16("\ufeffversion: v1alpha1\n", true), "line 1: the config is UTF-16 text (byte order mark FE FF, big-endian): save it as UTF-8"},
+		{"UTF-16 without a byte order mark", utf16("version: v1alpha1\n", false), "line 1: the config looks like UTF-16 text without a byte order mark (every other byte is NUL): save it as UTF-8"},
 	} {
 		_, err := configs.Decode([]byte(tc.text))
 		if err == nil || err.Error() != tc.want {
@@ -95,4 +99,33 @@ func TestDecodeText(t *testing.T) {
 	if err != nil || cfg.Machine == nil || cfg.Machine.Type != "worker" {
 		t.Fatalf("leading empty document: %v", err)
 	}
+
+	// A UTF-8 byte order mark (Windows editors write one) is no problem,
+	// and lines are still counted from the first.
+	for _, text := range [][]byte{append([]byte("\ufeff"), base...), append([]byte("\ufeff---\n"), base...)} {
+		cfg, pos, err := configs.DecodeWithPositions(text)
+		if err != nil || cfg.Machine == nil || cfg.Machine.Type != "worker" {
+			t.Fatalf("UTF-8 byte order mark: %v", err)
+		}
+
+		if want := bytes.Count(text[:bytes.Index(text, []byte("machine:"))], []byte("\n")) + 1; pos.Line("machine") != want {
+			t.Errorf("UTF-8 byte order mark: machine is on line %d, want %d", pos.Line("machine"), want)
+		}
+	}
+}
+
+// utf16 encodes ASCII and U+FEFF as UTF-16.
+func utf16(s string, bigEndian bool) string {
+	var out []byte
+
+	for _, r := range s {
+		hi, lo := byte(r>>8), byte(r)
+		if bigEndian {
+			out = append(out, hi, lo)
+		} else {
+			out = append(out, lo, hi)
+		}
+	}
+
+	return string(out)
 }

@@ -8,12 +8,6 @@ import (
 	"strings"
 )
 
-var (
-	bondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
-	lacpRates = []string{"slow", "fast"}
-	hashModes = []string{"layer2", "layer3+4", "layer2+3", "encap2+3", "encap3+4", "vlan+srcmac"}
-)
-
 // kubeSpanMinMTU is the smallest MTU of the KubeSpan WireGuard link.
 const kubeSpanMinMTU = 1280
 
@@ -88,7 +82,7 @@ func (v *validator) device(p string, d *Device) {
 		v.deviceSelector(p+".deviceSelector", d.DeviceSelector)
 	}
 
-	v.addressing(p, d.Addresses, d.CIDR, d.Routes, d.MTU, d.VIP)
+	v.addressing(p, "interface", d.Addresses, d.CIDR, d.Routes, d.MTU, d.VIP)
 
 	var kinds []string
 
@@ -132,7 +126,7 @@ func (v *validator) device(p string, d *Device) {
 
 		seen[vl.ID] = true
 
-		v.addressing(vp, vl.Addresses, vl.CIDR, vl.Routes, vl.MTU, vl.VIP)
+		v.addressing(vp, "vlan", vl.Addresses, vl.CIDR, vl.Routes, vl.MTU, vl.VIP)
 	}
 }
 
@@ -151,14 +145,20 @@ func (v *validator) deviceSelector(p string, s *DeviceSelector) {
 	}
 }
 
-// addressing checks what a link and a VLAN have in common.
-func (v *validator) addressing(p string, addrs []string, cidr string, routes []Route, mtu uint32, vip *VIPConfig) {
+// addressing checks what a link and a VLAN (kind) have in common.
+func (v *validator) addressing(p, kind string, addrs []string, cidr string, routes []Route, mtu uint32, vip *VIPConfig) {
 	for i, a := range addrs {
-		v.check(indexPath(p+".addresses", i), checkCIDR(a))
+		v.check(indexPath(p+".addresses", i), checkAddressPrefix(a))
 	}
 
 	if cidr != "" {
-		v.check(p+".cidr", checkCIDR(cidr))
+		v.check(p+".cidr", checkAddressPrefix(cidr))
+
+		// Talos refuses both: cidr is the single address of the releases
+		// before addresses existed.
+		if len(addrs) > 0 {
+			v.errorf(p+".cidr", "%s can't have both .cidr and .addresses set: list %s in addresses instead", kind, cidr)
+		}
 	}
 
 	for i, r := range routes {
@@ -209,41 +209,6 @@ func (v *validator) route(p string, r Route) {
 
 	if r.MTU != 0 && (r.MTU < 68 || r.MTU > 65535) {
 		v.errorf(p+".mtu", "invalid MTU %d: must be between 68 and 65535", r.MTU)
-	}
-}
-
-func (v *validator) bond(p string, b *Bond) {
-	switch {
-	case len(b.Interfaces) == 0 && len(b.DeviceSelectors) == 0:
-		v.errorf(p, "bond requires interfaces or deviceSelectors")
-	case len(b.Interfaces) > 0 && len(b.DeviceSelectors) > 0:
-		v.errorf(p, "bond interfaces and deviceSelectors are mutually exclusive")
-	}
-
-	for i := range b.DeviceSelectors {
-		v.deviceSelector(indexPath(p+".deviceSelectors", i), &b.DeviceSelectors[i])
-	}
-
-	v.oneOf(p+".mode", "bond mode", b.Mode, bondModes)
-	v.oneOf(p+".lacpRate", "LACP rate", b.LACPRate, lacpRates)
-	v.oneOf(p+".xmitHashPolicy", "transmit hash policy", b.HashPolicy, hashModes)
-
-	if b.UpDelay > 0 && (b.MIIMon == 0 || b.UpDelay%b.MIIMon != 0) {
-		v.errorf(p+".updelay", "bond.upDelay should be a multiple of miiMon")
-	}
-
-	if b.DownDelay > 0 && (b.MIIMon == 0 || b.DownDelay%b.MIIMon != 0) {
-		v.errorf(p+".downdelay", "bond.downDelay should be a multiple of miiMon")
-	}
-
-	for i, ip := range b.ARPIPTarget {
-		v.check(indexPath(p+".arpIPTarget", i), checkIP("ARP target address", ip))
-	}
-
-	if b.ADActorSystem != "" {
-		if _, err := net.ParseMAC(b.ADActorSystem); err != nil {
-			v.errorf(p+".adActorSystem", "invalid MAC address %q", b.ADActorSystem)
-		}
 	}
 }
 

@@ -1,10 +1,14 @@
 package configs
 
 import (
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rsa"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/talosbox/talosbox/internal/pki"
 )
@@ -39,7 +43,14 @@ func (v *validator) caPair(path string, ck *PEMCertificateAndKey) {
 		v.errorf(path+".key", "the private key does not belong to the certificate in .%s.crt: the pair cannot sign anything (was one of them replaced without the other?)", path)
 	default:
 		v.errorf(path+".crt", "invalid certificate: %v", certProblem(err))
+
+		return
 	}
+
+	// A CA the node signs with (it has the key) must be valid now: what it
+	// issues would not verify. One it only trusts may have expired
+	// during a rotation: Talos says nothing, a warning says it.
+	v.certificate(path+".crt", ck.Crt, len(ck.Key) > 0)
 }
 
 // acceptedCA checks a CA trusted besides the issuing one (during a
@@ -75,6 +86,8 @@ func (v *validator) leafPair(path string, ck *PEMCertificateAndKey) {
 		if errors.Is(err, pki.ErrKeyMismatch) {
 			v.errorf(path+".key", "the private key does not belong to the certificate in .%s.crt", path)
 		}
+
+		v.certificate(path+".crt", ck.Crt, false)
 	}
 }
 
@@ -94,8 +107,82 @@ func (v *validator) serviceAccountKey(path string, key Base64) {
 
 	switch signer.(type) {
 	case *rsa.PrivateKey, *ecdsa.PrivateKey:
+		if why := keyWeakness(signer.Public()); why != "" {
+			v.errorf(path, "the service account key is %s", why)
+		}
 	default:
 		v.errorf(path, "the service account key must be RSA or ECDSA (kube-apiserver cannot sign tokens with a %T)", signer)
+	}
+}
+
+// minRSABits is the smallest RSA key accepted: Kubernetes' and Talos's
+// generators make 2048 or more, and NIST has deprecated anything less
+// (Go's TLS itself stops at 1024).
+const minRSABits = 2048
+
+// keyWeakness says why Go's TLS or Kubernetes would not take a public key
+// ("" when they would): an RSA key shorter than minRSABits, or an ECDSA
+// curve other than P-256, P-384 and P-521 (crypto/tls has no P-224, nor
+// has the JWT signing of service account tokens).
+func keyWeakness(pub crypto.PublicKey) string {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		if bits := k.N.BitLen(); bits < minRSABits {
+			return fmt.Sprintf("an RSA key of %d bits: at least %d are required", bits, minRSABits)
+		}
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256(), elliptic.P384(), elliptic.P521():
+		default:
+			return fmt.Sprintf("an ECDSA key on curve %s: Go's TLS and Kubernetes take P-256, P-384 and P-521 only", k.Curve.Params().Name)
+		}
+	}
+
+	return ""
+}
+
+// clockFloor is a date before any certificate talosbox was made to read:
+// a machine whose clock says earlier has not set it yet (no RTC, no NTP),
+// and validity dates are not judged against it.
+var clockFloor = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// clockSkew is how far in the future a certificate may start: the machine
+// that made it may run a little ahead.
+const clockSkew = time.Hour
+
+// certificate checks what Go's TLS checks of a certificate that parsed:
+// its key, and its validity dates against the clock. A date problem is an
+// error when the node signs with it (signs), else a warning.
+func (v *validator) certificate(path string, crtPEM []byte, signs bool) {
+	crt, err := pki.ParseCertificatePEM(crtPEM)
+	if err != nil {
+		return // reported by the caller
+	}
+
+	if why := keyWeakness(crt.PublicKey); why != "" {
+		v.errorf(path, "the certificate's key is %s", why)
+	}
+
+	now := time.Now()
+	if now.Before(clockFloor) {
+		return
+	}
+
+	var why string
+
+	switch {
+	case now.After(crt.NotAfter):
+		why = fmt.Sprintf("the certificate expired on %s", crt.NotAfter.UTC().Format(time.RFC3339))
+	case crt.NotBefore.After(now.Add(clockSkew)):
+		why = fmt.Sprintf("the certificate is not valid until %s", crt.NotBefore.UTC().Format(time.RFC3339))
+	default:
+		return
+	}
+
+	if signs {
+		v.errorf(path, "%s: nothing the node issues with it would be trusted; replace the CA (talosctl rotate-ca)", why)
+	} else {
+		v.warnf(path, "%s: TLS does not accept it now", why)
 	}
 }
 

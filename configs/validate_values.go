@@ -25,6 +25,35 @@ func checkCIDR(s string) error {
 	return nil
 }
 
+// ParseAddressPrefix reads an interface address of machine.network
+// (addresses, the legacy cidr, a VLAN's): "192.168.1.10/24", or a bare
+// address, which Talos takes as a host prefix (/32 for IPv4, /128 for
+// IPv6). Validation and the node's address configuration both read
+// addresses with it, so what one accepts the other applies.
+func ParseAddressPrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("invalid CIDR %q", s)
+		}
+
+		return p, nil
+	}
+
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("invalid address %q: want an IP address, with its prefix length (192.168.1.10/24)", s)
+	}
+
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func checkAddressPrefix(s string) error {
+	_, err := ParseAddressPrefix(s)
+
+	return err
+}
+
 // checkSubnetFilter accepts a CIDR optionally negated with "!", the form of
 // kubelet.nodeIP.validSubnets and etcd subnets.
 func checkSubnetFilter(s string) error {
@@ -73,7 +102,9 @@ func checkURL(what, s string, schemes ...string) error {
 		return fmt.Errorf("invalid %s %q: scheme must be %s", what, s, strings.Join(schemes, " or "))
 	}
 
-	if u.Host == "" {
+	// "tcp://:5000" has a host of ":5000" but no host name: Go would dial
+	// the node itself.
+	if u.Hostname() == "" {
 		return fmt.Errorf("invalid %s %q: host is missing", what, s)
 	}
 
@@ -178,7 +209,13 @@ func checkSAN(s string) error {
 
 // checkBase64Key requires base64 of one of the given lengths in bytes.
 func checkBase64Key(what, s string, sizes ...int) error {
-	b, err := base64.StdEncoding.DecodeString(s)
+	return checkDecodedKey(what, s, base64.StdEncoding.DecodeString, sizes...)
+}
+
+// checkDecodedKey requires s to decode to one of the given lengths in
+// bytes.
+func checkDecodedKey(what, s string, decode func(string) ([]byte, error), sizes ...int) error {
+	b, err := decode(s)
 	if err != nil || !slices.Contains(sizes, len(b)) {
 		want := make([]string, len(sizes))
 		for i, n := range sizes {
@@ -189,6 +226,26 @@ func checkBase64Key(what, s string, sizes ...int) error {
 	}
 
 	return nil
+}
+
+// DecodeBase64 decodes base64 in either alphabet, padded or not: the
+// standard one, or the URL-safe one ('-' and '_') that Talos before 1.14
+// wrote cluster.id in. Whatever reads cluster.id or cluster.secret as
+// bytes decodes them with it, so every config Talos ever generated works.
+func DecodeBase64(s string) ([]byte, error) {
+	s = strings.TrimRight(s, "=")
+
+	enc := base64.RawStdEncoding
+	if strings.ContainsAny(s, "-_") {
+		enc = base64.RawURLEncoding
+	}
+
+	b, err := enc.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid base64: %w", err)
+	}
+
+	return b, nil
 }
 
 // tokenPattern is the shape of both the Kubernetes bootstrap token and the

@@ -249,7 +249,7 @@ func (c *Controller) local(ctx context.Context, r bus.ControllerRuntime, cfg *co
 	}
 
 	host := machine.Hostname(cfg)
-	a := cluster.AffiliateSpec{NodeID: id, Hostname: host, Nodename: host, MachineType: cfg.Machine.Type, OperatingSystem: OperatingSystem()}
+	a := cluster.AffiliateSpec{NodeID: id, Hostname: host, Nodename: host, MachineType: configs.MachineTypeOf(cfg.Machine.Type), OperatingSystem: OperatingSystem()}
 	if cfg.IsControlPlane() {
 		a.ControlPlane = &cluster.ControlPlane{APIServerPort: cfg.LocalAPIServerPort()}
 	}

@@ -22,8 +22,8 @@ func TestConfigThatRanBeforeBootsUnderStricterValidation(t *testing.T) {
 	waitReady(t, n)
 
 	// As if written by an earlier version: validation now refuses the
-	// DNS domain, while nothing on this node renders it.
-	stricter := workerConfig(t, "{machine: {network: {hostname: older}}, cluster: {network: {dnsDomain: Cluster.Local}}}")
+	// blank inline manifest name, while nothing on a worker renders it.
+	stricter := workerConfig(t, `{machine: {network: {hostname: older}}, cluster: {inlineManifests: [{name: "  ", contents: "{apiVersion: v1, kind: Namespace, metadata: {name: x}}"}]}}`)
 	writeState(t, n, stricter)
 
 	if err := os.WriteFile(filepath.Join(n.dir, "state", machine.LastGoodConfigFile), stricter, 0o600); err != nil {
@@ -41,7 +41,7 @@ func TestConfigThatRanBeforeBootsUnderStricterValidation(t *testing.T) {
 	}
 
 	rec := waitFor(t, n, errorPtr, "load error", func(r *runtime.ConfigLoadError) bool {
-		return strings.Contains(r.TypedSpec().Error, `invalid DNS domain "Cluster.Local"`)
+		return strings.Contains(r.TypedSpec().Error, `inline manifest name can't be empty`)
 	})
 	if !strings.Contains(rec.TypedSpec().Source, "booted anyway") {
 		t.Errorf("load error source %q", rec.TypedSpec().Source)

@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/resources/cluster"
 	"github.com/talosbox/talosbox/internal/resources/config"
@@ -43,7 +44,9 @@ func (*MachineTypeController) Run(ctx context.Context, r bus.ControllerRuntime) 
 			return err
 		}
 
-		typ := mc.TypedSpec().Config.Machine.Type
+		// As in Talos, the resource holds the type the config means
+		// ("join" is a worker).
+		typ := configs.MachineTypeOf(mc.TypedSpec().Config.Machine.Type)
 		if _, err := bus.ModifyAs(ctx, r, bus.NewTyped(config.NamespaceConfig, config.MachineTypeType, config.MachineTypeID, config.MachineTypeSpec{}), func(mt *config.MachineType) error {
 			mt.TypedSpec().MachineType = typ
 

@@ -112,7 +112,7 @@ func KubernetesRootSpec(cfg *configs.Config) secrets.KubernetesRootSpec {
 	}
 
 	if c.Network != nil && c.Network.DNSDomain != "" {
-		spec.DNSDomain = c.Network.DNSDomain
+		spec.DNSDomain = configs.NormalizeDNSDomain(c.Network.DNSDomain)
 	}
 
 	if c.ServiceAccount != nil {

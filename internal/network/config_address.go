@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
@@ -28,7 +29,7 @@ func buildAddresses(src *source, out *layeredSet[network.AddressSpecSpec], is is
 		}
 
 		for _, a := range addrs {
-			p, err := parsePrefixOrAddr(a)
+			p, err := configs.ParseAddressPrefix(a)
 			if err != nil {
 				is.fail(fmt.Sprintf("address/%s/%s", link, a), fmt.Errorf("address %q on %s: %w", a, link, err))
 				continue

@@ -23,8 +23,8 @@ func staticConfig() *configs.NetworkConfig {
 		},
 		Interfaces: []configs.Device{{
 			Interface: "eth0",
-			Addresses: []string{"10.9.0.2/24", "10.9.1.2/24"},
-			CIDR:      "10.9.2.2/24",
+			// A bare address is a host prefix, as in Talos.
+			Addresses: []string{"10.9.0.2/24", "10.9.1.2/24", "10.9.2.2/24", "10.9.3.2"},
 			MTU:       1400,
 			Routes: []configs.Route{
 				{Network: "10.20.0.0/16", Gateway: "10.9.0.1", Metric: 100},
@@ -54,7 +54,7 @@ func TestStaticConfig(t *testing.T) {
 	nd.setConfig(staticConfig())
 
 	nd.waitFor(networkres.NetworkStatusType, "network ready", ready)
-	nd.waitFor(networkres.AddressStatusType, "addresses", hasIDs(false, "eth0/10.9.0.2/24", "eth0/10.9.1.2/24", "eth0/10.9.2.2/24"))
+	nd.waitFor(networkres.AddressStatusType, "addresses", hasIDs(false, "eth0/10.9.0.2/24", "eth0/10.9.1.2/24", "eth0/10.9.2.2/24", "eth0/10.9.3.2/32"))
 	nd.waitFor(networkres.RouteStatusType, "routes", hasIDs(false,
 		"inet4/10.9.0.1/10.20.0.0/16/100", "inet4/10.9.1.1/10.30.0.0/16/1024", "inet4/10.9.0.1//1024"))
 

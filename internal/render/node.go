@@ -151,7 +151,7 @@ func DefaultNodeIPs(cfg *configs.Config) []netip.Addr {
 			}
 
 			for _, s := range addrs {
-				if p, err := netip.ParsePrefix(s); err == nil && p.Addr().IsGlobalUnicast() {
+				if p, err := configs.ParseAddressPrefix(s); err == nil && p.Addr().IsGlobalUnicast() {
 					out = append(out, p.Addr().Unmap())
 				}
 			}

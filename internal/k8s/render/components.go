@@ -48,7 +48,7 @@ func ClusterFrom(cfg *configs.Config) (Cluster, error) {
 	out.Endpoint = u
 
 	if n := c.Network; n != nil {
-		out.DNSDomain = cmp.Or(n.DNSDomain, out.DNSDomain)
+		out.DNSDomain = cmp.Or(configs.NormalizeDNSDomain(n.DNSDomain), out.DNSDomain)
 
 		if len(n.PodSubnets) > 0 {
 			out.PodSubnets = slices.Clone(n.PodSubnets)

@@ -114,7 +114,7 @@ func FromConfig(cfg *configs.Config, hostname, fqdn string, addrs []netip.Addr) 
 
 	if n := c.Network; n != nil {
 		if n.DNSDomain != "" {
-			in.DNSDomain = n.DNSDomain
+			in.DNSDomain = configs.NormalizeDNSDomain(n.DNSDomain)
 		}
 
 		if len(n.ServiceSubnets) > 0 {

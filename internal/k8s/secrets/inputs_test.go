@@ -69,7 +69,8 @@ func TestFromConfigOverrides(t *testing.T) {
 	cas := newTestCAs(t)
 	cfg := testConfig(cas, configs.MachineTypeControlPlane)
 	cfg.Cluster.ControlPlane.LocalAPIServerPort = 7443
-	cfg.Cluster.Network = &configs.ClusterNetworkConfig{DNSDomain: "corp.internal", ServiceSubnets: []string{"10.200.0.0/16"}}
+	// A trailing dot and capitals are Talos's; the certificates name corp.internal.
+	cfg.Cluster.Network = &configs.ClusterNetworkConfig{DNSDomain: "Corp.Internal.", ServiceSubnets: []string{"10.200.0.0/16"}}
 	cfg.Cluster.APIServer = &configs.APIServerConfig{CertSANs: []string{"10.5.0.100"}}
 	cfg.Cluster.AdminKubeconfig = &configs.AdminKubeconfig{CertLifetime: 2 * time.Hour}
 
