@@ -181,7 +181,9 @@ func (v *validator) install(in *InstallConfig) {
 		}
 	}
 
-	if len(in.ExtraKernelArgs) > 0 && in.GrubUseUKICmdline != nil && *in.GrubUseUKICmdline {
+	// Talos judges this only where the node installs (its stability
+	// configs set both for container nodes).
+	if len(in.ExtraKernelArgs) > 0 && in.GrubUseUKICmdline != nil && *in.GrubUseUKICmdline && v.mode.RequiresInstall() {
 		v.errorf(p+".extraKernelArgs", "install.extraKernelArgs and install.grubUseUKICmdline can't be used together")
 	}
 
