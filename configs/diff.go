@@ -135,6 +135,12 @@ func comparable(c *Config) (*yaml.Node, error) {
 			continue
 		}
 
+		if r, ok := doc.(residual); ok {
+			if doc = r.residue(); doc == nil {
+				continue
+			}
+		}
+
 		var body yaml.Node
 		if err := body.Encode(quotedForEncoding(doc)); err != nil {
 			return nil, err

@@ -1,7 +1,5 @@
 package configs
 
-import "strings"
-
 // HostnameConfig is Talos's HostnameConfig (written by gen config since
 // Talos 1.12): the node's hostname, given or made automatically.
 type HostnameConfig struct {
@@ -38,27 +36,15 @@ func (h *HostnameConfig) check(v *validator, path string) {
 		v.errorf(path+".auto", "invalid value %q: want %s or %s", h.Auto, AutoHostnameStable, AutoHostnameOff)
 	}
 
-	if h.Hostname != "" {
-		v.hostname(path+".hostname", h.Hostname)
-	}
-}
-
-// hostname checks a static hostname as Talos does: an FQDN of at most 253
-// characters whose first label has 1 to 63.
-func (v *validator) hostname(path, fqdn string) {
-	if len(fqdn) > 253 {
-		v.errorf(path, "FQDN %q is too long: %d characters, at most 253", truncate(fqdn, 40), len(fqdn))
-	}
-
-	if label, _, _ := strings.Cut(fqdn, "."); label == "" || len(label) > 63 {
-		v.errorf(path, "invalid hostname %q: its first label must have 1 to 63 characters", truncate(fqdn, 40))
-	}
+	// The hostname itself is judged as machine.network.hostname, which
+	// it is (and located here).
 }
 
 // fold: hostname is machine.network.hostname, auto stable is
 // machine.features.stableHostname; auto off is read from the document by
 // the network controllers (nothing in v1alpha1 says it).
 func (h *HostnameConfig) fold(f *folding) {
+	// (What the node reads from the document itself: residue.)
 	if w := f.written.Machine; w != nil {
 		if w.Network != nil && w.Network.Hostname != "" {
 			f.conflict("", "machine.network.hostname", "a static hostname")
@@ -118,3 +104,13 @@ func (f *folding) cluster() *ClusterConfig {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// residue is what the node reads from the document itself rather than
+// from the v1alpha1 fields it folds into: auto off.
+func (h *HostnameConfig) residue() Document {
+	if h.Auto == AutoHostnameOff {
+		return &HostnameConfig{Auto: h.Auto}
+	}
+
+	return nil
+}

@@ -37,6 +37,13 @@ type Document interface {
 	fold(f *folding)
 }
 
+// residual is a document only partly folded into v1alpha1 fields:
+// residue is the part the node reads from the document itself (nil when
+// there is none), which Compare compares.
+type residual interface {
+	residue() Document
+}
+
 // NamedDocument is a document of a kind that may appear once per name
 // (RegistryMirrorConfig per registry, LinkConfig per link).
 type NamedDocument interface {

@@ -211,6 +211,14 @@ func (v *validator) controlPlane() bool {
 func (v *validator) config() {
 	c := v.cfg
 
+	if c.withoutV1Alpha1 {
+		// The documents may have made a machine section (a hostname),
+		// but never the one a node needs.
+		v.errorf("", "the config has no v1alpha1 document (version: v1alpha1): a node needs the machine section it holds (type, token, ca)")
+
+		return
+	}
+
 	switch c.Version {
 	case Version:
 	case "":
@@ -226,8 +234,6 @@ func (v *validator) config() {
 	}
 
 	switch {
-	case c.Machine == nil && c.withoutV1Alpha1:
-		v.errorf("", "the config has no v1alpha1 document (version: v1alpha1): a node needs the machine section it holds (type, token, ca)")
 	case c.Machine == nil:
 		v.errorf("machine", "machine instructions are required")
 	default:
@@ -235,8 +241,6 @@ func (v *validator) config() {
 	}
 
 	switch {
-	case c.Cluster == nil && c.withoutV1Alpha1:
-		// Said once, above.
 	case c.Cluster == nil:
 		v.errorf("cluster", "cluster instructions are required")
 	default:

@@ -25,6 +25,9 @@ var mergeKeys = map[string][]string{
 	"machine.network.interfaces.*.routes":         {"network"},
 	"machine.network.interfaces.*.vlans.*.routes": {"network"},
 	"machine.files":                               {"path"},
+	"cluster.apiServer.admissionControl":          {"name"},
+	// Typed documents' lists, under the kind.
+	"ExtensionServiceConfig.configFiles": {"mountPath"},
 }
 
 type mergeError struct {
