@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/base64"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 
@@ -92,8 +94,12 @@ func secretValues(cfg *configs.Config) []string {
 		return nil
 	}
 
-	var a, b yaml.Node
-	if yaml.Unmarshal(plain, &a) != nil || yaml.Unmarshal(red, &b) != nil {
+	// Every document: the v1alpha1 one and the typed ones, in the same
+	// order in both encodings.
+	as, errA := yamlDocuments(plain)
+	bs, errB := yamlDocuments(red)
+
+	if errA != nil || errB != nil || len(as) != len(bs) {
 		return nil
 	}
 
@@ -124,7 +130,9 @@ func secretValues(cfg *configs.Config) []string {
 		}
 	}
 
-	walk(&a, &b)
+	for i := range as {
+		walk(as[i], bs[i])
+	}
 
 	out := make([]string, 0, len(set))
 	for s := range set {
@@ -134,6 +142,28 @@ func secretValues(cfg *configs.Config) []string {
 	slices.SortFunc(out, func(x, y string) int { return cmp.Or(len(y)-len(x), strings.Compare(x, y)) })
 
 	return out
+}
+
+// yamlDocuments parses every document of data.
+func yamlDocuments(data []byte) ([]*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+
+	var out []*yaml.Node
+
+	for {
+		var n yaml.Node
+
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+
+		if err != nil {
+			return nil, err
+		}
+
+		out = append(out, &n)
+	}
 }
 
 func addSecret(set map[string]bool, v string) {
