@@ -58,7 +58,7 @@ type Containerd struct {
 
 	// loadErr is the last CRI plugin load error the health check saw.
 	loadMu  sync.Mutex
-	loadErr string
+	loadErr error
 }
 
 // NewContainerd makes a node's container runtime; nothing is written
@@ -92,6 +92,11 @@ func (c *Containerd) Services(cfg *configs.Config) ([]supervisor.Service, error)
 	if err := c.prepare(exe); err != nil {
 		return nil, err
 	}
+
+	// A new boot's services: what the last boot's CRI did is no news.
+	c.loadMu.Lock()
+	c.loadErr = nil
+	c.loadMu.Unlock()
 
 	if err := c.Render(cfg); err != nil {
 		return nil, err

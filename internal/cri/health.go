@@ -32,15 +32,22 @@ func (c *Containerd) criHealth(ctx context.Context) error {
 
 	err = criLoaded(ctx, conn)
 
-	if _, ok := errors.AsType[*LoadError](err); ok {
-		c.loadMu.Lock()
-		changed := c.loadErr != err.Error()
-		c.loadErr = err.Error()
-		c.loadMu.Unlock()
+	_, failed := errors.AsType[*LoadError](err)
+	if !failed && err != nil {
+		return err // no answer: says nothing of the plugins
+	}
 
-		if changed && c.opts.OnCRILoadError != nil {
-			c.opts.OnCRILoadError(err)
-		}
+	c.loadMu.Lock()
+	changed := failed && (c.loadErr == nil || c.loadErr.Error() != err.Error())
+
+	c.loadErr = nil
+	if failed {
+		c.loadErr = err
+	}
+	c.loadMu.Unlock()
+
+	if changed && c.opts.OnCRILoadError != nil {
+		c.opts.OnCRILoadError(err)
 	}
 
 	return err
@@ -111,9 +118,10 @@ func serving(ctx context.Context, conn *grpc.ClientConn) error {
 	return nil
 }
 
-// CRILoadError is the last CRI plugin load error the CRI service's health
-// check saw ("" when none).
-func (c *Containerd) CRILoadError() string {
+// CRILoadError is the CRI plugin load error the CRI service's health
+// check saw last, nil when none (or it loaded since, or the services were
+// made again).
+func (c *Containerd) CRILoadError() error {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 

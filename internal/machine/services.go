@@ -11,6 +11,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/cri"
 	hwctrl "github.com/talosbox/talosbox/internal/hardware"
 	"github.com/talosbox/talosbox/internal/network"
@@ -138,6 +139,13 @@ func (n *Node) waitServicesUp(ctx context.Context, sup *supervisor.Supervisor, i
 	n.mu.Lock()
 	n.bootWatch = failures
 	n.mu.Unlock()
+
+	// Heard before the watch began.
+	if !n.opts.NoContainerd {
+		if err := n.containerd.CRILoadError(); err != nil {
+			failures <- bootNotice{id: constants.CRIServiceID, err: err}
+		}
+	}
 
 	defer func() {
 		n.mu.Lock()

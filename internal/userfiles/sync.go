@@ -96,8 +96,11 @@ func Sync(files []configs.MachineFile, opts Options) (Report, error) {
 
 	s := &syncer{r: r, opts: opts, old: old, next: &Manifest{Generation: old.Generation, Root: root}}
 
-	s.plan(files, allowed)
-	s.run()
+	wants := s.plan(files, allowed)
+
+	s.runDrops()
+	s.planWrites(wants)
+	s.runWrites()
 
 	s.report.Generation = s.next.Generation
 
@@ -131,18 +134,21 @@ type syncer struct {
 	old  *Manifest
 	next *Manifest
 
-	jobs   []*job
-	keep   []Entry // entries carried over untouched
-	report Report
-	errs   []error
+	jobs    []*job
+	keep    []Entry // entries carried over untouched
+	dropped bool    // a drop changed the disk
+	report  Report
+	errs    []error
 }
 
 func (s *syncer) fail(index int, p string, err error) {
 	s.errs = append(s.errs, fmt.Errorf("machine.files[%d]: %s: %w", index, p, err))
 }
 
-// plan reads what is on the node and decides what to do.
-func (s *syncer) plan(files []configs.MachineFile, allowed []string) {
+// plan reads the config's entries and decides what to drop; the writes
+// are planned once the drops are done (planWrites), since a dropped file
+// may stand where a new one goes.
+func (s *syncer) plan(files []configs.MachineFile, allowed []string) []*want {
 	var wants []*want
 
 	byPath := map[string]*want{}
@@ -178,22 +184,6 @@ func (s *syncer) plan(files []configs.MachineFile, allowed []string) {
 	for _, w := range wants {
 		if refused[w.path] {
 			w.ops = nil // half a file is not written
-		}
-	}
-
-	for _, w := range wants {
-		if len(w.ops) == 0 {
-			continue
-		}
-
-		if j, err := s.planWrite(w); err != nil {
-			s.fail(w.first, w.path, err)
-
-			if prev := s.old.entry(w.path); prev != nil {
-				s.keep = append(s.keep, *prev)
-			}
-		} else {
-			s.jobs = append(s.jobs, j)
 		}
 	}
 
@@ -239,6 +229,27 @@ func (s *syncer) plan(files []configs.MachineFile, allowed []string) {
 		}
 
 		s.jobs = append(s.jobs, j)
+	}
+
+	return wants
+}
+
+// planWrites plans the config's files, after the drops.
+func (s *syncer) planWrites(wants []*want) {
+	for _, w := range wants {
+		if len(w.ops) == 0 {
+			continue
+		}
+
+		if j, err := s.planWrite(w); err != nil {
+			s.fail(w.first, w.path, err)
+
+			if prev := s.old.entry(w.path); prev != nil {
+				s.next.Files = append(s.next.Files, *prev)
+			}
+		} else {
+			s.jobs = append(s.jobs, j)
+		}
 	}
 }
 
@@ -372,10 +383,24 @@ func (s *syncer) originalState(o *Original) (state, error) {
 	return state{kind: regular, data: data, mode: mode}, nil
 }
 
-// run writes down what is about to change, changes it, then records
-// what it changed.
-func (s *syncer) run() {
-	changes := slices.ContainsFunc(s.jobs, func(j *job) bool { return j.write })
+// runDrops undoes the files the config dropped. The manifest as it is
+// lists them already, as they are: a crash part way through leaves
+// files it knows, removed or not.
+func (s *syncer) runDrops() {
+	s.next.Files = slices.Clone(s.keep)
+
+	for _, j := range s.jobs {
+		s.drop(j)
+	}
+
+	s.dropped = slices.ContainsFunc(s.jobs, func(j *job) bool { return j.write })
+	s.jobs = nil
+}
+
+// runWrites writes down what is about to change, changes it, then
+// records what it changed.
+func (s *syncer) runWrites() {
+	changes := s.dropped || slices.ContainsFunc(s.jobs, func(j *job) bool { return j.write })
 
 	if changes {
 		s.next.Generation = s.old.Generation + 1
@@ -384,7 +409,7 @@ func (s *syncer) run() {
 	if s.opts.StateDir != "" && changes {
 		// Before the disk changes: a crash part way through leaves files
 		// the manifest knows, as written by the last sync or this one.
-		pending := &Manifest{Generation: s.next.Generation, Root: s.next.Root, Files: slices.Clone(s.keep)}
+		pending := &Manifest{Generation: s.next.Generation, Root: s.next.Root, Files: slices.Clone(s.next.Files)}
 
 		for _, j := range s.jobs {
 			pending.Files = append(pending.Files, j.pendingEntry())
@@ -397,19 +422,8 @@ func (s *syncer) run() {
 		}
 	}
 
-	s.next.Files = slices.Clone(s.keep)
-
-	// Dropped files go first: they may be in the way of new ones.
 	for _, j := range s.jobs {
-		if j.w == nil {
-			s.drop(j)
-		}
-	}
-
-	for _, j := range s.jobs {
-		if j.w != nil {
-			s.put(j)
-		}
+		s.put(j)
 	}
 
 	slices.SortFunc(s.next.Files, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -25,9 +26,11 @@ import (
 	_ "github.com/containerd/containerd/v2/cmd/containerd/builtins"
 	srvconfig "github.com/containerd/containerd/v2/cmd/containerd/server/config"
 	"github.com/containerd/containerd/v2/version"
+	"github.com/containerd/log"
 	"github.com/containerd/plugin"
 	"github.com/containerd/plugin/registry"
 	"github.com/pelletier/go-toml/v2"
+	"github.com/sirupsen/logrus"
 )
 
 // Part is one CRI config part: the file it is read from (named as the
@@ -103,7 +106,7 @@ func registrations() map[string]plugin.Registration {
 // start), or that a CRI plugin refuses as it loads (it would start with
 // no CRI), or nil.
 func CRIConfig(merged []byte, parts []Part, disabled []string) error {
-	ctx := context.Background()
+	ctx := quiet()
 	blame := newBlame(parts)
 
 	cfg, err := decodeTop(ctx, merged)
@@ -138,6 +141,16 @@ func CRIConfig(merged []byte, parts []Part, disabled []string) error {
 	}
 
 	return loadChecks(decoded, blame)
+}
+
+// quiet is a context whose containerd logger says nothing: what the
+// decoder logs (unknown keys, which containerd ignores) is no error, and
+// validation runs in talosctl as well as on the node.
+func quiet() context.Context {
+	l := logrus.New()
+	l.Out = io.Discard
+
+	return log.WithLogger(context.Background(), logrus.NewEntry(l))
 }
 
 // decodeTop decodes the merged file as containerd decodes a config file
