@@ -229,9 +229,11 @@ func testCRISafety(t *testing.T, f *fallbackNode, good []byte, before int) {
 
 			n++
 
+			// The API is down while the node reboots.
 			eventually(t, 3*time.Minute, func() error {
-				if got := f.fallbacks(); got < n {
-					return fmt.Errorf("%d fallbacks, waiting for %d", got, n)
+				out, code := f.dc.talosctl("-n", f.ip, "-e", f.ip, "logs", "machined")
+				if got := strings.Count(out, "[talos] config fallback: kept the failed config as "); code != 0 || got < n {
+					return fmt.Errorf("%d fallbacks (exit %d), waiting for %d", got, code, n)
 				}
 
 				return nil
