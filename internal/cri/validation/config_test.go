@@ -153,13 +153,13 @@ pod_annotations = ["example.com/*"]
 [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun.options]
 BinaryName = "/usr/bin/crun"
 `,
-		"images settings":                           "[plugins.\"io.containerd.cri.v1.images\"]\nmax_concurrent_downloads = 5\nimage_pull_progress_timeout = \"2m\"\n",
-		"cni bin_dirs as a list (concatenated)":     "[plugins.\"io.containerd.cri.v1.runtime\".cni]\nbin_dirs = [\"/var/cni/bin\"]\n",
-		"an unknown key, which containerd ignores":  "[plugins.\"io.containerd.cri.v1.runtime\"]\nno_such_key = 1\n",
-		"a plugin containerd does not have":         "[plugins.\"io.example.none\"]\nx = \"y\"\n",
+		"images settings":                          "[plugins.\"io.containerd.cri.v1.images\"]\nmax_concurrent_downloads = 5\nimage_pull_progress_timeout = \"2m\"\n",
+		"cni bin_dirs as a list (concatenated)":    "[plugins.\"io.containerd.cri.v1.runtime\".cni]\nbin_dirs = [\"/var/cni/bin\"]\n",
+		"an unknown key, which containerd ignores": "[plugins.\"io.containerd.cri.v1.runtime\"]\nno_such_key = 1\n",
+		"a plugin containerd does not have":        "[plugins.\"io.example.none\"]\nx = \"y\"\n",
 		// TestMetalNodeRunsContainers's: the CRI over TCP.
 		"a top-level table and the grpc CRI plugin's": "[grpc]\n  tcp_address = \"0.0.0.0:3000\"\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  disable_tcp_service = false\n",
-		"a base_runtime_spec (checked on the node)": "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc]\nbase_runtime_spec = \"/nonexistent/spec.json\"\n",
+		"a base_runtime_spec (checked on the node)":   "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc]\nbase_runtime_spec = \"/nonexistent/spec.json\"\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
