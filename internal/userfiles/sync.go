@@ -379,7 +379,6 @@ func (s *syncer) originalState(o *Original) (state, error) {
 	return state{kind: regular, data: data, mode: mode}, nil
 }
 
-
 // manifestsEqual compares two manifests' content.
 func manifestsEqual(a, b *Manifest) bool {
 	if a.Generation != b.Generation || a.Root != b.Root || len(a.Files) != len(b.Files) {
