@@ -161,7 +161,8 @@ func (f *fallbackNode) check(good, bad []byte, rec string, n int) {
 // there (written to STATE past validation, staged, applied with a
 // reboot) and whatever broke (a file where none may go, a directory in
 // the way of a file, an env value the kernel refuses, a file whose parent
-// is a file); and a try that cuts the node off its clients reverts by
+// is a file); that no CRI part breaks the node's CRI for good
+// (testCRISafety); and a try that cuts the node off its clients reverts by
 // itself.
 func TestDockerConfigFallback(t *testing.T) {
 	bin := buildBinary(t)
@@ -227,13 +228,16 @@ func TestDockerConfigFallback(t *testing.T) {
 	t.Run("staged: a directory in the way of a file", func(t *testing.T) {
 		f := *f
 		f.t = t
-		bad := patched(t, good, `machine: {files: [{path: /var/tb/d, content: y, op: overwrite}]}`)
+		// Not a config's directory (one a config made goes with it when
+		// the config drops its file).
+		f.mkdirEphemeral("var/tb/stray")
+		bad := patched(t, good, `machine: {files: [{path: /var/tb/stray, content: y, op: overwrite}]}`)
 
 		f.ok("apply-config", "--mode", "staged", "-f", f.file("dir.yaml", bad))
 		start := time.Now()
 		f.ok("reboot")
 
-		rec := f.waitFallback("/var/tb/d")
+		rec := f.waitFallback("/var/tb/stray")
 		timeIt("directory in the way (staged)", start)
 		f.check(withFile, bad, rec, before+1)
 
@@ -259,12 +263,15 @@ func TestDockerConfigFallback(t *testing.T) {
 	t.Run("reboot mode: a file whose parent is a file", func(t *testing.T) {
 		f := *f
 		f.t = t
-		bad := patched(t, good, `machine: {files: [{path: /var/tb/d/f/g, content: z, op: create}]}`)
+		// A file no config wrote (mkdirEphemeral leaves one in its
+		// directory): a config's own would go first.
+		f.mkdirEphemeral("var/tb/stray2")
+		bad := patched(t, good, `machine: {files: [{path: /var/tb/stray2/in-the-way/g, content: z, op: create}]}`)
 
 		start := time.Now()
 		f.ok("apply-config", "--mode", "reboot", "-f", f.file("parent.yaml", bad))
 
-		rec := f.waitFallback("/var/tb/d/f/g")
+		rec := f.waitFallback("/var/tb/stray2/in-the-way/g")
 		timeIt("parent is a file (reboot mode)", start)
 		f.check(withFile, bad, rec, before+3)
 	})
@@ -280,6 +287,12 @@ func TestDockerConfigFallback(t *testing.T) {
 		if got := f.read("config.yaml"); got != string(withFile) {
 			t.Fatalf("config.yaml after a reboot:\n%s", got)
 		}
+	})
+
+	t.Run("CRI", func(t *testing.T) {
+		start := time.Now()
+		testCRISafety(t, f, withFile, f.fallbacks())
+		t.Logf("the CRI subtests took %s", time.Since(start).Round(time.Second))
 	})
 
 	t.Run("try with a machine.ca its clients do not trust reverts by itself", func(t *testing.T) {

@@ -6,9 +6,13 @@
 //   - TestMetalLifecycle: boot to maintenance mode, apply-config --insecure
 //     (the node partitions /dev/vda with Talos's layout and mounts STATE
 //     and EPHEMERAL), services up, bootstrap, etcd healthy, the read
-//     commands, a reboot into a staged config whose boot fails (the node
-//     reboots into its last good config), then into /etc/motd written to
-//     STATE from the host, back with the last good config from the disk, a
+//     commands, CRI parts containerd refuses (each refused in every apply
+//     mode), a reboot into a staged config whose boot fails after writing
+//     a machine file (the node reboots into its last good config, whose
+//     boot removes the file), then into /etc/motd written to STATE from
+//     the host, back with the last good config from the disk, a CRI part
+//     that stops the CRI plugin at load (the boot's check fails, the node
+//     falls back and reboots into its last good config and files), a
 //     try with another cluster's machine.ca that reverts by itself, a reset
 //     that wipes STATE and EPHEMERAL back into maintenance mode, and a
 //     shutdown that ends QEMU.

@@ -113,12 +113,15 @@ func (n *node) patchBytes(base, patch string) []byte {
 }
 
 // configFallback is the lifecycle's reboot, made to carry bad configs:
-// first a staged config whose kernel module does not exist (the boot
-// fails at loadKernelModules, the node keeps it aside, restores its last
-// good config and reboots into it), then, while the machine is down
+// first the CRI parts containerd refuses, each refused in every apply
+// mode; then a staged config whose kernel module does not exist (the boot
+// writes its machine file, fails at loadKernelModules, the node keeps it
+// aside, restores its last good config and reboots into it, whose boot
+// removes the file), then, while the machine is down
 // after that reboot, /etc/motd written straight into STATE past
 // validation (a config only the stricter checks refuse). Either way the node ends up running its
-// last good config (cp), with the failed one readable.
+// last good config (cp), with the failed one readable. Last, a CRI part
+// that fails containerd at load (criLoadFallback).
 func (n *node) configFallback(cp string) {
 	n.t.Helper()
 
@@ -127,7 +130,12 @@ func (n *node) configFallback(cp string) {
 		n.t.Fatal(err)
 	}
 
-	n.ok("apply-config", "--mode", "staged", "-f", n.patchConfig(cp, "module.yaml", `{"machine":{"kernel":{"modules":[{"name":"talosbox_no_such_module"}]}}}`))
+	n.criRefusals(cp)
+
+	// The failed boot writes its machine file before the module fails it:
+	// the boot of the last good config removes it.
+	n.ok("apply-config", "--mode", "staged", "-f", n.patchConfig(cp, "module.yaml",
+		`{"machine":{"kernel":{"modules":[{"name":"talosbox_no_such_module"}]},"files":[{"path":"/var/tb-stale/f","op":"create","content":"stale"}]}}`))
 	n.ok("reboot")
 	n.waitExit(markRebooting)
 
@@ -179,6 +187,15 @@ func (n *node) configFallback(cp string) {
 	if got := n.ok("logs", "machined"); strings.Count(got, markKeptFailed) != 1 {
 		n.t.Errorf("this boot fell back %d times", strings.Count(got, markKeptFailed))
 	}
+
+	if !strings.Contains(n.console(), "[talos] machine files removed (the config no longer writes them): /var/tb-stale/f") {
+		n.t.Errorf("the boot of the last good config did not remove the failed config's file")
+	}
+
+	n.absent("/var/tb-stale")
+	n.criHealthy()
+
+	n.criLoadFallback(cp)
 }
 
 // tryNewCA applies, in try mode, the config with another cluster's OS

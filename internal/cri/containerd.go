@@ -10,10 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/supervisor"
@@ -40,6 +36,12 @@ type ContainerdOptions struct {
 	// oom_score_adj to learn whether pods may (/proc/self/oom_score_adj
 	// when empty, "-" for a node known not to).
 	OOMScoreAdjPath string
+	// OnCRILoadError, when set, hears from the CRI service's health check
+	// that a CRI plugin did not load (a config containerd decoded but the
+	// plugin refused): containerd serves on without a CRI and will not
+	// retry, so a boot waiting for the service to be healthy can give up
+	// at once. It is called again only when the error changes.
+	OnCRILoadError func(error)
 }
 
 // Containerd is a node's container runtime: the system and CRI
@@ -53,6 +55,10 @@ type Containerd struct {
 	// prepared says the boot has laid the runtime out, so a render from
 	// the controller finds its directories.
 	prepared bool
+
+	// loadErr is the last CRI plugin load error the health check saw.
+	loadMu  sync.Mutex
+	loadErr error
 }
 
 // NewContainerd makes a node's container runtime; nothing is written
@@ -87,6 +93,11 @@ func (c *Containerd) Services(cfg *configs.Config) ([]supervisor.Service, error)
 		return nil, err
 	}
 
+	// A new boot's services: what the last boot's CRI did is no news.
+	c.loadMu.Lock()
+	c.loadErr = nil
+	c.loadMu.Unlock()
+
 	if err := c.Render(cfg); err != nil {
 		return nil, err
 	}
@@ -99,7 +110,7 @@ func (c *Containerd) Services(cfg *configs.Config) ([]supervisor.Service, error)
 	path := cmp.Or(os.Getenv("PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	env := append(os.Environ(), "PATH="+rt.BinDir+":"+path, "XDG_RUNTIME_DIR="+filepath.Dir(rt.CRIState))
 
-	svc := func(id, conf, sock string, deps []string) supervisor.Service {
+	svc := func(id, conf, sock string, deps []string, check func(context.Context) error) supervisor.Service {
 		return supervisor.Service{
 			ID:        id,
 			DependsOn: deps,
@@ -111,7 +122,7 @@ func (c *Containerd) Services(cfg *configs.Config) ([]supervisor.Service, error)
 				Env:  env,
 			}),
 			Health: &supervisor.HealthCheck{
-				Func:          func(ctx context.Context) error { return containerdServing(ctx, sock) },
+				Func:          check,
 				InitialDelay:  50 * time.Millisecond,
 				StartupPeriod: 50 * time.Millisecond,
 				Period:        5 * time.Second,
@@ -120,8 +131,9 @@ func (c *Containerd) Services(cfg *configs.Config) ([]supervisor.Service, error)
 	}
 
 	return []supervisor.Service{
-		svc(constants.ContainerdServiceID, rt.SystemConfig, rt.SystemSocket, []string{"machined"}),
-		svc(constants.CRIServiceID, rt.CRIConfig, rt.CRISocket, []string{"machined"}),
+		svc(constants.ContainerdServiceID, rt.SystemConfig, rt.SystemSocket, []string{"machined"},
+			func(ctx context.Context) error { return containerdServing(ctx, rt.SystemSocket) }),
+		svc(constants.CRIServiceID, rt.CRIConfig, rt.CRISocket, []string{"machined"}, c.criHealth),
 	}, nil
 }
 
@@ -194,25 +206,4 @@ func (c *Containerd) Prepared() bool {
 	defer c.mu.Unlock()
 
 	return c.prepared
-}
-
-// containerdServing is the health check: containerd's own gRPC health
-// service must answer SERVING on its socket.
-func containerdServing(ctx context.Context, sock string) error {
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("containerd health: dial %s: %w", sock, err)
-	}
-	defer conn.Close()
-
-	res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		return fmt.Errorf("containerd health: %w", err)
-	}
-
-	if res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("containerd health: %s", res.GetStatus())
-	}
-
-	return nil
 }

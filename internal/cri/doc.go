@@ -15,8 +15,14 @@
 //
 //	00-base.part           BasePart: the node's CRI defaults
 //	01-registries.part     RegistriesPart: hosts tree path and credentials
-//	20-customization.part  the user's, through machine.files
+//	20-customization.part  the user's, given in machine.files
 //
 // Registry mirrors and TLS live in containerd's hosts tree (config_path),
-// which RegistryHosts renders and SyncTree writes.
+// which RegistryHosts renders and SyncTree writes, with the hosts files
+// machine.files gives under UserHostsDir. The machine.files the CRI reads
+// are its own to render (OwnsMachineFile), not internal/userfiles' to
+// write: they land where this node's containerd reads them and go with
+// the config that gave them. The merge is checked with containerd's own
+// code (validation) before anything is written, and the CRI service is
+// healthy only when containerd's CRI plugins loaded.
 package cri

@@ -215,8 +215,8 @@ func encode(buf *bytes.Buffer, v any) error {
 
 // defaultHost is the host containerd connects to for a registry:
 // docker.io's is registry-1.docker.io. It is containerd's
-// docker.DefaultHost, not imported so that this package stays free of
-// containerd and talosctl can render its files offline.
+// docker.DefaultHost, written out so that the renderers need nothing of
+// containerd's (only the checks in validation do).
 func defaultHost(host string) string {
 	if host == "docker.io" {
 		return "registry-1.docker.io"

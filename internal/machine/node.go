@@ -14,6 +14,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/logring"
 	"github.com/talosbox/talosbox/internal/network"
@@ -162,7 +163,7 @@ type Node struct {
 	tryPrev loadedConfig
 	// bootWatch hears of service failures while a boot waits for the
 	// services (startServices), nil otherwise.
-	bootWatch chan string
+	bootWatch chan bootNotice
 
 	// envBase holds what machine.env variables were before a config set
 	// them (nil: unset), to undo them.
@@ -190,13 +191,17 @@ func New(opts Options) (*Node, error) {
 		offered:  make(chan loadedConfig),
 		requests: make(chan request),
 		sysRoot:  storage.SysRoot,
-		containerd: cri.NewContainerd(cri.ContainerdOptions{
-			Runtime:         cri.NewRuntime(opts.Platform),
-			Executable:      opts.ContainerdPath,
-			RuncPath:        opts.RuncPath,
-			OOMScoreAdjPath: opts.OOMScoreAdjPath,
-		}),
 	}
+
+	n.containerd = cri.NewContainerd(cri.ContainerdOptions{
+		Runtime:         cri.NewRuntime(opts.Platform),
+		Executable:      opts.ContainerdPath,
+		RuncPath:        opts.RuncPath,
+		OOMScoreAdjPath: opts.OOMScoreAdjPath,
+		OnCRILoadError: func(err error) {
+			n.bootNotify(bootNotice{id: constants.CRIServiceID, err: err})
+		},
+	})
 
 	n.volumes = storage.NewVolumes(storage.Options{
 		Platform: opts.Platform,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +15,6 @@ import (
 	"github.com/talosbox/talosbox/internal/platform"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 	"github.com/talosbox/talosbox/internal/sequencer"
-	"github.com/talosbox/talosbox/internal/userfiles"
 	"github.com/talosbox/talosbox/internal/version"
 )
 
@@ -154,22 +152,7 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 		return n.setEnv(env)
 	}))
 	seq.Append("userSetup", task("writeUserFiles", func(_ context.Context, w io.Writer) error {
-		if cfg.Machine == nil || len(cfg.Machine.Files) == 0 {
-			return nil
-		}
-
-		root := "/"
-		if !metal {
-			// Container mode never writes outside the node's own dirs.
-			root = n.opts.Platform.EphemeralDir
-			if err := os.MkdirAll(root, 0o755); err != nil {
-				return err
-			}
-		}
-
-		fmt.Fprintf(w, "[talos] writing %d machine file(s) under %s\n", len(cfg.Machine.Files), root)
-
-		return userfiles.Write(cfg.Machine.Files, userfiles.Options{Root: root})
+		return n.writeUserFiles(loaded, w)
 	}))
 	seq.AppendWhen(metal, "kernel",
 		task("setSysctls", func(_ context.Context, w io.Writer) error {

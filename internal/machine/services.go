@@ -11,6 +11,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
+	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/cri"
 	hwctrl "github.com/talosbox/talosbox/internal/hardware"
 	"github.com/talosbox/talosbox/internal/network"
@@ -37,7 +38,7 @@ func (n *Node) startEarlyServices(ctx context.Context, _ io.Writer) error {
 
 			// The supervisor's restart after a failed run.
 			if ev.State == supervisor.Waiting && strings.HasPrefix(ev.Message, "Error running") {
-				n.serviceFailed(id)
+				n.bootNotify(bootNotice{id: id})
 			}
 		},
 	})
@@ -133,11 +134,18 @@ const bootServiceFailures = 3
 // waitServicesUp waits until the services in ids are up, or fails when
 // one fails (Failed, as WaitUp says) or keeps failing and restarting.
 func (n *Node) waitServicesUp(ctx context.Context, sup *supervisor.Supervisor, ids []string) error {
-	failures := make(chan string, 16)
+	failures := make(chan bootNotice, 16)
 
 	n.mu.Lock()
 	n.bootWatch = failures
 	n.mu.Unlock()
+
+	// Heard before the watch began.
+	if !n.opts.NoContainerd {
+		if err := n.containerd.CRILoadError(); err != nil {
+			failures <- bootNotice{id: constants.CRIServiceID, err: err}
+		}
+	}
 
 	defer func() {
 		n.mu.Lock()
@@ -155,18 +163,26 @@ func (n *Node) waitServicesUp(ctx context.Context, sup *supervisor.Supervisor, i
 			select {
 			case <-wctx.Done():
 				return
-			case id := <-failures:
-				if !slices.Contains(ids, id) {
+			case ev := <-failures:
+				if !slices.Contains(ids, ev.id) {
 					continue
 				}
 
-				if counts[id]++; counts[id] >= bootServiceFailures {
+				// A service that will not recover (the CRI without its
+				// plugins) fails the boot at once.
+				if ev.err != nil {
+					cancel(fmt.Errorf("service %q is unhealthy and will not recover: %w", ev.id, ev.err))
+
+					return
+				}
+
+				if counts[ev.id]++; counts[ev.id] >= bootServiceFailures {
 					msg := ""
-					if st, ok := sup.Status(id); ok && len(st.Events) > 0 {
+					if st, ok := sup.Status(ev.id); ok && len(st.Events) > 0 {
 						msg = ": " + st.Events[len(st.Events)-1].Message
 					}
 
-					cancel(fmt.Errorf("service %q failed %d times while the node booted%s", id, counts[id], msg))
+					cancel(fmt.Errorf("service %q failed %d times while the node booted%s", ev.id, counts[ev.id], msg))
 
 					return
 				}
@@ -182,9 +198,16 @@ func (n *Node) waitServicesUp(ctx context.Context, sup *supervisor.Supervisor, i
 	return err
 }
 
-// serviceFailed hands a service's failed run to a boot waiting for the
-// services; it never blocks the supervisor.
-func (n *Node) serviceFailed(id string) {
+// bootNotice is what a boot waiting for its services hears: a service's
+// failed run, or (err) a service that will not become healthy.
+type bootNotice struct {
+	id  string
+	err error
+}
+
+// bootNotify hands a notice to a boot waiting for the services; it never
+// blocks the supervisor.
+func (n *Node) bootNotify(ev bootNotice) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 
@@ -193,7 +216,7 @@ func (n *Node) serviceFailed(id string) {
 	}
 
 	select {
-	case n.bootWatch <- id:
+	case n.bootWatch <- ev:
 	default:
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/sysctl"
 	"github.com/talosbox/talosbox/internal/userfiles"
 )
@@ -27,6 +28,11 @@ func (b *builder) files() {
 
 	for i, f := range b.cfg.Machine.Files {
 		p := fmt.Sprintf("machine.files[%d]", i)
+
+		// Rendered where the node's containerd reads them (runtime).
+		if strings.HasPrefix(path.Clean(f.Path), cri.UserHostsDir+"/") {
+			continue
+		}
 
 		if !path.IsAbs(f.Path) || slices.Contains(strings.Split(f.Path, "/"), "..") || strings.HasSuffix(f.Path, "/") {
 			b.fail(p+".path", "%q is not an absolute path to a file without \"..\"", f.Path)

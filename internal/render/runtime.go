@@ -2,10 +2,11 @@ package render
 
 import (
 	"path"
-	"slices"
+	"strings"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/cri"
+	"github.com/talosbox/talosbox/internal/cri/validation"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/render/layout"
 )
@@ -30,6 +31,8 @@ func (b *builder) runtime() {
 		b.add(Artifact{Path: "fs" + p, NodePath: p, Mode: f.Mode, Data: f.Data})
 	}
 
+	b.userHosts(hosts)
+
 	regPart, err := cri.RegistriesPart(regs, layout.HostsDir)
 	if err != nil {
 		b.failErr("machine.registries", err)
@@ -51,15 +54,18 @@ func (b *builder) runtime() {
 		{Name: cri.RegistriesPartName, Data: regPart},
 	}
 
-	// The user's part comes through machine.files, which the node's boot
-	// writes before containerd starts.
+	// The user's part comes through machine.files, which the node's CRI
+	// renders with the others (cri.OwnsMachineFile).
 	where := "machine.registries"
-	if data, i, ok := landed(b.cfg.Machine.Files, path.Join(layout.CRIConfDir, cri.CustomizationPartName)); ok {
+	if data, i, ok := cri.Landed(b.cfg.Machine.Files, cri.CustomizationPartPath); ok {
 		parts = append(parts, cri.Part{Name: cri.CustomizationPartName, Data: data})
 		where = sprintf("machine.files[%d].content", i)
 	}
 
-	merged, _, err := cri.MergePartData(parts)
+	// Merged and loaded as the node's CRI containerd will load it: a
+	// setting containerd refuses is refused here, naming the part and
+	// the key.
+	merged, err := cri.MergeChecked(parts, layout.CRIConfDir)
 	if err != nil {
 		b.failErr(where, err)
 
@@ -78,23 +84,48 @@ func (b *builder) runtime() {
 	b.add(Artifact{Path: "fs" + np, NodePath: np, Mode: 0o600, Data: merged})
 }
 
-// landed is the content machine.files leave at p, starting from no file:
-// the index of the last entry that wrote it, false when none does.
-func landed(files []configs.MachineFile, p string) (data []byte, last int, ok bool) {
-	for i, f := range files {
-		if path.Clean(f.Path) != p {
+// userHosts renders the registry hosts files machine.files places under
+// cri.UserHostsDir where the node's containerd reads them (HostsDir),
+// each checked by containerd's own hosts.toml parser. generated is what
+// machine.registries puts in the same tree.
+func (b *builder) userHosts(generated []cri.File) {
+	user := cri.UserHostsFiles(b.cfg.Machine.Files)
+	if len(user) == 0 {
+		return
+	}
+
+	taken := map[string]bool{}
+	for _, f := range generated {
+		taken[f.Path] = true
+	}
+
+	checked := make([]validation.HostsFile, 0, len(user))
+
+	for _, f := range user {
+		fp := sprintf("machine.files[%d]", f.Index)
+		name := path.Join(cri.UserHostsDir, f.Path)
+
+		if taken[f.Path] {
+			b.fail(fp+".path", "%s: machine.registries makes this file too (%s): configure the registry in one place", name, path.Join(layout.HostsDir, f.Path))
+
 			continue
 		}
 
-		switch f.Op {
-		case "append":
-			data = append(data, f.Content...)
-		default:
-			data = []byte(f.Content)
-		}
+		checked = append(checked, validation.HostsFile{Path: f.Path, Name: name, Data: f.Data})
 
-		last, ok = i, true
+		p := path.Join(layout.HostsDir, f.Path)
+		b.add(Artifact{Path: "fs" + p, NodePath: p, Mode: f.Mode, Data: f.Data})
 	}
 
-	return slices.Clip(data), last, ok
+	if err := validation.Hosts(checked, cri.UserHostsDir); err != nil {
+		at := "machine.files"
+
+		for _, f := range user {
+			if strings.HasPrefix(err.Error(), path.Join(cri.UserHostsDir, f.Path)+":") {
+				at = sprintf("machine.files[%d].content", f.Index)
+			}
+		}
+
+		b.errs = append(b.errs, &configs.ValidationError{Path: at, Msg: err.Error()})
+	}
 }

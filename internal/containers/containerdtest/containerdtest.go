@@ -82,6 +82,9 @@ type Options struct {
 	// CRI loads the CRI plugins (without CNI: the CRI says so in its log
 	// and serves all the same).
 	CRI bool
+	// Config is more TOML for the daemon's config, after the rest: plugin
+	// sections the test needs.
+	Config string
 }
 
 // Start runs a containerd in a temporary directory and returns its socket
@@ -108,7 +111,7 @@ func Start(t testing.TB, opts Options) string {
 	}
 
 	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, config(dir, sock, opts.CRI), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, append(config(dir, sock, opts.CRI), opts.Config...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
