@@ -3,7 +3,8 @@
 // drives it from the host with the real talosctl through a slirp port
 // forward (127.0.0.1:PORT to the guest's 50000), as an operator would:
 //
-//   - TestMetalLifecycle: boot to maintenance mode, apply-config --insecure
+//   - TestMetalLifecycle: boot to maintenance mode (get disks, links,
+//     addresses, routes and systeminformation --insecure), apply-config --insecure
 //     (the node partitions /dev/vda with Talos's layout and mounts STATE
 //     and EPHEMERAL), services up, bootstrap, etcd healthy, the read
 //     commands, CRI parts containerd refuses (each refused in every apply

@@ -105,6 +105,16 @@ func TestMetalEncryption(t *testing.T) {
 	n.wait(markMaintenance, bootTimeout)
 	n.maintenanceAnswers(bootTimeout)
 
+	// Without credentials an operator sees why (STATE's volume status),
+	// not the key that failed (META).
+	if out := n.ok("get", "volumestatus", "STATE", "--insecure"); !regexp.MustCompile(`\sSTATE\s+\d+\s+partition\s+failed\s+/dev/vda5\s`).MatchString(out) {
+		t.Errorf("get volumestatus STATE --insecure:\n%s", out)
+	}
+
+	if _, errOut, err := n.talosctl("get", "metakeys", "0x09", "--insecure"); err == nil || !strings.Contains(errOut, maintenanceRefusal) || strings.Contains(errOut, "wrong") {
+		t.Errorf("get metakeys 0x09 --insecure: %v, %q", err, errOut)
+	}
+
 	if _, errOut, err := n.talosctl("apply-config", "--insecure", "-f", cfgRotated); err == nil || !strings.Contains(errOut, "STATE cannot be opened") {
 		t.Errorf("apply-config over a STATE that cannot be opened: %v\n%s", err, errOut)
 	}

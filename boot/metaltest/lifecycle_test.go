@@ -40,6 +40,7 @@ func TestMetalLifecycle(t *testing.T) {
 	n.wait("[talos] no STATE partition: not installed yet", bootTimeout)
 	n.wait(markMaintenance, bootTimeout)
 	n.maintenanceAnswers(bootTimeout)
+	n.maintenanceReads(`\sDisk\s+vda\s+\d+\s+6\.4 GB\s+false\s+virtio\s`, `\sDisk\s+vdb\s+\d+\s+268 MB\s+false\s+virtio\s`)
 	n.consoleDashboard(tty)
 
 	// machine.install.diskSelector: one matching no disk is refused,

@@ -83,6 +83,7 @@ func (n *node) installFromISO(cp, v1 string) time.Duration {
 	toMaintenance := time.Since(n.started)
 
 	n.maintenanceAnswers(bootTimeout)
+	n.maintenanceReads(`\sDisk\s+vda\s+\d+\s+6\.4 GB\s+false\s+virtio\s`)
 	n.ok("apply-config", "--insecure", "-f", cp)
 	n.wait("[talos] installed "+v1+" on vda: the disk boots by itself (GRUB, entry A)", servicesTimeout)
 	n.wait(markServices, servicesTimeout)

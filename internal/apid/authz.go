@@ -100,7 +100,7 @@ func (g *generation) authorize(ctx context.Context, method string) (*caller, err
 
 	if c.maintenance {
 		if !maintenanceMethods[method] {
-			return nil, status.Error(codes.PermissionDenied, maintenanceDenied)
+			return nil, maintenanceDenied(method)
 		}
 
 		return c, nil

@@ -36,8 +36,8 @@ func (r *resourceServer) definition(ctx context.Context, typ string) (bus.Defini
 		return bus.Definition{}, status.Error(codes.NotFound, err.Error())
 	}
 
-	if c := callerFrom(ctx); c != nil && c.maintenance && !maintenanceTypes[def.Type] {
-		return bus.Definition{}, status.Error(codes.PermissionDenied, maintenanceDenied)
+	if c := callerFrom(ctx); c != nil && c.maintenance && !maintenanceReadable(def) {
+		return bus.Definition{}, maintenanceDenied(def.Type)
 	}
 
 	return def, nil

@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/talosbox/talosbox/internal/api/machine"
@@ -308,93 +307,6 @@ func TestDescriptorCoverage(t *testing.T) {
 	// Unknown methods are refused by the gate itself.
 	if allowed("/machine.MachineService/Unheard", []role.Role{role.Admin}) {
 		t.Fatal("a method outside the table is allowed")
-	}
-}
-
-func TestMaintenanceMode(t *testing.T) {
-	e := newEnv(t, nil, "127.0.0.1:0")
-	e.waitServing(t, true)
-
-	ctx := testCtx(t)
-	cc := dialInsecure(t, e.addr)
-	mc, rc := machineClient(cc), resourceClient(cc)
-
-	v, err := mc.Version(ctx, &emptypb.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if !v.GetMessages()[0].GetMaintenance() || v.GetMessages()[0].GetPlatform().GetName() != "container" {
-		t.Fatalf("version %v", v)
-	}
-
-	// Status resources are readable...
-	e.waitStatus(t, "in maintenance", func(s runtime.MachineStatusSpec) bool { return s.Stage == runtime.StageMaintenance })
-
-	got, err := rc.Get(ctx, &resource.GetRequest{Type: "machinestatus", Id: runtime.MachineID})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if !strings.Contains(string(got.GetResource().GetSpecYaml()), "stage: maintenance") {
-		t.Fatalf("machinestatus in maintenance mode: %v", got)
-	}
-
-	if _, err := rc.Definitions(ctx, &emptypb.Empty{}); err != nil {
-		t.Fatal(err)
-	}
-
-	// ...the rest of the bus is not, nor anything else.
-	_, err = rc.Get(ctx, &resource.GetRequest{Type: "configerror", Id: "last"})
-	wantCode(t, err, codes.PermissionDenied, "maintenance mode")
-
-	for method := range methodRoles {
-		if maintenanceMethods[method] {
-			continue
-		}
-
-		wantCode(t, invoke(ctx, cc, method), codes.PermissionDenied, "maintenance mode: only apply-config, version")
-	}
-
-	// A client verifying against the OS CA cannot connect: there is no
-	// CA yet, the certificate is self-signed.
-	_, err = machineClient(dial(t, e.addr, clientCert(t, string(role.Admin)))).Version(ctx, &emptypb.Empty{})
-	wantCode(t, err, codes.Unavailable, "")
-
-	// An invalid config is the caller's error.
-	_, err = mc.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{Data: []byte("version: v1alpha1\nmachine:\n  type: boss\n")})
-	wantCode(t, err, codes.InvalidArgument, `unknown machine type "boss"`)
-
-	// apply-config --insecure: no client certificate.
-	resp, err := mc.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
-		Data: nodeConfig(t, false, "machine: {network: {hostname: node-m}}"),
-		Mode: machine.ApplyConfigurationRequest_AUTO,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if !strings.Contains(resp.GetMessages()[0].GetModeDetails(), "leaving maintenance mode") {
-		t.Fatalf("apply: %v", resp)
-	}
-
-	// The node leaves maintenance mode and apid restarts with mTLS.
-	e.waitServing(t, false)
-
-	v, err = machineClient(dial(t, e.addr, clientCert(t, string(role.Reader)))).Version(ctx, &emptypb.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if v.GetMessages()[0].GetMaintenance() || v.GetMessages()[0].GetMetadata().GetHostname() != "node-m" {
-		t.Fatalf("version after apply: %v", v)
-	}
-
-	_, err = machineClient(dialInsecure(t, e.addr)).Version(ctx, &emptypb.Empty{})
-	wantCode(t, err, codes.Unavailable, "")
-
-	if st, ok := status.FromError(err); ok && st.Code() == codes.OK {
-		t.Fatal("insecure client served after maintenance")
 	}
 }
 
