@@ -1,7 +1,5 @@
 package configs
 
-import "maps"
-
 // SysctlConfig is Talos's SysctlConfig: kernel parameters (/proc/sys),
 // machine.sysctls. A key set both here and in the v1alpha1 document takes
 // the document's value, as in Talos, which merges the two.
@@ -40,9 +38,13 @@ func foldKernelSettings(f *folding, into, params map[string]string, effective st
 		into = map[string]string{}
 	}
 
-	maps.Copy(into, params)
-
 	for _, k := range sortedKeys(params) {
+		// An empty key is reported by the document's check alone.
+		if k == "" {
+			continue
+		}
+
+		into[k] = params[k]
 		f.alias(keyPath(effective, k), keyPath("params", k))
 	}
 

@@ -82,6 +82,8 @@ type Options struct {
 	// CRI loads the CRI plugins (without CNI: the CRI says so in its log
 	// and serves all the same).
 	CRI bool
+	// Env is added to the daemon's environment (NAME=value).
+	Env []string
 }
 
 // Start runs a containerd in a temporary directory and returns its socket
@@ -137,7 +139,7 @@ func Start(t testing.TB, opts Options) string {
 	defer logFile.Close()
 
 	cmd := exec.Command(self, "--config", cfgPath)
-	cmd.Env = append(os.Environ(), runEnv+"=1", "PATH="+bin+":"+os.Getenv("PATH"))
+	cmd.Env = append(append(os.Environ(), runEnv+"=1", "PATH="+bin+":"+os.Getenv("PATH")), opts.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 
 	if err := cmd.Start(); err != nil {
