@@ -48,13 +48,20 @@ func (u *UnattendedInstallConfig) image() string {
 func (u *UnattendedInstallConfig) check(v *validator, path string) {
 	const matchPath = ".provisioning.diskSelector.match"
 
+	// Where the node does not install (a container, a cloud image), what
+	// talosbox cannot install to is only worth a warning.
+	report := v.warnf
+	if v.mode.RequiresInstall() {
+		report = v.errorf
+	}
+
 	if u.match() == "" {
 		v.errorf(path+matchPath, `provisioning.diskSelector.match is required: a CEL expression choosing the install disk, such as disk.dev_path == "/dev/sda"`)
 	} else if _, _, err := installTarget(u.match()); err != nil {
-		v.errorf(path+matchPath, "%v", err)
+		report(path+matchPath, "%v", err)
 	}
 
-	if u.Reboot != nil && *u.Reboot {
+	if u.Reboot != nil && *u.Reboot && v.mode.RequiresInstall() {
 		v.errorf(path+".reboot", "talosbox installs onto the disk in place and runs on from it without rebooting: "+
 			"it does not implement reboot after the install; remove reboot or set it to false")
 	}

@@ -122,6 +122,8 @@ func TestUnattendedInstallConfig(t *testing.T) {
 		{name: "no wipe", mode: configs.ModeMetal, docs: unattended(`disk.size >= 100u * GB`, "  wipe: false\nreboot: false\n"),
 			check: install(configs.InstallConfig{DiskSelector: &configs.InstallDiskSelector{Size: ">= 100GB"}, Image: image})},
 		{name: "in a container, as machine.install", docs: unattended(`disk.dev_path == "/dev/vda"`, "")},
+		{name: "in a container, which does not install, an expression talosbox cannot read", docs: unattended(`disk.transport == "sata"`, "reboot: true\n"),
+			warns: []string{`UnattendedInstallConfig.provisioning.diskSelector.match: cannot translate "disk.transport == \"sata\""`}},
 		{name: "no installer image", mode: configs.ModeMetal,
 			docs:  "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller: {}\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == \"/dev/vda\"\n",
 			warns: []string{"UnattendedInstallConfig.installer.image: installer.image is not set: the node partitions the disk but cannot write BOOT"}},

@@ -34,8 +34,12 @@ func WriteTrustedRoots(cfg *configs.Config, root string) (string, error) {
 
 	bundle := configs.TrustedRootsBundle(cfg)
 	if bundle == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("trusted roots: %w", err)
+		// Looked up first: a read-only root refuses even the removal of
+		// what it does not hold.
+		if _, err := os.Lstat(path); err == nil {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("trusted roots: %w", err)
+			}
 		}
 	} else {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
