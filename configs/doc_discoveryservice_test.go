@@ -10,7 +10,7 @@ import (
 const rtIdentity = "apiVersion: v1alpha1\nkind: DiscoveryIdentityConfig\nclusterID: 0raF93qnkMvF-FZNuvyGozXNdLiT2FOWSlyBaW4PR-w=\n" +
 	"clusterSecret: pofHbABZq7VXuObsdLdy/bHmz6hlMHZ3p8+6WKrv1ic=\n"
 
-func discoveryService(name, endpoint string) string {
+func rtDiscoveryService(name, endpoint string) string {
 	return "apiVersion: v1alpha1\nkind: DiscoveryServiceConfig\nname: " + name + "\nendpoint: " + endpoint + "\n"
 }
 
@@ -30,49 +30,49 @@ func TestDiscoveryServiceConfig(t *testing.T) {
 	}
 
 	rtRun(t, []rtCase{
-		{name: "folded into cluster.discovery", docs: discoveryService("default", "https://discovery.talos.dev/") + "---\n" + rtIdentity,
+		{name: "folded into cluster.discovery", docs: rtDiscoveryService("default", "https://discovery.talos.dev/") + "---\n" + rtIdentity,
 			check: serviceAt("https://discovery.talos.dev/")},
 		{name: "with the v1alpha1 cluster identity", v1: "cluster:\n  id: CZPUmBr3Gx4MMvi0B19DAinY63EkdNvdIR6DB/6Gyeo=\n  secret: osl4ueUh+FPVpu5+kDzajbscPIpYg71fSiar4N8Cl1o=\n",
-			docs: discoveryService("default", "https://discovery.talos.dev/"), check: serviceAt("https://discovery.talos.dev/")},
-		{name: "grpc:// is reached as https://, at its host and port", docs: discoveryService("omni", "grpc://omni.example.com:8093/") + "---\n" + rtIdentity,
+			docs: rtDiscoveryService("default", "https://discovery.talos.dev/"), check: serviceAt("https://discovery.talos.dev/")},
+		{name: "grpc:// is reached as https://, at its host and port", docs: rtDiscoveryService("omni", "grpc://omni.example.com:8093/") + "---\n" + rtIdentity,
 			check: serviceAt("https://omni.example.com:8093/")},
-		{name: "a path is not part of where Talos reaches the service", docs: discoveryService("lan", "http://10.5.0.1:3000/v1") + "---\n" + rtIdentity,
+		{name: "a path is not part of where Talos reaches the service", docs: rtDiscoveryService("lan", "http://10.5.0.1:3000/v1") + "---\n" + rtIdentity,
 			check: serviceAt("http://10.5.0.1:3000/")},
-		{name: "several services: the first is the v1alpha1 endpoint", docs: discoveryService("a", "https://a.example.com/") + "---\n" +
-			discoveryService("b", "https://b.example.com/") + "---\n" + rtIdentity, check: serviceAt("https://a.example.com/")},
-		{name: "no cluster identity", docs: discoveryService("default", "https://discovery.talos.dev/"),
+		{name: "several services: the first is the v1alpha1 endpoint", docs: rtDiscoveryService("a", "https://a.example.com/") + "---\n" +
+			rtDiscoveryService("b", "https://b.example.com/") + "---\n" + rtIdentity, check: serviceAt("https://a.example.com/")},
+		{name: "no cluster identity", docs: rtDiscoveryService("default", "https://discovery.talos.dev/"),
 			errs: []string{"cluster.id: cluster discovery service requires .cluster.id (or a DiscoveryIdentityConfig document)",
 				"cluster.secret: cluster discovery service requires .cluster.secret (or a DiscoveryIdentityConfig document)"}},
-		{name: "also in the v1alpha1 document", v1: "cluster:\n  discovery:\n    enabled: false\n", docs: discoveryService("default", "https://discovery.talos.dev/") + "---\n" + rtIdentity,
+		{name: "also in the v1alpha1 document", v1: "cluster:\n  discovery:\n    enabled: false\n", docs: rtDiscoveryService("default", "https://discovery.talos.dev/") + "---\n" + rtIdentity,
 			errs: []string{`DiscoveryServiceConfig["default"]: the discovery service is already set in the v1alpha1 document (cluster.discovery): set it in one place`}},
 		{name: "no name", docs: "apiVersion: v1alpha1\nkind: DiscoveryServiceConfig\nendpoint: https://discovery.talos.dev/\n---\n" + rtIdentity,
 			errs: []string{`DiscoveryServiceConfig[""].name: name is required`}},
 		{name: "no endpoint", docs: "apiVersion: v1alpha1\nkind: DiscoveryServiceConfig\nname: default\n---\n" + rtIdentity,
 			errs: []string{`DiscoveryServiceConfig["default"].endpoint: endpoint is required`}},
-		{name: "another scheme", docs: discoveryService("default", "ftp://discovery.talos.dev/") + "---\n" + rtIdentity,
+		{name: "another scheme", docs: rtDiscoveryService("default", "ftp://discovery.talos.dev/") + "---\n" + rtIdentity,
 			errs: []string{`DiscoveryServiceConfig["default"].endpoint: endpoint "ftp://discovery.talos.dev/": the scheme must be http://, https:// or grpc://`}},
-		{name: "no host", docs: discoveryService("default", "https:///discovery") + "---\n" + rtIdentity,
+		{name: "no host", docs: rtDiscoveryService("default", "https:///discovery") + "---\n" + rtIdentity,
 			errs: []string{`DiscoveryServiceConfig["default"].endpoint: endpoint "https:///discovery" has no host`}},
-		{name: "not a URL", docs: discoveryService("default", `"https://[::1"`) + "---\n" + rtIdentity,
+		{name: "not a URL", docs: rtDiscoveryService("default", `"https://[::1"`) + "---\n" + rtIdentity,
 			errs: []string{`DiscoveryServiceConfig["default"].endpoint: invalid endpoint "https://[::1"`}},
-		{name: "an unknown field", docs: discoveryService("default", "https://discovery.talos.dev/") + "url: x\n", decodeErr: `unknown field "url"`},
+		{name: "an unknown field", docs: rtDiscoveryService("default", "https://discovery.talos.dev/") + "url: x\n", decodeErr: `unknown field "url"`},
 		{name: "a wrong type", docs: "apiVersion: v1alpha1\nkind: DiscoveryServiceConfig\nname: default\nendpoint: {url: x}\n",
 			decodeErr: `DiscoveryServiceConfig["default"].endpoint: expected a single value`},
 	})
 
 	t.Run("encodes to itself", func(t *testing.T) {
 		t.Parallel()
-		rtRoundTrip(t, discoveryService("default", "https://discovery.talos.dev/")+"---\n"+discoveryService("b", "grpc://b:8093")+"---\n"+rtIdentity)
+		rtRoundTrip(t, rtDiscoveryService("default", "https://discovery.talos.dev/")+"---\n"+rtDiscoveryService("b", "grpc://b:8093")+"---\n"+rtIdentity)
 	})
 
 	t.Run("patches", func(t *testing.T) {
 		t.Parallel()
 
 		for _, p := range []struct{ name, patch string }{
-			{"strategic merge", discoveryService("default", "https://discovery.example.com/")},
+			{"strategic merge", rtDiscoveryService("default", "https://discovery.example.com/")},
 			{"json", `[{"op": "replace", "path": "/DiscoveryServiceConfig/default/endpoint", "value": "https://discovery.example.com/"}]`},
 		} {
-			cfg := rtPatched(t, discoveryService("default", "https://discovery.talos.dev/")+"---\n"+rtIdentity, p.patch)
+			cfg := rtPatched(t, rtDiscoveryService("default", "https://discovery.talos.dev/")+"---\n"+rtIdentity, p.patch)
 			if got := cfg.Cluster.Discovery.Registries.Service.Endpoint; got != "https://discovery.example.com/" {
 				t.Errorf("%s: endpoint %q", p.name, got)
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/talosbox/talosbox/configs"
 )
 
-func unattended(match, more string) string {
+func rtUnattended(match, more string) string {
 	return "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller:\n  image: ghcr.io/siderolabs/installer:v1.14.0\n" +
 		"provisioning:\n  diskSelector:\n    match: '" + strings.ReplaceAll(match, "'", "''") + "'\n" + more
 }
@@ -62,12 +62,12 @@ func TestUnattendedInstallDiskMatch(t *testing.T) {
 		t.Run(tt.match, func(t *testing.T) {
 			t.Parallel()
 
-			cfg, _, err := configs.Load([]byte(rtText(t, "", unattended(tt.match, ""))), configs.ModeMetal)
+			cfg, _, err := configs.Load([]byte(rtText(t, "", rtUnattended(tt.match, ""))), configs.ModeMetal)
 
 			if tt.err != "" {
 				// The effective machine.install has no disk then, which its
 				// own rule says too.
-				rtMatch(t, "error", problemsOf(err), []string{"UnattendedInstallConfig.provisioning.diskSelector.match: ",
+				rtMatch(t, "error", rtProblems(err), []string{"UnattendedInstallConfig.provisioning.diskSelector.match: ",
 					"UnattendedInstallConfig: either install disk or diskSelector should be defined"})
 
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
@@ -88,8 +88,8 @@ func TestUnattendedInstallDiskMatch(t *testing.T) {
 	}
 }
 
-// problemsOf lists a Load error's problems.
-func problemsOf(err error) []string {
+// rtProblems lists a Load error's problems.
+func rtProblems(err error) []string {
 	var list *configs.Errors
 	if !errors.As(err, &list) {
 		return nil
@@ -117,12 +117,12 @@ func TestUnattendedInstallConfig(t *testing.T) {
 	const image = "ghcr.io/siderolabs/installer:v1.14.0"
 
 	rtRun(t, []rtCase{
-		{name: "folded into machine.install; wipe by default, as in Talos", mode: configs.ModeMetal, docs: unattended(`disk.dev_path == "/dev/vda"`, ""),
+		{name: "folded into machine.install; wipe by default, as in Talos", mode: configs.ModeMetal, docs: rtUnattended(`disk.dev_path == "/dev/vda"`, ""),
 			check: install(configs.InstallConfig{Disk: "/dev/vda", Image: image, Wipe: true})},
-		{name: "no wipe", mode: configs.ModeMetal, docs: unattended(`disk.size >= 100u * GB`, "  wipe: false\nreboot: false\n"),
+		{name: "no wipe", mode: configs.ModeMetal, docs: rtUnattended(`disk.size >= 100u * GB`, "  wipe: false\nreboot: false\n"),
 			check: install(configs.InstallConfig{DiskSelector: &configs.InstallDiskSelector{Size: ">= 100GB"}, Image: image})},
-		{name: "in a container, as machine.install", docs: unattended(`disk.dev_path == "/dev/vda"`, "")},
-		{name: "in a container, which does not install, an expression talosbox cannot read", docs: unattended(`disk.transport == "sata"`, "reboot: true\n"),
+		{name: "in a container, as machine.install", docs: rtUnattended(`disk.dev_path == "/dev/vda"`, "")},
+		{name: "in a container, which does not install, an expression talosbox cannot read", docs: rtUnattended(`disk.transport == "sata"`, "reboot: true\n"),
 			warns: []string{`UnattendedInstallConfig.provisioning.diskSelector.match: cannot translate "disk.transport == \"sata\""`}},
 		{name: "no installer image", mode: configs.ModeMetal,
 			docs:  "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller: {}\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == \"/dev/vda\"\n",
@@ -133,17 +133,17 @@ func TestUnattendedInstallConfig(t *testing.T) {
 		{name: "machine.install's rules, located in the document", mode: configs.ModeMetal,
 			docs: "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller:\n  image: 'ghcr.io/x:'\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == \"sda\"\n",
 			errs: []string{`UnattendedInstallConfig.installer.image: `, `UnattendedInstallConfig.provisioning.diskSelector.match: install disk "sda" must be a path under /dev/`}},
-		{name: "reboot after the install", mode: configs.ModeMetal, docs: unattended(`disk.dev_path == "/dev/vda"`, "reboot: true\n"),
+		{name: "reboot after the install", mode: configs.ModeMetal, docs: rtUnattended(`disk.dev_path == "/dev/vda"`, "reboot: true\n"),
 			errs: []string{"UnattendedInstallConfig.reboot: talosbox installs onto the disk in place and runs on from it without rebooting"}},
-		{name: "also in the v1alpha1 document", mode: configs.ModeMetal, v1: "machine:\n  install:\n    disk: /dev/sda\n", docs: unattended(`disk.dev_path == "/dev/vda"`, ""),
+		{name: "also in the v1alpha1 document", mode: configs.ModeMetal, v1: "machine:\n  install:\n    disk: /dev/sda\n", docs: rtUnattended(`disk.dev_path == "/dev/vda"`, ""),
 			errs: []string{"UnattendedInstallConfig: the install is already set in the v1alpha1 document (machine.install): set it in one place"}},
-		{name: "an unknown field", docs: unattended(`disk.dev_path == "/dev/vda"`, "  disk: /dev/vda\n"), decodeErr: `unknown field "disk" in UnattendedInstallConfig.provisioning`},
-		{name: "a wrong type", docs: unattended(`disk.dev_path == "/dev/vda"`, "reboot: often\n"), decodeErr: "UnattendedInstallConfig.reboot: "},
+		{name: "an unknown field", docs: rtUnattended(`disk.dev_path == "/dev/vda"`, "  disk: /dev/vda\n"), decodeErr: `unknown field "disk" in UnattendedInstallConfig.provisioning`},
+		{name: "a wrong type", docs: rtUnattended(`disk.dev_path == "/dev/vda"`, "reboot: often\n"), decodeErr: "UnattendedInstallConfig.reboot: "},
 	})
 
 	t.Run("encodes to itself", func(t *testing.T) {
 		t.Parallel()
-		rtRoundTrip(t, unattended(`disk.model.startsWith("Samsung") && disk.size > 100u * GB`, "  wipe: false\nreboot: false\n"))
+		rtRoundTrip(t, rtUnattended(`disk.model.startsWith("Samsung") && disk.size > 100u * GB`, "  wipe: false\nreboot: false\n"))
 		rtRoundTrip(t, "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller: {}\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == \"/dev/vda\"\n")
 	})
 
@@ -154,7 +154,7 @@ func TestUnattendedInstallConfig(t *testing.T) {
 			{"strategic merge", "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == \"/dev/sdb\"\n"},
 			{"json", `[{"op": "replace", "path": "/UnattendedInstallConfig/provisioning/diskSelector/match", "value": "disk.dev_path == \"/dev/sdb\""}]`},
 		} {
-			if in := rtPatched(t, unattended(`disk.dev_path == "/dev/vda"`, ""), p.patch).Machine.Install; in.Disk != "/dev/sdb" || in.Image != image {
+			if in := rtPatched(t, rtUnattended(`disk.dev_path == "/dev/vda"`, ""), p.patch).Machine.Install; in.Disk != "/dev/sdb" || in.Image != image {
 				t.Errorf("%s: machine.install %+v", p.name, in)
 			}
 		}

@@ -103,9 +103,9 @@ func (*VolumeConfig) Kind() string { return "VolumeConfig" }
 // DocumentName implements NamedDocument.
 func (c *VolumeConfig) DocumentName() string { return c.Name }
 
-// cannot reports what the node cannot honour: an error, but in a
+// volumeCannot reports what the node cannot honour: an error, but in a
 // container, whose volumes are directories, where it is only ignored.
-func cannot(v *validator) func(path, format string, args ...any) {
+func volumeCannot(v *validator) func(path, format string, args ...any) {
 	if v.mode == ModeContainer {
 		return func(path, format string, args ...any) {
 			v.warnf(path, format+" (ignored in container mode)", args...)
@@ -120,7 +120,7 @@ func (c *VolumeConfig) check(v *validator, path string) {
 	switch {
 	case c.Name == VolumeState || c.Name == VolumeEphemeral:
 	case slices.Contains(talosOnlyVolumes, c.Name):
-		cannot(v)(path+".name", "talosbox's system disk has the STATE and EPHEMERAL volumes only, everything else lives on EPHEMERAL: "+
+		volumeCannot(v)(path+".name", "talosbox's system disk has the STATE and EPHEMERAL volumes only, everything else lives on EPHEMERAL: "+
 			"it cannot honour a VolumeConfig for %s", c.Name)
 
 		return
@@ -134,7 +134,7 @@ func (c *VolumeConfig) check(v *validator, path string) {
 	c.checkProvisioning(v, path+".provisioning")
 
 	if len(c.Filesystem) > 0 {
-		cannot(v)(path+".filesystem", "talosbox formats its system volumes ext4 (its kernel has ext4 built in), not xfs: "+
+		volumeCannot(v)(path+".filesystem", "talosbox formats its system volumes ext4 (its kernel has ext4 built in), not xfs: "+
 			"filesystem options cannot be honoured; remove filesystem")
 	}
 
@@ -151,7 +151,7 @@ func (c *VolumeConfig) check(v *validator, path string) {
 	}
 
 	if enabled, ok := c.Scrub["enabled"].(bool); len(c.Scrub) > 0 && (!ok || enabled) {
-		cannot(v)(path+".scrub", "talosbox's system volumes are ext4, which has no online scrub (Talos scrubs xfs): "+
+		volumeCannot(v)(path+".scrub", "talosbox's system volumes are ext4, which has no online scrub (Talos scrubs xfs): "+
 			"scrubbing cannot be honoured; remove scrub or set scrub.enabled: false")
 	}
 
@@ -173,16 +173,16 @@ func (c *VolumeConfig) checkProvisioning(v *validator, p string) {
 	}
 
 	if pr.DiskSelector != nil && strings.TrimSpace(pr.DiskSelector.Match) != "system_disk" {
-		cannot(v)(p+".diskSelector.match", "talosbox makes EPHEMERAL on the system disk, after STATE: it cannot place it on another disk; "+
+		volumeCannot(v)(p+".diskSelector.match", "talosbox makes EPHEMERAL on the system disk, after STATE: it cannot place it on another disk; "+
 			"remove diskSelector (or write system_disk)")
 	}
 
 	if pr.Grow != nil && !*pr.Grow {
-		cannot(v)(p+".grow", "talosbox's EPHEMERAL always takes the rest of the system disk: it cannot keep it from growing; remove grow or set it to true")
+		volumeCannot(v)(p+".grow", "talosbox's EPHEMERAL always takes the rest of the system disk: it cannot keep it from growing; remove grow or set it to true")
 	}
 
 	if pr.MaxSize != "" {
-		cannot(v)(p+".maxSize", "talosbox's EPHEMERAL always takes the rest of the system disk: a maximum size cannot be honoured; remove maxSize")
+		volumeCannot(v)(p+".maxSize", "talosbox's EPHEMERAL always takes the rest of the system disk: a maximum size cannot be honoured; remove maxSize")
 	}
 
 	if pr.MinSize != "" {
@@ -220,7 +220,7 @@ func (c *VolumeConfig) checkEncryption(v *validator, p string, e *VolumeEncrypti
 		}
 
 		if k.TPM != nil && len(k.TPM.Options) > 0 {
-			cannot(v)(kp+".tpm.options", "talosbox cannot honour TPM options (PCRs to seal to): machine.systemDiskEncryption, "+
+			volumeCannot(v)(kp+".tpm.options", "talosbox cannot honour TPM options (PCRs to seal to): machine.systemDiskEncryption, "+
 				"which it folds into, has none; remove options")
 		}
 	}
