@@ -162,7 +162,7 @@ func (c *VolumeConfig) check(v *validator, path string) {
 
 func (c *VolumeConfig) checkProvisioning(v *validator, p string) {
 	pr := c.Provisioning
-	if pr == nil {
+	if pr == nil || *pr == (VolumeProvisioning{}) {
 		return
 	}
 

@@ -102,6 +102,7 @@ func TestVolumeConfig(t *testing.T) {
 			docs: rtVolume("EPHEMERAL", "provisioning:\n  maxSize: 50%\nfilesystem:\n  xfs: {}\n") + "---\n" + rtVolume("IMAGECACHE", ""),
 			warns: []string{`VolumeConfig["EPHEMERAL"].provisioning.maxSize: talosbox's EPHEMERAL always takes the rest of the system disk: a maximum size cannot be honoured; remove maxSize (ignored in container mode)`,
 				`VolumeConfig["EPHEMERAL"].filesystem: talosbox formats its system volumes ext4`, `VolumeConfig["IMAGECACHE"].name: talosbox's system disk has the STATE and EPHEMERAL volumes only`}},
+		{name: "STATE with empty sections", docs: rtVolume("STATE", "provisioning: {}\nmount: {}\n")},
 		{name: "trim", docs: rtVolume("EPHEMERAL", "trim:\n  interval: 24h\n") + "---\n" + rtVolume("STATE", "trim:\n  enabled: true\n"),
 			warns: []string{`VolumeConfig["STATE"].trim: STATE is not trimmed (as in Talos, only EPHEMERAL of the system volumes is): trim has no effect here`}},
 		{name: "a negative trim interval", docs: rtVolume("EPHEMERAL", "trim:\n  interval: -1h\n"),
