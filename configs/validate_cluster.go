@@ -440,11 +440,11 @@ func (v *validator) discovery(c *ClusterConfig) {
 	// cluster ID, on the service as in etcd.
 	if d.Enabled && !serviceOff {
 		if c.ID == "" {
-			v.errorf("cluster.id", "cluster discovery service requires .cluster.id")
+			v.errorf("cluster.id", "cluster discovery service requires .cluster.id (or a DiscoveryIdentityConfig document)")
 		}
 
 		if c.Secret == "" {
-			v.errorf("cluster.secret", "cluster discovery service requires .cluster.secret")
+			v.errorf("cluster.secret", "cluster discovery service requires .cluster.secret (or a DiscoveryIdentityConfig document)")
 		}
 	}
 
