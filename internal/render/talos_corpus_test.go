@@ -119,13 +119,13 @@ func TestTalosLoaderInputs(t *testing.T) {
 	for _, tc := range []struct {
 		file, decodeErr, validateErr string
 	}{
-		{file: "controlplane.test"},
-		{file: "worker.test", validateErr: "trusted CA certificates are required on non-controlplane nodes"},
-		{file: "empty1.test", validateErr: "cluster instructions are required"},
-		{file: "empty2.test", validateErr: "machine instructions are required"},
-		{file: "multidoc1.test", decodeErr: "document kind SideroLinkConfig (apiVersion v1alpha1) is a Talos config document talosbox does not implement yet"},
-		{file: "multidoc2.test", validateErr: "the config has no v1alpha1 document"},
-		{file: "multidoc3.test", validateErr: "the config has no v1alpha1 document"},
+		{file: "controlplane.yaml"},
+		{file: "worker.yaml", validateErr: "trusted CA certificates are required on non-controlplane nodes"},
+		{file: "empty1.yaml", validateErr: "cluster instructions are required"},
+		{file: "empty2.yaml", validateErr: "machine instructions are required"},
+		{file: "multidoc1.yaml", decodeErr: "document kind SideroLinkConfig (apiVersion v1alpha1) is a Talos config document talosbox does not implement yet"},
+		{file: "multidoc2.yaml", validateErr: "the config has no v1alpha1 document"},
+		{file: "multidoc3.yaml", validateErr: "the config has no v1alpha1 document"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("../../configs/testdata/talos/loader", tc.file))
