@@ -22,6 +22,9 @@ var networkKinds = []kindInfo{
 	{kind: "WireguardConfig", new: func() Document { return &WireguardConfig{} }, named: true, live: true},
 	{kind: "DHCPv4Config", new: func() Document { return &DHCPv4Config{} }, named: true, live: true},
 	{kind: "Layer2VIPConfig", new: func() Document { return &Layer2VIPConfig{} }, named: true, live: true},
+	// The ingress firewall: read by networkd from the documents.
+	{kind: "NetworkDefaultActionConfig", new: func() Document { return &NetworkDefaultActionConfig{} }, live: true},
+	{kind: "NetworkRuleConfig", new: func() Document { return &NetworkRuleConfig{} }, named: true, live: true},
 	// Refused by check (talosbox cannot honour them yet); they decode and
 	// patch like the others.
 	{kind: "DHCPv6Config", new: func() Document { return &DHCPv6Config{} }, named: true},

@@ -344,9 +344,12 @@ peers:
 
 	var links map[string]bus.Resource
 
+	// Exactly these: eth9's default DHCP link spec goes.
+	want := []string{"lo", "bond0", "eth0", "eth1", "eth2", "vlan100", "dummy0", "wg0"}
+
 	nd.waitFor(networkres.LinkSpecType, "logical link specs", func(items []bus.Resource) bool {
 		links = ids(items)
-		return len(links) == 8 // lo, bond0, eth0, eth1, eth2, vlan100, dummy0, wg0
+		return len(links) == len(want) && hasIDs(false, want...)(items)
 	})
 
 	spec := func(id string) *networkres.LinkSpecSpec { return links[id].(*networkres.LinkSpec).TypedSpec() }
