@@ -59,7 +59,7 @@ func TestMachineConfigRedactedForReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	data := nodeConfig(t, false, "machine: {network: {hostname: node-r}}",
+	data := nodeConfig(t, false, hostname("node-r"),
 		"cluster: {aescbcEncryptionSecret: "+base64.StdEncoding.EncodeToString(aescbc)+"}")
 
 	cfg, err := configs.Decode(data)

@@ -83,7 +83,7 @@ func reverseKeys(n *yaml.Node) {
 // STATE. machine.env and machine.files (spelled out empty here) need a
 // reboot when they do change, so a text comparison would reboot.
 func TestApplyOfTheRunningConfigIsANoOp(t *testing.T) {
-	running := workerConfig(t, "machine: {network: {hostname: same}}")
+	running := workerConfig(t, hostname("same"))
 	n := startNode(t, "", running)
 	ctx := context.Background()
 
@@ -157,7 +157,7 @@ func TestApplyOfTheRunningConfigIsANoOp(t *testing.T) {
 	// A stage waiting for the next boot: applying the running config
 	// again undoes it (STATE gets the running config back) without a
 	// reboot or a new version; after that it is a no-op again.
-	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: later}}"), machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
+	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, hostname("later")), machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -360,7 +360,12 @@ func TestClusterUseVIP(t *testing.T) {
 
 		var vips []string
 
-		for _, d := range cfg.Machine.Network.Interfaces {
+		var devices []configs.Device
+		if cfg.Machine.Network != nil {
+			devices = cfg.Machine.Network.Interfaces
+		}
+
+		for _, d := range devices {
 			if d.VIP != nil {
 				vips = append(vips, d.Interface+"="+d.VIP.IP)
 			}
