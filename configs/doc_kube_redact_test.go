@@ -17,7 +17,7 @@ import (
 // encryption secrets) is masked in the redacted encoding, and nothing
 // else is.
 func TestKubeDocumentsRedacted(t *testing.T) {
-	base := kubeCase{v1: "apiVersion: v1alpha1\nkind: KubeEtcdEncryptionConfig\nconfig:\n  resources:\n    - resources: [secrets, configmaps]\n      providers:\n" +
+	base := kubeCase{v1: "apiVersion: v1alpha1\nkind: KubeEtcdEncryptionConfig\nconfig:\n  resources:\n    - resources: [configmaps]\n      providers:\n" +
 		"        - aescbc:\n            keys:\n              - name: key1\n                secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n        - identity: {}\n"}
 
 	cfg, _, err := configs.Load(base.text(t), configs.ModeContainer)

@@ -50,6 +50,9 @@ func (k *KubeEtcdEncryptionConfig) check(v *validator, path string) {
 		return
 	}
 
+	// kube-apiserver refuses a resource listed twice.
+	seen := map[string]string{}
+
 	for i, r := range resources {
 		rp := indexPath(p+".resources", i)
 
@@ -60,8 +63,20 @@ func (k *KubeEtcdEncryptionConfig) check(v *validator, path string) {
 			continue
 		}
 
-		if names, ok := rm["resources"].([]any); !ok || len(names) == 0 {
+		names, ok := rm["resources"].([]any)
+		if !ok || len(names) == 0 {
 			v.errorf(rp+".resources", "resources must list the resources encrypted (secrets, configmaps.*, ...)")
+		}
+
+		for j, n := range names {
+			np := indexPath(rp+".resources", j)
+			name, _ := n.(string)
+
+			if first, dup := seen[name]; dup {
+				v.errorf(np, "resource %q is already listed at %s: kube-apiserver refuses it twice (a strategic merge patch adds to the list; replace the config with a JSON patch)", name, first)
+			}
+
+			seen[name] = np
 		}
 
 		providers, ok := rm["providers"].([]any)

@@ -37,6 +37,8 @@ func TestKubeEtcdEncryptionConfig(t *testing.T) {
 		// The message never quotes the secret.
 		{name: "short key", doc: doc("        - secretbox:\n            keys:\n              - name: k\n                secret: c2hvcnQ=\n"),
 			err: "KubeEtcdEncryptionConfig.config.resources[0].providers[0].secretbox.keys[0].secret: invalid secretbox key k: must be base64 of 32 bytes"},
+		{name: "a resource twice", doc: doc("        - identity: {}\n    - resources: [secrets]\n      providers:\n        - identity: {}\n"),
+			err: `KubeEtcdEncryptionConfig.config.resources[1].resources[0]: resource "secrets" is already listed at KubeEtcdEncryptionConfig.config.resources[0].resources[0]`},
 		{name: "no keys", doc: doc("        - aescbc: {}\n"), err: "KubeEtcdEncryptionConfig.config.resources[0].providers[0].aescbc.keys: aescbc needs keys"},
 		{name: "only on control planes", worker: true, doc: doc("        - identity: {}\n"),
 			err: "KubeEtcdEncryptionConfig: document kind KubeEtcdEncryptionConfig is only allowed on control plane machines"},
@@ -48,12 +50,13 @@ func TestKubeEtcdEncryptionConfig(t *testing.T) {
 	})
 
 	runPatchCases(t, []patchCase{
-		{name: "strategic merge", patch: "apiVersion: v1alpha1\n" + doc("        - identity: {}\n"), check: func(t *testing.T, cfg *configs.Config) {
-			providers := configs.EncryptionConfiguration(cfg)["resources"].([]any)[0].(map[string]any)["providers"].([]any)
-			if len(providers) != 1 {
-				t.Errorf("providers %v", providers)
-			}
-		}},
+		// A strategic merge adds to the resources list, as in Talos.
+		{name: "strategic merge", patch: "apiVersion: v1alpha1\nkind: KubeEtcdEncryptionConfig\nconfig:\n  resources:\n    - resources: [configmaps]\n      providers:\n        - identity: {}\n",
+			check: func(t *testing.T, cfg *configs.Config) {
+				if resources := configs.EncryptionConfiguration(cfg)["resources"].([]any); len(resources) != 2 {
+					t.Errorf("resources %v", resources)
+				}
+			}},
 		{name: "JSON patch", patch: `[{"op": "add", "path": "/KubeEtcdEncryptionConfig/config/resources/0/providers/-", "value": {"identity": {}}}]`,
 			check: func(t *testing.T, cfg *configs.Config) {
 				providers := configs.EncryptionConfiguration(cfg)["resources"].([]any)[0].(map[string]any)["providers"].([]any)

@@ -47,7 +47,7 @@ func documents(cfg *configs.Config, opts Options, b *pki.Bundle) []configs.Docum
 	}
 
 	if c.multidocKubernetes() {
-		docs = append(docs, kubernetesDocuments(cfg, opts)...)
+		docs = append(docs, kubernetesDocuments(cfg, generated)...)
 	}
 
 	return docs
@@ -114,115 +114,4 @@ func decodeDocument(text string) configs.Document {
 	}
 
 	return cfg.Documents[0]
-}
-
-// kubernetesDocuments are Talos 1.14's Kubernetes documents, made from
-// the cluster section and machine.kubelet, which they replace: on every
-// node the cluster, node, kubelet, network, API CA and KubePrism
-// documents; on control planes the aggregator CA, admission, audit,
-// authentication, authorization, encryption, service account, component
-// and CNI and CoreDNS documents.
-func kubernetesDocuments(cfg *configs.Config, opts Options) []configs.Document {
-	m, cl := cfg.Machine, cfg.Cluster
-	cp := m.Type == configs.MachineTypeControlPlane
-
-	node := &configs.KubeNodeConfig{Labels: m.NodeLabels}
-	if cp {
-		node.Labels = map[string]string{"node-role.kubernetes.io/control-plane": ""}
-		if opts.Contract.excludeFromLoadBalancers() {
-			node.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
-		}
-
-		node.Taints = map[string]string{"node-role.kubernetes.io/control-plane": "NoSchedule"}
-	}
-
-	docs := []configs.Document{
-		&configs.KubeClusterConfig{ClusterName: cl.ClusterName, Endpoint: cl.ControlPlane.Endpoint},
-		node,
-		&configs.KubeletConfigDoc{Image: m.Kubelet.Image, DefaultRuntimeSeccompProfileEnabled: ptr(true)},
-		&configs.KubeNetworkConfig{DNSDomain: cl.Network.DNSDomain, PodSubnets: cl.Network.PodSubnets, ServiceSubnets: cl.Network.ServiceSubnets},
-	}
-
-	ca := &configs.KubeAPIServerCAConfig{}
-	if cp {
-		ca.IssuingCA = &configs.CertificateAndKey{Cert: string(cl.CA.Crt), Key: string(cl.CA.Key)}
-	} else {
-		ca.AcceptedCAs = []string{string(cl.CA.Crt)}
-	}
-
-	docs = append(docs, ca)
-
-	if kp := m.Features.KubePrism; kp != nil && kp.Enabled != nil && *kp.Enabled {
-		docs = append(docs, &configs.KubePrismConfig{Port: kp.Port})
-	}
-
-	if cp {
-		docs = append(docs, controlPlaneDocuments(cl)...)
-	}
-
-	// What the documents say leaves the v1alpha1 document.
-	m.Kubelet, m.NodeLabels, m.Features.KubePrism = nil, nil, nil
-	cfg.Cluster = &configs.ClusterConfig{ID: cl.ID, Secret: cl.Secret, Token: cl.Token, Discovery: cl.Discovery, Etcd: cl.Etcd}
-
-	return docs
-}
-
-// controlPlaneDocuments are the Kubernetes documents of control planes.
-func controlPlaneDocuments(cl *configs.ClusterConfig) []configs.Document {
-	api := cl.APIServer
-	docs := []configs.Document{
-		&configs.KubeAggregatorCAConfig{IssuingCA: &configs.CertificateAndKey{Cert: string(cl.AggregatorCA.Crt), Key: string(cl.AggregatorCA.Key)}},
-	}
-
-	for _, p := range api.AdmissionControl {
-		docs = append(docs, &configs.KubeAdmissionControlConfig{Name: p.Name, Configuration: p.Configuration})
-	}
-
-	docs = append(docs,
-		&configs.KubeAuditPolicyConfig{Configuration: api.AuditPolicy},
-		&configs.KubeAuthenticationConfig{Configuration: configs.Unstructured{
-			"anonymous": map[string]any{
-				"conditions": []any{map[string]any{"path": "/livez"}, map[string]any{"path": "/readyz"}, map[string]any{"path": "/healthz"}},
-				"enabled":    true,
-			},
-			"jwt": []any{},
-		}},
-		&configs.KubeAuthorizerConfig{Name: "node", Type: "Node"},
-		&configs.KubeAuthorizerConfig{Name: "rbac", Type: "RBAC"},
-		&configs.KubeEtcdEncryptionConfig{Config: encryptionConfig(cl)},
-		&configs.KubeServiceAccountConfig{Issuer: configs.KubeServiceAccountIssuer{
-			PrivateKey: string(cl.ServiceAccount.Key), IssuerURL: cl.ControlPlane.Endpoint,
-		}},
-		&configs.KubeAPIServerConfig{Image: api.Image, CertExtraSANs: api.CertSANs},
-		&configs.KubeControllerManagerConfig{Image: cl.ControllerManager.Image},
-		&configs.KubeSchedulerConfig{Image: cl.Scheduler.Image},
-		&configs.KubeProxyConfig{Image: cl.Proxy.Image},
-		&configs.KubeFlannelCNIConfig{BackendType: "vxlan", BackendPort: 4789},
-		&configs.KubeCoreDNSConfig{Enabled: ptr(true)},
-	)
-
-	return docs
-}
-
-// encryptionConfig is the EncryptionConfiguration the v1alpha1 secrets
-// make (internal/k8s/secrets.EncryptionConfig), as Talos writes it for a
-// cluster that moves to the document: the same providers, keys and names,
-// so what the API server encrypted stays readable. (Talos writes the
-// AES-CBC key under secretbox; it is aescbc here, as it was encrypted.)
-func encryptionConfig(cl *configs.ClusterConfig) configs.Unstructured {
-	var providers []any
-
-	if cl.SecretboxEncryptionSecret != "" {
-		providers = append(providers, map[string]any{"secretbox": map[string]any{
-			"keys": []any{map[string]any{"name": "key2", "secret": cl.SecretboxEncryptionSecret}},
-		}})
-	}
-
-	if cl.AESCBCEncryptionSecret != "" {
-		providers = append(providers, map[string]any{"aescbc": map[string]any{
-			"keys": []any{map[string]any{"name": "key1", "secret": cl.AESCBCEncryptionSecret}},
-		}})
-	}
-
-	return configs.Unstructured{"resources": []any{map[string]any{"providers": providers, "resources": []any{"secrets"}}}}
 }

@@ -3,6 +3,8 @@ package machine_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,12 +23,24 @@ import (
 func respell(t *testing.T, data []byte) []byte {
 	t.Helper()
 
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
+	// Every document of the config: the v1alpha1 one and the typed ones
+	// (a generated config's HostnameConfig).
+	var docs []*yaml.Node
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+
+		docs = append(docs, &doc)
 	}
 
-	root := doc.Content[0]
+	root := docs[0].Content[0]
 	root.HeadComment = "# the running config, written by hand"
 
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -40,15 +54,17 @@ func respell(t *testing.T, data []byte) []byte {
 		}
 	}
 
-	reverseKeys(root)
-
 	var buf bytes.Buffer
 
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 
-	if err := enc.Encode(&doc); err != nil {
-		t.Fatal(err)
+	for _, doc := range docs {
+		reverseKeys(doc.Content[0])
+
+		if err := enc.Encode(doc); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	if bytes.Equal(buf.Bytes(), data) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/base64"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 
@@ -92,8 +94,10 @@ func secretValues(cfg *configs.Config) []string {
 		return nil
 	}
 
-	var a, b yaml.Node
-	if yaml.Unmarshal(plain, &a) != nil || yaml.Unmarshal(red, &b) != nil {
+	// Every document: the typed ones hold secrets too (the Kubernetes
+	// documents' CA and service account keys, encryption secrets).
+	as, bs := yamlDocuments(plain), yamlDocuments(red)
+	if as == nil || len(as) != len(bs) {
 		return nil
 	}
 
@@ -124,7 +128,9 @@ func secretValues(cfg *configs.Config) []string {
 		}
 	}
 
-	walk(&a, &b)
+	for i := range as {
+		walk(as[i], bs[i])
+	}
 
 	out := make([]string, 0, len(set))
 	for s := range set {
@@ -136,8 +142,32 @@ func secretValues(cfg *configs.Config) []string {
 	return out
 }
 
+// yamlDocuments are the documents of a YAML stream, nil when it is not
+// YAML.
+func yamlDocuments(data []byte) []*yaml.Node {
+	var out []*yaml.Node
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			return nil
+		}
+
+		out = append(out, &doc)
+	}
+}
+
 func addSecret(set map[string]bool, v string) {
 	set[v] = true
+
+	// A document's PEM key, written without its trailing newline too.
+	if t := strings.TrimSpace(v); t != v && t != "" {
+		set[t] = true
+	}
 
 	if id, secret, ok := strings.Cut(v, "."); ok && len(id) == 6 && len(secret) == 16 {
 		set[secret] = true
