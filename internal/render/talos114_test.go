@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -42,7 +43,14 @@ func talosKnownKinds(t *testing.T, file string) []byte {
 // kubelet without a manifests directory; kube-proxy, flannel and CoreDNS.
 // No key of the documents is in a redacted render.
 func TestRenderTalos114(t *testing.T) {
-	for _, name := range []string{"v1.14/base-controlplane.yaml", "v1.15/overrides-controlplane.yaml", "v1.14/base-worker.yaml"} {
+	files, err := filepath.Glob("../../configs/testdata/talos/stability/v1.1[45]/*.yaml")
+	if err != nil || len(files) != 8 {
+		t.Fatalf("corpus: %v %v", files, err)
+	}
+
+	for _, name := range files {
+		name = strings.TrimPrefix(name, "../../configs/testdata/talos/stability/")
+
 		t.Run(name, func(t *testing.T) {
 			data := talosKnownKinds(t, name)
 
@@ -50,6 +58,8 @@ func TestRenderTalos114(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+
+			roundTrip(t, cfg)
 
 			arts := mustRender(t, cfg, render.Options{Mode: configs.ModeContainer, Hostname: "node-1"})
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/provision"
+	"github.com/talosbox/talosbox/internal/render"
 )
 
 func TestCheckWireguardCIDR(t *testing.T) {
@@ -259,6 +260,29 @@ func TestClusterTalosVersion(t *testing.T) {
 		cfg := string(n.config)
 		if strings.Contains(cfg, "hostDNS") || !strings.Contains(cfg, "kubePrism") || !strings.Contains(cfg, "wg0") {
 			t.Errorf("%s: not the v1.6 contract with wg0:\n%s", n.name, cfg)
+		}
+	}
+
+	// v1.14: the Kubernetes settings as documents, on nodes the node's
+	// own validation accepts, with --use-vip's and the cache mirrors'
+	// patches in place.
+	for _, n := range generateNodes(t, &clusterCreateFlags{talosVersion: "v1.14", useVIP: true, imageCacheOn: true, cacheDir: t.TempDir()}) {
+		cfg, _, err := render.Load(n.config, configs.ModeContainer)
+		if err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+
+		cp := n.typ == provision.TypeControlPlane
+		if (configs.DocumentOf[*configs.KubeAPIServerConfig](cfg) != nil) != cp || configs.DocumentOf[*configs.KubeletConfigDoc](cfg) == nil {
+			t.Errorf("%s: not the v1.14 shape:\n%s", n.name, n.config)
+		}
+
+		if cfg.V1Alpha1().Cluster.ControlPlane != nil || cfg.Cluster.ControlPlane.Endpoint != "https://10.5.0.50:6443" {
+			t.Errorf("%s: the endpoint is not the KubeClusterConfig's shared IP", n.name)
+		}
+
+		if cp && !slices.Contains(cfg.Cluster.APIServer.CertSANs, "10.5.0.50") {
+			t.Errorf("%s: the API server's SANs %v lack the shared IP", n.name, cfg.Cluster.APIServer.CertSANs)
 		}
 	}
 
