@@ -23,11 +23,8 @@ import (
 	"github.com/talosbox/talosbox/internal/containers/containerdtest"
 )
 
-// TestMain lets the test binary run containerd for the pull tests.
-func TestMain(m *testing.M) {
-	containerdtest.Main()
-	os.Exit(m.Run())
-}
+// The test binary runs containerd for the pull tests: TestMain (in
+// health_test.go) calls containerdtest.Main.
 
 // tlsRegistry serves an in-memory registry over TLS, with a certificate
 // of its own CA (for 127.0.0.1) that nothing on this machine trusts,
