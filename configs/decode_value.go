@@ -43,6 +43,9 @@ type decoder struct {
 	aborted bool
 	// lines, when not nil, collects Positions.
 	lines map[string]int
+	// kindsListed: a problem has listed the kinds talosbox implements
+	// already; the next ones refer to it.
+	kindsListed bool
 }
 
 func (d *decoder) pathString() string {

@@ -216,8 +216,11 @@ func DocumentOf[T Document](c *Config) T {
 // unknownKindMessage explains a kind talosbox does not read: one of
 // Talos's it does not implement yet, or a kind nobody defines (with the
 // closest name when there is one).
-func unknownKindMessage(kind, apiVersion string) string {
+func unknownKindMessage(kind, apiVersion string, listed bool) string {
 	implemented := strings.Join(ImplementedKinds(), ", ")
+	if listed {
+		implemented = "listed above"
+	}
 
 	if slices.Contains(talosKinds, kind) {
 		return fmt.Sprintf("document kind %s (apiVersion %s) is a Talos config document talosbox does not implement yet; the kinds it implements are: %s",

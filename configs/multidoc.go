@@ -122,7 +122,8 @@ func (d *decoder) typedDocument(root, apiVersion, kind *yaml.Node) (Document, st
 
 		return nil, ""
 	case !known:
-		d.fail(kind, "%s", unknownKindMessage(kind.Value, apiVersion.Value))
+		d.fail(kind, "%s", unknownKindMessage(kind.Value, apiVersion.Value, d.kindsListed))
+		d.kindsListed = true
 
 		return nil, ""
 	}
