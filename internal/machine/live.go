@@ -32,6 +32,9 @@ var livePaths = []string{
 	"machine.nodeAnnotations",
 	"machine.nodeTaints",
 	"machine.features.kubernetesTalosAPIAccess",
+	// talosbox's default hostname is stable whatever this says (a
+	// HostnameConfig's auto: stable folds into it).
+	"machine.features.stableHostname",
 	"machine.features.kubePrism",
 	"machine.features.hostDNS",
 	"machine.features.imageCache",
