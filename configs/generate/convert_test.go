@@ -11,9 +11,11 @@ import (
 )
 
 // TestToKubernetesDocumentsOfGenerated: a v1.13 config converted is the
-// v1.14 config gen config writes from the same bundle, but for the
-// encryption config's identity provider, which the conversion keeps (the
-// node's own had it: what was stored before encryption stays readable).
+// v1.14 config gen config writes from the same bundle, as far as
+// Kubernetes goes (the conversion's job: the 1.14 contract's other
+// documents and defaults are not its business), but for the encryption
+// config's identity provider, which the conversion keeps (the node's own
+// had it: what was stored before encryption stays readable).
 func TestToKubernetesDocumentsOfGenerated(t *testing.T) {
 	t.Parallel()
 
@@ -47,7 +49,9 @@ func TestToKubernetesDocumentsOfGenerated(t *testing.T) {
 		kinds := func(c *configs.Config) []string {
 			var out []string
 			for _, d := range c.Documents {
-				out = append(out, configs.DocumentPath(d))
+				if kubernetesDocument(d.Kind()) {
+					out = append(out, configs.DocumentPath(d))
+				}
 			}
 
 			slices.Sort(out)
@@ -69,6 +73,15 @@ func TestToKubernetesDocumentsOfGenerated(t *testing.T) {
 				continue
 			}
 
+			where, _, _ := strings.Cut(cmpOr(c.Where, c.Path.String()), ".")
+			if kind, _, _ := strings.Cut(where, "["); kind[0] >= 'A' && kind[0] <= 'Z' && !kubernetesDocument(kind) {
+				continue // a 1.14 document of another family
+			}
+
+			if p := c.Path.String(); p == "machine.network" || p == "machine.install.grubUseUKICmdline" {
+				continue // the 1.13 and 1.14 contracts' v1alpha1 defaults
+			}
+
 			t.Errorf("%s: %s", got.Machine.Type, c)
 		}
 
@@ -77,6 +90,20 @@ func TestToKubernetesDocumentsOfGenerated(t *testing.T) {
 			t.Error("the conversion changed its input")
 		}
 	}
+}
+
+// kubernetesDocument: the kinds the conversion writes (and those the
+// generated configs of both contracts share).
+func kubernetesDocument(kind string) bool {
+	return strings.HasPrefix(kind, "Kube") || kind == "HostnameConfig" || kind == "RegistryMirrorConfig"
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+
+	return b
 }
 
 // TestToKubernetesDocuments: what gen config never writes moves too

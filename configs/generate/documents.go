@@ -84,7 +84,10 @@ func talos114Documents(cfg *configs.Config, opts Options, b *pki.Bundle) []confi
 		optionalDocument{"kind: ResolverConfig\nhostDNS:\n  enabled: true\n  forwardKubeDNSToHost: true\n", func(c *configs.Config) { c.Machine.Features.HostDNS = nil }},
 		optionalDocument{"kind: VolumeConfig\nname: EPHEMERAL\nmount:\n  secure: true\n", nil},
 		optionalDocument{"kind: FilesystemTrimConfig\ninterval: 168h0m0s\n", nil},
-		optionalDocument{"kind: SecurityProfileConfig\nworkloadIsolation: true\n", nil},
+		// Talos 1.14 also writes a SecurityProfileConfig with
+		// workloadIsolation: true, which a talosbox metal node refuses (it
+		// does not isolate workloads yet): left out, the node runs as a
+		// Talos node without the document does.
 	)
 
 	var docs []configs.Document

@@ -19,7 +19,7 @@ import (
 // (a file it added removed, one it changed given back the good config's
 // content), and a later config that drops a file removes it.
 func TestFallbackRestoresFiles(t *testing.T) {
-	good := workerConfig(t, "machine: {network: {hostname: good}, files: [{path: /var/fb/keep, content: good, op: create}]}")
+	good := workerConfig(t, hostname("good"), "machine: {files: [{path: /var/fb/keep, content: good, op: create}]}")
 	n := startNode(t, "", good)
 	ctx := context.Background()
 	eph := func(p string) string { return filepath.Join(n.dir, "ephemeral", p) }
@@ -29,7 +29,7 @@ func TestFallbackRestoresFiles(t *testing.T) {
 
 	// Written in order: keep and new land, then the blocked one fails the
 	// boot.
-	bad := workerConfig(t, "machine: {network: {hostname: bad}, files: [{path: /var/fb/keep, content: bad, op: create}, {path: /var/fb/new/f, content: new, op: create}, {path: /var/fallback/d, content: y, op: overwrite}]}")
+	bad := workerConfig(t, hostname("bad"), "machine: {files: [{path: /var/fb/keep, content: bad, op: create}, {path: /var/fb/new/f, content: new, op: create}, {path: /var/fallback/d, content: y, op: overwrite}]}")
 
 	if _, err := n.ApplyConfiguration(ctx, bad, machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestFallbackRestoresFiles(t *testing.T) {
 	}
 
 	// A config without the file, with a reboot: the file goes.
-	none := workerConfig(t, "machine: {network: {hostname: dropped}}")
+	none := workerConfig(t, hostname("dropped"))
 	if _, err := n.ApplyConfiguration(ctx, none, machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
 		t.Fatal(err)
 	}
