@@ -14,6 +14,7 @@ import (
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/cri"
 	hwctrl "github.com/talosbox/talosbox/internal/hardware"
+	"github.com/talosbox/talosbox/internal/kmsglog"
 	"github.com/talosbox/talosbox/internal/network"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/storage"
@@ -229,7 +230,7 @@ func (n *Node) machinedService() supervisor.Service {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
 			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity},
 				&storage.BlockController{SysRoot: n.sysRoot}, &ExtensionStatusController{}, &SecurityStateController{}, &RootSecretsController{},
-				&hwctrl.SystemInfoController{SysRoot: n.sysRoot}} {
+				&hwctrl.SystemInfoController{SysRoot: n.sysRoot}, &kmsglog.Controller{}} {
 				if err := rt.Register(c); err != nil {
 					return err
 				}
