@@ -20,6 +20,7 @@ import (
 	"github.com/talosbox/talosbox/internal/storage"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/timed"
+	"github.com/talosbox/talosbox/internal/watchdog"
 )
 
 // startEarlyServices makes a fresh supervisor for this boot and starts
@@ -230,7 +231,7 @@ func (n *Node) machinedService() supervisor.Service {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
 			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity},
 				&storage.BlockController{SysRoot: n.sysRoot}, &ExtensionStatusController{}, &SecurityStateController{}, &RootSecretsController{},
-				&hwctrl.SystemInfoController{SysRoot: n.sysRoot}, &kmsglog.Controller{}} {
+				&hwctrl.SystemInfoController{SysRoot: n.sysRoot}, &kmsglog.Controller{}, &watchdog.Controller{}} {
 				if err := rt.Register(c); err != nil {
 					return err
 				}
