@@ -3,4 +3,8 @@ package configs
 // blockKinds are the document kinds of Talos's block family
 // (pkg/machinery/config/types/block) that talosbox implements; each kind's
 // type, rules and folding live in a doc_<kind>.go file of its own.
-var blockKinds = []kindInfo{}
+var blockKinds = []kindInfo{
+	// Made and mounted at boot, as machine.disks: a change applies at the
+	// next reboot.
+	{kind: "UserVolumeConfig", new: func() Document { return &UserVolumeConfig{} }, named: true},
+}
