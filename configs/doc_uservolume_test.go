@@ -49,7 +49,7 @@ func TestUserVolumeConfig(t *testing.T) {
 
 	obsCheck(t, []obsCheckCase{
 		{name: "a partition", docs: userVolumeDoc},
-		{name: "a share of the free space, or what to leave", docs: uv(uvSelector + "    maxSize: 50%\n" + ext4) + "---\n" + strings.Replace(uv(uvSelector+"    maxSize: -10GiB\n"+ext4), "name: a", "name: b", 1)},
+		{name: "a share of the free space, or what to leave", docs: uv(uvSelector+"    maxSize: 50%\n"+ext4) + "---\n" + strings.Replace(uv(uvSelector+"    maxSize: -10GiB\n"+ext4), "name: a", "name: b", 1)},
 		{name: "a disk", docs: uv("volumeType: disk\n" + uvSelector + ext4)},
 		{name: "a directory", docs: uv("volumeType: directory\n")},
 		{name: "a directory in a container", mode: configs.ModeContainer, docs: uv("volumeType: directory\nmount:\n    secure: false\n")},

@@ -29,6 +29,8 @@ func TestMetalLifecycle(t *testing.T) {
 	tty := filepath.Join(t.TempDir(), "ttyS1.out")
 	n := newNode(t, nodeOptions{
 		disk: true, userDisk: true,
+		// The guest reaches the test's kernel log endpoint and event sink.
+		reachHost: true,
 		append:   []string{"talos.dashboard.disabled=0", "talos.dashboard.tty=ttyS1", "talos.dashboard.term=vt100"},
 		qemuArgs: []string{"-serial", "file:" + tty},
 	})
@@ -105,6 +107,9 @@ func TestMetalLifecycle(t *testing.T) {
 
 	t.Log("day-2: hardware from SMBIOS, cgroups, wipe disk refusals")
 	n.day2()
+
+	t.Log("observability, live: the kernel log and the events reach the test, the watchdog is fed, then stopped")
+	n.observability(cp)
 
 	t.Log("reboot into a staged config that breaks the boot, then into /etc/motd written to STATE: back with the last good config from STATE, no maintenance mode")
 	n.configFallback(cp)

@@ -14,9 +14,9 @@ import (
 // DiskSpec, by their CEL names.
 type Disk struct {
 	DevPath, Model, Serial, Modalias, WWID, UUID, BusPath, SubSystem, Transport, PrettySize, FirmwareVersion string
-	Size, IOSize, SectorSize                                                                                uint64
-	Readonly, Rotational, CDROM                                                                             bool
-	Symlinks, SecondaryDisks                                                                                []string
+	Size, IOSize, SectorSize                                                                                 uint64
+	Readonly, Rotational, CDROM                                                                              bool
+	Symlinks, SecondaryDisks                                                                                 []string
 }
 
 // Env is one evaluation: the disk, and whether it is the system disk.
