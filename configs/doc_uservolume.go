@@ -20,7 +20,7 @@ import (
 // does machine.disks: what a node finds it keeps, so a reboot never
 // makes a volume again. It formats them ext4 (Talos: xfs), and refuses
 // what it cannot do: other filesystems, growing, encryption, trim and
-// scrub settings, and disks in a container.
+// scrub settings, and user volumes in a container.
 type UserVolumeConfig struct {
 	Name string `yaml:"name"`
 	// VolumeType is partition (unset), disk or directory.
@@ -295,10 +295,6 @@ func (u *UserVolumeConfig) check(v *validator, path string) {
 		u.checkProvisioning(v, path, u.Type() == UserVolumePartition)
 		u.checkFilesystem(v, path)
 		u.checkEncryption(v, path)
-
-		if v.mode == ModeContainer {
-			v.errorf(path+".volumeType", "a container node has no disks: talosbox makes %s volumes on metal only (volumeType: directory works in a container)", u.Type())
-		}
 	default:
 		v.errorf(path+".volumeType", "unsupported volume type %q: want partition, disk or directory", u.VolumeType)
 	}
@@ -316,6 +312,10 @@ func (u *UserVolumeConfig) check(v *validator, path string) {
 		}
 
 		v.errorf(path+"."+s.name, "talosbox does not %s user volumes: it cannot honour a %s setting (remove it)", s.name, s.name)
+	}
+
+	if v.mode == ModeContainer {
+		v.errorf(path, "a container node has no disks, and its EPHEMERAL is not /var: talosbox makes user volumes on metal only")
 	}
 
 	u.checkMachineDisks(v, path)

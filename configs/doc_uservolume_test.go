@@ -52,7 +52,7 @@ func TestUserVolumeConfig(t *testing.T) {
 		{name: "a share of the free space, or what to leave", docs: uv(uvSelector+"    maxSize: 50%\n"+ext4) + "---\n" + strings.Replace(uv(uvSelector+"    maxSize: -10GiB\n"+ext4), "name: a", "name: b", 1)},
 		{name: "a disk", docs: uv("volumeType: disk\n" + uvSelector + ext4)},
 		{name: "a directory", docs: uv("volumeType: directory\n")},
-		{name: "a directory in a container", mode: configs.ModeContainer, docs: uv("volumeType: directory\nmount:\n    secure: false\n")},
+		{name: "not secure", docs: uv("volumeType: directory\nmount:\n    secure: false\n")},
 		{
 			name:  "ext4 by default, said",
 			docs:  uv(uvSelector + "    minSize: 1GiB\n"),
@@ -150,10 +150,13 @@ func TestUserVolumeConfig(t *testing.T) {
 			},
 		},
 		{
-			name: "disks in a container",
+			name: "in a container",
 			mode: configs.ModeContainer,
-			docs: userVolumeDoc,
-			want: []string{`line +2: UserVolumeConfig["local-data"].volumeType: a container node has no disks: talosbox makes partition volumes on metal only (volumeType: directory works in a container)`},
+			docs: userVolumeDoc + "---\n" + uv("volumeType: directory\n"),
+			want: []string{
+				`line +2: UserVolumeConfig["local-data"]: a container node has no disks, and its EPHEMERAL is not /var: talosbox makes user volumes on metal only`,
+				`line +15: UserVolumeConfig["a"]: a container node has no disks, and its EPHEMERAL is not /var: talosbox makes user volumes on metal only`,
+			},
 		},
 	})
 
