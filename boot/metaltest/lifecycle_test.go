@@ -128,11 +128,16 @@ filesystem:
 		}
 	}
 
+	// Applied before day 2, checked after: the watchdog's timeouts pass
+	// meanwhile.
+	t.Log("observability, live: KmsgLogConfig, EventSinkConfig and WatchdogTimerConfig applied")
+	obs := n.observability(cp)
+
 	t.Log("day-2: hardware from SMBIOS, cgroups, wipe disk refusals")
 	n.day2()
 
-	t.Log("observability, live: the kernel log and the events reach the test, the watchdog is fed, then stopped")
-	n.observability(cp)
+	t.Log("observability: the kernel log and the events reached the test, the watchdog is fed, then stopped")
+	obs.check()
 
 	t.Log("reboot into a staged config that breaks the boot, then into /etc/motd written to STATE: back with the last good config from STATE, no maintenance mode")
 	n.configFallback(cp)

@@ -29,19 +29,28 @@ import (
 // while the test looks.
 const watchdogTimeout = 10 * time.Second
 
+// observed is what observability set up, for check.
+type observed struct {
+	n     *node
+	cp    string
+	kmsg  *kmsgEndpoint
+	sink  *eventSink
+	armed time.Time
+}
+
 // observability applies, live, a KmsgLogConfig and an EventSinkConfig
 // pointing at this test (the guest reaches the host at 10.0.2.2) and a
-// WatchdogTimerConfig on softdog: the test's TCP endpoint gets the
-// guest's kernel log from its first record, in Talos's json_lines
-// format; its gRPC sink gets the node's events as Talos's messages; the
-// watchdog is armed with the timeout and fed past two of them. Applying
-// cp again removes the documents, and the watchdog is stopped (magic
-// close).
-func (n *node) observability(cp string) {
+// WatchdogTimerConfig on softdog; check (called after other steps, so
+// that the watchdog's timeouts pass meanwhile) sees the test's TCP
+// endpoint get the guest's kernel log from its first record, in Talos's
+// json_lines format, its gRPC sink get the node's events as Talos's
+// messages, and the watchdog armed with the timeout and fed past two of
+// them. Applying cp again removes the documents, and the watchdog is
+// stopped (magic close).
+func (n *node) observability(cp string) *observed {
 	n.t.Helper()
 
-	kmsg := startKmsgEndpoint(n)
-	sink := startEventSink(n)
+	o := &observed{n: n, cp: cp, kmsg: startKmsgEndpoint(n), sink: startEventSink(n)}
 
 	base, err := os.ReadFile(cp)
 	if err != nil {
@@ -51,15 +60,24 @@ func (n *node) observability(cp string) {
 	obs := filepath.Join(filepath.Dir(cp), "observability.yaml")
 	docs := fmt.Sprintf("apiVersion: v1alpha1\nkind: KmsgLogConfig\nname: test\nurl: tcp://10.0.2.2:%d/\n---\n"+
 		"apiVersion: v1alpha1\nkind: EventSinkConfig\nendpoint: 10.0.2.2:%d\n---\n"+
-		"apiVersion: v1alpha1\nkind: WatchdogTimerConfig\ndevice: /dev/watchdog0\ntimeout: %s\n", kmsg.port, sink.port, watchdogTimeout)
+		"apiVersion: v1alpha1\nkind: WatchdogTimerConfig\ndevice: /dev/watchdog0\ntimeout: %s\n", o.kmsg.port, o.sink.port, watchdogTimeout)
 
 	if err := os.WriteFile(obs, append(base, []byte("---\n"+docs)...), 0o600); err != nil {
 		n.t.Fatal(err)
 	}
 
 	n.ok("apply-config", "--mode", "no-reboot", "-f", obs)
+	o.armed = time.Now()
 
-	armed := time.Now()
+	return o
+}
+
+// check is observability's second half.
+func (o *observed) check() {
+	n := o.n
+	n.t.Helper()
+
+	kmsg, sink, armed, cp := o.kmsg, o.sink, o.armed, o.cp
 
 	// The kernel log, from its first record on.
 	rec := kmsg.await(n, func(r map[string]any) bool { return strings.HasPrefix(fmt.Sprint(r["msg"]), "Linux version ") })
