@@ -53,8 +53,8 @@ var KubernetesModules = []string{
 // volumes with, the Ceph clients Rook's CSI drivers use: rbd for
 // block volumes, ceph for CephFS, both over libceph, and softdog, the
 // software watchdog a WatchdogTimerConfig can drive where the machine
-// has no hardware one (Debian's cloud kernel carries no other watchdog
-// driver).
+// has no hardware one (Debian's cloud kernel lacks i6300esb, iTCO_wdt
+// and sp5100_tco).
 var DemandModules = []string{"nfs", "nfsv3", "nfsv4", "rbd", "ceph", "softdog"}
 
 // DefaultLinks are the applet symlinks to /init, at Talos's paths. The
