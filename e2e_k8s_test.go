@@ -185,6 +185,13 @@ func TestDockerKubernetes(t *testing.T) {
 		testRotateCA(t, dc, []string{cp1, cp2, cp3, w})
 	})
 
+	// Issue 49: the second control plane moves to Talos 1.14's shape,
+	// its Kubernetes settings as documents; the rotation and upgrade-k8s
+	// below patch them there.
+	t.Run("a control plane on Talos 1.14's Kubernetes documents", func(t *testing.T) {
+		testKubernetesDocuments(t, dc, cp2, names[cp2])
+	})
+
 	t.Run("rotate-ca: the Kubernetes CA, the API server serving throughout", func(t *testing.T) {
 		testRotateKubernetesCA(t, dc, []string{cp1, cp2, cp3, w})
 	})

@@ -120,12 +120,14 @@ func newClusterOf(t *testing.T, configured ...bool) *cluster {
 }
 
 // nodeConfig writes nd's config: the cluster's control-plane config with
-// the node's hostname. It returns the path.
+// the node's hostname, in machine.network.hostname (the tests change it
+// there): the generated HostnameConfig (auto: stable) goes, as Talos
+// refuses both. It returns the path.
 func (c *cluster) nodeConfig(nd *node) string {
 	cfg := filepath.Join(c.dir, nd.name+".yaml")
 
 	runBinary(c.t, c.bin, 0, "talosctl", "machineconfig", "patch", filepath.Join(c.dir, "controlplane.yaml"),
-		"-p", fmt.Sprintf(`{"machine":{"network":{"hostname":%q}}}`, nd.name), "-o", cfg)
+		"-p", fmt.Sprintf(`[{"op":"remove","path":"/HostnameConfig"},{"op":"add","path":"/machine/network","value":{"hostname":%q}}]`, nd.name), "-o", cfg)
 
 	return cfg
 }

@@ -4,6 +4,13 @@ package configs
 // (pkg/machinery/config/types/runtime) that talosbox implements; each kind's
 // type, rules and folding live in a doc_<kind>.go file of its own.
 var runtimeKinds = []kindInfo{
+	{kind: "SysctlConfig", new: func() Document { return &SysctlConfig{} }, folded: true},
+	{kind: "SysfsConfig", new: func() Document { return &SysfsConfig{} }, folded: true},
+	{kind: "KernelModuleConfig", new: func() Document { return &KernelModuleConfig{} }, named: true, folded: true},
+	{kind: "EnvironmentConfig", new: func() Document { return &EnvironmentConfig{} }, folded: true},
+	{kind: "UnattendedInstallConfig", new: func() Document { return &UnattendedInstallConfig{} }, folded: true},
+	// Nothing to apply: workload isolation is refused where Talos has it.
+	{kind: "SecurityProfileConfig", new: func() Document { return &SecurityProfileConfig{} }, live: true},
 	// The kmsg, event sink and watchdog controllers follow the config.
 	{kind: "KmsgLogConfig", new: func() Document { return &KmsgLogConfig{} }, named: true, live: true},
 	{kind: "EventSinkConfig", new: func() Document { return &EventSinkConfig{} }, live: true},

@@ -121,6 +121,15 @@ func redactTagged(n *yaml.Node, t reflect.Type) {
 				continue
 			}
 
+			// secret:"keys:NAME": a free-form value whose secrets are the
+			// values of its keys named NAME, at any depth (an
+			// EncryptionConfiguration's key secrets).
+			if name, ok := strings.CutPrefix(f.Tag.Get("secret"), "keys:"); ok {
+				redactKeyed(n.Content[i+1], name)
+
+				continue
+			}
+
 			redactTagged(n.Content[i+1], f.Type)
 		}
 	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Map:
@@ -130,6 +139,24 @@ func redactTagged(n *yaml.Node, t reflect.Type) {
 	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice:
 		for _, c := range n.Content {
 			redactTagged(c, t.Elem())
+		}
+	}
+}
+
+// redactKeyed replaces the values of the mapping keys named name under n.
+func redactKeyed(n *yaml.Node, name string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == name {
+				redactAll(n.Content[i+1])
+			} else {
+				redactKeyed(n.Content[i+1], name)
+			}
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			redactKeyed(c, name)
 		}
 	}
 }

@@ -8,13 +8,13 @@ import (
 
 // NetworkConfig is machine.network.
 type NetworkConfig struct {
-	Hostname            string          `yaml:"hostname,omitempty"`
-	Interfaces          []Device        `yaml:"interfaces,omitempty"`
-	Nameservers         []string        `yaml:"nameservers,omitempty"`
-	SearchDomains       []string        `yaml:"searchDomains,omitempty"`
-	ExtraHostEntries    []ExtraHost     `yaml:"extraHostEntries,omitempty"`
-	KubeSpan            *KubeSpanConfig `yaml:"kubespan,omitempty"`
-	DisableSearchDomain bool            `yaml:"disableSearchDomain,omitempty"`
+	Hostname            string      `yaml:"hostname,omitempty"`
+	Interfaces          []Device    `yaml:"interfaces,omitempty"`
+	Nameservers         []string    `yaml:"nameservers,omitempty"`
+	SearchDomains       []string    `yaml:"searchDomains,omitempty"`
+	ExtraHostEntries    []ExtraHost `yaml:"extraHostEntries,omitempty"`
+	KubeSpan            *KubeSpan   `yaml:"kubespan,omitempty"`
+	DisableSearchDomain bool        `yaml:"disableSearchDomain,omitempty"`
 }
 
 // ExtraHost is an /etc/hosts entry.
@@ -23,8 +23,9 @@ type ExtraHost struct {
 	Aliases []string `yaml:"aliases,omitempty"`
 }
 
-// KubeSpanConfig configures the KubeSpan WireGuard mesh.
-type KubeSpanConfig struct {
+// KubeSpan is machine.network.kubespan, the KubeSpan WireGuard mesh (the
+// KubeSpanConfig document stands for it).
+type KubeSpan struct {
 	Enabled                     bool             `yaml:"enabled,omitempty"`
 	AdvertiseKubernetesNetworks bool             `yaml:"advertiseKubernetesNetworks,omitempty"`
 	AllowDownPeerBypass         bool             `yaml:"allowDownPeerBypass,omitempty"`
@@ -192,7 +193,7 @@ type VIPAPIKey struct {
 // the election, which what is made from the node's addresses (the API
 // server's certificate) must neither gain nor lose with it.
 func (c *Config) SharedIPs() []netip.Addr {
-	if c == nil || c.Machine == nil || c.Machine.Network == nil {
+	if c == nil {
 		return nil
 	}
 
@@ -208,12 +209,22 @@ func (c *Config) SharedIPs() []netip.Addr {
 		}
 	}
 
-	for _, d := range c.Machine.Network.Interfaces {
+	var devs []Device
+	if c.Machine != nil && c.Machine.Network != nil {
+		devs = c.Machine.Network.Interfaces
+	}
+
+	for _, d := range devs {
 		add(d.VIP)
 
 		for _, v := range d.VLANs {
 			add(v.VIP)
 		}
+	}
+
+	// Layer2VIPConfig documents are not folded into the interfaces.
+	for _, d := range DocumentsOf[*Layer2VIPConfig](c) {
+		add(&VIPConfig{IP: d.Name})
 	}
 
 	return out

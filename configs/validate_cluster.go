@@ -59,7 +59,8 @@ func (v *validator) cluster(c *ClusterConfig) {
 		v.check(p+".aescbcEncryptionSecret", checkBase64Key("aescbc encryption secret", c.AESCBCEncryptionSecret, 16, 24, 32))
 	}
 
-	if v.controlPlane() && c.SecretboxEncryptionSecret == "" && c.AESCBCEncryptionSecret == "" {
+	// A KubeEtcdEncryptionConfig says the whole encryption config instead.
+	if v.controlPlane() && c.SecretboxEncryptionSecret == "" && c.AESCBCEncryptionSecret == "" && DocumentOf[*KubeEtcdEncryptionConfig](v.cfg) == nil {
 		v.errorf(p+".secretboxEncryptionSecret", "an encryption secret is required for controlplane nodes (.cluster.secretboxEncryptionSecret or .cluster.aescbcEncryptionSecret)")
 	}
 
@@ -440,11 +441,11 @@ func (v *validator) discovery(c *ClusterConfig) {
 	// cluster ID, on the service as in etcd.
 	if d.Enabled && !serviceOff {
 		if c.ID == "" {
-			v.errorf("cluster.id", "cluster discovery service requires .cluster.id")
+			v.errorf("cluster.id", "cluster discovery service requires .cluster.id (or a DiscoveryIdentityConfig document)")
 		}
 
 		if c.Secret == "" {
-			v.errorf("cluster.secret", "cluster discovery service requires .cluster.secret")
+			v.errorf("cluster.secret", "cluster discovery service requires .cluster.secret (or a DiscoveryIdentityConfig document)")
 		}
 	}
 

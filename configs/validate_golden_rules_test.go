@@ -196,7 +196,7 @@ func TestValidateRules(t *testing.T) {
 		{
 			name:     "discovery needs the cluster identity",
 			patch:    `cluster: {discovery: {enabled: true}}`,
-			wantErrs: []string{`cluster.id: cluster discovery service requires .cluster.id`, `cluster.secret: cluster discovery service requires .cluster.secret`},
+			wantErrs: []string{`cluster.id: cluster discovery service requires .cluster.id (or a DiscoveryIdentityConfig document)`, `cluster.secret: cluster discovery service requires .cluster.secret (or a DiscoveryIdentityConfig document)`},
 		},
 		{
 			name: "messages that say what would be right",

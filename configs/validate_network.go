@@ -93,6 +93,10 @@ func (v *validator) device(p string, d *Device) {
 
 	if d.Bridge != nil {
 		kinds = append(kinds, "bridge")
+
+		if d.Bridge.STP != nil && d.Bridge.STP.Enabled {
+			v.warnf(p+".bridge.stp.enabled", "talosbox does not turn on the spanning tree protocol on bridges yet: the bridge forwards without it")
+		}
 	}
 
 	if d.Dummy {

@@ -34,7 +34,8 @@ cd "$(dirname "$0")/.."
 #   dmidecode   the judge of internal/smbios's SMBIOS parser (--from-dump)
 #   graphviz    dot, the judge of talosctl inspect dependencies' graph
 #   cpio        the judge of the config archive talosbox imager --embedded-config appends to an initramfs
-packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin grub-pc-bin grub-common nfs-ganesha nfs-ganesha-vfs grub-efi-amd64-bin xorriso mtools dosfstools ovmf cpio tcpdump graphviz dmidecode)
+#   xfsprogs    mkfs.xfs, for internal/disk's trim test on an xfs loop device (Talos's filesystem)
+packages=(make git ca-certificates chrony util-linux procps iproute2 dnsmasq-base protobuf-compiler libprotobuf-dev qemu-system-x86 fdisk e2fsprogs iptables vde-switch nftables mount gcc libc6-dev libseccomp-dev cryptsetup-bin grub-pc-bin grub-common nfs-ganesha nfs-ganesha-vfs grub-efi-amd64-bin xorriso mtools dosfstools ovmf cpio tcpdump graphviz dmidecode xfsprogs)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -44,7 +44,7 @@ func startCtlNode(t *testing.T) *ctlNode {
 
 	cfg := filepath.Join(dir, "n.yaml")
 	if code, _, errOut := runCtl("machineconfig", "patch", filepath.Join(dir, "controlplane.yaml"),
-		"-p", "machine: {network: {hostname: node-1}, certSANs: [127.0.0.1]}", "-o", cfg); code != 0 {
+		"-p", "machine: {certSANs: [127.0.0.1]}\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nauto: \"off\"\nhostname: node-1\n", "-o", cfg); code != 0 {
 		t.Fatalf("machineconfig patch: %s", errOut)
 	}
 

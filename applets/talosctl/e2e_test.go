@@ -106,7 +106,7 @@ func startRealNode(t *testing.T, dir, ip, name string) *realNode {
 
 	cfg := filepath.Join(dir, name+".yaml")
 	if code, _, errOut := runCtl("machineconfig", "patch", filepath.Join(dir, "controlplane.yaml"),
-		"-p", fmt.Sprintf("machine: {network: {hostname: %s}, certSANs: [%s]}", name, ip), "-o", cfg); code != 0 {
+		"-p", fmt.Sprintf("machine: {certSANs: [%s]}\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nauto: \"off\"\nhostname: %s\n", ip, name), "-o", cfg); code != 0 {
 		t.Fatalf("machineconfig patch: %s", errOut)
 	}
 

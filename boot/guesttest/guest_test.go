@@ -20,6 +20,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
@@ -501,7 +502,12 @@ func (g *guest) runWireGuard(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%s peer %s: handshake %v, %d bytes received", dev.Name, p.PublicKey, p.LastHandshakeTime, p.ReceiveBytes)
 	}
 
-	return fmt.Sprintf("echo via %s (listen port %d, peer %s at %v, %d bytes received)", dev.Name, dev.ListenPort, p.PublicKey.String()[:8], p.Endpoint, p.ReceiveBytes), nil
+	psk := ""
+	if p.PresharedKey != (wgtypes.Key{}) {
+		psk = ", with a preshared key"
+	}
+
+	return fmt.Sprintf("echo via %s (listen port %d, peer %s at %v%s, %d bytes received)", dev.Name, dev.ListenPort, p.PublicKey.String()[:8], p.Endpoint, psk, p.ReceiveBytes), nil
 }
 
 // dump prints what networkd reported and the kernel's links, for a

@@ -34,10 +34,7 @@ func nicID(iface string) string {
 // the other member and traffic crosses again, with networkd still running
 // and not undoing anything.
 func TestGuestBondActiveBackup(t *testing.T) {
-	e := newEnv(t)
-	w0, w1 := e.segment(false), e.segment(false)
-
-	cfg := func(addr string) string {
+	testBondActiveBackup(t, func(addr string) string {
 		return machineConfig(fmt.Sprintf(`      - interface: bond0
         addresses: [%s/24]
         bond:
@@ -45,7 +42,14 @@ func TestGuestBondActiveBackup(t *testing.T) {
           mode: active-backup
           miimon: 100
 `, addr))
-	}
+	})
+}
+
+// testBondActiveBackup is TestGuestBondActiveBackup with the guests'
+// config made by cfg from the guest's address.
+func testBondActiveBackup(t *testing.T, cfg func(addr string) string) {
+	e := newEnv(t)
+	w0, w1 := e.segment(false), e.segment(false)
 
 	spec := func(name, addr, peerName, peer string) guestSpec {
 		return guestSpec{Name: name, Check: checkBond, Modules: []string{"bonding"}, Config: cfg(addr), Link: "bond0", Peer: peer, PeerName: peerName}

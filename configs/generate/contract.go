@@ -13,17 +13,21 @@ import (
 // names a field its version does not know; an older contract therefore
 // leaves such fields out rather than setting them to false.
 //
-// The zero Contract means Current.
+// The zero Contract means Default.
 type Contract struct {
 	Major, Minor int
 }
 
 // Contracts this generator can write.
 var (
-	// Current is the Talos line talosbox follows (v1.15). Everything
-	// version-dependent it writes was introduced by v1.8; newer Talos still
-	// reads this classic single-document shape.
+	// Current is the newest Talos line talosbox knows (v1.15): the
+	// Kubernetes settings are documents (KubeAPIServerConfig, ...), not
+	// the cluster section.
 	Current = Contract{1, 15}
+	// Default is what gen config writes without --talos-version: today's
+	// Talos release line (v1.13), the v1alpha1 document with the
+	// Kubernetes settings in it and a HostnameConfig document.
+	Default = Contract{1, 13}
 	// Oldest is the first contract written. Talos 1.x dropped the 0.x
 	// contracts, and this generator does not model the 0.x schema either.
 	Oldest = Contract{1, 0}
@@ -71,7 +75,7 @@ func (c Contract) check() error {
 	case c.less(Oldest):
 		return fmt.Errorf("%w: the oldest contract this generator writes is %s (0.x configs predate the 1.0 schema, e.g. they turn PodSecurityPolicy on, and Talos 1.x no longer writes them either)", ErrUnsupportedContract, Oldest)
 	case Current.less(c):
-		return fmt.Errorf("%w: the newest contract this generator knows is %s; newer Talos reads it, so leave out the version to write it", ErrUnsupportedContract, Current)
+		return fmt.Errorf("%w: the newest contract this generator knows is %s; newer Talos reads it, so write --talos-version %s", ErrUnsupportedContract, Current, Current)
 	}
 
 	return nil
@@ -133,3 +137,30 @@ func (c Contract) forwardKubeDNSToHost() bool { return c.AtLeast(1, 8) }
 // excludeFromLoadBalancers: control planes labelled
 // node.kubernetes.io/exclude-from-external-load-balancers (v1.8).
 func (c Contract) excludeFromLoadBalancers() bool { return c.AtLeast(1, 8) }
+
+// multidocNetwork: the network settings Talos 1.12 moved out of
+// machine.network into documents: HostnameConfig auto stable instead of
+// features.stableHostname, and registry mirrors as RegistryMirrorConfig
+// documents (v1.12).
+func (c Contract) multidocNetwork() bool { return c.AtLeast(1, 12) }
+
+// hideRBACAndKeyUsage: features.rbac and features.apidCheckExtKeyUsage
+// left out, as their defaults are on (v1.12).
+func (c Contract) hideRBACAndKeyUsage() bool { return c.AtLeast(1, 12) }
+
+// grubUseUKICmdline: install.grubUseUKICmdline on (v1.12).
+func (c Contract) grubUseUKICmdline() bool { return c.AtLeast(1, 12) }
+
+// endpointSANs: the endpoint's host in apiServer.certSANs (until v1.12,
+// which leaves it to the certificate, where talosbox always puts it).
+func (c Contract) endpointSANs() bool { return !c.AtLeast(1, 12) }
+
+// noEmptyNetwork: no empty machine.network section (v1.13).
+func (c Contract) noEmptyNetwork() bool { return c.AtLeast(1, 13) }
+
+// multidocKubernetes: the Kubernetes settings as the k8s documents
+// (KubeClusterConfig, KubeletConfig, KubeAPIServerConfig, ...) instead
+// of the cluster section and machine.kubelet (v1.14), with the other
+// documents Talos 1.14 writes (discovery, host DNS, the EPHEMERAL volume,
+// filesystem trim, workload isolation).
+func (c Contract) multidocKubernetes() bool { return c.AtLeast(1, 14) }

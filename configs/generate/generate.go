@@ -60,7 +60,7 @@ type Options struct {
 	// Now is the clock for a new bundle's certificates; time.Now when nil.
 	Now func() time.Time
 	// Contract is the Talos version to write for (ParseContract); the
-	// zero value is Current.
+	// zero value is Default.
 	Contract Contract
 }
 
@@ -147,7 +147,7 @@ func withDefaults(opts Options) (Options, error) {
 	opts.Endpoint = endpoint
 
 	if opts.Contract == (Contract{}) {
-		opts.Contract = Current
+		opts.Contract = Default
 	}
 
 	if err := opts.Contract.check(); err != nil {
@@ -192,7 +192,9 @@ func setDefault(s *string, def string) {
 // build makes the config of one machine type. The two types share all but
 // the secrets: control-plane nodes get every CA key, workers only the CA
 // certificates they need to trust the cluster. What depends on the Talos
-// version is left to the contract (withContract).
+// version is left to the contract (withContract), and so are the typed
+// documents that take settings over from the v1alpha1 document
+// (documents).
 func build(opts Options, b *pki.Bundle, machineType string) *configs.Config {
 	cp := machineType == configs.MachineTypeControlPlane
 	version := "v" + opts.KubernetesVersion
@@ -245,7 +247,7 @@ func build(opts Options, b *pki.Bundle, machineType string) *configs.Config {
 
 	withContract(cfg, opts.Contract)
 
-	return cfg
+	return configs.NewConfig(cfg, documents(cfg, opts, b)...)
 }
 
 // withContract adds what the contract's Talos version generates by
@@ -263,12 +265,24 @@ func withContract(cfg *configs.Config, c Contract) {
 	}
 
 	f := m.Features
-	if c.stableHostname() {
-		f.StableHostname = ptr(true)
+	if c.stableHostname() && !c.multidocNetwork() {
+		f.StableHostname = ptr(true) // a HostnameConfig from v1.12
 	}
 
 	if c.apidExtKeyUsage() {
 		f.APIDCheckExtKeyUsage = ptr(true)
+	}
+
+	if c.hideRBACAndKeyUsage() {
+		f.RBAC, f.APIDCheckExtKeyUsage = nil, nil
+	}
+
+	if c.grubUseUKICmdline() {
+		m.Install.GrubUseUKICmdline = ptr(true)
+	}
+
+	if c.noEmptyNetwork() {
+		m.Network = nil
 	}
 
 	if c.diskQuota() {
@@ -322,7 +336,7 @@ func addControlPlane(c *configs.ClusterConfig, opts Options, b *pki.Bundle, vers
 	c.ServiceAccount = &configs.PEMKey{Key: clone(b.Certs.K8sServiceAccount.Key)}
 	c.APIServer = &configs.APIServerConfig{
 		Image:            images.APIServer(version).String(),
-		CertSANs:         apiServerSANs(opts),
+		CertSANs:         apiServerSANs(opts, opts.Contract.endpointSANs()),
 		AdmissionControl: defaultAdmissionControl(),
 		AuditPolicy:      defaultAuditPolicy(),
 	}
@@ -332,10 +346,14 @@ func addControlPlane(c *configs.ClusterConfig, opts Options, b *pki.Bundle, vers
 	c.Etcd = &configs.EtcdConfig{CA: caPair(b.Certs.Etcd, true)}
 }
 
-// apiServerSANs puts the endpoint host first so the API certificate is
-// valid for the name clients dial, then the additional SANs.
-func apiServerSANs(opts Options) []string {
-	sans := []string{endpointHost(opts.Endpoint)}
+// apiServerSANs are the additional SANs, after the endpoint host where
+// the contract writes it (the node puts it in the API certificate
+// anyway, so that it is valid for the name clients dial).
+func apiServerSANs(opts Options, withEndpoint bool) []string {
+	var sans []string
+	if withEndpoint {
+		sans = append(sans, endpointHost(opts.Endpoint))
+	}
 
 	for _, s := range opts.AdditionalSANs {
 		if !slices.Contains(sans, s) {

@@ -23,6 +23,10 @@ var refusedSeeds = map[string]string{
 	// cannot run, and a kubelet newer than its API server.
 	"kubelet-image.yaml":   "machine.kubelet.image: version of Kubernetes 1.20.5 is too old: talosbox runs 1.29 to 1.34.x",
 	"apiserver-image.yaml": "cluster.apiServer.image: version of Kubernetes 1.20.5 is too old: talosbox runs 1.29 to 1.34.x",
+	// Since Talos 1.12 the hostname is a HostnameConfig document (auto:
+	// stable in generated configs): a static machine.network.hostname
+	// next to it is refused, as Talos refuses it.
+	"static-addressing.yaml": "HostnameConfig: a static hostname is already set in the v1alpha1 document (machine.network.hostname)",
 }
 
 func TestSeedFixturesPatchGeneratedConfig(t *testing.T) {

@@ -54,6 +54,12 @@ func osCA() *pki.CertAndKey {
 }
 
 // nodeConfig is a generated config of the test cluster, patched.
+// hostname is a patch giving the node a static hostname: its
+// HostnameConfig document, as generated configs have one (Talos 1.12 on).
+func hostname(name string) string {
+	return "apiVersion: v1alpha1\nkind: HostnameConfig\nauto: \"off\"\nhostname: " + name + "\n"
+}
+
 func nodeConfig(tb testing.TB, worker bool, patches ...string) []byte {
 	tb.Helper()
 
@@ -402,7 +408,7 @@ func runMain(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	cfg, err := makeConfig(false, "machine: {network: {hostname: node-a}}")
+	cfg, err := makeConfig(false, hostname("node-a"))
 	if err != nil {
 		return 0, err
 	}

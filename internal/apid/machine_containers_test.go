@@ -90,7 +90,7 @@ func TestContainersAndImages(t *testing.T) {
 
 	t.Cleanup(func() { os.RemoveAll(dir) })
 
-	e, err := startEnv(dir, nodeConfig(t, false, "machine: {network: {hostname: node-c}}"), "127.0.0.1:0")
+	e, err := startEnv(dir, nodeConfig(t, false, hostname("node-c")), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

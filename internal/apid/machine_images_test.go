@@ -34,7 +34,7 @@ func TestImageImport(t *testing.T) {
 
 	t.Cleanup(func() { os.RemoveAll(dir) })
 
-	c, err := startEnv(dir, nodeConfig(t, false, "machine: {network: {hostname: node-c}, certSANs: [127.0.0.3]}"), "127.0.0.3:0")
+	c, err := startEnv(dir, nodeConfig(t, false, hostname("node-c"), "machine: {certSANs: [127.0.0.3]}"), "127.0.0.3:0")
 	if err != nil {
 		t.Fatal(err)
 	}

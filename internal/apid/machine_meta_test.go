@@ -57,7 +57,7 @@ func metaOnDisk(t *testing.T, path string, tag uint8) (string, bool) {
 // Writes and deletes reach the partition and the MetaKeys resource before
 // the call answers; each failure has its own code.
 func TestMetaWriteDelete(t *testing.T) {
-	e, path := metaEnv(t, nodeConfig(t, false, "machine: {network: {hostname: node-m}}"), map[uint8]string{meta.Upgrade: "A"})
+	e, path := metaEnv(t, nodeConfig(t, false, hostname("node-m")), map[uint8]string{meta.Upgrade: "A"})
 	ctx := testCtx(t)
 	mc := machineClient(dial(t, e.addr, clientCert(t, string(role.Admin))))
 

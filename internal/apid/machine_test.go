@@ -291,7 +291,7 @@ func TestApplyConfigurationModes(t *testing.T) {
 	cur := shared.node.ActiveConfig()
 
 	// A dry run returns the diff and changes nothing.
-	next := nodeConfig(t, false, "machine: {network: {hostname: node-a}, certSANs: [dry.example]}")
+	next := nodeConfig(t, false, hostname("node-a"), "machine: {certSANs: [dry.example]}")
 
 	res, err := mc.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{Data: next, Mode: machine.ApplyConfigurationRequest_NO_REBOOT, DryRun: true})
 	if err != nil {
@@ -318,7 +318,7 @@ func TestApplyConfigurationModes(t *testing.T) {
 
 	// A field that needs a reboot is refused in no-reboot mode.
 	_, err = mc.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
-		Data: nodeConfig(t, false, "machine: {network: {hostname: node-a}, env: {A: b}}"),
+		Data: nodeConfig(t, false, hostname("node-a"), "machine: {env: {A: b}}"),
 		Mode: machine.ApplyConfigurationRequest_NO_REBOOT,
 	})
 	wantCode(t, err, codes.FailedPrecondition, "machine.env")

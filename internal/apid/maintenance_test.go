@@ -238,7 +238,7 @@ func TestMaintenanceMode(t *testing.T) {
 
 	// apply-config --insecure: no client certificate.
 	resp, err := mc.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
-		Data: nodeConfig(t, false, "machine: {network: {hostname: node-m}}"),
+		Data: nodeConfig(t, false, hostname("node-m")),
 		Mode: machine.ApplyConfigurationRequest_AUTO,
 	})
 	if err != nil {

@@ -59,7 +59,7 @@ func TestMachineConfigRedactedForReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	data := nodeConfig(t, false, "machine: {network: {hostname: node-r}}",
+	data := nodeConfig(t, false, hostname("node-r"),
 		"cluster: {aescbcEncryptionSecret: "+base64.StdEncoding.EncodeToString(aescbc)+"}")
 
 	cfg, err := configs.Decode(data)
@@ -119,12 +119,16 @@ func TestMachineConfigRedactedForReaders(t *testing.T) {
 					t.Fatalf("%s: spec is not YAML (%v):\n%s", how, err, spec)
 				}
 
-				// The structure is there: settings and certificates.
+				// The structure is there: settings and certificates, and
+				// the documents (the hostname is a HostnameConfig's).
+				if !bytes.Contains(spec, []byte("\nkind: HostnameConfig\n")) || !bytes.Contains(spec, []byte("\nhostname: node-r\n")) {
+					t.Errorf("%s: the HostnameConfig document is missing:\n%s", how, spec)
+				}
+
 				for path, want := range map[string]any{
-					"machine.network.hostname": "node-r",
-					"machine.type":             configs.MachineTypeControlPlane,
-					"machine.ca.crt":           base64.StdEncoding.EncodeToString(m.CA.Crt),
-					"cluster.etcd.ca.crt":      base64.StdEncoding.EncodeToString(c.Etcd.CA.Crt),
+					"machine.type":        configs.MachineTypeControlPlane,
+					"machine.ca.crt":      base64.StdEncoding.EncodeToString(m.CA.Crt),
+					"cluster.etcd.ca.crt": base64.StdEncoding.EncodeToString(c.Etcd.CA.Crt),
 				} {
 					if got := valueAt(doc, path); got != want {
 						t.Errorf("%s: %s = %v, want %v", how, path, got, want)

@@ -22,7 +22,7 @@ import (
 func nodeB(t testing.TB) *env {
 	t.Helper()
 
-	b := newEnv(t, nodeConfig(t, false, "machine: {network: {hostname: node-b}, certSANs: [127.0.0.2]}"), "127.0.0.2:0")
+	b := newEnv(t, nodeConfig(t, false, hostname("node-b"), "machine: {certSANs: [127.0.0.2]}"), "127.0.0.2:0")
 	b.waitServing(t, false)
 
 	return b

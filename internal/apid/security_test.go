@@ -222,7 +222,7 @@ func TestOperatorTable(t *testing.T) {
 // An operator reboots a node: the answer comes back, then the node goes
 // through rebooting and comes back running, in-process (container mode).
 func TestOperatorReboot(t *testing.T) {
-	e := newEnv(t, nodeConfig(t, false, "machine: {network: {hostname: node-r}}"), "127.0.0.1:0")
+	e := newEnv(t, nodeConfig(t, false, hostname("node-r")), "127.0.0.1:0")
 	e.waitServing(t, false)
 	e.waitReady(t)
 
@@ -324,7 +324,7 @@ func TestWorkerCertificateFromTrustd(t *testing.T) {
 	trustdAddr := lis.Addr().String()
 	lis.Close()
 
-	e := newEnvWith(t, nodeConfig(t, true, "machine: {network: {hostname: worker-1}}"), "127.0.0.1:0", func(o *Options) {
+	e := newEnvWith(t, nodeConfig(t, true, hostname("worker-1")), "127.0.0.1:0", func(o *Options) {
 		o.TrustdEndpoints = []string{trustdAddr}
 	})
 	e.waitReady(t)
@@ -384,7 +384,7 @@ func TestWorkerCertificateFromTrustd(t *testing.T) {
 // An admin resets a node: it wipes STATE, comes back in maintenance mode,
 // and apid follows it back to server-only TLS.
 func TestResetBackToMaintenance(t *testing.T) {
-	e := newEnv(t, nodeConfig(t, false, "machine: {network: {hostname: node-x}}"), "127.0.0.1:0")
+	e := newEnv(t, nodeConfig(t, false, hostname("node-x")), "127.0.0.1:0")
 	e.waitServing(t, false)
 
 	ctx := testCtx(t)

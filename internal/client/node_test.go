@@ -54,7 +54,7 @@ func startNode(t *testing.T, ip, name string, configured bool) *testNode {
 		}
 
 		// The certificate names the address the node is dialled on.
-		patch, err := configpatch.Parse(fmt.Appendf(nil, "machine: {network: {hostname: %s}, certSANs: [%s]}", name, ip))
+		patch, err := configpatch.Parse(fmt.Appendf(nil, "machine: {certSANs: [%s]}\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nauto: \"off\"\nhostname: %s\n", ip, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -73,7 +73,7 @@ func startCluster(t *testing.T) *cluster {
 
 	for _, n := range []struct{ name, ip string }{{"node-a", "127.0.0.1"}, {"node-b", "127.0.0.2"}} {
 		// The certificate names the address the node is dialled on.
-		patch, err := configpatch.Parse(fmt.Appendf(nil, "machine: {network: {hostname: %s}, certSANs: [%s]}", n.name, n.ip))
+		patch, err := configpatch.Parse(fmt.Appendf(nil, "machine: {certSANs: [%s]}\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nauto: \"off\"\nhostname: %s\n", n.ip, n.name))
 		if err != nil {
 			t.Fatal(err)
 		}

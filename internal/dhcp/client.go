@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/iana"
 )
 
 // Options configures a Client.
@@ -46,6 +47,12 @@ type Options struct {
 	Hostname string
 	// RouteMetric is stamped on the lease's routes (Lease.RouteMetric).
 	RouteMetric int
+	// ClientID, if set, is sent as option 61 (RFC 2132 9.14), by which a
+	// server tells clients apart instead of by their hardware address.
+	// ClientIDFromMAC sends the Ethernet type and the link's hardware
+	// address instead, as Talos's clientIdentifier: mac does.
+	ClientID        []byte
+	ClientIDFromMAC bool
 	// Logf receives diagnostics; nil discards them.
 	Logf func(format string, args ...any)
 	// Now stamps Lease.Acquired and tells when T1, T2 and expiry are
@@ -329,5 +336,22 @@ func (r *runner) requestOptions(hw []byte, typ dhcpv4.MessageType) []dhcpv4.Modi
 		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptHostName(r.opts.Hostname)))
 	}
 
+	if id := r.clientID(hw); id != nil {
+		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptClientIdentifier(id)))
+	}
+
 	return mods
+}
+
+// clientID is option 61's value for a link with hardware address hw, nil
+// when none is sent.
+func (r *runner) clientID(hw []byte) []byte {
+	switch {
+	case r.opts.ClientIDFromMAC:
+		return append([]byte{byte(iana.HWTypeEthernet)}, hw...)
+	case len(r.opts.ClientID) > 0:
+		return r.opts.ClientID
+	}
+
+	return nil
 }

@@ -268,12 +268,19 @@ func (r *runner) release(conn *rawConn) {
 		return
 	}
 
-	msg, err := dhcpv4.New(
+	mods := []dhcpv4.Modifier{
 		dhcpv4.WithHwAddr(conn.hw),
 		dhcpv4.WithMessageType(dhcpv4.MessageTypeRelease),
 		dhcpv4.WithClientIP(l.Address.Addr().AsSlice()),
 		dhcpv4.WithOption(dhcpv4.OptServerIdentifier(l.Server.AsSlice())),
-	)
+	}
+
+	// The server finds the lease by the identifier it was given.
+	if id := r.clientID(conn.hw); id != nil {
+		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptClientIdentifier(id)))
+	}
+
+	msg, err := dhcpv4.New(mods...)
 	if err == nil {
 		err = conn.send(msg.ToBytes(), path{src: l.Address.Addr(), dst: l.Server, mac: r.serverMAC})
 	}

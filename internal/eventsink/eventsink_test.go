@@ -2,6 +2,7 @@ package eventsink_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -166,11 +167,46 @@ func want(t *testing.T, req *apievents.EventRequest, ev events.Event, msg proto.
 	}
 }
 
-func startController(t *testing.T, ring *events.Ring) *bus.Store {
+// logHook hands the controller's log messages to a channel.
+type logHook chan string
+
+func (logHook) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h logHook) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h <- r.Message:
+	default:
+	}
+
+	return nil
+}
+
+func (h logHook) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logHook) WithGroup(string) slog.Handler      { return h }
+
+// awaitLog waits for the controller to log msg.
+func awaitLog(t *testing.T, logs logHook, msg string) {
+	t.Helper()
+
+	deadline := time.After(30 * time.Second)
+
+	for {
+		select {
+		case m := <-logs:
+			if m == msg {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the controller never logged %q", msg)
+		}
+	}
+}
+
+func startController(t *testing.T, ring *events.Ring, logs logHook) *bus.Store {
 	t.Helper()
 
 	store := bus.NewStore(bus.StoreOptions{})
-	rt := bus.NewRuntime(store, bus.RuntimeOptions{})
+	rt := bus.NewRuntime(store, bus.RuntimeOptions{Logger: slog.New(logs)})
 
 	if err := rt.Register(&eventsink.Controller{Events: ring}); err != nil {
 		t.Fatal(err)
@@ -220,7 +256,8 @@ func TestController(t *testing.T) {
 	ring.Publish(events.TypeDropped, "talosbox's own", nil)
 
 	s := startSink(t)
-	store := startController(t, ring)
+	logs := make(logHook, 256)
+	store := startController(t, ring, logs)
 	configure(t, store, s.addr)
 
 	want(t, s.next(t), boot, &machine.SequenceEvent{Sequence: "boot", Action: machine.SequenceEvent_START})
@@ -251,9 +288,11 @@ func TestController(t *testing.T) {
 	want(t, s.next(t), held[0], &machine.TaskEvent{Task: "x", Action: machine.TaskEvent_START})
 	want(t, s.next(t), held[1], &machine.TaskEvent{Task: "x", Action: machine.TaskEvent_STOP})
 
-	// Another sink: what follows goes there, the first gets nothing more.
+	// Another sink: what follows the switch goes there, the first gets
+	// nothing more.
 	s2 := startSink(t)
 	configure(t, store, s2.addr)
+	awaitLog(t, logs, "event sink: publishing to "+s2.addr)
 
 	errEv := ring.Publish(events.TypeConfigLoadError, "line 1: bad", nil)
 	want(t, s2.next(t), errEv, &machine.ConfigLoadErrorEvent{Error: "line 1: bad"})

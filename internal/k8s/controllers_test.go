@@ -244,13 +244,11 @@ func TestControlPlaneGraph(t *testing.T) {
 	// is decoded afresh, as every apply makes it: nothing may depend on
 	// the old config's pointers (the secrets once did, and every change
 	// reissued the certificates and restarted the API server).
-	next := *cp
-	cl := *cp.Cluster
-	api2 := *cp.Cluster.APIServer
-	api2.ExtraArgs = map[string]string{"v": "3"}
-	cl.APIServer = &api2
-	next.Cluster = &cl
-	g.setConfig(reDecode(t, &next))
+	// (The change is made to the v1alpha1 document as written, what an
+	// apply sends: the generated config has documents besides it.)
+	next := reDecode(t, cp)
+	next.V1Alpha1().Cluster.APIServer.ExtraArgs = map[string]string{"v": "3"}
+	g.setConfig(reDecode(t, next))
 
 	g.wait("the apiserver pod with the new flag", func() bool {
 		p := g.staticPods()[k8s.APIServerID]

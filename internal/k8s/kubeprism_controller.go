@@ -145,9 +145,11 @@ func (c *KubePrismController) probe(cfg *configs.Config) func(ctx context.Contex
 
 	var pool *x509.CertPool
 
-	if cfg != nil && cfg.Cluster != nil && cfg.Cluster.CA != nil && len(cfg.Cluster.CA.Crt) > 0 {
+	// The CA and the accepted ones: during a rotation, and on a worker
+	// whose CA is a KubeAPIServerCAConfig's acceptedCAs.
+	if cfg != nil && cfg.Cluster != nil {
 		pool = x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(cfg.Cluster.CA.Crt) {
+		if !pool.AppendCertsFromPEM(render.KubeletCABundle(render.KubeletCAs(cfg))) {
 			pool = nil
 		}
 	}

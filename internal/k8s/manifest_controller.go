@@ -131,30 +131,28 @@ func (c *ManifestController) render(ctx context.Context, cfg *configs.Config) (m
 	failed = map[string]error{}
 	cl := cfg.Cluster
 
-	var urls []string
+	var external []configs.ExternalManifest
 	if n := cl.Network; n != nil && n.CNI != nil && n.CNI.Name == "custom" {
 		for _, u := range n.CNI.URLs {
-			urls = append(urls, "05-"+u)
+			external = append(external, configs.ExternalManifest{ID: "05-" + u, URL: u, Headers: cl.ExtraManifestHeaders})
 		}
 	}
 
-	for _, u := range cl.ExtraManifests {
-		urls = append(urls, "99-"+u)
-	}
+	// cluster.extraManifests, then the KubeExternalManifestConfig
+	// documents, each with its own headers.
+	external = append(external, configs.ExternalManifests(cfg)...)
 
-	for _, id := range urls {
-		url := id[3:]
-
-		data, err := c.download(ctx, url, cl.ExtraManifestHeaders)
+	for _, e := range external {
+		data, err := c.download(ctx, e.URL, e.Headers)
 		if err == nil {
 			var m manifests.Manifest
-			if m, err = manifests.Parse(id, data); err == nil {
+			if m, err = manifests.Parse(e.ID, data); err == nil {
 				ms = append(ms, m)
 				continue
 			}
 		}
 
-		failed[id] = fmt.Errorf("extra manifest %s: %w", url, err)
+		failed[e.ID] = fmt.Errorf("extra manifest %s: %w", e.URL, err)
 	}
 
 	for _, im := range cl.InlineManifests {

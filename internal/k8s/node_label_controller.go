@@ -76,7 +76,13 @@ func (c *NodeLabelController) Run(ctx context.Context, r bus.ControllerRuntime) 
 			continue
 		}
 
-		labels := map[string]any{ControlPlaneRoleLabel: ""}
+		// The role label, unless a KubeNodeConfig, which lists the
+		// node's labels itself, leaves it out.
+		labels := map[string]any{}
+		if configs.HasControlPlaneLabel(cfg) {
+			labels[ControlPlaneRoleLabel] = ""
+		}
+
 		for k, v := range cfg.Machine.NodeLabels {
 			labels[k] = v
 		}

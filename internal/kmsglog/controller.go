@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +97,7 @@ func (c *Controller) Run(ctx context.Context, r bus.ControllerRuntime) error {
 			}
 
 			d.set(urls)
+			r.Logger().Info("kmsg log: sending to " + joinURLs(urls))
 
 			if len(urls) > 0 && records == nil {
 				rd, err := Open(c.Path)
@@ -168,6 +170,19 @@ func (c *Controller) endpoints(ctx context.Context, r bus.ControllerRuntime) ([]
 	}
 
 	return out, nil
+}
+
+func joinURLs(urls []*url.URL) string {
+	if len(urls) == 0 {
+		return "nowhere"
+	}
+
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = u.String()
+	}
+
+	return strings.Join(out, ", ")
 }
 
 // pump reads records into a channel until ctx ends or the reader fails.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -255,10 +256,19 @@ func TestDeliveryEndpointLate(t *testing.T) {
 	l.Close()
 
 	unreachable := make(chan struct{}, 1)
+	udpSet := make(chan struct{}, 1)
+	udpMsg := ""
+
+	var mu sync.Mutex
+
 	n := startNode(t, func(msg string) {
-		if msg == "kmsg log: endpoint unreachable, retrying" {
+		mu.Lock()
+		defer mu.Unlock()
+
+		ch := map[string]chan struct{}{"kmsg log: endpoint unreachable, retrying": unreachable, udpMsg: udpSet}[msg]
+		if ch != nil && msg != "" {
 			select {
-			case unreachable <- struct{}{}:
+			case ch <- struct{}{}:
 			default:
 			}
 		}
@@ -283,7 +293,20 @@ func TestDeliveryEndpointLate(t *testing.T) {
 
 	t.Cleanup(func() { udp.Close() })
 
-	n.configure(t, "udp://"+udp.LocalAddr().String()+"/")
+	udpURL := "udp://" + udp.LocalAddr().String() + "/"
+
+	mu.Lock()
+	udpMsg = "kmsg log: sending to " + udpURL
+	mu.Unlock()
+
+	n.configure(t, udpURL)
+
+	// Records logged once the controller sends to UDP go there.
+	select {
+	case <-udpSet:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the controller never took the UDP endpoint")
+	}
 
 	m = marker(t)
 	buf := make([]byte, 65536)

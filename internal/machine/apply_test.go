@@ -3,6 +3,8 @@ package machine_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,12 +23,24 @@ import (
 func respell(t *testing.T, data []byte) []byte {
 	t.Helper()
 
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
+	// Every document of the config: the v1alpha1 one and the typed ones
+	// (a generated config's HostnameConfig).
+	var docs []*yaml.Node
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+
+		docs = append(docs, &doc)
 	}
 
-	root := doc.Content[0]
+	root := docs[0].Content[0]
 	root.HeadComment = "# the running config, written by hand"
 
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -40,15 +54,17 @@ func respell(t *testing.T, data []byte) []byte {
 		}
 	}
 
-	reverseKeys(root)
-
 	var buf bytes.Buffer
 
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 
-	if err := enc.Encode(&doc); err != nil {
-		t.Fatal(err)
+	for _, doc := range docs {
+		reverseKeys(doc.Content[0])
+
+		if err := enc.Encode(doc); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	if bytes.Equal(buf.Bytes(), data) {
@@ -83,7 +99,7 @@ func reverseKeys(n *yaml.Node) {
 // STATE. machine.env and machine.files (spelled out empty here) need a
 // reboot when they do change, so a text comparison would reboot.
 func TestApplyOfTheRunningConfigIsANoOp(t *testing.T) {
-	running := workerConfig(t, "machine: {network: {hostname: same}}")
+	running := workerConfig(t, hostname("same"))
 	n := startNode(t, "", running)
 	ctx := context.Background()
 
@@ -157,7 +173,7 @@ func TestApplyOfTheRunningConfigIsANoOp(t *testing.T) {
 	// A stage waiting for the next boot: applying the running config
 	// again undoes it (STATE gets the running config back) without a
 	// reboot or a new version; after that it is a no-op again.
-	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: later}}"), machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
+	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, hostname("later")), machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -81,7 +81,7 @@ func TestCrashSafetyKill9(t *testing.T) {
 	const total = 1000
 
 	dir := t.TempDir()
-	base := workerConfig(t, "machine: {network: {hostname: crash-base}}")
+	base := workerConfig(t, hostname("crash-base"))
 
 	if err := os.WriteFile(filepath.Join(dir, "base.yaml"), base, 0o600); err != nil {
 		t.Fatal(err)

@@ -16,14 +16,14 @@ import (
 // this version's validation refuses it (an OS upgrade made it stricter):
 // the node runs on, and the problem is published for the next apply.
 func TestConfigThatRanBeforeBootsUnderStricterValidation(t *testing.T) {
-	good := workerConfig(t, "machine: {network: {hostname: good}}")
+	good := workerConfig(t, hostname("good"))
 	n := startNode(t, "", good)
 
 	waitReady(t, n)
 
 	// As if written by an earlier version: validation now refuses the
 	// blank inline manifest name, while nothing on a worker renders it.
-	stricter := workerConfig(t, `{machine: {network: {hostname: older}}, cluster: {inlineManifests: [{name: "  ", contents: "{apiVersion: v1, kind: Namespace, metadata: {name: x}}"}]}}`)
+	stricter := workerConfig(t, hostname("older"), `{cluster: {inlineManifests: [{name: "  ", contents: "{apiVersion: v1, kind: Namespace, metadata: {name: x}}"}]}}`)
 	writeState(t, n, stricter)
 
 	if err := os.WriteFile(filepath.Join(n.dir, "state", machine.LastGoodConfigFile), stricter, 0o600); err != nil {

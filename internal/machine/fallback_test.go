@@ -112,7 +112,7 @@ func blockPath(t *testing.T, dir, path string) {
 // aside and comes back on the last good config, without looping, with
 // the failed config's env undone.
 func TestStagedConfigThatFailsToBootFallsBack(t *testing.T) {
-	good := workerConfig(t, "machine: {network: {hostname: good}}")
+	good := workerConfig(t, hostname("good"))
 	n := startNode(t, "", good)
 	ctx := context.Background()
 
@@ -128,7 +128,7 @@ func TestStagedConfigThatFailsToBootFallsBack(t *testing.T) {
 		t.Fatalf("config.yaml.last-good mode %v", fi.Mode())
 	}
 
-	bad := workerConfig(t, "machine: {network: {hostname: bad}, env: {TB_FALLBACK_ENV: bad}, files: [{path: /var/fallback/d, content: y, op: overwrite}]}")
+	bad := workerConfig(t, hostname("bad"), "machine: {env: {TB_FALLBACK_ENV: bad}, files: [{path: /var/fallback/d, content: y, op: overwrite}]}")
 
 	if _, err := n.ApplyConfiguration(ctx, bad, machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
 		t.Fatal(err)
@@ -194,14 +194,14 @@ func TestRefusedEnvAndRefusingServiceFallBack(t *testing.T) {
 		}
 	}
 
-	good := workerConfig(t, "machine: {network: {hostname: good}}")
+	good := workerConfig(t, hostname("good"))
 	n := startNodeWith(t, "", good, refusing)
 	ctx := context.Background()
 
 	waitReady(t, n)
 
 	t.Run("env", func(t *testing.T) {
-		bad := workerConfig(t, "machine: {network: {hostname: bad-env}, env: {TB_FALLBACK_A: a, TB_FALLBACK_Z: \"nul\\0byte\"}}")
+		bad := workerConfig(t, hostname("bad-env"), "machine: {env: {TB_FALLBACK_A: a, TB_FALLBACK_Z: \"nul\\0byte\"}}")
 		writeState(t, n, bad)
 
 		if err := n.Reboot(ctx); err != nil {
@@ -219,7 +219,7 @@ func TestRefusedEnvAndRefusingServiceFallBack(t *testing.T) {
 	})
 
 	t.Run("service", func(t *testing.T) {
-		bad := workerConfig(t, "machine: {network: {hostname: refused-by-service}}")
+		bad := workerConfig(t, hostname("refused-by-service"))
 
 		res, err := n.ApplyConfiguration(ctx, bad, machine.ApplyOptions{Mode: machine.ModeReboot})
 		if err != nil || res.Mode != machine.ModeReboot {
@@ -250,12 +250,12 @@ func TestRefusedEnvAndRefusingServiceFallBack(t *testing.T) {
 // STATE's config refused at load (it no longer validates: say a newer
 // version is stricter) is replaced by the last good config at once.
 func TestInvalidPersistedConfigLoadsTheLastGood(t *testing.T) {
-	good := workerConfig(t, "machine: {network: {hostname: good}}")
+	good := workerConfig(t, hostname("good"))
 	n := startNode(t, "", good)
 
 	waitReady(t, n)
 
-	bad := append(workerConfig(t, "machine: {network: {hostname: bad}}"), []byte("colour: red\n")...)
+	bad := append(workerConfig(t, hostname("bad")), []byte("colour: red\n")...)
 	writeState(t, n, bad)
 
 	if err := n.Reboot(context.Background()); err != nil {
@@ -287,7 +287,7 @@ func TestInvalidPersistedConfigLoadsTheLastGood(t *testing.T) {
 // and never loads the seed that failed again, not even in a new process.
 func TestFirstBootFailureWaitsInMaintenance(t *testing.T) {
 	dir := t.TempDir()
-	bad := workerConfig(t, "machine: {network: {hostname: bad}, files: [{path: /var/fb/f/g, content: y, op: create}]}")
+	bad := workerConfig(t, hostname("bad"), "machine: {files: [{path: /var/fb/f/g, content: y, op: create}]}")
 
 	blockPath(t, dir, "/var/fb/f/g")
 
@@ -323,7 +323,7 @@ func TestFirstBootFailureWaitsInMaintenance(t *testing.T) {
 		t.Errorf("%d fallbacks", got)
 	}
 
-	good := workerConfig(t, "machine: {network: {hostname: good}}")
+	good := workerConfig(t, hostname("good"))
 	if _, err := n.ApplyConfiguration(context.Background(), good, machine.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestFirstBootFailureWaitsInMaintenance(t *testing.T) {
 // A config that booted once and fails now has nothing to fall back to
 // but itself: the boot error stands (fatal, as before), never a loop.
 func TestFailingLastGoodConfigIsFatal(t *testing.T) {
-	cfg := workerConfig(t, "machine: {network: {hostname: good}, files: [{path: /var/once, content: x, op: create}]}")
+	cfg := workerConfig(t, hostname("good"), "machine: {files: [{path: /var/once, content: x, op: create}]}")
 	n := startNode(t, "", cfg)
 
 	waitReady(t, n)
@@ -392,16 +392,16 @@ func TestFailingLastGoodConfigIsFatal(t *testing.T) {
 // Consecutive tries revert to the config before the first, not to an
 // earlier try: nothing unconfirmed stays in effect.
 func TestTryOnTryRevertsToTheConfirmedConfig(t *testing.T) {
-	n := startNode(t, "", workerConfig(t, "machine: {network: {hostname: confirmed}}"))
+	n := startNode(t, "", workerConfig(t, hostname("confirmed")))
 	ctx := context.Background()
 
 	waitReady(t, n)
 
-	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: try-1}}"), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: time.Hour}); err != nil {
+	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, hostname("try-1")), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: try-2}}"), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: 100 * time.Millisecond}); err != nil {
+	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, hostname("try-2")), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -417,7 +417,7 @@ func TestTryOnTryRevertsToTheConfirmedConfig(t *testing.T) {
 // STATE alone and the boot error stands for machined to act on.
 func TestFailedUpgradeBootLeavesTheConfig(t *testing.T) {
 	path, _ := metatest.Image(t, map[uint8]string{})
-	good := workerConfig(t, "machine: {network: {hostname: good}}")
+	good := workerConfig(t, hostname("good"))
 	n := startNodeWith(t, "", good, func(o *machine.Options) { o.MetaPath = path })
 	ctx := context.Background()
 
@@ -431,7 +431,7 @@ func TestFailedUpgradeBootLeavesTheConfig(t *testing.T) {
 
 	blockPath(t, n.dir, "/var/upgrade/f")
 
-	bad := workerConfig(t, "machine: {network: {hostname: bad}, files: [{path: /var/upgrade/f, content: x, op: create}]}")
+	bad := workerConfig(t, hostname("bad"), "machine: {files: [{path: /var/upgrade/f, content: x, op: create}]}")
 	writeState(t, n, bad)
 
 	if err := n.Reboot(ctx); err != nil {

@@ -33,6 +33,12 @@ var (
 )
 
 // workerConfig is a generated worker config, patched.
+// hostname is a patch giving the node a static hostname: its
+// HostnameConfig document, as generated configs have one (Talos 1.12 on).
+func hostname(name string) string {
+	return "apiVersion: v1alpha1\nkind: HostnameConfig\nauto: \"off\"\nhostname: " + name + "\n"
+}
+
 func workerConfig(t *testing.T, patches ...string) []byte {
 	t.Helper()
 
@@ -276,7 +282,7 @@ func TestMaintenanceModeThenApply(t *testing.T) {
 	}
 
 	// A valid one is persisted and boots the node.
-	cfg := workerConfig(t, "machine: {network: {hostname: maint-1}}")
+	cfg := workerConfig(t, hostname("maint-1"))
 
 	res, err := n.ApplyConfiguration(ctx, cfg, machine.ApplyOptions{Mode: machine.ModeAuto})
 	if err != nil {
@@ -324,7 +330,7 @@ func TestMaintenanceModeThenApply(t *testing.T) {
 }
 
 func TestApplyModes(t *testing.T) {
-	n := startNode(t, "", workerConfig(t, "machine: {network: {hostname: start}}"))
+	n := startNode(t, "", workerConfig(t, hostname("start")))
 	ctx := context.Background()
 
 	waitReady(t, n)
@@ -342,12 +348,17 @@ func TestApplyModes(t *testing.T) {
 	v0 := version()
 
 	// Dry run: a diff, and nothing changes.
-	res, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: dry}}"), machine.ApplyOptions{Mode: machine.ModeNoReboot, DryRun: true})
+	res, err := n.ApplyConfiguration(ctx, workerConfig(t, hostname("dry")), machine.ApplyOptions{Mode: machine.ModeNoReboot, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if res.Diff != "~ machine.network.hostname: \"start\" -> \"dry\"\n" {
+	// The hostname is the HostnameConfig's: the change says so. (The
+	// document is not wholly folded, so it is listed as the effective
+	// change and as the document's own.)
+	if lines := strings.Split(strings.TrimSuffix(res.Diff, "\n"), "\n"); len(lines) == 0 || slices.ContainsFunc(lines, func(l string) bool {
+		return l != "~ HostnameConfig.hostname: \"start\" -> \"dry\""
+	}) {
 		t.Fatalf("dry-run diff:\n%s", res.Diff)
 	}
 
@@ -358,7 +369,7 @@ func TestApplyModes(t *testing.T) {
 	// no-reboot refuses what needs a reboot, naming the fields.
 	before, _ := os.ReadFile(statePath)
 
-	_, err = n.ApplyConfiguration(ctx, workerConfig(t, `machine: {env: {HTTP_PROXY: "http://p:3128"}, files: [{path: /var/x, content: y, op: create}]}`), machine.ApplyOptions{Mode: machine.ModeNoReboot})
+	_, err = n.ApplyConfiguration(ctx, workerConfig(t, hostname("start"), `machine: {env: {HTTP_PROXY: "http://p:3128"}, files: [{path: /var/x, content: y, op: create}]}`), machine.ApplyOptions{Mode: machine.ModeNoReboot})
 	if !errors.Is(err, machine.ErrRebootRequired) || !strings.HasSuffix(err.Error(), "changes cannot be applied without a reboot: machine.files, machine.env.HTTP_PROXY") {
 		t.Fatalf("no-reboot refusal: %v", err)
 	}
@@ -368,7 +379,7 @@ func TestApplyModes(t *testing.T) {
 	}
 
 	// no-reboot applies a live change: new version, persisted.
-	live := workerConfig(t, "machine: {network: {hostname: live}}")
+	live := workerConfig(t, hostname("live"))
 
 	if res, err = n.ApplyConfiguration(ctx, live, machine.ApplyOptions{Mode: machine.ModeAuto}); err != nil || res.Mode != machine.ModeNoReboot {
 		t.Fatalf("auto apply: %+v %v", res, err)
@@ -383,7 +394,7 @@ func TestApplyModes(t *testing.T) {
 	}
 
 	// staged: persisted for the next boot, not active now.
-	staged := workerConfig(t, "machine: {network: {hostname: staged}}")
+	staged := workerConfig(t, hostname("staged"))
 
 	if _, err := n.ApplyConfiguration(ctx, staged, machine.ApplyOptions{Mode: machine.ModeStaged}); err != nil {
 		t.Fatal(err)
@@ -398,7 +409,7 @@ func TestApplyModes(t *testing.T) {
 	}
 
 	// try: active at once, not persisted, reverted after the timeout.
-	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: trial}}"), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: 200 * time.Millisecond}); err != nil {
+	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, hostname("trial")), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -413,7 +424,7 @@ func TestApplyModes(t *testing.T) {
 	}
 
 	// try, then confirmed by another apply: no revert.
-	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, "machine: {network: {hostname: trial2}}"), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: time.Hour}); err != nil {
+	if _, err := n.ApplyConfiguration(ctx, workerConfig(t, hostname("trial2")), machine.ApplyOptions{Mode: machine.ModeTry, TryTimeout: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -421,7 +432,7 @@ func TestApplyModes(t *testing.T) {
 		t.Fatal("try apply has no revert pending")
 	}
 
-	confirmed := workerConfig(t, "machine: {network: {hostname: confirmed}}")
+	confirmed := workerConfig(t, hostname("confirmed"))
 	if _, err := n.ApplyConfiguration(ctx, confirmed, machine.ApplyOptions{Mode: machine.ModeNoReboot}); err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +456,7 @@ func TestApplyModes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if res, err := n.ApplyConfiguration(ctx, workerConfig(t, `machine: {env: {A: "1"}, network: {hostname: rebooted}}`), machine.ApplyOptions{Mode: machine.ModeAuto}); err != nil || res.Mode != machine.ModeReboot {
+	if res, err := n.ApplyConfiguration(ctx, workerConfig(t, `machine: {env: {A: "1"}}`, hostname("rebooted")), machine.ApplyOptions{Mode: machine.ModeAuto}); err != nil || res.Mode != machine.ModeReboot {
 		t.Fatalf("auto apply needing a reboot: %+v %v", res, err)
 	}
 
@@ -660,7 +671,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 func TestPlatformConfigSeedsOnlyAnEmptyNode(t *testing.T) {
 	dir := t.TempDir()
 	seed := func(o *machine.Options) {
-		o.PlatformConfig = workerConfig(t, "machine: {network: {hostname: from-userdata}}")
+		o.PlatformConfig = workerConfig(t, hostname("from-userdata"))
 	}
 
 	first := startNodeWith(t, dir, nil, seed)
@@ -675,7 +686,7 @@ func TestPlatformConfigSeedsOnlyAnEmptyNode(t *testing.T) {
 	}
 
 	// What an apply-config would leave on STATE.
-	applied := workerConfig(t, "machine: {network: {hostname: from-apply}}")
+	applied := workerConfig(t, hostname("from-apply"))
 	if err := os.WriteFile(filepath.Join(dir, "state", machine.ConfigFile), applied, 0o600); err != nil {
 		t.Fatal(err)
 	}

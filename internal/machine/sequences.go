@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/kmod"
 	"github.com/talosbox/talosbox/internal/meta"
 	"github.com/talosbox/talosbox/internal/platform"
@@ -146,9 +148,25 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 		return errors.New("this build fails every boot on purpose (built with BROKEN_BOOT=1, to test rollbacks)")
 	}))
 	seq.Append("env", task("setUserEnvVars", func(context.Context, io.Writer) error {
-		var env map[string]string
+		env := map[string]string{}
 		if cfg.Machine != nil {
-			env = cfg.Machine.Env
+			maps.Copy(env, cfg.Machine.Env)
+		}
+
+		// The CA bundle goes where machine.files go; the processes
+		// started from now on (containerd) inherit where to read it.
+		root := "/"
+		if !metal {
+			root = n.opts.Platform.EphemeralDir
+		}
+
+		certDirs, err := cri.WriteTrustedRoots(cfg, root)
+		if err != nil {
+			return err
+		}
+
+		if _, set := env["SSL_CERT_DIR"]; certDirs != "" && !set {
+			env["SSL_CERT_DIR"] = certDirs
 		}
 
 		return n.setEnv(env)

@@ -230,7 +230,7 @@ func (n *Node) machinedService() supervisor.Service {
 		Runner: supervisor.GoroutineRunner(func(ctx context.Context, _ io.Writer) error {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
 			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity},
-				&storage.BlockController{SysRoot: n.sysRoot}, &ExtensionStatusController{}, &SecurityStateController{}, &RootSecretsController{},
+				&storage.BlockController{SysRoot: n.sysRoot}, &storage.TrimController{Volumes: n.volumes, NodeID: n.state.Identity}, &ExtensionStatusController{}, &SecurityStateController{}, &RootSecretsController{},
 				&hwctrl.SystemInfoController{SysRoot: n.sysRoot}, &kmsglog.Controller{}, &watchdog.Controller{}} {
 				if err := rt.Register(c); err != nil {
 					return err

@@ -51,7 +51,7 @@ func buildAddresses(src *source, out *layeredSet[network.AddressSpecSpec], is is
 		add(d.name, d.dev.Addresses, d.dev.CIDR)
 
 		for _, v := range d.dev.VLANs {
-			add(vlanName(d.name, v.ID), v.Addresses, v.CIDR)
+			add(src.vlanName(d.name, v.ID), v.Addresses, v.CIDR)
 		}
 	}
 }

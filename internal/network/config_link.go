@@ -10,8 +10,9 @@ import (
 )
 
 // NewLinkConfigController builds LinkSpecs: lo up and the default DHCP
-// link up (default), the ip= link up (cmdline), and every configured interface, its bond slaves and its
-// VLANs (configuration).
+// link up (default), the ip= link up (cmdline), and every configured
+// interface, its bond or bridge members and its VLANs, with what the
+// link documents say beyond machine.network (configuration).
 func NewLinkConfigController(opts *Options) *configController[network.LinkSpecSpec] {
 	return &configController[network.LinkSpecSpec]{name: "network.LinkConfigController", typ: network.LinkSpecType, opts: opts, build: buildLinks}
 }
@@ -36,8 +37,26 @@ func buildLinks(src *source, out *layeredSet[network.LinkSpecSpec], is issues) {
 		}
 	}
 
-	for _, d := range src.devices(is) {
-		spec := network.LinkSpecSpec{Name: d.name, Up: true, MTU: d.dev.MTU, Layer: network.LayerConfiguration}
+	devs := src.devices(is)
+	// A bond's or bridge's member may have an entry of its own (for its
+	// MTU): it is one spec, enslaved.
+	links := map[string]*network.LinkSpecSpec{}
+	var order []string
+
+	link := func(name string) *network.LinkSpecSpec {
+		if l, ok := links[name]; ok {
+			return l
+		}
+
+		links[name] = &network.LinkSpecSpec{Name: name, Up: true, Layer: network.LayerConfiguration}
+		order = append(order, name)
+
+		return links[name]
+	}
+
+	for _, d := range devs {
+		spec := link(d.name)
+		spec.MTU = d.dev.MTU
 
 		switch {
 		case d.dev.Dummy:
@@ -45,27 +64,45 @@ func buildLinks(src *source, out *layeredSet[network.LinkSpecSpec], is issues) {
 		case d.dev.Bond != nil:
 			spec.Logical, spec.Kind, spec.Bond = true, network.KindBond, bondSpec(d.dev.Bond)
 
-			for _, slave := range d.dev.Bond.Interfaces {
-				out.add(slave, network.LinkSpecSpec{Name: slave, Up: true, BondMaster: d.name, Layer: network.LayerConfiguration})
+			for _, member := range d.dev.Bond.Interfaces {
+				link(member).BondMaster = d.name
+			}
+		case d.dev.Bridge != nil:
+			spec.Logical, spec.Kind = true, network.KindBridge
+			if v := d.dev.Bridge.VLAN; v != nil {
+				spec.Bridge.VLANFiltering = v.FilteringEnabled
+			}
+
+			for _, port := range d.dev.Bridge.Interfaces {
+				link(port).BridgeMaster = d.name
 			}
 		case d.dev.WireGuard != nil:
 			wg, err := wireGuardSpec(d.dev.WireGuard)
 			if err != nil {
 				is.fail("link/"+d.name, fmt.Errorf("link %s: %w", d.name, err))
+				delete(links, d.name)
+
 				continue
 			}
 
 			spec.Logical, spec.Kind, spec.WireGuard = true, network.KindWireGuard, wg
 		}
 
-		out.add(d.name, spec)
+		if p := d.dev.BridgePort; p != nil && p.Master != "" {
+			spec.BridgeMaster = p.Master
+		}
 
 		for _, v := range d.dev.VLANs {
-			name := vlanName(d.name, v.ID)
-			out.add(name, network.LinkSpecSpec{
-				Name: name, Logical: true, Up: true, MTU: v.MTU, Kind: network.KindVLAN,
-				ParentName: d.name, VLAN: network.VLANSpec{ID: v.ID}, Layer: network.LayerConfiguration,
-			})
+			name := src.vlanName(d.name, v.ID)
+			vl := link(name)
+			vl.Logical, vl.MTU, vl.Kind, vl.ParentName, vl.VLAN = true, v.MTU, network.KindVLAN, d.name, network.VLANSpec{ID: v.ID}
+		}
+	}
+
+	for _, name := range order {
+		if spec, ok := links[name]; ok {
+			src.applyLinkDocument(spec)
+			out.add(name, *spec)
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 // (configuration). DHCPv4 runs unless dhcpOptions.ipv4 is false; DHCPv6
 // only when dhcpOptions.ipv6 is true, as in Talos. A vip on an interface or
 // VLAN of a control-plane node gets a vip operator (validation refuses it
-// elsewhere; a worker's config is ignored here all the same).
+// elsewhere; a worker's config is ignored here all the same), and so does
+// a Layer2VIPConfig. A DHCPv4Config adds its client's options.
 func NewOperatorConfigController(opts *Options) *configController[network.OperatorSpecSpec] {
 	return &configController[network.OperatorSpecSpec]{name: "network.OperatorConfigController", typ: network.OperatorSpecType, opts: opts, build: buildOperators}
 }
@@ -68,6 +69,7 @@ func buildOperators(src *source, out *layeredSet[network.OperatorSpecSpec], _ is
 		if v4 {
 			spec := network.OperatorSpecSpec{Operator: network.OperatorDHCP4, LinkName: link, RequireUp: true, RouteMetric: metric,
 				SkipHostnameRequest: skipHostname, Layer: network.LayerConfiguration}
+			src.applyDHCPDocument(&spec)
 			out.add(spec.ID(), spec)
 		}
 
@@ -102,8 +104,10 @@ func buildOperators(src *source, out *layeredSet[network.OperatorSpecSpec], _ is
 		vip(d.name, d.dev.VIP)
 
 		for _, v := range d.dev.VLANs {
-			add(vlanName(d.name, v.ID), v.DHCP, v.DHCPOptions)
-			vip(vlanName(d.name, v.ID), v.VIP)
+			add(src.vlanName(d.name, v.ID), v.DHCP, v.DHCPOptions)
+			vip(src.vlanName(d.name, v.ID), v.VIP)
 		}
 	}
+
+	src.documentVIPs(out)
 }

@@ -17,7 +17,8 @@ const (
 )
 
 // NewRouteConfigController builds RouteSpecs from the ip= gateway
-// (cmdline) and from each interface's and VLAN's routes (configuration).
+// (cmdline) and from each interface's and VLAN's routes, and the link
+// documents' routes of other tables (configuration).
 func NewRouteConfigController(opts *Options) *configController[network.RouteSpecSpec] {
 	return &configController[network.RouteSpecSpec]{name: "network.RouteConfigController", typ: network.RouteSpecType, opts: opts, build: buildRoutes}
 }
@@ -60,9 +61,11 @@ func buildRoutes(src *source, out *layeredSet[network.RouteSpecSpec], is issues)
 		add(d.name, d.dev.Routes)
 
 		for _, v := range d.dev.VLANs {
-			add(vlanName(d.name, v.ID), v.Routes)
+			add(src.vlanName(d.name, v.ID), v.Routes)
 		}
 	}
+
+	src.documentRoutes(out, is)
 }
 
 func routeSpec(link string, rt configs.Route) (network.RouteSpecSpec, error) {

@@ -182,9 +182,6 @@ func (s *source) cmdlineLink() string {
 	return s.firstEthernet()
 }
 
-// vlanName is how Talos names a VLAN link: "<parent>.<id>".
-func vlanName(parent string, id uint16) string { return fmt.Sprintf("%s.%d", parent, id) }
-
 // controlPlane reports whether the config is a control-plane node's, the
 // only kind that may hold a shared IP.
 func (s *source) controlPlane() bool {
@@ -197,9 +194,10 @@ func (s *source) controlPlane() bool {
 
 // defaultDHCPLink is the link default DHCP runs on, or "": the first
 // Ethernet link, when DefaultDHCP is on and neither ip= nor the config
-// says anything about it.
+// says anything about it. Link or DHCP documents end default DHCP on
+// every link, as in Talos.
 func (s *source) defaultDHCPLink() string {
-	if !s.defaultDHCP || s.cmdline.HasIP {
+	if !s.defaultDHCP || s.cmdline.HasIP || s.documentsConfigureNetwork() {
 		return ""
 	}
 

@@ -2,10 +2,12 @@ package network
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"sync"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/dhcp"
 	"github.com/talosbox/talosbox/internal/resources/network"
 )
@@ -31,7 +33,7 @@ type dhcp4Operator struct {
 }
 
 func (o *dhcp4Operator) Run(ctx context.Context, notify func()) {
-	client, err := dhcp.New(dhcp.Options{
+	opts := dhcp.Options{
 		Interface:   o.spec.LinkName,
 		RouteMetric: int(o.spec.RouteMetric),
 		Logf: func(format string, args ...any) {
@@ -39,7 +41,22 @@ func (o *dhcp4Operator) Run(ctx context.Context, notify func()) {
 				o.env.Logger.Debug(fmt.Sprintf(format, args...), "link", o.spec.LinkName)
 			}
 		},
-	})
+	}
+
+	switch o.spec.ClientIdentifier {
+	case configs.ClientIdentifierMAC:
+		opts.ClientIDFromMAC = true
+	case configs.ClientIdentifierDUID:
+		id, err := hex.DecodeString(o.spec.DUIDRaw)
+		if err != nil {
+			o.logError(fmt.Errorf("client identifier: DUID %q: %w", o.spec.DUIDRaw, err))
+			return
+		}
+
+		opts.ClientID = id
+	}
+
+	client, err := dhcp.New(opts)
 	if err != nil {
 		o.logError(err)
 		return
@@ -123,7 +140,7 @@ func (o *dhcp4Operator) AddressSpecs() []network.AddressSpecSpec {
 
 func (o *dhcp4Operator) RouteSpecs() []network.RouteSpecSpec {
 	l := o.current()
-	if l == nil {
+	if l == nil || o.spec.SkipRoutes {
 		return nil
 	}
 

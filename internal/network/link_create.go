@@ -11,15 +11,25 @@ import (
 	"github.com/talosbox/talosbox/internal/resources/network"
 )
 
-// createLink creates a logical link and marks it as networkd's. Only
-// VLANs can be exercised on a host without the dummy, bonding and
-// wireguard modules; the other kinds are covered in the QEMU guest.
+// createLink creates a logical link and marks it as networkd's. Bridges
+// (and VLANs, with the 8021q module) can be exercised on a host without
+// the dummy, bonding and wireguard modules; the other kinds are covered in
+// the QEMU guest.
 func createLink(k *kernel, spec *network.LinkSpecSpec) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = spec.Name
 
 	if spec.MTU != 0 {
 		attrs.MTU = int(spec.MTU)
+	}
+
+	if spec.HardwareAddr != "" {
+		hw, err := net.ParseMAC(spec.HardwareAddr)
+		if err != nil {
+			return nil, fmt.Errorf("link %s: hardware address: %w", spec.Name, err)
+		}
+
+		attrs.HardwareAddr = hw
 	}
 
 	var link netlink.Link
@@ -34,7 +44,7 @@ func createLink(k *kernel, spec *network.LinkSpecSpec) (netlink.Link, error) {
 		}
 
 		attrs.ParentIndex = parent.Attrs().Index
-		link = &netlink.Vlan{LinkAttrs: attrs, VlanId: int(spec.VLAN.ID), VlanProtocol: netlink.VLAN_PROTOCOL_8021Q}
+		link = &netlink.Vlan{LinkAttrs: attrs, VlanId: int(spec.VLAN.ID), VlanProtocol: vlanProtocol(spec.VLAN.Protocol)}
 	case network.KindBond:
 		b := netlink.NewLinkBond(attrs)
 		if err := bondSettings(b, &spec.Bond); err != nil {
@@ -44,6 +54,15 @@ func createLink(k *kernel, spec *network.LinkSpecSpec) (netlink.Link, error) {
 		link = b
 	case network.KindWireGuard:
 		link = &netlink.Wireguard{LinkAttrs: attrs}
+	case network.KindBridge:
+		br := &netlink.Bridge{LinkAttrs: attrs}
+		// Only when wanted: a kernel without VLAN filtering refuses the
+		// attribute even when it says off.
+		if spec.Bridge.VLANFiltering {
+			br.VlanFiltering = &spec.Bridge.VLANFiltering
+		}
+
+		link = br
 	default:
 		return nil, fmt.Errorf("link %s: cannot create a link of kind %q", spec.Name, spec.Kind)
 	}
@@ -105,12 +124,23 @@ func bondSettings(b *netlink.Bond, s *network.BondSpec) error {
 	return nil
 }
 
+func vlanProtocol(p string) netlink.VlanProtocol {
+	if p == "802.1ad" {
+		return netlink.VLAN_PROTOCOL_8021AD
+	}
+
+	return netlink.VLAN_PROTOCOL_8021Q
+}
+
 // updateLogical brings a logical link that exists in line with its spec
-// where that is more than MTU and state: the bond and WireGuard settings.
+// where that is more than MTU and state: the bond, bridge and WireGuard
+// settings.
 func updateLogical(k *kernel, link netlink.Link, spec *network.LinkSpecSpec) error {
 	switch spec.Kind {
 	case network.KindBond:
 		return updateBond(k, link, spec)
+	case network.KindBridge:
+		return updateBridge(k, link, spec)
 	case network.KindWireGuard:
 	default:
 		return nil
@@ -166,6 +196,15 @@ func wireGuardConfig(s *network.WireGuardSpec) (wgtypes.Config, error) {
 
 		pc := wgtypes.PeerConfig{PublicKey: pub, ReplaceAllowedIPs: true}
 
+		if p.PresharedKey != "" {
+			psk, err := wgtypes.ParseKey(p.PresharedKey)
+			if err != nil {
+				return cfg, fmt.Errorf("peer %s preshared key: %w", p.PublicKey, err)
+			}
+
+			pc.PresharedKey = &psk
+		}
+
 		if p.Endpoint != "" {
 			if pc.Endpoint, err = net.ResolveUDPAddr("udp", p.Endpoint); err != nil {
 				return cfg, fmt.Errorf("peer endpoint %q: %w", p.Endpoint, err)
@@ -209,6 +248,10 @@ func wireGuardMatches(dev *wgtypes.Device, cfg wgtypes.Config) bool {
 		}
 
 		if p.PersistentKeepaliveInterval != nil && d.PersistentKeepaliveInterval != *p.PersistentKeepaliveInterval {
+			return false
+		}
+
+		if p.PresharedKey != nil && d.PresharedKey != *p.PresharedKey || p.PresharedKey == nil && d.PresharedKey != (wgtypes.Key{}) {
 			return false
 		}
 	}
@@ -309,6 +352,29 @@ func updateBond(k *kernel, link netlink.Link, spec *network.LinkSpecSpec) error 
 		if err := k.h.LinkSetUp(cur); err != nil {
 			return fmt.Errorf("set bond %s up: %w", spec.Name, err)
 		}
+	}
+
+	return nil
+}
+
+// updateBridge brings an existing bridge's VLAN filtering in line with
+// its spec.
+func updateBridge(k *kernel, link netlink.Link, spec *network.LinkSpecSpec) error {
+	cur, ok := link.(*netlink.Bridge)
+	if !ok {
+		return fmt.Errorf("link %s is a %s link, not a bridge", spec.Name, link.Type())
+	}
+
+	want := spec.Bridge.VLANFiltering
+	if have := cur.VlanFiltering != nil && *cur.VlanFiltering; have == want {
+		return nil
+	}
+
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.Index = cur.Name, cur.Index
+
+	if err := k.h.LinkModify(&netlink.Bridge{LinkAttrs: attrs, VlanFiltering: &want}); err != nil {
+		return fmt.Errorf("set VLAN filtering of bridge %s to %v: %w", spec.Name, want, err)
 	}
 
 	return nil

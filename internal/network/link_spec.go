@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -25,9 +26,10 @@ const LinkAlias = "talosbox"
 const retryInterval = 5 * time.Second
 
 // LinkSpecController applies LinkSpecs: creates logical links (dummy,
-// bond, VLAN, WireGuard), enslaves bond members, sets MTU and brings links
-// up; it deletes logical links it created whose spec is gone. Links it did
-// not create are never deleted.
+// bond, bridge, VLAN, WireGuard), enslaves bond and bridge members, sets
+// MAC address, MTU and multicast and brings links up (or down, when the
+// config says so); it deletes logical links it created whose spec is
+// gone. Links it did not create are never deleted.
 type LinkSpecController struct{ opts *Options }
 
 // NewLinkSpecController makes the controller.
@@ -48,12 +50,12 @@ func (c *LinkSpecController) Run(ctx context.Context, r bus.ControllerRuntime) e
 }
 
 // rank orders link work so that what a link depends on exists first:
-// plain links, then bonds, their members, and VLANs on top.
+// plain links, then bonds and bridges, their members, and VLANs on top.
 func rank(s *network.LinkSpecSpec) int {
 	switch {
-	case s.Kind == network.KindBond:
+	case s.Kind == network.KindBond || s.Kind == network.KindBridge:
 		return 1
-	case s.BondMaster != "":
+	case s.BondMaster != "" || s.BridgeMaster != "":
 		return 2
 	case s.Kind == network.KindVLAN:
 		return 3
@@ -126,18 +128,63 @@ func (c *LinkSpecController) apply(k *kernel, spec *network.LinkSpecSpec) error 
 		}
 	}
 
-	if spec.BondMaster != "" {
-		if err := enslave(k, link, spec.BondMaster); err != nil {
+	for _, m := range []struct {
+		master, kind string
+	}{{spec.BondMaster, "bond"}, {spec.BridgeMaster, "bridge"}} {
+		if m.master == "" {
+			continue
+		}
+
+		if err := enslave(k, link, m.master, m.kind); err != nil {
 			return err
 		}
 
-		// Joining took the member down; read it again.
+		// Joining may have taken the member down; read it again.
 		if link, err = k.h.LinkByName(spec.Name); err != nil {
 			return fmt.Errorf("look up link %s: %w", spec.Name, err)
 		}
 	}
 
+	if spec.BondMaster == "" && spec.BridgeMaster == "" && link.Attrs().MasterIndex != 0 {
+		if err := release(k, link); err != nil {
+			return err
+		}
+	}
+
+	return c.settings(k, link, spec)
+}
+
+// release takes link out of the bond or bridge networkd made that it is
+// a member of, now that its spec names none. A master networkd did not
+// make (a CNI's bridge) keeps its members.
+func release(k *kernel, link netlink.Link) error {
+	m, err := k.h.LinkByIndex(link.Attrs().MasterIndex)
+	if err != nil || m.Attrs().Alias != LinkAlias {
+		return nil //nolint:nilerr // a master that is gone or not ours is left alone
+	}
+
+	if err := k.h.LinkSetNoMaster(link); err != nil {
+		return fmt.Errorf("release %s from %s: %w", link.Attrs().Name, m.Attrs().Name, err)
+	}
+
+	return nil
+}
+
+// settings brings what every link has in line with the spec: MAC
+// address, MTU, multicast and up or down.
+func (c *LinkSpecController) settings(k *kernel, link netlink.Link, spec *network.LinkSpecSpec) error {
 	a := link.Attrs()
+
+	if spec.HardwareAddr != "" && !strings.EqualFold(a.HardwareAddr.String(), spec.HardwareAddr) {
+		hw, err := net.ParseMAC(spec.HardwareAddr)
+		if err != nil {
+			return fmt.Errorf("link %s: hardware address: %w", spec.Name, err)
+		}
+
+		if err := k.h.LinkSetHardwareAddr(link, hw); err != nil {
+			return fmt.Errorf("set hardware address %s on link %s: %w", hw, spec.Name, err)
+		}
+	}
 
 	if spec.MTU != 0 && a.MTU != int(spec.MTU) {
 		if err := k.h.LinkSetMTU(link, int(spec.MTU)); err != nil {
@@ -145,33 +192,52 @@ func (c *LinkSpecController) apply(k *kernel, spec *network.LinkSpecSpec) error 
 		}
 	}
 
-	if spec.Up && a.Flags&net.FlagUp == 0 {
+	if m := spec.Multicast; m != nil && *m != (a.Flags&net.FlagMulticast != 0) {
+		set, word := k.h.LinkSetMulticastOff, "off"
+		if *m {
+			set, word = k.h.LinkSetMulticastOn, "on"
+		}
+
+		if err := set(link); err != nil {
+			return fmt.Errorf("turn multicast %s on link %s: %w", word, spec.Name, err)
+		}
+	}
+
+	switch up := a.Flags&net.FlagUp != 0; {
+	case spec.Up && !up:
 		if err := k.h.LinkSetUp(link); err != nil {
 			return fmt.Errorf("set link %s up: %w", spec.Name, err)
+		}
+	case !spec.Up && up:
+		// The config says the link is down (a link document's up: false).
+		if err := k.h.LinkSetDown(link); err != nil {
+			return fmt.Errorf("set link %s down: %w", spec.Name, err)
 		}
 	}
 
 	return nil
 }
 
-// enslave makes link a member of bond master; the bonding driver wants
-// members down while they join.
-func enslave(k *kernel, link netlink.Link, master string) error {
+// enslave makes link a member of the bond or bridge master; the bonding
+// driver wants members down while they join.
+func enslave(k *kernel, link netlink.Link, master, kind string) error {
 	m, err := k.h.LinkByName(master)
 	if err != nil {
-		return fmt.Errorf("%w: bond %s for member %s: %v", errLinkMissing, master, link.Attrs().Name, err)
+		return fmt.Errorf("%w: %s %s for member %s: %v", errLinkMissing, kind, master, link.Attrs().Name, err)
 	}
 
 	if link.Attrs().MasterIndex == m.Attrs().Index {
 		return nil
 	}
 
-	if err := k.h.LinkSetDown(link); err != nil {
-		return fmt.Errorf("set %s down to join bond %s: %w", link.Attrs().Name, master, err)
+	if kind == "bond" {
+		if err := k.h.LinkSetDown(link); err != nil {
+			return fmt.Errorf("set %s down to join bond %s: %w", link.Attrs().Name, master, err)
+		}
 	}
 
 	if err := k.h.LinkSetMasterByIndex(link, m.Attrs().Index); err != nil {
-		return fmt.Errorf("add %s to bond %s: %w", link.Attrs().Name, master, err)
+		return fmt.Errorf("add %s to %s %s: %w", link.Attrs().Name, kind, master, err)
 	}
 
 	return nil

@@ -37,8 +37,9 @@ func TestDefinitionsRegister(t *testing.T) {
 
 // dnsmasqPeer moves peer into a namespace of its own as the DHCP server's
 // side of the link (10.9.8.1/24) and runs Debian's dnsmasq there, giving
-// mac the fixed lease 10.9.8.50 and the hostname "from-dhcp".
-func dnsmasqPeer(t *testing.T, ns *testNS, peer, mac string) {
+// mac the fixed lease 10.9.8.50 and the hostname "from-dhcp". It returns
+// dnsmasq's lease file.
+func dnsmasqPeer(t *testing.T, ns *testNS, peer, mac string) string {
 	t.Helper()
 
 	if _, err := exec.LookPath("dnsmasq"); err != nil {
@@ -64,6 +65,8 @@ func dnsmasqPeer(t *testing.T, ns *testNS, peer, mac string) {
 		cmd.Process.Kill() //nolint:errcheck // stopping the peer
 		cmd.Wait()         //nolint:errcheck
 	})
+
+	return filepath.Join(dir, "leases")
 }
 
 // DHCP end to end: dhcp: true starts the dhcp4 operator, which takes a

@@ -79,6 +79,7 @@ func Controllers(opts Options) []bus.Controller {
 		&ResolverSpecController{},
 		&TimeServerSpecController{},
 		NewOperatorSpecController(o),
+		NewNfTablesChainController(o),
 		// status: kernel -> statuses, and what derives from them
 		NewLinkStatusController(o),
 		NewAddressStatusController(o),

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -247,21 +248,28 @@ func (b *builder) extraManifests() {
 		}
 	}
 
-	for _, u := range cl.ExtraManifests {
-		list.Entries = append(list.Entries, entry{"99-" + u, u})
+	headers := map[string]bool{}
+
+	for k := range cl.ExtraManifestHeaders {
+		headers[k] = true
+	}
+
+	// cluster.extraManifests and the KubeExternalManifestConfig documents.
+	for _, e := range configs.ExternalManifests(b.cfg) {
+		list.Entries = append(list.Entries, entry{e.ID, e.URL})
+
+		for k := range e.Headers {
+			headers[k] = true
+		}
 	}
 
 	if len(list.Entries) == 0 || b.check {
 		return
 	}
 
-	for k := range cl.ExtraManifestHeaders {
-		list.Headers = append(list.Headers, k)
-	}
+	list.Headers = slices.Sorted(maps.Keys(headers))
 
-	slices.Sort(list.Headers)
-
-	list.Note = "downloaded by the node (cluster.extraManifests, the custom CNI's URLs), not by the render; headers are sent with each download"
+	list.Note = "downloaded by the node (cluster.extraManifests, KubeExternalManifestConfig documents, the custom CNI's URLs), not by the render; headers are sent with each download"
 
 	data, err := yaml.Marshal(list)
 	if err != nil {

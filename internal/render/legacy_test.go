@@ -98,7 +98,9 @@ func TestRenderTalosShapes(t *testing.T) {
 				cfg = worker
 			}
 
-			tc.set(cfg)
+			// The change is made to the v1alpha1 document as written
+			// (gen config's has documents besides it).
+			tc.set(cfg.V1Alpha1())
 			cfg = reread(t, cfg)
 
 			var metal *render.Artifacts

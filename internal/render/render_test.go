@@ -150,11 +150,16 @@ func TestRenderGenerated(t *testing.T) {
 func TestRenderSecrets(t *testing.T) {
 	cp, _ := gen(t)
 
-	cp.Machine.Registries.Config = map[string]configs.RegistryConfig{
+	// In the v1alpha1 document as written, where redaction finds them.
+	v1 := cp.V1Alpha1()
+	v1.Machine.Registries = &configs.RegistriesConfig{}
+	v1.Machine.Registries.Config = map[string]configs.RegistryConfig{
 		"ghcr.io":    {Auth: &configs.RegistryAuth{Username: "bot", Password: "true"}},
 		"docker.io":  {Auth: &configs.RegistryAuth{Auth: "Ym90OnMzY3JldC1wYXNzd29yZA=="}},
 		"10.5.0.1:5": {TLS: &configs.RegistryTLS{ClientIdentity: &configs.PEMCertificateAndKey{Crt: []byte("CRT\n"), Key: []byte("-----BEGIN KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n-----END KEY-----\n")}}},
 	}
+
+	cp = reread(t, cp)
 
 	token := cp.Cluster.Token
 	_, tokenSecret, _ := strings.Cut(token, ".")

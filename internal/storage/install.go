@@ -57,7 +57,7 @@ func (v *Volumes) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
 		return disk.BlockDevice{}, err
 	}
 
-	if _, err := disk.Plan(disk.SystemLayout, d.Size); err != nil {
+	if _, err := disk.Plan(systemLayout(cfg), d.Size); err != nil {
 		return disk.BlockDevice{}, fmt.Errorf("install disk %s: %w", d.Path, err)
 	}
 
@@ -218,10 +218,19 @@ func (v *Volumes) installBoot(ctx context.Context, sysDisk string, cfg *configs.
 }
 
 // systemLayout is disk.SystemLayout with the volumes cfg encrypts left
-// empty: they are encrypted when first opened, and only an empty volume
-// is ever encrypted.
+// empty (they are encrypted when first opened, and only an empty volume
+// is ever encrypted), and EPHEMERAL at least as big as its VolumeConfig's
+// provisioning.minSize asks.
 func systemLayout(cfg *configs.Config) []disk.PartitionSpec {
 	layout := slices.Clone(disk.SystemLayout)
+
+	if minSize := configs.SystemVolumeConfig(cfg, configs.VolumeEphemeral).MinSize(); minSize > 0 {
+		for i, p := range layout {
+			if p.Label == disk.LabelEphemeral {
+				layout[i].MinSize = max(p.MinSize, minSize)
+			}
+		}
+	}
 
 	if cfg.Machine == nil || cfg.Machine.SystemDiskEncryption == nil {
 		return layout

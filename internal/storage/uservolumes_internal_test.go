@@ -62,26 +62,6 @@ func userVolume(name, typ, match, maxSize string) *configs.UserVolumeConfig {
 
 func ptr[T any](v T) *T { return &v }
 
-// mountOptions are the options target is mounted with, "" when it is
-// not a mount point.
-func mountOptions(t *testing.T, target string) string {
-	t.Helper()
-
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// id parent major:minor root mountpoint options ...
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 5 && f[4] == target {
-			return f[5]
-		}
-	}
-
-	return ""
-}
-
 // TestUserVolumes makes user volumes on real loop devices, as a node's
 // boot does: partitions added where the selector points, sized as Talos
 // sizes them, formatted and mounted nosuid, nodev and noatime; found

@@ -21,7 +21,8 @@ import (
 )
 
 // Mount flags: neither volume holds device nodes or setuid programs;
-// STATE holds no programs at all.
+// STATE holds no programs at all. EPHEMERAL's VolumeConfig may say
+// otherwise (ephemeralFlags).
 const (
 	stateMountFlags     = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME
 	ephemeralMountFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOATIME
@@ -243,8 +244,27 @@ func (v *Volumes) MountEphemeral(cfg *configs.Config) func(context.Context, io.W
 			ec = cfg.Machine.SystemDiskEncryption.Ephemeral
 		}
 
-		return v.mountVolume(ctx, eph, disk.LabelEphemeral, ec, v.opts.Platform.EphemeralDir, ephemeralMountFlags, 0o755, w)
+		return v.mountVolume(ctx, eph, disk.LabelEphemeral, ec, v.opts.Platform.EphemeralDir, ephemeralFlags(cfg), 0o755, w)
 	}
+}
+
+// ephemeralFlags are EPHEMERAL's mount flags as its VolumeConfig says:
+// nosuid and nodev unless mount.secure is false (as on Talos), noatime
+// unless mount.disableAccessTime is false.
+func ephemeralFlags(cfg *configs.Config) uintptr {
+	vc := configs.SystemVolumeConfig(cfg, configs.VolumeEphemeral)
+
+	var flags uintptr
+
+	if vc.MountSecure() {
+		flags |= unix.MS_NOSUID | unix.MS_NODEV
+	}
+
+	if vc.MountNoAccessTime(ephemeralMountFlags&unix.MS_NOATIME != 0) {
+		flags |= unix.MS_NOATIME
+	}
+
+	return flags
 }
 
 // UnmountSystem unmounts the volumes, last mounted first. A volume that

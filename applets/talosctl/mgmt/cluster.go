@@ -122,14 +122,16 @@ while nodes are being made removes what it has made so far.
 node gets its own key pair and a wg0 with the next address from the CIDR;
 control planes listen on port 51111 at their node address and are every
 node's peers, and have the workers as peers without an endpoint; every peer
-has a 5s keepalive. --talos-version writes the configs of an older Talos
-(see 'gen config --help'); the nodes still run this program, which reads them.`,
+has a 5s keepalive. --talos-version writes the configs of another Talos
+(see 'gen config --help'): an older one's, or from v1.14 the Kubernetes
+settings as documents; the nodes still run this program, which reads them.`,
 		Example: `  talosctl cluster create
   talosctl cluster create --controlplanes 3 --workers 1 --name lab
   talosctl cluster create --config-patch @patch.yaml --registry-mirror docker.io=http://10.5.0.1:5000
   talosctl cluster create qemu --controlplanes 3 --workers 0 --memory 1024
   talosctl cluster create --wireguard-cidr 10.1.0.0/24
-  talosctl cluster create --controlplanes 3 --use-vip`,
+  talosctl cluster create --controlplanes 3 --use-vip
+  talosctl cluster create --talos-version v1.14`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: []string{"docker", "qemu"},
 		RunE: func(cmd *cobra.Command, args []string) error {

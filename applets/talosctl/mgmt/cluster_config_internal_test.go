@@ -17,6 +17,7 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/provision"
+	"github.com/talosbox/talosbox/internal/render"
 )
 
 func TestCheckWireguardCIDR(t *testing.T) {
@@ -262,6 +263,29 @@ func TestClusterTalosVersion(t *testing.T) {
 		}
 	}
 
+	// v1.14: the Kubernetes settings as documents, on nodes the node's
+	// own validation accepts, with --use-vip's and the cache mirrors'
+	// patches in place.
+	for _, n := range generateNodes(t, &clusterCreateFlags{talosVersion: "v1.14", useVIP: true, imageCacheOn: true, cacheDir: t.TempDir()}) {
+		cfg, _, err := render.Load(n.config, configs.ModeContainer)
+		if err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+
+		cp := n.typ == provision.TypeControlPlane
+		if (configs.DocumentOf[*configs.KubeAPIServerConfig](cfg) != nil) != cp || configs.DocumentOf[*configs.KubeletConfigDoc](cfg) == nil {
+			t.Errorf("%s: not the v1.14 shape:\n%s", n.name, n.config)
+		}
+
+		if cfg.V1Alpha1().Cluster.ControlPlane != nil || cfg.Cluster.ControlPlane.Endpoint != "https://10.5.0.50:6443" {
+			t.Errorf("%s: the endpoint is not the KubeClusterConfig's shared IP", n.name)
+		}
+
+		if cp && !slices.Contains(cfg.Cluster.APIServer.CertSANs, "10.5.0.50") {
+			t.Errorf("%s: the API server's SANs %v lack the shared IP", n.name, cfg.Cluster.APIServer.CertSANs)
+		}
+	}
+
 	for v, want := range map[string]string{
 		"banana": "--talos-version banana: malformed Talos version",
 		"v0.8":   "--talos-version v0.8: not supported: the oldest contract this generator writes is v1.0",
@@ -360,7 +384,12 @@ func TestClusterUseVIP(t *testing.T) {
 
 		var vips []string
 
-		for _, d := range cfg.Machine.Network.Interfaces {
+		var devices []configs.Device
+		if cfg.Machine.Network != nil {
+			devices = cfg.Machine.Network.Interfaces
+		}
+
+		for _, d := range devices {
 			if d.VIP != nil {
 				vips = append(vips, d.Interface+"="+d.VIP.IP)
 			}

@@ -211,14 +211,15 @@ func (f *genConfigFlags) run(progress, stdout io.Writer, name, endpoint string) 
 }
 
 // talosVersionUsage describes --talos-version for gen config and cluster create.
-var talosVersionUsage = fmt.Sprintf("the Talos version to generate configs for, %s to %s (e.g. v1.7): leaves out the fields it does not read and the defaults it predates (default: the current contract, %s)",
-	generate.Oldest, generate.Current, generate.Current)
+var talosVersionUsage = fmt.Sprintf("the Talos version to generate configs for, %s to %s (e.g. v1.7): leaves out the fields it does not read and the defaults it predates; "+
+	"from v1.14 the Kubernetes settings are documents (KubeAPIServerConfig, ...) (default: %s, today's Talos)",
+	generate.Oldest, generate.Current, generate.Default)
 
 // parseTalosVersion turns --talos-version into a config contract; "" is
-// the current one.
+// the default one.
 func parseTalosVersion(v string) (generate.Contract, error) {
 	if v == "" {
-		return generate.Current, nil
+		return generate.Default, nil
 	}
 
 	c, err := generate.ParseContract(v)

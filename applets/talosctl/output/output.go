@@ -258,13 +258,31 @@ func resourceDoc(node string, r *resource.Resource, event resource.WatchResponse
 		return nil, fmt.Errorf("resource %s: spec: %w", m.GetId(), err)
 	}
 
-	if len(spec.Content) > 0 {
+	switch {
+	case multiDocument(r.GetSpecYaml()):
+		// A machine config of several documents (the v1alpha1 one and
+		// typed ones) is shown whole, as its text, as Talos shows it.
+		add(doc, "spec", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.LiteralStyle, Value: string(r.GetSpecYaml())})
+	case len(spec.Content) > 0:
 		add(doc, "spec", spec.Content[0])
-	} else {
+	default:
 		add(doc, "spec", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"})
 	}
 
 	return doc, nil
+}
+
+// multiDocument reports whether a spec is a stream of more than one YAML
+// document.
+func multiDocument(data []byte) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+
+	for n := 0; ; n++ {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			return n > 1
+		}
+	}
 }
 
 type yamlWriter struct {

@@ -418,17 +418,7 @@ func (r *rotator) patchNode(ctx context.Context, c *client.Client, node string, 
 
 	accepted, ca := change(sec, oldCA, oldAccepted, controlPlane)
 
-	ops := []map[string]any{{"op": "add", "path": sec.path + "/acceptedCAs", "value": pemList(accepted)}}
-	if ca != nil {
-		value := map[string]string{"crt": base64.StdEncoding.EncodeToString(ca.Crt)}
-		if len(ca.Key) > 0 {
-			value["key"] = base64.StdEncoding.EncodeToString(ca.Key)
-		}
-
-		ops = append(ops, map[string]any{"op": "add", "path": sec.path + "/ca", "value": value})
-	}
-
-	patchJSON, err := json.Marshal(ops)
+	patchJSON, err := json.Marshal(caOps(cfg, sec, oldCA, ca, accepted, controlPlane))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package talos
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -315,4 +316,57 @@ func (r *rotator) restartKubeSystem(api *client.Client, sec *caSection) func(ctx
 
 		return nil
 	}
+}
+
+// caOps is the JSON patch that gives a node's config the CA section
+// (ca, the new issuing CA or nil when it stays oldCA; accepted, the
+// accepted CAs): in the v1alpha1 document (sec.path /ca and
+// /acceptedCAs, base64), or, for the Kubernetes CA of a config that holds
+// it in a KubeAPIServerCAConfig (Talos 1.14), in that document as Talos's
+// rotation patches it (PEM): a control plane's issuingCA and
+// acceptedCAs, a worker's acceptedCAs with the CA it trusts first.
+func caOps(cfg *configs.Config, sec *caSection, oldCA, ca *configs.PEMCertificateAndKey, accepted []configs.PEMCertificate, controlPlane bool) []map[string]any {
+	if sec.path == "/cluster" && configs.DocumentOf[*configs.KubeAPIServerCAConfig](cfg) != nil {
+		const doc = "/KubeAPIServerCAConfig"
+
+		if !controlPlane {
+			first := oldCA
+			if ca != nil {
+				first = ca
+			}
+
+			trusted := append([]configs.PEMCertificate{{Crt: first.Crt}}, without(accepted, first.Crt)...)
+
+			return []map[string]any{{"op": "add", "path": doc + "/acceptedCAs", "value": pemTexts(trusted)}}
+		}
+
+		ops := []map[string]any{{"op": "add", "path": doc + "/acceptedCAs", "value": pemTexts(accepted)}}
+		if ca != nil {
+			ops = append(ops, map[string]any{"op": "add", "path": doc + "/issuingCA", "value": map[string]string{"cert": string(ca.Crt), "key": string(ca.Key)}})
+		}
+
+		return ops
+	}
+
+	ops := []map[string]any{{"op": "add", "path": sec.path + "/acceptedCAs", "value": pemList(accepted)}}
+	if ca != nil {
+		value := map[string]string{"crt": base64.StdEncoding.EncodeToString(ca.Crt)}
+		if len(ca.Key) > 0 {
+			value["key"] = base64.StdEncoding.EncodeToString(ca.Key)
+		}
+
+		ops = append(ops, map[string]any{"op": "add", "path": sec.path + "/ca", "value": value})
+	}
+
+	return ops
+}
+
+// pemTexts are certificates as a document lists them: PEM text.
+func pemTexts(certs []configs.PEMCertificate) []string {
+	out := make([]string, 0, len(certs))
+	for _, c := range certs {
+		out = append(out, string(c.Crt))
+	}
+
+	return out
 }

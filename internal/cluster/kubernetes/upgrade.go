@@ -2,9 +2,11 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -307,7 +309,7 @@ func (u *k8sUpgrade) prePull(ctx context.Context) error {
 
 // patchImage sets one image in a node's config, with no reboot. It
 // reports false when the node already has it, or in a dry run.
-func (u *k8sUpgrade) patchImage(ctx context.Context, node, component, yamlPath, current string) (bool, error) {
+func (u *k8sUpgrade) patchImage(ctx context.Context, node, component, current string) (bool, error) {
 	want := u.image(component)
 	if current == want {
 		u.log(" > %q: %s is already at %s", node, component, want)
@@ -321,20 +323,15 @@ func (u *k8sUpgrade) patchImage(ctx context.Context, node, component, yamlPath, 
 		return false, nil
 	}
 
-	ps, err := configpatch.Parse([]byte(nestedPatch(yamlPath, want)))
-	if err != nil {
-		return false, err
-	}
-
-	_, err = client.OnNode(ctx, u.reach, node, func(ctx context.Context, c *client.Client) (*machine.ApplyConfiguration, error) {
+	_, err := client.OnNode(ctx, u.reach, node, func(ctx context.Context, c *client.Client) (*machine.ApplyConfiguration, error) {
 		current, err := c.MachineConfig(ctx)
 		if err != nil {
 			return nil, err
 		}
 
-		patched, err := configpatch.Apply(current, ps...)
+		patched, err := withImage(current, component, want)
 		if err != nil {
-			return nil, fmt.Errorf("patch machine config: %w", err)
+			return nil, err
 		}
 
 		return c.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{Data: patched, Mode: machine.ApplyConfigurationRequest_NO_REBOOT})
@@ -346,6 +343,52 @@ func (u *k8sUpgrade) patchImage(ctx context.Context, node, component, yamlPath, 
 	u.log(" > %q: machine configuration patched", node)
 
 	return true, nil
+}
+
+// componentDocuments are the documents that hold each component's image
+// in a Talos 1.14 config (KubeAPIServerConfig, ...).
+var componentDocuments = map[string]string{
+	"kube-apiserver":          "KubeAPIServerConfig",
+	"kube-controller-manager": "KubeControllerManagerConfig",
+	"kube-scheduler":          "KubeSchedulerConfig",
+	"kube-proxy":              "KubeProxyConfig",
+	"kubelet":                 "KubeletConfig",
+}
+
+// withImage patches a node's config (YAML) to run component's image: in
+// the component's document when the config has one (/KubeAPIServerConfig/
+// image), else in the v1alpha1 field (cluster.apiServer.image): setting
+// the v1alpha1 field next to the document would be a conflict the node
+// refuses.
+func withImage(config []byte, component, image string) ([]byte, error) {
+	cfg, err := configs.Decode(config)
+	if err != nil {
+		return nil, fmt.Errorf("the node's machine config: %w", err)
+	}
+
+	patch := nestedPatch(componentConfigPath[component], image)
+
+	kind := componentDocuments[component]
+	if slices.ContainsFunc(cfg.Documents, func(d configs.Document) bool { return d.Kind() == kind }) {
+		op, err := json.Marshal([]map[string]string{{"op": "add", "path": "/" + kind + "/image", "value": image}})
+		if err != nil {
+			return nil, err
+		}
+
+		patch = string(op)
+	}
+
+	ps, err := configpatch.Parse([]byte(patch))
+	if err != nil {
+		return nil, err
+	}
+
+	patched, err := configpatch.Apply(config, ps...)
+	if err != nil {
+		return nil, fmt.Errorf("patch machine config: %w", err)
+	}
+
+	return patched, nil
 }
 
 // nestedPatch is a merge patch setting path ("cluster.apiServer.image") to value.

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/configs/generate"
 	"github.com/talosbox/talosbox/internal/configpatch"
 	"github.com/talosbox/talosbox/internal/images"
+	"github.com/talosbox/talosbox/internal/pki"
 )
 
 func TestCheckUpgradePath(t *testing.T) {
@@ -176,5 +179,91 @@ func TestOptionsCheckedBeforeTheCluster(t *testing.T) {
 	err = Convert(t.Context(), &out, strings.NewReader(""), nil, unreachable(t), ConvertOptions{RemoveInitializedKey: true})
 	if err != nil || !strings.Contains(out.String(), "removing self-hosted initialized key") {
 		t.Errorf("convert --remove-initialized-key: %v\n%s", err, out.String())
+	}
+}
+
+// TestImagePatchChoice: upgrade-k8s sets a component's image where the
+// node's config holds it: the component's document in a Talos 1.14
+// config (a v1alpha1 field next to it would be a conflict the node
+// refuses), the v1alpha1 field otherwise; the patched config is valid
+// and runs the new image.
+func TestImagePatchChoice(t *testing.T) {
+	bundle, err := pki.NewBundle(pki.BundleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// imageIn is a component's image in a config's cluster and machine
+	// sections ("" when they have none).
+	imageIn := func(c *configs.ClusterConfig, m *configs.MachineConfig, component string) string {
+		switch {
+		case component == "kubelet" && m != nil && m.Kubelet != nil:
+			return m.Kubelet.Image
+		case c == nil:
+			return ""
+		case component == "kube-apiserver" && c.APIServer != nil:
+			return c.APIServer.Image
+		case component == "kube-controller-manager" && c.ControllerManager != nil:
+			return c.ControllerManager.Image
+		case component == "kube-scheduler" && c.Scheduler != nil:
+			return c.Scheduler.Image
+		case component == "kube-proxy" && c.Proxy != nil:
+			return c.Proxy.Image
+		}
+
+		return ""
+	}
+
+	for _, contract := range []generate.Contract{generate.Default, generate.Current} {
+		out, err := generate.Generate(generate.Options{ClusterName: "up", Endpoint: "https://10.5.0.2:6443", Secrets: bundle, Contract: contract})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, cfg := range []*configs.Config{out.ControlPlane, out.Worker} {
+			data, err := cfg.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			components := []string{"kubelet"}
+			if cfg.IsControlPlane() {
+				components = append(components, controlPlaneComponents...)
+				components = append(components, "kube-proxy")
+			}
+
+			for _, component := range components {
+				t.Run(contract.String()+"/"+cfg.Machine.Type+"/"+component, func(t *testing.T) {
+					want := "registry.example.com/" + component + ":v1.34.13"
+
+					patched, err := withImage(data, component, want)
+					if err != nil {
+						t.Fatal(err)
+					}
+
+					got, _, err := configs.Load(patched, configs.ModeContainer)
+					if err != nil {
+						t.Fatalf("the patched config is refused: %v", err)
+					}
+
+					if img := imageIn(got.Cluster, got.Machine, component); img != want {
+						t.Errorf("image %q, want %q", img, want)
+					}
+
+					// Where it went: the document, or the v1alpha1 field.
+					kind := componentDocuments[component]
+					inDoc := slices.ContainsFunc(got.Documents, func(d configs.Document) bool { return d.Kind() == kind })
+
+					if contract.AtLeast(1, 14) != inDoc {
+						t.Errorf("contract %s: the config has a %s: %v", contract, kind, inDoc)
+					}
+
+					v1 := got.V1Alpha1()
+					if written := imageIn(v1.Cluster, v1.Machine, component); inDoc && written != "" || !inDoc && written != want {
+						t.Errorf("the v1alpha1 document says %q (a document: %v)", written, inDoc)
+					}
+				})
+			}
+		}
 	}
 }

@@ -128,7 +128,7 @@ func (u *k8sUpgrade) upgradeStaticPod(ctx context.Context, component, node strin
 		return err
 	}
 
-	if _, err := u.patchImage(ctx, node, component, componentConfigPath[component], current); err != nil {
+	if _, err := u.patchImage(ctx, node, component, current); err != nil {
 		return err
 	}
 
@@ -206,7 +206,7 @@ func (u *k8sUpgrade) upgradeProxy(ctx context.Context) error {
 			return err
 		}
 
-		if _, err := u.patchImage(ctx, node, "kube-proxy", componentConfigPath["kube-proxy"], current); err != nil {
+		if _, err := u.patchImage(ctx, node, "kube-proxy", current); err != nil {
 			return fmt.Errorf("updating kube-proxy on %q: %w", node, err)
 		}
 	}
@@ -228,7 +228,7 @@ func (u *k8sUpgrade) upgradeKubelet(ctx context.Context, node string) error {
 		return err
 	}
 
-	patched, err := u.patchImage(ctx, node, "kubelet", componentConfigPath["kubelet"], current)
+	patched, err := u.patchImage(ctx, node, "kubelet", current)
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,8 @@ type Options struct {
 	// Config is more TOML for the daemon's config, after the rest: plugin
 	// sections the test needs.
 	Config string
+	// Env is added to the daemon's environment (NAME=value).
+	Env []string
 }
 
 // Start runs a containerd in a temporary directory and returns its socket
@@ -140,7 +142,7 @@ func Start(t testing.TB, opts Options) string {
 	defer logFile.Close()
 
 	cmd := exec.Command(self, "--config", cfgPath)
-	cmd.Env = append(os.Environ(), runEnv+"=1", "PATH="+bin+":"+os.Getenv("PATH"))
+	cmd.Env = append(append(os.Environ(), runEnv+"=1", "PATH="+bin+":"+os.Getenv("PATH")), opts.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 
 	if err := cmd.Start(); err != nil {

@@ -142,6 +142,8 @@ func ComponentConfigs(cfg *configs.Config) (map[string]k8s.ComponentConfigSpec, 
 		api.Resources = resources(a.Resources, "apiServer")
 	}
 
+	apiServerDocuments(cfg, &api)
+
 	out[k8s.APIServerID] = api
 
 	cm := k8s.ComponentConfigSpec{Image: images.ControllerManager(cl.Version).String(), Enabled: true,
@@ -179,4 +181,27 @@ func ComponentConfigs(cfg *configs.Config) (map[string]k8s.ComponentConfigSpec, 
 	out[k8s.SchedulerID] = sch
 
 	return out, nil
+}
+
+// apiServerDocuments sets what the API server takes from the Kubernetes
+// documents v1alpha1 has no field for: the service account issuers and
+// audiences (KubeServiceAccountConfig), the structured authentication
+// config (KubeAuthenticationConfig) and the probes (KubeAPIServerConfig).
+func apiServerDocuments(cfg *configs.Config, api *k8s.ComponentConfigSpec) {
+	if sa := configs.DocumentOf[*configs.KubeServiceAccountConfig](cfg); sa != nil {
+		api.ServiceAccountIssuers = append([]string{sa.Issuer.IssuerURL}, sa.Accepted.Issuers...)
+		api.APIAudiences = slices.Clone(sa.Accepted.Audiences)
+
+		if len(api.APIAudiences) == 0 {
+			api.APIAudiences = []string{sa.Issuer.IssuerURL}
+		}
+	}
+
+	api.UseAuthenticationConfig = configs.AuthenticationConfiguration(cfg) != nil
+
+	// The probes are anonymous requests: they need the authentication
+	// config to let anonymous requests reach the health endpoints.
+	if d := configs.DocumentOf[*configs.KubeAPIServerConfig](cfg); d != nil && d.StartupProbesEnabled() {
+		api.StartupProbesEnabled = configs.AnonymousHealthChecks(cfg)
+	}
 }

@@ -55,13 +55,22 @@ func ConfigFiles(cfg *configs.Config) ([]File, error) {
 		admission["plugins"] = []any{}
 	}
 
+	// Node then RBAC, unless KubeAuthorizerConfig documents say otherwise.
+	var authorizers []any
+
+	for _, a := range configs.Authorizers(cfg) {
+		m := map[string]any{"type": a.Type, "name": a.Name}
+		if len(a.Webhook) > 0 {
+			m["webhook"] = a.Webhook
+		}
+
+		authorizers = append(authorizers, m)
+	}
+
 	authz := map[string]any{
-		"apiVersion": "apiserver.config.k8s.io/v1beta1",
-		"kind":       "AuthorizationConfiguration",
-		"authorizers": []any{
-			map[string]any{"type": "Node", "name": "node"},
-			map[string]any{"type": "RBAC", "name": "rbac"},
-		},
+		"apiVersion":  "apiserver.config.k8s.io/v1beta1",
+		"kind":        "AuthorizationConfiguration",
+		"authorizers": authorizers,
 	}
 
 	sched := map[string]any{
@@ -88,16 +97,26 @@ func ConfigFiles(cfg *configs.Config) ([]File, error) {
 
 	var out []File
 
-	for _, f := range []struct {
+	type file struct {
 		id, name string
 		uid      int
 		doc      map[string]any
-	}{
+	}
+
+	files := []file{
 		{k8s.APIServerID, "admission-control-config.yaml", constants.APIServerUID, admission},
 		{k8s.APIServerID, "auditpolicy.yaml", constants.APIServerUID, audit},
 		{k8s.APIServerID, "authorization-config.yaml", constants.APIServerUID, authz},
 		{k8s.SchedulerID, "scheduler-config.yaml", constants.SchedulerUID, sched},
-	} {
+	}
+
+	// The structured authentication config (KubeAuthenticationConfig),
+	// which --authentication-config names.
+	if authn := configs.AuthenticationConfiguration(cfg); authn != nil {
+		files = append(files, file{k8s.APIServerID, "authentication-config.yaml", constants.APIServerUID, authn})
+	}
+
+	for _, f := range files {
 		data, err := yaml.Marshal(f.doc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)

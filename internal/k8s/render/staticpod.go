@@ -108,6 +108,10 @@ func StaticPodFor(id string, spec k8s.ComponentConfigSpec, v PodVersions) (map[s
 		container["resources"].(map[string]any)["limits"] = stringMap(spec.Resources.Limits) //nolint:forcetypeassert // built above
 	}
 
+	if id == k8s.APIServerID && spec.StartupProbesEnabled {
+		apiServerProbes(container, spec.LocalPort)
+	}
+
 	if probe != nil {
 		// Talos gives the startup probe 12 tries of 5 s with the default
 		// 1 s timeout. An emulated node (QEMU under TCG, no KVM) that is
@@ -254,6 +258,21 @@ func apiServerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 		a["advertise-address"] = spec.AdvertisedAddress
 	}
 
+	// Talos 1.14's API server (a KubeAuthenticationConfig) authenticates
+	// with the structured config, anonymous access included.
+	if spec.UseAuthenticationConfig {
+		delete(a, "anonymous-auth")
+		a["authentication-config"] = c("authentication-config.yaml")
+	}
+
+	if len(spec.APIAudiences) > 0 {
+		a["api-audiences"] = strings.Join(spec.APIAudiences, ",")
+	}
+
+	if len(spec.ServiceAccountIssuers) > 0 {
+		a["service-account-issuer"] = spec.ServiceAccountIssuers[0]
+	}
+
 	// A structured authorization config excludes the flags it replaces.
 	for _, k := range []string{"authorization-mode", "authorization-webhook-config-file"} {
 		if _, ok := spec.ExtraArgs[k]; ok {
@@ -261,11 +280,52 @@ func apiServerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 		}
 	}
 
-	if err := a.merge(spec.ExtraArgs, apiServerPolicies, "cluster.apiServer.extraArgs"); err != nil {
+	policies := apiServerPolicies
+	if spec.UseAuthenticationConfig {
+		// talosbox writes the file the flag names.
+		policies = maps.Clone(policies)
+		policies["authentication-config"] = argDenied
+	}
+
+	if err := a.merge(spec.ExtraArgs, policies, "cluster.apiServer.extraArgs"); err != nil {
 		return nil, err
 	}
 
-	return a.args(), nil
+	args := a.args()
+
+	// The issuers the API server accepts besides its own: the flag is
+	// repeated, right after the first.
+	if len(spec.ServiceAccountIssuers) > 1 {
+		i := slices.IndexFunc(args, func(s string) bool { return strings.HasPrefix(s, "--service-account-issuer=") })
+		extra := make([]string, 0, len(spec.ServiceAccountIssuers)-1)
+
+		for _, iss := range spec.ServiceAccountIssuers[1:] {
+			extra = append(extra, "--service-account-issuer="+iss)
+		}
+
+		args = slices.Insert(args, i+1, extra...)
+	}
+
+	return args, nil
+}
+
+// apiServerProbes are Talos's API server probes (kubeadm's): /livez to
+// start and to live, /readyz to take traffic, over HTTPS on the local
+// port.
+func apiServerProbes(container map[string]any, port int) {
+	probe := func(path string, initialDelay, period, failures int) map[string]any {
+		return map[string]any{
+			"httpGet":             map[string]any{"host": "localhost", "path": path, "port": port, "scheme": "HTTPS"},
+			"initialDelaySeconds": initialDelay,
+			"periodSeconds":       period,
+			"timeoutSeconds":      15,
+			"failureThreshold":    failures,
+		}
+	}
+
+	container["startupProbe"] = probe("/livez", 10, 10, 24)
+	container["readinessProbe"] = probe("/readyz", 0, 1, 3)
+	container["livenessProbe"] = probe("/livez", 10, 10, 8)
 }
 
 func controllerManagerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {

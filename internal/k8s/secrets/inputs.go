@@ -8,12 +8,16 @@ import (
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/pki"
@@ -51,6 +55,16 @@ type Inputs struct {
 	Token             string // bootstrap token "id.secret"
 
 	SecretboxEncryptionSecret, AESCBCEncryptionSecret string
+	// EncryptionConfig, when not nil, is the API server's
+	// EncryptionConfiguration as a KubeEtcdEncryptionConfig says it,
+	// written instead of the one made from the two secrets.
+	EncryptionConfig []byte
+	// AggregatorAcceptedCAs are accepted for aggregated API clients
+	// besides AggregatorCA, and ServiceAccountAcceptedKeys verify
+	// service account tokens besides the issuing key (PEM public keys):
+	// the KubeAggregatorCAConfig's and KubeServiceAccountConfig's.
+	AggregatorAcceptedCAs      [][]byte
+	ServiceAccountAcceptedKeys [][]byte
 
 	Validity time.Duration
 	// AdminKubeconfigLifetime is cluster.adminKubeconfig.certLifetime, the
@@ -180,11 +194,45 @@ func FromConfig(cfg *configs.Config, hostname, fqdn string, addrs []netip.Addr) 
 		fail("cluster.serviceAccount.key", errors.New("service account key is missing"))
 	}
 
+	if err := fromDocuments(cfg, &in); err != nil {
+		errs = append(errs, err)
+	}
+
 	if len(errs) > 0 {
 		return Inputs{}, fmt.Errorf("kubernetes secrets: %w", errors.Join(errs...))
 	}
 
 	return in, nil
+}
+
+// fromDocuments reads what the Kubernetes documents say that v1alpha1
+// cannot: the whole encryption config, the aggregator's accepted CAs and
+// the service accounts' accepted keys.
+func fromDocuments(cfg *configs.Config, in *Inputs) error {
+	in.AggregatorAcceptedCAs = configs.AggregatorAcceptedCAs(cfg)
+
+	if sa := configs.DocumentOf[*configs.KubeServiceAccountConfig](cfg); sa != nil {
+		for i, k := range sa.Accepted.PublicKeys {
+			if b, _ := pem.Decode([]byte(k)); b == nil {
+				return fmt.Errorf("KubeServiceAccountConfig.accepted.publicKeys[%d]: no PEM block", i)
+			} else if _, err := x509.ParsePKIXPublicKey(b.Bytes); err != nil {
+				return fmt.Errorf("KubeServiceAccountConfig.accepted.publicKeys[%d]: %w", i, err)
+			}
+
+			in.ServiceAccountAcceptedKeys = append(in.ServiceAccountAcceptedKeys, []byte(k))
+		}
+	}
+
+	if enc := configs.EncryptionConfiguration(cfg); enc != nil {
+		data, err := yaml.Marshal(enc)
+		if err != nil {
+			return fmt.Errorf("KubeEtcdEncryptionConfig.config: %w", err)
+		}
+
+		in.EncryptionConfig = data
+	}
+
+	return nil
 }
 
 // parseEndpoint accepts only what kubelets and kubectl can dial, so a typo

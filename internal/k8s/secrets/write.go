@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/talosbox/talosbox/internal/atomicfile"
 )
@@ -112,10 +113,17 @@ func staticPodFiles(in Inputs, c *StaticPodCerts) ([]componentFiles, error) {
 		return nil, fmt.Errorf("service account key: %w", err)
 	}
 
-	encryption, err := EncryptionConfig(in.SecretboxEncryptionSecret, in.AESCBCEncryptionSecret)
-	if err != nil {
-		return nil, err
+	encryption := in.EncryptionConfig
+	if encryption == nil {
+		if encryption, err = EncryptionConfig(in.SecretboxEncryptionSecret, in.AESCBCEncryptionSecret); err != nil {
+			return nil, err
+		}
 	}
+
+	// The issuing key's public key first, then the accepted ones; the
+	// aggregator CA, then the accepted ones.
+	saPub = pemBundle(saPub, in.ServiceAccountAcceptedKeys)
+	aggregatorCAs := pemBundle(in.AggregatorCA.Crt, in.AggregatorAcceptedCAs)
 
 	comps := []componentFiles{
 		{dir: APIServerDir, uid: APIServerUID, files: []secretFile{
@@ -129,7 +137,7 @@ func staticPodFiles(in Inputs, c *StaticPodCerts) ([]componentFiles, error) {
 			{"apiserver-kubelet-client.key", c.APIServerKubeletClient.Key},
 			{"service-account.pub", saPub},
 			{"service-account.key", in.ServiceAccountKey},
-			{"aggregator-ca.crt", in.AggregatorCA.Crt},
+			{"aggregator-ca.crt", aggregatorCAs},
 			{"front-proxy-client.crt", c.FrontProxyClient.Crt},
 			{"front-proxy-client.key", c.FrontProxyClient.Key},
 			{"encryptionconfig.yaml", encryption},
@@ -235,4 +243,20 @@ func fixMeta(path string, st fs.FileInfo, uid int, chown bool) error {
 	}
 
 	return nil
+}
+
+// pemBundle is first followed by more, one PEM text after another; first
+// alone, unchanged, when there is no more.
+func pemBundle(first []byte, more [][]byte) []byte {
+	if len(more) == 0 {
+		return first
+	}
+
+	out := append(bytes.TrimSpace(slices.Clone(first)), '\n')
+
+	for _, m := range more {
+		out = append(append(out, bytes.TrimSpace(m)...), '\n')
+	}
+
+	return out
 }

@@ -32,6 +32,17 @@ type ComponentConfigSpec struct {
 	PodCIDRs             []string `yaml:"podCIDRs,omitempty" json:"podCIDRs,omitempty"`
 	AdvertisedAddress    string   `yaml:"advertisedAddress,omitempty" json:"advertisedAddress,omitempty"`
 	ControlPlaneEndpoint string   `yaml:"controlPlaneEndpoint,omitempty" json:"controlPlaneEndpoint,omitempty"`
+	// ServiceAccountIssuers are --service-account-issuer, the issuer
+	// first (the control-plane endpoint when empty), then the accepted
+	// ones; APIAudiences --api-audiences (the issuer when empty).
+	ServiceAccountIssuers []string `yaml:"serviceAccountIssuers,omitempty" json:"serviceAccountIssuers,omitempty"`
+	APIAudiences          []string `yaml:"apiAudiences,omitempty" json:"apiAudiences,omitempty"`
+	// UseAuthenticationConfig points the API server at the structured
+	// authentication config instead of --anonymous-auth=false;
+	// StartupProbesEnabled gives it Talos's startup, liveness and
+	// readiness probes (Talos's KubeAPIServerConfig document).
+	UseAuthenticationConfig bool `yaml:"useAuthenticationConfig,omitempty" json:"useAuthenticationConfig,omitempty"`
+	StartupProbesEnabled    bool `yaml:"startupProbesEnabled,omitempty" json:"startupProbesEnabled,omitempty"`
 }
 
 // ExtraVolume is a hostPath volume added to a static pod.
@@ -58,6 +69,8 @@ func (s ComponentConfigSpec) DeepCopy() ComponentConfigSpec {
 	s.EtcdServers = slices.Clone(s.EtcdServers)
 	s.ServiceCIDRs = slices.Clone(s.ServiceCIDRs)
 	s.PodCIDRs = slices.Clone(s.PodCIDRs)
+	s.ServiceAccountIssuers = slices.Clone(s.ServiceAccountIssuers)
+	s.APIAudiences = slices.Clone(s.APIAudiences)
 
 	return s
 }

@@ -22,6 +22,7 @@ const (
 	KindBond      = "bond"
 	KindVLAN      = "vlan"
 	KindWireGuard = "wireguard"
+	KindBridge    = "bridge"
 )
 
 // LinkSpecSpec is the wanted state of one link.
@@ -35,16 +36,30 @@ type LinkSpecSpec struct {
 	// ParentName is the link a VLAN is stacked on.
 	ParentName string `yaml:"parentName,omitempty" json:"parentName,omitempty"`
 	// BondMaster names the bond this link is enslaved to.
-	BondMaster string        `yaml:"bondMaster,omitempty" json:"bondMaster,omitempty"`
-	VLAN       VLANSpec      `yaml:"vlan,omitempty" json:"vlan,omitempty"`
-	Bond       BondSpec      `yaml:"bond,omitempty" json:"bond,omitempty"`
-	WireGuard  WireGuardSpec `yaml:"wireguard,omitempty" json:"wireguard,omitempty"`
-	Layer      ConfigLayer   `yaml:"layer" json:"layer"`
+	BondMaster string `yaml:"bondMaster,omitempty" json:"bondMaster,omitempty"`
+	// BridgeMaster names the bridge this link is a port of.
+	BridgeMaster string `yaml:"bridgeMaster,omitempty" json:"bridgeMaster,omitempty"`
+	// Multicast, when set, turns the link's multicast flag on or off.
+	Multicast *bool `yaml:"multicast,omitempty" json:"multicast,omitempty"`
+	// HardwareAddr, when set, is the link's MAC address.
+	HardwareAddr string        `yaml:"hardwareAddr,omitempty" json:"hardwareAddr,omitempty"`
+	VLAN         VLANSpec      `yaml:"vlan,omitempty" json:"vlan,omitempty"`
+	Bond         BondSpec      `yaml:"bond,omitempty" json:"bond,omitempty"`
+	Bridge       BridgeSpec    `yaml:"bridge,omitempty" json:"bridge,omitempty"`
+	WireGuard    WireGuardSpec `yaml:"wireguard,omitempty" json:"wireguard,omitempty"`
+	Layer        ConfigLayer   `yaml:"layer" json:"layer"`
 }
 
 // VLANSpec configures a VLAN link.
 type VLANSpec struct {
 	ID uint16 `yaml:"vlanID,omitempty" json:"vlanID,omitempty"`
+	// Protocol is 802.1q (also when empty) or 802.1ad.
+	Protocol string `yaml:"protocol,omitempty" json:"protocol,omitempty"`
+}
+
+// BridgeSpec configures a bridge.
+type BridgeSpec struct {
+	VLANFiltering bool `yaml:"vlanFiltering,omitempty" json:"vlanFiltering,omitempty"`
 }
 
 // BondSpec is the subset of the bonding driver's settings networkd sets.
@@ -69,13 +84,19 @@ type WireGuardSpec struct {
 // WireGuardPeer is one peer of a WireGuard link.
 type WireGuardPeer struct {
 	PublicKey           string         `yaml:"publicKey" json:"publicKey"`
+	PresharedKey        string         `yaml:"presharedKey,omitempty" json:"presharedKey,omitempty"`
 	Endpoint            string         `yaml:"endpoint,omitempty" json:"endpoint,omitempty"`
 	PersistentKeepalive time.Duration  `yaml:"persistentKeepalive,omitempty" json:"persistentKeepalive,omitempty"`
 	AllowedIPs          []netip.Prefix `yaml:"allowedIPs,omitempty" json:"allowedIPs,omitempty"`
 }
 
-// DeepCopy copies the peer list.
+// DeepCopy copies the peer list and the multicast flag.
 func (s LinkSpecSpec) DeepCopy() LinkSpecSpec {
+	if s.Multicast != nil {
+		m := *s.Multicast
+		s.Multicast = &m
+	}
+
 	s.WireGuard.Peers = slices.Clone(s.WireGuard.Peers)
 	for i := range s.WireGuard.Peers {
 		s.WireGuard.Peers[i].AllowedIPs = slices.Clone(s.WireGuard.Peers[i].AllowedIPs)

@@ -33,8 +33,15 @@ type OperatorSpecSpec struct {
 	// RouteMetric is the metric of the routes the operator publishes.
 	RouteMetric uint32 `yaml:"routeMetric,omitempty" json:"routeMetric,omitempty"`
 	// SkipHostnameRequest: the config names the host, so DHCP must not.
-	SkipHostnameRequest bool   `yaml:"skipHostnameRequest,omitempty" json:"skipHostnameRequest,omitempty"`
-	DUIDv6              string `yaml:"duidv6,omitempty" json:"duidv6,omitempty"`
+	SkipHostnameRequest bool `yaml:"skipHostnameRequest,omitempty" json:"skipHostnameRequest,omitempty"`
+	// SkipRoutes: the DHCP lease's routes are not installed.
+	SkipRoutes bool   `yaml:"skipRoutes,omitempty" json:"skipRoutes,omitempty"`
+	DUIDv6     string `yaml:"duidv6,omitempty" json:"duidv6,omitempty"`
+	// ClientIdentifier is what a DHCPv4 client sends as option 61: ""
+	// or none for nothing, mac for its hardware address, duid for
+	// DUIDRaw (hex).
+	ClientIdentifier string `yaml:"clientIdentifier,omitempty" json:"clientIdentifier,omitempty"`
+	DUIDRaw          string `yaml:"duidRaw,omitempty" json:"duidRaw,omitempty"`
 	// VIP is set for the vip operator.
 	VIP   VIPOperatorSpec `yaml:"vip,omitempty" json:"vip,omitempty"`
 	Layer ConfigLayer     `yaml:"layer" json:"layer"`

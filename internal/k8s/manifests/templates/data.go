@@ -2,8 +2,11 @@ package templates
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -30,13 +33,19 @@ type templateData struct {
 
 	ProxyImage string
 	ProxyArgs  []string
+	// ProxyConfig is kube-proxy's configuration file (JSON), "" when it
+	// runs from flags; ProxyConfigChecksum rolls its pods when it changes.
+	ProxyConfig         string
+	ProxyConfigChecksum string
+	ProxyResources      Resources
 
 	CoreDNSImage string
 
-	FlannelImage   string
-	FlannelArgs    []string
-	FlannelCNIConf string
-	FlannelNetConf string
+	FlannelImage     string
+	FlannelArgs      []string
+	FlannelCNIConf   string
+	FlannelNetConf   string
+	FlannelResources Resources
 }
 
 type dnsIP struct{ IP, Family string }
@@ -104,12 +113,26 @@ func newTemplateData(o Options) (*templateData, error) {
 	}
 
 	var err error
-	if d.ProxyArgs, err = proxyArgs(o, pods); err != nil {
+
+	if o.ProxyConfig != nil {
+		err = d.proxyConfigFile(o, pods)
+	} else {
+		d.ProxyArgs, err = proxyArgs(o, pods)
+	}
+
+	if err != nil {
 		return nil, err
 	}
 
-	if d.FlannelNetConf, err = flannelNetConf(pods); err != nil {
+	d.ProxyResources = o.ProxyResources
+
+	if d.FlannelNetConf, err = flannelNetConf(pods, o.FlannelBackend); err != nil {
 		return nil, err
+	}
+
+	d.FlannelResources = Resources{Requests: map[string]string{"cpu": "100m", "memory": "50Mi"}, Limits: o.FlannelResources.Limits}
+	for k, v := range o.FlannelResources.Requests {
+		d.FlannelResources.Requests[k] = v
 	}
 
 	d.FlannelCNIConf = flannelCNIConf
@@ -209,6 +232,93 @@ func proxyArgs(o Options, pods []string) ([]string, error) {
 	return out, nil
 }
 
+// proxyConfigPath is where kube-proxy reads its configuration file (the
+// kube-proxy-config ConfigMap), as Talos mounts it.
+const proxyConfigPath = "/var/lib/kube-proxy/config.conf"
+
+// proxyConfigFile is kube-proxy run from a configuration file, as Talos
+// does for a KubeProxyConfig: --config and --hostname-override, then the
+// extra args; the configuration is the document's, with the in-cluster
+// kubeconfig, and the cluster CIDR, mode and conntrack default wherever
+// it leaves them out.
+func (d *templateData) proxyConfigFile(o Options, pods []string) error {
+	args := map[string]string{"config": proxyConfigPath, "hostname-override": "$(NODE_NAME)"}
+
+	for k, v := range o.ProxyExtraArgs {
+		name := strings.TrimLeft(k, "-")
+		if name == "config" || name == "" {
+			return fmt.Errorf("KubeProxyConfig.extraArgs: %q is set by talosbox and cannot be overridden", k)
+		}
+
+		args[name] = v
+	}
+
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		d.ProxyArgs = append(d.ProxyArgs, "--"+k+"="+args[k])
+	}
+
+	c := deepCopy(o.ProxyConfig)
+	c["apiVersion"], c["kind"] = "kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration"
+
+	cc, _ := c["clientConnection"].(map[string]any)
+	if cc == nil {
+		cc = map[string]any{}
+	}
+
+	cc["kubeconfig"] = "/etc/kubernetes/kubeconfig"
+	c["clientConnection"] = cc
+
+	if _, ok := c["clusterCIDR"]; !ok {
+		c["clusterCIDR"] = strings.Join(pods, ",")
+	}
+
+	if _, ok := c["mode"]; !ok {
+		mode := o.ProxyMode
+		if mode == "" {
+			mode = defaultProxyMode(o.ProxyImage)
+		}
+
+		c["mode"] = mode
+	}
+
+	ct, _ := c["conntrack"].(map[string]any)
+	if ct == nil {
+		ct = map[string]any{}
+	}
+
+	if _, ok := ct["maxPerCore"]; !ok {
+		ct["maxPerCore"] = 0
+	}
+
+	c["conntrack"] = ct
+
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("kube-proxy configuration: %w", err)
+	}
+
+	sum := sha256.Sum256(b)
+	d.ProxyConfig, d.ProxyConfigChecksum = string(b), hex.EncodeToString(sum[:])
+
+	return nil
+}
+
+// deepCopy copies a free-form configuration, so defaults filled in never
+// change the config it came from.
+func deepCopy(m map[string]any) map[string]any {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return map[string]any{}
+	}
+
+	var out map[string]any
+	if json.Unmarshal(b, &out) != nil || out == nil {
+		return map[string]any{}
+	}
+
+	return out
+}
+
 var imageVersion = regexp.MustCompile(`:v?(\d+)\.(\d+)(\.\d+)?[^:/]*$`)
 
 // defaultProxyMode is nftables for kube-proxy 1.31 and later and iptables
@@ -255,7 +365,7 @@ const flannelCNIConf = `{
 
 // flannelNetConf is flanneld's net-conf.json: the first pod subnet of each
 // family, vxlan on the IANA port and nftables, as Talos 1.11 renders it.
-func flannelNetConf(pods []string) (string, error) {
+func flannelNetConf(pods []string, backend map[string]any) (string, error) {
 	type netConf struct {
 		Network        string         `json:"Network,omitempty"`
 		IPv6Network    string         `json:"IPv6Network,omitempty"`
@@ -267,6 +377,9 @@ func flannelNetConf(pods []string) (string, error) {
 
 	yes, no := true, false
 	nc := netConf{EnableNFTables: true, Backend: map[string]any{"Type": "vxlan", "Port": 4789}}
+	if backend != nil {
+		nc.Backend = backend
+	}
 
 	for _, p := range pods {
 		pfx := netip.MustParsePrefix(p) // checked by newTemplateData

@@ -48,9 +48,31 @@ type Options struct {
 	CoreDNSEnabled bool
 	CoreDNSImage   string // images.CoreDNSImage() when empty
 
+	// ProxyConfig, when not nil, is the KubeProxyConfiguration kube-proxy
+	// runs from (a KubeProxyConfig document's config), as Talos 1.14
+	// runs it: --config, and the cluster CIDR, mode and conntrack
+	// default filled in where it leaves them out.
+	ProxyConfig map[string]any
+	// ProxyResources are kube-proxy's requests and limits (none when
+	// empty).
+	ProxyResources Resources
+
 	FlannelEnabled   bool
 	FlannelImage     string // images.FlannelImage() when empty
 	FlannelExtraArgs []string
+	// FlannelBackend is net-conf.json's Backend (KubeFlannelCNIConfig's
+	// backendType, backendPort, backendMTU and backendExtraConfig);
+	// vxlan on port 4789 when nil.
+	FlannelBackend map[string]any
+	// FlannelResources are flanneld's requests and limits over its
+	// default requests (100m CPU, 50Mi memory).
+	FlannelResources Resources
+}
+
+// Resources are a container's requests and limits ("cpu": "100m").
+type Resources struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 }
 
 // Text is one rendered bootstrap manifest: its ID and its objects as a

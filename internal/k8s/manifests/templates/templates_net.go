@@ -31,6 +31,9 @@ spec:
         k8s-app: kube-proxy
       annotations:
         io.containerd.runc.v2.group: kube-system
+        {{- if .ProxyConfig }}
+        talos.dev/kube-proxy-config-checksum: {{ json .ProxyConfigChecksum }}
+        {{- end }}
     spec:
       containers:
       - name: kube-proxy
@@ -39,6 +42,9 @@ spec:
         - /usr/local/bin/kube-proxy
         {{- range .ProxyArgs }}
         - {{ json . }}
+        {{- end }}
+        {{- if or .ProxyResources.Requests .ProxyResources.Limits }}
+        resources: {{ json .ProxyResources }}
         {{- end }}
         env:
         - name: NODE_NAME
@@ -61,6 +67,11 @@ spec:
         - name: kubeconfig
           mountPath: /etc/kubernetes
           readOnly: true
+        {{- if .ProxyConfig }}
+        - name: kube-proxy-config
+          mountPath: /var/lib/kube-proxy
+          readOnly: true
+        {{- end }}
       hostNetwork: true
       priorityClassName: system-cluster-critical
       serviceAccountName: kube-proxy
@@ -79,10 +90,28 @@ spec:
       - name: kubeconfig
         configMap:
           name: kubeconfig-in-cluster
+      {{- if .ProxyConfig }}
+      - name: kube-proxy-config
+        configMap:
+          name: kube-proxy-config
+      {{- end }}
   updateStrategy:
     rollingUpdate:
       maxUnavailable: 1
     type: RollingUpdate
+{{- if .ProxyConfig }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kube-proxy-config
+  namespace: kube-system
+  labels:
+    tier: node
+    k8s-app: kube-proxy
+data:
+  config.conf: {{ json .ProxyConfig }}
+{{- end }}
 ---
 apiVersion: v1
 kind: ServiceAccount
@@ -239,10 +268,7 @@ spec:
         - name: KUBERNETES_SERVICE_PORT
           value: {{ json (printf "%d" .KubePrismPort) }}
         {{- end }}
-        resources:
-          requests:
-            cpu: 100m
-            memory: 50Mi
+        resources: {{ json .FlannelResources }}
         securityContext:
           privileged: true
           capabilities:

@@ -1,0 +1,101 @@
+package configs
+
+// UnattendedInstallConfig is Talos's UnattendedInstallConfig (written by
+// gen config since Talos 1.14 in place of machine.install): the installer
+// image and the disk to install to, chosen by a CEL expression. It is
+// machine.install, the disk expression translated into machine.install's
+// disk or diskSelector (DiskMatch). Talos refuses it alongside a
+// v1alpha1 machine.install, and so does talosbox.
+type UnattendedInstallConfig struct {
+	// Reboot after the install: unset reboots when an installer image is
+	// given. talosbox installs in place and runs on.
+	Reboot       *bool                   `yaml:"reboot,omitempty"`
+	Installer    *UnattendedInstaller    `yaml:"installer,omitempty"`
+	Provisioning *UnattendedProvisioning `yaml:"provisioning,omitempty"`
+}
+
+// UnattendedInstaller names the installer image.
+type UnattendedInstaller struct {
+	Image string `yaml:"image,omitempty"`
+}
+
+// UnattendedProvisioning chooses the install disk.
+type UnattendedProvisioning struct {
+	DiskSelector *DiskMatch `yaml:"diskSelector,omitempty"`
+	// Wipe zeroes the disk first; unset is true, as in Talos.
+	Wipe *bool `yaml:"wipe,omitempty"`
+}
+
+// Kind implements Document.
+func (*UnattendedInstallConfig) Kind() string { return "UnattendedInstallConfig" }
+
+func (u *UnattendedInstallConfig) match() string {
+	if u.Provisioning == nil || u.Provisioning.DiskSelector == nil {
+		return ""
+	}
+
+	return u.Provisioning.DiskSelector.Match
+}
+
+func (u *UnattendedInstallConfig) image() string {
+	if u.Installer == nil {
+		return ""
+	}
+
+	return u.Installer.Image
+}
+
+func (u *UnattendedInstallConfig) check(v *validator, path string) {
+	const matchPath = ".provisioning.diskSelector.match"
+
+	// Where the node does not install (a container, a cloud image), what
+	// talosbox cannot install to is only worth a warning.
+	report := v.warnf
+	if v.mode.RequiresInstall() {
+		report = v.errorf
+	}
+
+	if u.match() == "" {
+		v.errorf(path+matchPath, `provisioning.diskSelector.match is required: a CEL expression choosing the install disk, such as disk.dev_path == "/dev/sda"`)
+	} else if _, _, err := installTarget(u.match()); err != nil {
+		report(path+matchPath, "%v", err)
+	}
+
+	if u.Reboot != nil && *u.Reboot && v.mode.RequiresInstall() {
+		v.errorf(path+".reboot", "talosbox installs onto the disk in place and runs on from it without rebooting: "+
+			"it does not implement reboot after the install; remove reboot or set it to false")
+	}
+
+	if u.image() == "" && v.mode.RequiresInstall() {
+		v.warnf(path+".installer.image", "installer.image is not set: the node partitions the disk but cannot write BOOT, "+
+			"so the disk will not boot by itself")
+	}
+}
+
+func (u *UnattendedInstallConfig) fold(f *folding) {
+	if w := f.written.Machine; w != nil && w.Install != nil {
+		f.conflict("", "machine.install", "the install")
+
+		return
+	}
+
+	in := &InstallConfig{Image: u.image(), Wipe: true}
+	f.machine().Install = in
+	f.alias("machine.install", "")
+
+	if in.Image != "" {
+		f.alias("machine.install.image", "installer.image")
+	}
+
+	if u.Provisioning != nil && u.Provisioning.Wipe != nil {
+		in.Wipe = *u.Provisioning.Wipe
+		f.alias("machine.install.wipe", "provisioning.wipe")
+	}
+
+	// An expression that does not translate is reported by check.
+	if disk, sel, err := installTarget(u.match()); err == nil {
+		in.Disk, in.DiskSelector = disk, sel
+		f.alias("machine.install.disk", "provisioning.diskSelector.match")
+		f.alias("machine.install.diskSelector", "provisioning.diskSelector.match")
+	}
+}
