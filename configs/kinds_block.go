@@ -8,4 +8,7 @@ var blockKinds = []kindInfo{
 	{kind: "VolumeConfig", new: func() Document { return &VolumeConfig{} }, named: true},
 	// The TrimController follows the config.
 	{kind: "FilesystemTrimConfig", new: func() Document { return &FilesystemTrimConfig{} }, live: true},
+	// Made and mounted at boot, as machine.disks: a change applies at the
+	// next reboot.
+	{kind: "UserVolumeConfig", new: func() Document { return &UserVolumeConfig{} }, named: true},
 }

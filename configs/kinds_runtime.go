@@ -11,4 +11,10 @@ var runtimeKinds = []kindInfo{
 	{kind: "UnattendedInstallConfig", new: func() Document { return &UnattendedInstallConfig{} }, folded: true},
 	// Nothing to apply: workload isolation is refused where Talos has it.
 	{kind: "SecurityProfileConfig", new: func() Document { return &SecurityProfileConfig{} }, live: true},
+	// The kmsg, event sink and watchdog controllers follow the config.
+	{kind: "KmsgLogConfig", new: func() Document { return &KmsgLogConfig{} }, named: true, live: true},
+	{kind: "EventSinkConfig", new: func() Document { return &EventSinkConfig{} }, live: true},
+	{kind: "WatchdogTimerConfig", new: func() Document { return &WatchdogTimerConfig{} }, live: true},
+	// Refused: talosbox runs no extension services.
+	{kind: "ExtensionServiceConfig", new: func() Document { return &ExtensionServiceConfig{} }, named: true},
 }

@@ -50,9 +50,12 @@ var KubernetesModules = []string{
 // when asked, by machine.kernel.modules or by the kernel itself through
 // /sbin/modprobe (an nfs volume's mount asks for fs-nfs4, then nfs for
 // nfsv4). They are the NFS client (v3 and v4) the kubelet mounts nfs
-// volumes with, and the Ceph clients Rook's CSI drivers use: rbd for
-// block volumes, ceph for CephFS, both over libceph.
-var DemandModules = []string{"nfs", "nfsv3", "nfsv4", "rbd", "ceph"}
+// volumes with, the Ceph clients Rook's CSI drivers use: rbd for
+// block volumes, ceph for CephFS, both over libceph, and softdog, the
+// software watchdog a WatchdogTimerConfig can drive where the machine
+// has no hardware one (Debian's cloud kernel lacks i6300esb, iTCO_wdt
+// and sp5100_tco).
+var DemandModules = []string{"nfs", "nfsv3", "nfsv4", "rbd", "ceph", "softdog"}
 
 // DefaultLinks are the applet symlinks to /init, at Talos's paths. The
 // binary dispatches on its argv[0]'s base name, so each link runs its

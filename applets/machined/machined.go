@@ -25,6 +25,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/controlplane"
 	"github.com/talosbox/talosbox/internal/events"
+	"github.com/talosbox/talosbox/internal/eventsink"
 	"github.com/talosbox/talosbox/internal/k8s"
 	"github.com/talosbox/talosbox/internal/machine"
 	"github.com/talosbox/talosbox/internal/machine/server"
@@ -212,7 +213,8 @@ func run(ctx context.Context, p platform.Platform, cfg nodeConfig, listen string
 		Drain:        drainHook(kube, noKubelet),
 		Operators:    plane.Operators,
 		Controllers: func(n *machine.Node) []bus.Controller {
-			return append(plane.Controllers(n), kube.Controllers(n)...)
+			// The event sink publishes the stream apid serves.
+			return append(append(plane.Controllers(n), kube.Controllers(n)...), &eventsink.Controller{Events: ring})
 		},
 		Networkd: networkd,
 		OnEvent:  func(ev machine.Event) { ring.Publish(ev.Type, ev.Message, ev.Fields) },

@@ -38,8 +38,9 @@ const diskSize = 6 << 30
 // guestModules are what the node's initramfs carries: the NIC, the disk
 // and the entropy source (without it getrandom blocks for minutes under
 // TCG), and dm-crypt with the templates of aes-xts-plain64 for encrypted
-// volumes, with their dependencies.
-var guestModules = []string{"virtio_pci", "virtio_net", "virtio_blk", "virtio_rng", "dm_crypt", "xts", "ecb"}
+// volumes, with their dependencies; and softdog, the watchdog a
+// WatchdogTimerConfig drives (it is armed only when opened).
+var guestModules = []string{"virtio_pci", "virtio_net", "virtio_blk", "virtio_rng", "dm_crypt", "xts", "ecb", "softdog"}
 
 // baseAppend is every node's kernel command line: no ip=, so the node
 // takes DHCP on its first NIC by default as a user's would, and a fatal

@@ -5,6 +5,7 @@ package metaltest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -27,10 +28,19 @@ func TestMetalLifecycle(t *testing.T) {
 	// The first boot also shows the console dashboard, on the second
 	// serial port (ttyS1, which QEMU writes to a file).
 	tty := filepath.Join(t.TempDir(), "ttyS1.out")
+
+	// A third disk, /dev/vdc, for a UserVolumeConfig.
+	vdc := filepath.Join(t.TempDir(), "disk3.img")
+	if err := sparseDisk(vdc, 256<<20); err != nil {
+		t.Fatal(err)
+	}
+
 	n := newNode(t, nodeOptions{
 		disk: true, userDisk: true,
-		append:   []string{"talos.dashboard.disabled=0", "talos.dashboard.tty=ttyS1", "talos.dashboard.term=vt100"},
-		qemuArgs: []string{"-serial", "file:" + tty},
+		// The guest reaches the test's kernel log endpoint and event sink.
+		reachHost: true,
+		append:    []string{"talos.dashboard.disabled=0", "talos.dashboard.tty=ttyS1", "talos.dashboard.term=vt100"},
+		qemuArgs:  []string{"-serial", "file:" + tty, "-drive", "file=" + vdc + ",if=virtio,format=raw,cache=unsafe"},
 	})
 	cp := n.genConfig("metal")
 
@@ -58,6 +68,19 @@ func TestMetalLifecycle(t *testing.T) {
 {"op":"add","path":"/machine/install/diskSelector","value":{"busPath":"/pci0000:00/*","size":">= 4GB"}},
 {"op":"add","path":"/machine/disks","value":[{"device":"/dev/vdb","partitions":[{"size":"64 MiB","mountpoint":"/var/mnt/a"},{"mountpoint":"/var/mnt/b"}]}]}]`)
 
+	// A user volume on the first small disk that has room: /dev/vdb is
+	// all machine.disks' by then, so it is /dev/vdc.
+	cp = n.withDocuments(cp, "uservolume.yaml", `apiVersion: v1alpha1
+kind: UserVolumeConfig
+name: data
+provisioning:
+    diskSelector:
+        match: '!system_disk && disk.size < 1u * GiB'
+    maxSize: 64MiB
+filesystem:
+    type: ext4
+`)
+
 	t.Log("apply-config: the selector picks /dev/vda; the node installs there and starts its services")
 	out := n.ok("apply-config", "--insecure", "-f", cp)
 	t.Logf("apply-config: %s", out)
@@ -68,6 +91,8 @@ func TestMetalLifecycle(t *testing.T) {
 	n.wait("[talos] /dev/vdb has no partitions: laying out 2 as machine.disks says", servicesTimeout)
 	n.wait("[talos] mounted /dev/vdb1 (64 MiB) at /var/mnt/a", servicesTimeout)
 	n.wait("[talos] mounted /dev/vdb2 (", servicesTimeout)
+	n.wait("[talos] user volume data: added partition 1 u-data (64 MiB) to /dev/vdc", servicesTimeout)
+	n.wait("[talos] mounted user volume data (/dev/vdc1, 64 MiB) at /var/mnt/data", servicesTimeout)
 	services := n.wait(markServices, servicesTimeout)
 
 	for _, want := range []string{"apid=Running", "machined=Running", "trustd=Running", "timed=Running", "etcd="} {
@@ -103,22 +128,35 @@ func TestMetalLifecycle(t *testing.T) {
 		}
 	}
 
+	// Applied before day 2, checked after: the watchdog's timeouts pass
+	// meanwhile.
+	t.Log("observability, live: KmsgLogConfig, EventSinkConfig and WatchdogTimerConfig applied")
+	obs := n.observability(cp)
+
 	t.Log("day-2: hardware from SMBIOS, cgroups, wipe disk refusals")
 	n.day2()
+
+	t.Log("observability: the kernel log and the events reached the test, the watchdog is fed, then stopped")
+	obs.check()
 
 	t.Log("reboot into a staged config that breaks the boot, then into /etc/motd written to STATE: back with the last good config from STATE, no maintenance mode")
 	n.configFallback(cp)
 	n.wait("[talos] mounted STATE (/dev/vda5) at /system/state", bootTimeout)
 	n.wait("[talos] loaded config from /system/state/config.yaml", bootTimeout)
 	n.wait("[talos] mounted /dev/vdb2 (", servicesTimeout)
+	n.wait("[talos] mounted user volume data (/dev/vdc1, 64 MiB) at /var/mnt/data", servicesTimeout)
 	n.wait(markServices, servicesTimeout)
 
-	if strings.Contains(n.console(), "has no partitions") {
-		t.Errorf("machine.disks laid /dev/vdb out again on the reboot")
+	if strings.Contains(n.console(), "has no partitions") || strings.Contains(n.console(), "added partition") {
+		t.Errorf("machine.disks or the user volume was made again on the reboot")
 	}
 
-	if out := n.ok("mounts"); !strings.Contains(out, "/var/mnt/a") || !strings.Contains(out, "/var/mnt/b") {
-		t.Errorf("talosctl mounts lacks the user disks:\n%s", out)
+	if out := n.ok("mounts"); !strings.Contains(out, "/var/mnt/a") || !strings.Contains(out, "/var/mnt/b") || !strings.Contains(out, "/var/mnt/data") {
+		t.Errorf("talosctl mounts lacks the user disks or the user volume:\n%s", out)
+	}
+
+	if out := n.ok("get", "volumestatus", "u-data", "-o", "yaml"); !strings.Contains(out, "phase: ready") || !strings.Contains(out, "location: /dev/vdc1") {
+		t.Errorf("get volumestatus u-data:\n%s", out)
 	}
 
 	if strings.Contains(n.console(), markMaintenance) {
@@ -243,6 +281,23 @@ func (n *node) operate() {
 			n.t.Logf("talosctl memory:\n%s", out)
 		}
 	}
+}
+
+// withDocuments writes a copy of a config with typed documents after it.
+func (n *node) withDocuments(base, name, docs string) string {
+	n.t.Helper()
+
+	data, err := os.ReadFile(base)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+
+	out := filepath.Join(filepath.Dir(base), name)
+	if err := os.WriteFile(out, append(data, []byte("---\n"+docs)...), 0o600); err != nil {
+		n.t.Fatal(err)
+	}
+
+	return out
 }
 
 // patchConfig writes a patched copy of a config beside it, with the

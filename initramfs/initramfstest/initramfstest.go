@@ -126,7 +126,7 @@ var NodeModules = map[string][]string{
 }
 
 // DemandModules mirrors initramfs.DemandModules (the NFS and Ceph
-// clients) with their dependencies in Debian's 6.1 cloud kernel; a tree
+// clients, softdog) with their dependencies in Debian's 6.1 cloud kernel; a tree
 // written with them gets their aliases from Aliases.
 var DemandModules = map[string][]string{
 	"kernel/net/sunrpc/sunrpc.ko":             nil,
@@ -142,6 +142,8 @@ var DemandModules = map[string][]string{
 	"kernel/net/ceph/libceph.ko":              {"libcrc32c"},
 	"kernel/fs/ceph/ceph.ko":                  {"libceph", "fscache", "netfs"},
 	"kernel/drivers/block/rbd.ko":             {"libceph"},
+	"kernel/drivers/watchdog/watchdog.ko":     nil,
+	"kernel/drivers/watchdog/softdog.ko":      {"watchdog"},
 }
 
 // Aliases are the alias= fields of the fake modules that have any, as

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/cri"
 	"github.com/talosbox/talosbox/internal/kmod"
 	"github.com/talosbox/talosbox/internal/meta"
@@ -114,6 +115,7 @@ func (n *Node) bootSequence(loaded loadedConfig) *sequencer.Sequence {
 	seq.AppendWhen(metal && !n.volumes.HasMeta(), "meta", task("loadMeta", n.volumes.LoadMeta))
 	seq.AppendWhen(metal, "ephemeral", task("mountEphemeralPartition", n.volumes.MountEphemeral(cfg)))
 	seq.AppendWhen(metal && cfg.Machine != nil && len(cfg.Machine.Disks) > 0, "userDisks", task("mountUserDisks", n.volumes.MountUserDisks(cfg)))
+	seq.AppendWhen(metal && len(configs.DocumentsOf[*configs.UserVolumeConfig](cfg)) > 0, "userVolumes", task("mountUserVolumes", n.volumes.MountUserVolumes(cfg)))
 	seq.Append("config", task("saveConfig", func(ctx context.Context, w io.Writer) error {
 		if cfg.Persist {
 			persisted, err := n.state.LoadConfig()

@@ -14,11 +14,13 @@ import (
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/cri"
 	hwctrl "github.com/talosbox/talosbox/internal/hardware"
+	"github.com/talosbox/talosbox/internal/kmsglog"
 	"github.com/talosbox/talosbox/internal/network"
 	networkres "github.com/talosbox/talosbox/internal/resources/network"
 	"github.com/talosbox/talosbox/internal/storage"
 	"github.com/talosbox/talosbox/internal/supervisor"
 	"github.com/talosbox/talosbox/internal/timed"
+	"github.com/talosbox/talosbox/internal/watchdog"
 )
 
 // startEarlyServices makes a fresh supervisor for this boot and starts
@@ -229,7 +231,7 @@ func (n *Node) machinedService() supervisor.Service {
 			rt := bus.NewRuntime(n.store, bus.RuntimeOptions{Logger: n.slogger()})
 			for _, c := range []bus.Controller{&MachineStatusController{}, &MachineTypeController{}, &NodeIdentityController{Identity: n.state.Identity},
 				&storage.BlockController{SysRoot: n.sysRoot}, &storage.TrimController{Volumes: n.volumes, NodeID: n.state.Identity}, &ExtensionStatusController{}, &SecurityStateController{}, &RootSecretsController{},
-				&hwctrl.SystemInfoController{SysRoot: n.sysRoot}} {
+				&hwctrl.SystemInfoController{SysRoot: n.sysRoot}, &kmsglog.Controller{}, &watchdog.Controller{}} {
 				if err := rt.Register(c); err != nil {
 					return err
 				}

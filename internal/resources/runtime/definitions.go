@@ -22,4 +22,6 @@ var Definitions = []bus.Definition{
 		PrintColumns: []bus.PrintColumn{{Name: "SECUREBOOT", JSONPath: "{.secureBoot}"},
 			{Name: "UKISIGNINGKEYFINGERPRINT", JSONPath: "{.ukiSigningKeyFingerprint}"}, {Name: "PCRSIGNINGKEYFINGERPRINT", JSONPath: "{.pcrSigningKeyFingerprint}"},
 			{Name: "SELINUXSTATE", JSONPath: "{.selinuxState}"}, {Name: "MODULESIGNATUREENFORCED", JSONPath: "{.moduleSignatureEnforced}"}}},
+	{Type: WatchdogTimerStatusType, DefaultNamespace: NamespaceRuntime,
+		PrintColumns: []bus.PrintColumn{{Name: "DEVICE", JSONPath: "{.device}"}, {Name: "TIMEOUT", JSONPath: "{.timeout}"}}},
 }
