@@ -390,11 +390,41 @@ func fieldProblems(err error) []problem {
 
 // controllerManagerProblems parses args into kube-controller-manager's own
 // options and runs their Validate with its own controller list, as its
-// command does before it starts.
+// command does before it starts; a refusal that names no flag is the flag's
+// whose absence clears it.
 func controllerManagerProblems(args []string) []problem {
+	all := controllerManagerChecks(args)
+
+	out := make([]problem, 0, len(all))
+
+	for _, msg := range all {
+		field := flagOf(msg, args)
+
+		if field == "" {
+			var owners []string
+
+			for i, a := range args {
+				left := controllerManagerChecks(slices.Delete(slices.Clone(args), i, i+1))
+				if !slices.Contains(left, msg) {
+					owners = append(owners, strings.TrimLeft(a[:max(strings.IndexByte(a, '='), 0)], "-"))
+				}
+			}
+
+			if len(owners) == 1 {
+				field = owners[0]
+			}
+		}
+
+		out = append(out, problem{Field: field, Msg: msg})
+	}
+
+	return out
+}
+
+func controllerManagerChecks(args []string) []string {
 	s, err := kcmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
-		return []problem{{Msg: err.Error()}}
+		return []string{err.Error()}
 	}
 
 	all, disabled, aliases := controllermanager.KnownControllers(), controllermanager.ControllersDisabledByDefault(), controllermanager.ControllerAliases()
@@ -407,7 +437,7 @@ func controllerManagerProblems(args []string) []problem {
 	}
 
 	if err := fs.Parse(args); err != nil {
-		return []problem{{Field: flagOf(err.Error(), args), Msg: err.Error()}}
+		return []string{err.Error()}
 	}
 
 	err = s.Validate(all, disabled, aliases)
@@ -424,9 +454,9 @@ func controllerManagerProblems(args []string) []problem {
 		errs = []error{err}
 	}
 
-	out := make([]problem, 0, len(errs))
+	out := make([]string, 0, len(errs))
 	for _, e := range errs {
-		out = append(out, problem{Field: flagOf(e.Error(), args), Msg: e.Error()})
+		out = append(out, e.Error())
 	}
 
 	return out
