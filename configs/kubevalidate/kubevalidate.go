@@ -95,9 +95,8 @@ func Find(version string) (string, error) {
 	matches, _ := filepath.Glob(filepath.Join(cache, "build", "kubernetes-v"+strings.TrimPrefix(version, "v")+"-*", "kubernetes")) //nolint:errcheck // only a bad pattern fails
 
 	var (
-		best    string
-		newest  time.Time
-		checked []string
+		best   string
+		newest time.Time
 	)
 
 	for _, m := range matches {
@@ -105,8 +104,6 @@ func Find(version string) (string, error) {
 		if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
 			continue
 		}
-
-		checked = append(checked, m)
 
 		if best == "" || st.ModTime().After(newest) {
 			best, newest = m, st.ModTime()
