@@ -359,10 +359,36 @@ func schedulerProblems(config json.RawMessage, gates string) []problem {
 		scheduler.WithParallelism(cfg.Parallelism),
 	)
 	if err != nil {
-		return []problem{{Msg: err.Error()}}
+		return []problem{{Field: pluginConfigOf(err.Error(), cfg), Msg: err.Error()}}
 	}
 
 	return nil
+}
+
+// pluginInit is how the scheduler says a plugin refused its arguments.
+var pluginInit = regexp.MustCompile(`creating profile for scheduler name (\S+): initializing plugin "([^"]+)"`)
+
+// pluginConfigOf is the field path of the arguments a plugin refused
+// (profiles[i].pluginConfig[j].args), "" when the message names none.
+func pluginConfigOf(msg string, cfg *schedconfig.KubeSchedulerConfiguration) string {
+	m := pluginInit.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+
+	for i, p := range cfg.Profiles {
+		if p.SchedulerName != m[1] {
+			continue
+		}
+
+		for j, pc := range p.PluginConfig {
+			if pc.Name == m[2] {
+				return fmt.Sprintf("profiles[%d].pluginConfig[%d].args", i, j)
+			}
+		}
+	}
+
+	return ""
 }
 
 // unstarted is a client configuration no request is ever made with.

@@ -78,6 +78,17 @@ func TestKubeValidate(t *testing.T) {
 			},
 		},
 		{
+			// ValidateKubeSchedulerConfiguration looks NodeResourcesFit's
+			// arguments up under another name and so never checks them;
+			// the plugin refuses them when the scheduler builds its
+			// framework.
+			name: "plugin arguments the plugin refuses",
+			scheduler: configs.Unstructured{"profiles": []any{map[string]any{"schedulerName": "default-scheduler", "pluginConfig": []any{
+				map[string]any{"name": "NodeResourcesFit", "args": map[string]any{"scoringStrategy": map[string]any{"type": "Weird"}}},
+			}}}},
+			want: []string{`cluster.scheduler.config.profiles[0].pluginConfig[0].args: kube-scheduler 1.34.12 refuses it: initializing profiles: creating profile for scheduler name default-scheduler: initializing plugin "NodeResourcesFit": scoringStrategy.type: Unsupported value: "Weird": supported values: "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"`},
+		},
+		{
 			name:   "a leader election lock other than leases",
 			cmArgs: map[string]string{"leader-elect-resource-lock": "endpoints"},
 			want:   []string{`cluster.controllerManager.extraArgs["leader-elect-resource-lock"]: kube-controller-manager 1.34.12 refuses it: resourceLock value must be "leases"`},
