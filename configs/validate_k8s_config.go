@@ -26,6 +26,8 @@ var KubeletProtectedFields = []string{
 // policy and the admission plugins' configurations, as the components
 // read them at start (a file they refuse keeps them down).
 func (v *validator) componentConfigs(c *Config) {
+	v.componentNames(c)
+
 	if m := c.Machine; m != nil && m.Kubelet != nil {
 		for _, f := range KubeletProtectedFields {
 			if _, ok := m.Kubelet.ExtraConfig[f]; ok {

@@ -54,6 +54,24 @@ type File struct {
 	FeatureGates map[string]Gate `json:"featureGates"`
 	// AdmissionPlugins are the plugins kube-apiserver can enable.
 	AdmissionPlugins []string `json:"admissionPlugins"`
+	// Controllers are kube-controller-manager's, from its own list.
+	Controllers Controllers `json:"controllers"`
+	// SchedulerPlugins are kube-scheduler's in-tree plugins, each with
+	// the extension points (config names: filter, score, ...) its
+	// framework accepts it at.
+	SchedulerPlugins map[string][]string `json:"schedulerPlugins,omitempty"`
+	// KubeletPolicies are the names the kubelet's resource managers know,
+	// by config field (cpuManagerPolicy, memoryManagerPolicy,
+	// topologyManagerPolicy, topologyManagerScope).
+	KubeletPolicies map[string][]string `json:"kubeletPolicies,omitempty"`
+}
+
+// Controllers are what kube-controller-manager's --controllers accepts:
+// its controllers by name (or an alias of one), "*", and "-name".
+type Controllers struct {
+	Known             []string          `json:"known,omitempty"`
+	DisabledByDefault []string          `json:"disabledByDefault,omitempty"`
+	Aliases           map[string]string `json:"aliases,omitempty"`
 }
 
 // Gate is one Kubernetes feature gate.
@@ -131,6 +149,14 @@ func AdmissionPlugins(version string) (plugins []string, from string) {
 	}
 
 	return f.AdmissionPlugins, f.Version
+}
+
+// Of returns the data file of a Kubernetes version (its minor's newest
+// release when the patch has none), nil when this build has none. Parts
+// older builds did not dump (Controllers, SchedulerPlugins,
+// KubeletPolicies) are empty.
+func Of(version string) *File {
+	return find(strings.TrimPrefix(version, "v"))
 }
 
 // For returns the schema of kind at a Kubernetes version ("1.34.12"): that

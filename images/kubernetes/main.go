@@ -48,6 +48,10 @@ func main() {
 	switch {
 	case name == "kubectl":
 		runKubectl()
+	case name == "kube-config-validate":
+		// Not a component: this build's own checks of component
+		// configs, for talosbox's validation (validate.go).
+		validateConfigs()
 	case name == "kube-config-schema":
 		// Not a component: the build's config types, for talosbox's
 		// validation (schema.go).

@@ -21,6 +21,7 @@ import (
 	scheduler "k8s.io/kube-scheduler/config/v1"
 	credentials "k8s.io/kubelet/config/v1"
 	kubelet "k8s.io/kubelet/config/v1beta1"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	apiserveroptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 )
 
@@ -34,6 +35,21 @@ type dump struct {
 	FeatureGates map[string]gate        `json:"featureGates"`
 	// AdmissionPlugins are the plugins kube-apiserver can enable.
 	AdmissionPlugins []string `json:"admissionPlugins"`
+	// Controllers are kube-controller-manager's, from its own descriptors
+	// (what its --controllers accepts).
+	Controllers controllers `json:"controllers"`
+	// SchedulerPlugins are kube-scheduler's in-tree plugins, each with
+	// the extension points its framework accepts it at.
+	SchedulerPlugins map[string][]string `json:"schedulerPlugins"`
+	// KubeletPolicies are the names each of the kubelet's resource
+	// managers knows, by its config field.
+	KubeletPolicies map[string][]string `json:"kubeletPolicies"`
+}
+
+type controllers struct {
+	Known             []string          `json:"known"`
+	DisabledByDefault []string          `json:"disabledByDefault"`
+	Aliases           map[string]string `json:"aliases,omitempty"`
 }
 
 type gate struct {
@@ -81,6 +97,13 @@ func dumpSchemas() {
 			},
 			FeatureGates:     map[string]gate{},
 			AdmissionPlugins: apiserveroptions.AllOrderedPlugins,
+			Controllers: controllers{
+				Known:             controllermanager.KnownControllers(),
+				DisabledByDefault: controllermanager.ControllersDisabledByDefault(),
+				Aliases:           controllermanager.ControllerAliases(),
+			},
+			SchedulerPlugins: schedulerPlugins(),
+			KubeletPolicies:  kubeletPolicies(),
 		}
 
 		// Every component of this binary registers its gates with the one

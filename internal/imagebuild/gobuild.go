@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,8 +110,15 @@ func (b *builder) build(ctx context.Context, p program) (string, error) {
 
 		k.add(info.Info, info.Time.String(), info.Commit)
 
-		for _, f := range []string{"main.go", "schema.go", kubeCompatFile(p.version)} {
-			if err := k.addFile(filepath.Join(b.opts.Src, "images", "kubernetes", f)); err != nil {
+		files, err := kubeSources(b.opts.Src, p.version)
+		if err != nil {
+			return "", err
+		}
+
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			k.add(name)
+
+			if err := k.addFile(filepath.Join(b.opts.Src, "images", "kubernetes", files[name])); err != nil {
 				return "", err
 			}
 		}
@@ -316,7 +325,12 @@ func (b *builder) kubeModule(version string, info moduleInfo) (string, error) {
 
 	srcs := map[string][]byte{}
 
-	for name, from := range map[string]string{"main.go": "main.go", "schema.go": "schema.go", "compat.go": kubeCompatFile(version)} {
+	files, err := kubeSources(b.opts.Src, version)
+	if err != nil {
+		return "", err
+	}
+
+	for name, from := range files {
 		data, err := os.ReadFile(filepath.Join(b.opts.Src, "images", "kubernetes", from))
 		if errors.Is(err, fs.ErrNotExist) && name == "compat.go" {
 			return "", fmt.Errorf("no images/kubernetes/%s: Kubernetes %s needs one (the API main.go uses differs between minors)", from, version)
@@ -347,6 +361,26 @@ func (b *builder) kubeModule(version string, info moduleInfo) (string, error) {
 	}
 
 	return dir, nil
+}
+
+// kubeSources are the files of images/kubernetes the wrapper module is
+// made of, by their name there: every Go file but the compat_<minor>.go
+// of other minors, and this minor's as compat.go.
+func kubeSources(src, version string) (map[string]string, error) {
+	entries, err := os.ReadDir(filepath.Join(src, "images", "kubernetes"))
+	if err != nil {
+		return nil, err
+	}
+
+	files := map[string]string{"compat.go": kubeCompatFile(version)}
+
+	for _, e := range entries {
+		if name := e.Name(); !e.IsDir() && path.Ext(name) == ".go" && !strings.HasPrefix(name, "compat_") {
+			files[name] = name
+		}
+	}
+
+	return files, nil
 }
 
 // wrapModule writes a module that requires p's module at its version with

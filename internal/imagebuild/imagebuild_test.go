@@ -204,11 +204,21 @@ replace k8s.io/api => ./staging/src/k8s.io/api
 		t.Errorf("go %v godebug %v", f.Go, f.Godebug)
 	}
 
-	for _, name := range []string{"main.go", "compat.go"} {
+	// Every Go file of images/kubernetes, this minor's compat file as
+	// compat.go and no other minor's.
+	for _, name := range []string{"main.go", "schema.go", "schema_scheduler.go", "validate.go", "compat.go"} {
 		src, _ := os.ReadFile(filepath.Join(mod, name))
 		if bytes.Contains(src, []byte("go:build ignore")) || !bytes.Contains(src, []byte("package main")) {
 			t.Errorf("%s was not copied without its build tag", name)
 		}
+	}
+
+	if compat, _ := os.ReadFile(filepath.Join(mod, "compat.go")); !bytes.Contains(compat, []byte("kubelet.NewKubeletCommand(context.Background())")) {
+		t.Error("compat.go is not compat_1.34.go")
+	}
+
+	if _, err := os.Stat(filepath.Join(mod, "compat_1.33.go")); !os.IsNotExist(err) {
+		t.Errorf("another minor's compat file was copied: %v", err)
 	}
 
 	// Each minor the catalog builds has its compat file; one without is

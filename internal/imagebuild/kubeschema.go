@@ -21,6 +21,9 @@ type kubeDump struct {
 	FeatureGates map[string]kubeschema.Gate  `json:"featureGates"`
 	// AdmissionPlugins are the plugins kube-apiserver can enable.
 	AdmissionPlugins []string                     `json:"admissionPlugins"`
+	Controllers      kubeschema.Controllers       `json:"controllers"`
+	SchedulerPlugins map[string][]string          `json:"schedulerPlugins"`
+	KubeletPolicies  map[string][]string          `json:"kubeletPolicies"`
 	HiddenFlags      map[string]map[string]string `json:"-"`
 }
 
@@ -33,8 +36,9 @@ func dumpKube(ctx context.Context, version, bin string) (*kubeDump, error) {
 		return nil, err
 	}
 
-	if len(d.Kinds) == 0 || len(d.FeatureGates) == 0 || len(d.AdmissionPlugins) == 0 {
-		return nil, fmt.Errorf("kube-config-schema %s: no config types, feature gates or admission plugins in its output", version)
+	if len(d.Kinds) == 0 || len(d.FeatureGates) == 0 || len(d.AdmissionPlugins) == 0 || len(d.Controllers.Known) == 0 ||
+		len(d.SchedulerPlugins) == 0 || len(d.KubeletPolicies) == 0 {
+		return nil, fmt.Errorf("kube-config-schema %s: no config types, feature gates, admission plugins, controllers, scheduler plugins or kubelet policies in its output", version)
 	}
 
 	d.HiddenFlags = map[string]map[string]string{}
@@ -84,7 +88,10 @@ func runKubeDump(ctx context.Context, version, bin, component string, out any) e
 // dir/v<version>.json for configs/kubeschema. Like the flag lists, they
 // come from the binary the node runs and are rewritten only on change.
 func (b *builder) writeKubeSchemas(version string, d *kubeDump, dir string) error {
-	data, err := json.MarshalIndent(kubeschema.File{Version: version, Kinds: d.Kinds, FeatureGates: d.FeatureGates, AdmissionPlugins: d.AdmissionPlugins}, "", " ")
+	data, err := json.MarshalIndent(kubeschema.File{
+		Version: version, Kinds: d.Kinds, FeatureGates: d.FeatureGates, AdmissionPlugins: d.AdmissionPlugins,
+		Controllers: d.Controllers, SchedulerPlugins: d.SchedulerPlugins, KubeletPolicies: d.KubeletPolicies,
+	}, "", " ")
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,8 @@ func (b *builder) kubernetes() {
 		b.controlPlane()
 		b.manifests()
 	}
+
+	b.kubeValidate()
 }
 
 func (b *builder) controlPlane() {
