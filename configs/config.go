@@ -48,6 +48,8 @@ type Config struct {
 	// aliases and foldProblems are what folding found (folding).
 	aliases      []alias
 	foldProblems []*ValidationError
+	// folded fingerprints the effective fields as folded (checkUnchanged).
+	folded [32]byte
 }
 
 // copyConfig deep-copies src into dst.
@@ -84,6 +86,10 @@ func (c *Config) V1Alpha1() *Config {
 // indentation: the v1alpha1 document, then each typed document, separated
 // by "---".
 func (c *Config) Encode() ([]byte, error) {
+	if err := c.checkUnchanged(); err != nil {
+		return nil, err
+	}
+
 	var out []byte
 
 	if v1 := c.V1Alpha1(); v1 != nil {

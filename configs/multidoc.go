@@ -1,8 +1,11 @@
 package configs
 
 import (
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"gopkg.in/yaml.v3"
 )
@@ -212,8 +215,40 @@ func assemble(v1 *Config, docs []Document) *Config {
 	eff.written = written
 	eff.aliases = f.aliases
 	eff.foldProblems = f.problems
+	eff.folded = fingerprint(eff)
 
 	return eff
+}
+
+// fingerprint is a digest of the effective v1alpha1 fields, taken when
+// they are folded: Encode writes what was written, so a change made to
+// the effective fields afterwards would silently not be written, and
+// Encode refuses it instead (change V1Alpha1() or the documents).
+func fingerprint(c *Config) [sha256.Size]byte {
+	n, err := canonical(c)
+	if err != nil {
+		return [sha256.Size]byte{}
+	}
+
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return [sha256.Size]byte{}
+	}
+
+	return sha256.Sum256(b)
+}
+
+// errEffectiveChanged is what Encode says of a config whose effective
+// fields changed after its documents were folded into them.
+var errEffectiveChanged = errors.New("encode config: its effective fields were changed after the documents were folded into them, " +
+	"and Encode writes what was written: change V1Alpha1() or the documents instead")
+
+func (c *Config) checkUnchanged() error {
+	if c.written != nil && fingerprint(c) != c.folded {
+		return errEffectiveChanged
+	}
+
+	return nil
 }
 
 // NewConfig builds a config from a v1alpha1 document (nil for none) and
@@ -302,4 +337,20 @@ func underPath(p, prefix string) bool {
 	}
 
 	return len(p) == len(prefix) || p[len(prefix)] == '.' || p[len(prefix)] == '['
+}
+
+// Edit returns a copy of the config with fn applied to its v1alpha1
+// document as written (an empty one when it has none) and the documents
+// folded in again: how code changes a decoded config, since Encode writes
+// what was written, not the effective fields.
+func (c *Config) Edit(fn func(v1 *Config)) *Config {
+	v1 := &Config{}
+	if w := c.V1Alpha1(); w != nil {
+		copyConfig(v1, w)
+		v1.Documents, v1.written, v1.aliases, v1.foldProblems, v1.folded = nil, nil, nil, nil, [sha256.Size]byte{}
+	}
+
+	fn(v1)
+
+	return assemble(v1, slices.Clone(c.Documents))
 }

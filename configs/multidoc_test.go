@@ -302,3 +302,36 @@ func TestDocumentsCompare(t *testing.T) {
 		t.Errorf("diff:\n%s\nwant:\n%s", diff, want)
 	}
 }
+
+// TestEditAndEncode: a change to a folded config's effective fields is
+// refused by Encode (it would silently not be written); Edit changes
+// what was written and folds the documents in again.
+func TestEditAndEncode(t *testing.T) {
+	t.Parallel()
+
+	cfg, err := configs.Decode(withDocs(t, "worker", "apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	edited := cfg.Edit(func(v1 *configs.Config) { v1.Machine.Env = map[string]string{"K": "v"} })
+
+	if edited.Machine.Env["K"] != "v" || edited.Machine.Network.Hostname != "a" {
+		t.Errorf("effective after Edit: env %v, hostname %q", edited.Machine.Env, edited.Machine.Network.Hostname)
+	}
+
+	out, err := edited.Encode()
+	if err != nil || !strings.Contains(string(out), "K: v") {
+		t.Errorf("encode after Edit: %v\n%s", err, out)
+	}
+
+	if cfg.Machine.Env != nil {
+		t.Error("Edit changed the original")
+	}
+
+	cfg.Machine.Env = map[string]string{"K": "v"}
+
+	if _, err := cfg.Encode(); err == nil || !strings.Contains(err.Error(), "change V1Alpha1() or the documents instead") {
+		t.Errorf("encode after changing the effective fields: %v", err)
+	}
+}

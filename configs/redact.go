@@ -57,6 +57,10 @@ var secretPatterns = sync.OnceValue(func() [][]string {
 // document) from the parsed config, never from the applied text, whose
 // comments could hold anything.
 func (c *Config) EncodeRedacted() ([]byte, error) {
+	if err := c.checkUnchanged(); err != nil {
+		return nil, err
+	}
+
 	var out []byte
 
 	if v1 := c.V1Alpha1(); v1 != nil {

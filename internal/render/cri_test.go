@@ -28,7 +28,7 @@ func TestCRIPartContainerdRefuses(t *testing.T) {
 
 			for _, mode := range []configs.Mode{configs.ModeMetal, configs.ModeContainer} {
 				_, worker := gen(t)
-				worker.Machine.Files = []configs.MachineFile{{Path: "/etc/cri/conf.d/20-customization.part", Op: "create", Content: tc.part}}
+				worker.V1Alpha1().Machine.Files = []configs.MachineFile{{Path: "/etc/cri/conf.d/20-customization.part", Op: "create", Content: tc.part}}
 
 				data, err := worker.Encode()
 				if err != nil {
