@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/k8s/render"
@@ -234,9 +235,11 @@ func TestKubePrismController(t *testing.T) {
 	cp, _ := generated(t)
 	_, localPort, _ := net.SplitHostPort(local.addr())
 
-	cp.Cluster.ControlPlane.Endpoint = "https://" + endpoint.addr()
-	fmt.Sscan(localPort, &cp.Cluster.ControlPlane.LocalAPIServerPort) //nolint:errcheck // a port
-	fmt.Sscan(portS, &cp.Machine.Features.KubePrism.Port)             //nolint:errcheck // a port
+	cp = cp.Edit(func(v1 *configs.Config) {
+		v1.Cluster.ControlPlane.Endpoint = "https://" + endpoint.addr()
+		fmt.Sscan(localPort, &v1.Cluster.ControlPlane.LocalAPIServerPort) //nolint:errcheck // a port
+		fmt.Sscan(portS, &v1.Machine.Features.KubePrism.Port)             //nolint:errcheck // a port
+	})
 
 	// Another control plane, on another loopback address and its own API
 	// server port, as discovery lists it. A record from an earlier version
@@ -312,9 +315,8 @@ func TestKubePrismController(t *testing.T) {
 	g.wait("kubeprism unhealthy with no API server", func() bool { s, ok := status(); return ok && !s.Healthy })
 
 	// A new config, as machined would apply: the bus's is being read.
-	cp = reDecode(t, cp)
 	off := false
-	cp.Machine.Features.KubePrism.Enabled = &off
+	cp = reDecode(t, cp).Edit(func(v1 *configs.Config) { v1.Machine.Features.KubePrism.Enabled = &off })
 	g.setConfig(cp)
 	g.wait("kubeprism's status gone when it is turned off", func() bool { _, ok := status(); return !ok })
 
