@@ -1,11 +1,16 @@
 package configs
 
+import "github.com/talosbox/talosbox/configs/diskexpr"
+
 // UnattendedInstallConfig is Talos's UnattendedInstallConfig (written by
 // gen config since Talos 1.14 in place of machine.install): the installer
-// image and the disk to install to, chosen by a CEL expression. It is
-// machine.install, the disk expression translated into machine.install's
-// disk or diskSelector (DiskMatch). Talos refuses it alongside a
-// v1alpha1 machine.install, and so does talosbox.
+// image and the disk to install to, chosen by a CEL expression. It folds
+// into machine.install (the image, wipe, and the disk when the expression
+// only names its path, disk.dev_path == "/dev/sda", as gen config writes
+// it); the install evaluates the expression against the machine's disks
+// (internal/storage), so any expression configs/diskexpr reads chooses
+// the disk. Talos refuses it alongside a v1alpha1 machine.install, and
+// so does talosbox.
 type UnattendedInstallConfig struct {
 	// Reboot after the install: unset reboots when an installer image is
 	// given. talosbox installs in place and runs on.
@@ -29,12 +34,32 @@ type UnattendedProvisioning struct {
 // Kind implements Document.
 func (*UnattendedInstallConfig) Kind() string { return "UnattendedInstallConfig" }
 
-func (u *UnattendedInstallConfig) match() string {
-	if u.Provisioning == nil || u.Provisioning.DiskSelector == nil {
+func (u *UnattendedInstallConfig) diskMatch() *DiskMatch {
+	if u.Provisioning == nil {
+		return nil
+	}
+
+	return u.Provisioning.DiskSelector
+}
+
+// Selector is the parsed disk expression, nil when there is none.
+func (u *UnattendedInstallConfig) Selector() (*diskexpr.Expr, error) {
+	return u.diskMatch().Expr()
+}
+
+// installDevPath is the disk's path when the expression names the disk by
+// it and nothing else: machine.install.disk says as much.
+func (u *UnattendedInstallConfig) installDevPath() string {
+	e, err := u.Selector()
+	if err != nil || e == nil {
 		return ""
 	}
 
-	return u.Provisioning.DiskSelector.Match
+	if field, path, ok := e.Equality(); ok && field == "dev_path" {
+		return path
+	}
+
+	return ""
 }
 
 func (u *UnattendedInstallConfig) image() string {
@@ -55,10 +80,12 @@ func (u *UnattendedInstallConfig) check(v *validator, path string) {
 		report = v.errorf
 	}
 
-	if u.match() == "" {
+	if d := u.diskMatch(); d.empty() {
 		v.errorf(path+matchPath, `provisioning.diskSelector.match is required: a CEL expression choosing the install disk, such as disk.dev_path == "/dev/sda"`)
-	} else if _, _, err := installTarget(u.match()); err != nil {
-		report(path+matchPath, "%v", err)
+	} else if e := checkDiskMatch(report, path+matchPath, d); e != nil {
+		if matches, known := e.Decided(false); known && !matches {
+			report(path+matchPath, "%s matches no disk: the install chooses among disks none of which is the system disk yet", e)
+		}
 	}
 
 	if u.Reboot != nil && *u.Reboot && v.mode.RequiresInstall() {
@@ -92,10 +119,18 @@ func (u *UnattendedInstallConfig) fold(f *folding) {
 		f.alias("machine.install.wipe", "provisioning.wipe")
 	}
 
-	// An expression that does not translate is reported by check.
-	if disk, sel, err := installTarget(u.match()); err == nil {
-		in.Disk, in.DiskSelector = disk, sel
+	if p := u.installDevPath(); p != "" {
+		in.Disk = p
 		f.alias("machine.install.disk", "provisioning.diskSelector.match")
-		f.alias("machine.install.diskSelector", "provisioning.diskSelector.match")
 	}
+}
+
+// residue is what the node reads from the document itself: the disk
+// expression, unless machine.install.disk says all of it.
+func (u *UnattendedInstallConfig) residue() Document {
+	if d := u.diskMatch(); !d.empty() && u.installDevPath() == "" {
+		return &UnattendedInstallConfig{Provisioning: &UnattendedProvisioning{DiskSelector: &DiskMatch{Match: d.Match}}}
+	}
+
+	return nil
 }

@@ -3,6 +3,7 @@ package configs_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,50 +15,53 @@ func rtUnattended(match, more string) string {
 		"provisioning:\n  diskSelector:\n    match: '" + strings.ReplaceAll(match, "'", "''") + "'\n" + more
 }
 
-// TestUnattendedInstallDiskMatch: the CEL expressions talosbox reads, as
-// machine.install's disk or diskSelector, and the ones it refuses.
+// TestUnattendedInstallDiskMatch: the expressions the install evaluates
+// (internal/storage evaluates them against the disks: the translator's
+// forms and those it refused alike), machine.install.disk when the
+// expression only names the disk's path, and what is refused at
+// validation, saying why.
 func TestUnattendedInstallDiskMatch(t *testing.T) {
 	t.Parallel()
 
 	for _, tt := range []struct {
 		match string
-		disk  string
-		sel   *configs.InstallDiskSelector
+		disk  string // machine.install.disk
 		err   string
 	}{
 		{match: `disk.dev_path == "/dev/vda"`, disk: "/dev/vda"},
 		{match: `"/dev/nvme0n1" == disk.dev_path`, disk: "/dev/nvme0n1"},
 		{match: `(disk.dev_path == '/dev/sda')`, disk: "/dev/sda"},
-		{match: `disk.size > 120u * GB`, sel: &configs.InstallDiskSelector{Size: "> 120GB"}},
-		{match: `disk.size <= 2u * TiB && !disk.readonly && !disk.cdrom`, sel: &configs.InstallDiskSelector{Size: "<= 2TiB"}},
-		{match: `GiB * 64u < disk.size`, sel: &configs.InstallDiskSelector{Size: "> 64GiB"}},
-		{match: `disk.size == 4096`, sel: &configs.InstallDiskSelector{Size: "== 4096"}},
-		{match: `disk.transport == "nvme" && !system_disk`, sel: &configs.InstallDiskSelector{Type: "nvme"}},
-		{match: `disk.transport == "mmc"`, sel: &configs.InstallDiskSelector{Type: "sd"}},
-		{match: `disk.rotational`, sel: &configs.InstallDiskSelector{Type: "hdd"}},
-		{match: `disk.model == "QEMU HARDDISK*"`, sel: &configs.InstallDiskSelector{Model: `QEMU HARDDISK\*`}},
-		{match: `disk.model.startsWith("Samsung") && disk.serial.endsWith("X1")`, sel: &configs.InstallDiskSelector{Model: "Samsung*", Serial: "*X1"}},
-		{match: `disk.wwid.contains("5002538") && disk.bus_path == "/pci0000:00/0000:00:05.0/virtio2"`,
-			sel: &configs.InstallDiskSelector{WWID: "*5002538*", BusPath: "/pci0000:00/0000:00:05.0/virtio2"}},
-		{match: `glob("Samsung SSD 9?0*", disk.model) && disk.uuid == "a" && disk.modalias == "b"`,
-			sel: &configs.InstallDiskSelector{Model: `Samsung SSD 9\?0*`, UUID: "a", Modalias: "b"}},
+		{match: `disk.size > 120u * GB`},
+		{match: `disk.size <= 2u * TiB && !disk.readonly && !disk.cdrom`},
+		{match: `GiB * 64u < disk.size`},
+		{match: `disk.size == 4096u`},
+		{match: `disk.transport == "nvme" && !system_disk`},
+		{match: `disk.transport == "mmc"`},
+		{match: `disk.rotational`},
+		{match: `disk.model == "QEMU HARDDISK*"`},
+		{match: `disk.model.startsWith("Samsung") && disk.serial.endsWith("X1")`},
+		{match: `disk.wwid.contains("5002538") && disk.bus_path == "/pci0000:00/0000:00:05.0/virtio2"`},
+		{match: `glob("Samsung SSD 9?0*", disk.model) && disk.uuid == "a" && disk.modalias == "b"`},
+		{match: `disk.size > 120u * GB && disk.size < 1u * TB`},
+		{match: `disk.transport == "nvme" || disk.transport == "sata"`},
+		{match: `disk.transport in ["sata", "nvme"]`},
+		{match: `!disk.rotational`},
+		{match: `disk.model != "x"`},
+		{match: `disk.dev_path == "/dev/sda" && disk.size > 1u * GB`},
+		{match: `disk.sub_system == "/sys/class/block"`},
+		{match: `disk.model > "a"`},
+		{match: `!disk.readonly`},
+		{match: `!system_disk`},
 
-		{match: `disk.size > 120u * GB && disk.size < 1u * TB`, err: "disk.size is compared twice: talosbox's disk selector holds one condition on it"},
-		{match: `disk.transport == "nvme" || disk.transport == "sata"`, err: "|| (either of two conditions) is not something talosbox's disk selector can say"},
-		{match: `disk.transport == "sata"`, err: `disk.transport == "sata": talosbox's disk selector tells disks apart by type (nvme, sd, ssd or hdd), not by the "sata" transport`},
-		{match: `!disk.rotational`, err: `!disk.rotational: talosbox's disk selector picks one disk type`},
-		{match: `disk.model != "x"`, err: `disk.model != "x": != (a property differing from a value) is not something talosbox's disk selector can say`},
-		{match: `disk.dev_path == "/dev/sda" && disk.size > 1u * GB`, err: "disk.dev_path cannot be combined with conditions on the disk's properties"},
-		{match: `disk.symlinks.exists(s, s == "x")`, err: "is not a condition talosbox reads"},
-		{match: `disk.sub_system == "/sys/class/block"`, err: `talosbox's disk selector has no condition on disk.sub_system`},
-		{match: `disk.size > "big"`, err: "disk.size is compared with a number of bytes"},
-		{match: `disk.model > "a"`, err: "only disk.size is compared with >"},
-		{match: `system_disk`, err: "system_disk is not a condition talosbox reads"},
-		{match: `!disk.readonly`, err: "sets no condition talosbox can select a disk by"},
-		{match: `disk.size > `, err: "the expression ends early"},
-		{match: `disk.model == "x`, err: "a string is not closed"},
-		{match: `(disk.rotational`, err: "a parenthesis is not closed"},
-		{match: `disk.size @ 1`, err: `unexpected "@"`},
+		{match: `disk.size == 4096`, err: "disk selector is invalid: at 11: == compares values of one type, not uint and int (disk sizes and the size units are uint: write 100u"},
+		{match: `system_disk`, err: "system_disk matches no disk: the install chooses among disks none of which is the system disk yet"},
+		{match: `disk.symlinks.exists(s, s == "x")`, err: "disk selector is invalid: at 15: exists() is not a method talosbox reads (startsWith, endsWith, contains, matches)"},
+		{match: `disk.size > "big"`, err: "disk selector is invalid: at 11: > compares values of one type, not uint and string"},
+		{match: `disk.rotational ? disk.size > 1u : true`, err: "disk selector is invalid: at 17: talosbox does not evaluate the conditional ? : in a disk selector; it reads disk.<field>"},
+		{match: `disk.size > `, err: "disk selector is invalid: the expression ends too early"},
+		{match: `disk.model == "x`, err: "disk selector is invalid: at 15: a string is not closed"},
+		{match: `(disk.rotational`, err: `disk selector is invalid: at 17: want ")", got the end`},
+		{match: `disk.size @ 1`, err: `disk selector is invalid: at 11: unexpected character '@'`},
 	} {
 		t.Run(tt.match, func(t *testing.T) {
 			t.Parallel()
@@ -65,14 +69,7 @@ func TestUnattendedInstallDiskMatch(t *testing.T) {
 			cfg, _, err := configs.Load([]byte(rtText(t, "", rtUnattended(tt.match, ""))), configs.ModeMetal)
 
 			if tt.err != "" {
-				// The effective machine.install has no disk then, which its
-				// own rule says too.
-				rtMatch(t, "error", rtProblems(err), []string{"UnattendedInstallConfig.provisioning.diskSelector.match: ",
-					"UnattendedInstallConfig: either install disk or diskSelector should be defined"})
-
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Errorf("err = %v, want it to say %q", err, tt.err)
-				}
+				rtMatch(t, "error", rtProblems(err), []string{"UnattendedInstallConfig.provisioning.diskSelector.match: " + tt.err})
 
 				return
 			}
@@ -81,8 +78,12 @@ func TestUnattendedInstallDiskMatch(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			if in := cfg.Machine.Install; in.Disk != tt.disk || !reflect.DeepEqual(in.DiskSelector, tt.sel) {
-				t.Errorf("machine.install disk %q, diskSelector %+v; want %q, %+v", in.Disk, in.DiskSelector, tt.disk, tt.sel)
+			if in := cfg.Machine.Install; in.Disk != tt.disk || in.DiskSelector != nil {
+				t.Errorf("machine.install disk %q, diskSelector %+v; want %q and none", in.Disk, in.DiskSelector, tt.disk)
+			}
+
+			if e, err := configs.DocumentOf[*configs.UnattendedInstallConfig](cfg).Selector(); err != nil || e.String() != tt.match {
+				t.Errorf("Selector = %v, %v", e, err)
 			}
 		})
 	}
@@ -119,17 +120,16 @@ func TestUnattendedInstallConfig(t *testing.T) {
 	rtRun(t, []rtCase{
 		{name: "folded into machine.install; wipe by default, as in Talos", mode: configs.ModeMetal, docs: rtUnattended(`disk.dev_path == "/dev/vda"`, ""),
 			check: install(configs.InstallConfig{Disk: "/dev/vda", Image: image, Wipe: true})},
-		{name: "no wipe", mode: configs.ModeMetal, docs: rtUnattended(`disk.size >= 100u * GB`, "  wipe: false\nreboot: false\n"),
-			check: install(configs.InstallConfig{DiskSelector: &configs.InstallDiskSelector{Size: ">= 100GB"}, Image: image})},
+		{name: "no wipe; the disk chosen by the expression at install", mode: configs.ModeMetal, docs: rtUnattended(`disk.size >= 100u * GB`, "  wipe: false\nreboot: false\n"),
+			check: install(configs.InstallConfig{Image: image})},
 		{name: "in a container, as machine.install", docs: rtUnattended(`disk.dev_path == "/dev/vda"`, "")},
-		{name: "in a container, which does not install, an expression talosbox cannot read", docs: rtUnattended(`disk.transport == "sata"`, "reboot: true\n"),
-			warns: []string{`UnattendedInstallConfig.provisioning.diskSelector.match: cannot translate "disk.transport == \"sata\""`}},
+		{name: "in a container, which does not install, an expression talosbox cannot evaluate", docs: rtUnattended(`disk.transport == "sata" ? true : false`, "reboot: true\n"),
+			warns: []string{`UnattendedInstallConfig.provisioning.diskSelector.match: disk selector is invalid: at 26: talosbox does not evaluate the conditional ? :`}},
 		{name: "no installer image", mode: configs.ModeMetal,
 			docs:  "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller: {}\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == \"/dev/vda\"\n",
 			warns: []string{"UnattendedInstallConfig.installer.image: installer.image is not set: the node partitions the disk but cannot write BOOT"}},
 		{name: "no disk expression", mode: configs.ModeMetal, docs: "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller:\n  image: " + image + "\n",
-			errs: []string{"UnattendedInstallConfig.provisioning.diskSelector.match: provisioning.diskSelector.match is required",
-				"UnattendedInstallConfig: either install disk or diskSelector should be defined"}},
+			errs: []string{"UnattendedInstallConfig.provisioning.diskSelector.match: provisioning.diskSelector.match is required"}},
 		{name: "machine.install's rules, located in the document", mode: configs.ModeMetal,
 			docs: "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller:\n  image: 'ghcr.io/x:'\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == \"sda\"\n",
 			errs: []string{`UnattendedInstallConfig.installer.image: `, `UnattendedInstallConfig.provisioning.diskSelector.match: install disk "sda" must be a path under /dev/`}},
@@ -159,4 +159,49 @@ func TestUnattendedInstallConfig(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestUnattendedInstallCompare: a change of the disk expression is a
+// change of the config (a node in maintenance mode installs by it), and
+// where the node reads it from says where it is.
+func TestUnattendedInstallCompare(t *testing.T) {
+	t.Parallel()
+
+	load := func(match string) *configs.Config {
+		cfg, err := configs.Decode([]byte(rtText(t, "", rtUnattended(match, ""))))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		return cfg
+	}
+
+	for _, tt := range []struct {
+		old, new string
+		want     []string
+	}{
+		{`disk.dev_path == "/dev/vda"`, `disk.dev_path == '/dev/vda'`, nil},
+		{`disk.dev_path == "/dev/vda"`, `disk.dev_path == "/dev/vdb"`,
+			[]string{`~ UnattendedInstallConfig.provisioning.diskSelector.match: "/dev/vda" -> "/dev/vdb"`}},
+		{`disk.size > 10u * GiB`, `disk.size > 20u * GiB`,
+			[]string{`~ UnattendedInstallConfig.provisioning.diskSelector.match: "disk.size > 10u * GiB" -> "disk.size > 20u * GiB"`}},
+		{`disk.dev_path == "/dev/vda"`, `disk.transport == "nvme"`, []string{
+			`- UnattendedInstallConfig.provisioning.diskSelector.match: "/dev/vda"`,
+			`+ UnattendedInstallConfig.provisioning.diskSelector.match: "disk.transport == \"nvme\""`,
+		}},
+	} {
+		changes, err := configs.Compare(load(tt.old), load(tt.new))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		got := make([]string, len(changes))
+		for i, c := range changes {
+			got[i] = c.String()
+		}
+
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s -> %s:\ngot  %q\nwant %q", tt.old, tt.new, got, tt.want)
+		}
+	}
 }

@@ -35,18 +35,12 @@ type UserVolumeConfig struct {
 
 // UserVolumeProvisioning is where a volume is made, and how big.
 type UserVolumeProvisioning struct {
-	DiskSelector *UserVolumeDiskSelector `yaml:"diskSelector,omitempty"`
-	Grow         *bool                   `yaml:"grow,omitempty"`
+	DiskSelector *DiskMatch `yaml:"diskSelector,omitempty"`
+	Grow         *bool      `yaml:"grow,omitempty"`
 	// MinSize is a size ("10GiB"); MaxSize a size, a share of the free
 	// space ("50%"), or either negative (what to leave free).
 	MinSize string `yaml:"minSize,omitempty"`
 	MaxSize string `yaml:"maxSize,omitempty"`
-}
-
-// UserVolumeDiskSelector is a CEL expression over a disk
-// (configs/diskexpr).
-type UserVolumeDiskSelector struct {
-	Match string `yaml:"match,omitempty"`
 }
 
 // UserVolumeFilesystem is the volume's filesystem.
@@ -148,11 +142,11 @@ func (u *UserVolumeConfig) MountPoint() string { return path.Join(UserVolumeMoun
 
 // Selector is the parsed disk selector, nil when there is none.
 func (u *UserVolumeConfig) Selector() (*diskexpr.Expr, error) {
-	if u.Provisioning == nil || u.Provisioning.DiskSelector == nil || u.Provisioning.DiskSelector.Match == "" {
+	if u.Provisioning == nil {
 		return nil, nil
 	}
 
-	return diskexpr.Parse(u.Provisioning.DiskSelector.Match)
+	return u.Provisioning.DiskSelector.Expr()
 }
 
 // Secure says whether the volume is mounted nosuid and nodev.
@@ -329,10 +323,10 @@ func (u *UserVolumeConfig) checkProvisioning(v *validator, path string, sized bo
 
 	pp := path + ".provisioning"
 
-	if p.DiskSelector == nil || p.DiskSelector.Match == "" {
+	if p.DiskSelector.empty() {
 		v.errorf(pp+".diskSelector.match", `disk selector is required: a CEL expression choosing the disk (disk.transport == "nvme", !system_disk)`)
-	} else if _, err := diskexpr.Parse(p.DiskSelector.Match); err != nil {
-		v.errorf(pp+".diskSelector.match", "disk selector is invalid: %v", err)
+	} else {
+		checkDiskMatch(v.errorf, pp+".diskSelector.match", p.DiskSelector)
 	}
 
 	minSize, minErr := ParseVolumeSize(p.MinSize)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/talosbox/talosbox/configs/diskexpr"
 )
 
 // VolumeConfig is Talos's VolumeConfig: how one system volume is made,
@@ -15,10 +17,10 @@ import (
 // the system disk (internal/disk). Their encryption is
 // machine.systemDiskEncryption (Talos refuses it set both ways, and so
 // does talosbox); the storage reads the rest from the document: mount
-// (nosuid and nodev, noatime), EPHEMERAL's minimum size (checked at
-// install) and trim (FilesystemTrimConfig). What the node cannot do is
-// refused: other volumes, other disks, a maximum size, xfs options,
-// scrubbing.
+// (nosuid and nodev, noatime), EPHEMERAL's minimum size and disk selector
+// (checked at install: the install disk must match it) and trim
+// (FilesystemTrimConfig). What the node cannot do is refused: other
+// volumes, other disks, a maximum size, xfs options, scrubbing.
 type VolumeConfig struct {
 	Name         string              `yaml:"name"`
 	Provisioning *VolumeProvisioning `yaml:"provisioning,omitempty"`
@@ -172,9 +174,14 @@ func (c *VolumeConfig) checkProvisioning(v *validator, p string) {
 		return
 	}
 
-	if pr.DiskSelector != nil && strings.TrimSpace(pr.DiskSelector.Match) != "system_disk" {
-		volumeCannot(v)(p+".diskSelector.match", "talosbox makes EPHEMERAL on the system disk, after STATE: it cannot place it on another disk; "+
-			"remove diskSelector (or write system_disk)")
+	// What the selector says of the system disk is known now when it
+	// does not depend on the disk (!system_disk); the rest is evaluated
+	// against the install disk at install.
+	if e := checkDiskMatch(volumeCannot(v), p+".diskSelector.match", pr.DiskSelector); e != nil {
+		if matches, known := e.Decided(true); known && !matches {
+			volumeCannot(v)(p+".diskSelector.match", "talosbox makes EPHEMERAL on the system disk, after STATE: it cannot place it on another disk; "+
+				"remove diskSelector (or write system_disk)")
+		}
 	}
 
 	if pr.Grow != nil && !*pr.Grow {
@@ -307,6 +314,16 @@ func (c *VolumeConfig) MountNoAccessTime(def bool) bool {
 	}
 
 	return *c.Mount.DisableAccessTime
+}
+
+// Selector is the volume's parsed provisioning.diskSelector, nil when
+// there is none.
+func (c *VolumeConfig) Selector() (*diskexpr.Expr, error) {
+	if c == nil || c.Provisioning == nil {
+		return nil, nil
+	}
+
+	return c.Provisioning.DiskSelector.Expr()
 }
 
 // MinSize is the volume's provisioning.minSize in bytes, 0 when unset.

@@ -86,6 +86,20 @@ func TestVolumeConfig(t *testing.T) {
 			errs: []string{`VolumeConfig["STATE"].provisioning: provisioning config is not allowed for the "STATE" volume`, `VolumeConfig["STATE"].mount: mount config is not allowed for the "STATE" volume`}},
 		{name: "EPHEMERAL on another disk", mode: configs.ModeMetal, v1: metalInstall, docs: rtVolume("EPHEMERAL", "provisioning:\n  diskSelector:\n    match: disk.transport == \"nvme\" && !system_disk\n"),
 			errs: []string{`VolumeConfig["EPHEMERAL"].provisioning.diskSelector.match: talosbox makes EPHEMERAL on the system disk, after STATE: it cannot place it on another disk`}},
+		{name: "EPHEMERAL on a disk chosen by its properties: the install disk must match them", mode: configs.ModeMetal, v1: metalInstall,
+			docs: rtVolume("EPHEMERAL", "provisioning:\n  diskSelector:\n    match: disk.transport == \"nvme\" || (system_disk && disk.size > 10u * GiB)\n"),
+			check: func(t *testing.T, cfg *configs.Config) {
+				if e, err := configs.SystemVolumeConfig(cfg, "EPHEMERAL").Selector(); err != nil || e == nil {
+					t.Errorf("Selector = %v, %v", e, err)
+				}
+			}},
+		{name: "EPHEMERAL on any disk but the system disk", mode: configs.ModeMetal, v1: metalInstall, docs: rtVolume("EPHEMERAL", "provisioning:\n  diskSelector:\n    match: '!system_disk || false'\n"),
+			errs: []string{`VolumeConfig["EPHEMERAL"].provisioning.diskSelector.match: talosbox makes EPHEMERAL on the system disk, after STATE: it cannot place it on another disk`}},
+		{name: "EPHEMERAL's disk selector talosbox cannot evaluate", mode: configs.ModeMetal, v1: metalInstall,
+			docs: rtVolume("EPHEMERAL", "provisioning:\n  diskSelector:\n    match: disk.size > 10 * GiB\n"),
+			errs: []string{`VolumeConfig["EPHEMERAL"].provisioning.diskSelector.match: disk selector is invalid: at 16: * multiplies numbers of one type, not int and uint`}},
+		{name: "in a container, EPHEMERAL's disk selector is not evaluated", docs: rtVolume("EPHEMERAL", "provisioning:\n  diskSelector:\n    match: disk.size / 2u > 1u\n"),
+			warns: []string{`VolumeConfig["EPHEMERAL"].provisioning.diskSelector.match: disk selector is invalid: at 11: talosbox does not evaluate / (division) in a disk selector; it reads disk.<field>`}},
 		{name: "EPHEMERAL that does not grow, with a maximum size", mode: configs.ModeMetal, v1: metalInstall, docs: rtVolume("EPHEMERAL", "provisioning:\n  grow: false\n  maxSize: 50%\n"),
 			errs: []string{`VolumeConfig["EPHEMERAL"].provisioning.grow: talosbox's EPHEMERAL always takes the rest of the system disk: it cannot keep it from growing`,
 				`VolumeConfig["EPHEMERAL"].provisioning.maxSize: talosbox's EPHEMERAL always takes the rest of the system disk: a maximum size cannot be honoured`}},

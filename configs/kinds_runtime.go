@@ -8,7 +8,9 @@ var runtimeKinds = []kindInfo{
 	{kind: "SysfsConfig", new: func() Document { return &SysfsConfig{} }, folded: true},
 	{kind: "KernelModuleConfig", new: func() Document { return &KernelModuleConfig{} }, named: true, folded: true},
 	{kind: "EnvironmentConfig", new: func() Document { return &EnvironmentConfig{} }, folded: true},
-	{kind: "UnattendedInstallConfig", new: func() Document { return &UnattendedInstallConfig{} }, folded: true},
+	// Folded into machine.install but for its disk expression (residue),
+	// which, like machine.install, applies live (it is read at install).
+	{kind: "UnattendedInstallConfig", new: func() Document { return &UnattendedInstallConfig{} }, live: true},
 	// Nothing to apply: workload isolation is refused where Talos has it.
 	{kind: "SecurityProfileConfig", new: func() Document { return &SecurityProfileConfig{} }, live: true},
 	// The kmsg, event sink and watchdog controllers follow the config.

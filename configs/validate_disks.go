@@ -137,7 +137,9 @@ func (v *validator) install(in *InstallConfig) {
 		return
 	}
 
-	if in.Disk == "" && in.DiskSelector == nil && v.mode.RequiresInstall() {
+	// An UnattendedInstallConfig chooses the disk by its expression (its
+	// own check requires one), which the effective fields cannot hold.
+	if in.Disk == "" && in.DiskSelector == nil && v.mode.RequiresInstall() && DocumentOf[*UnattendedInstallConfig](v.cfg) == nil {
 		v.errorf(p, "either install disk or diskSelector should be defined")
 	}
 

@@ -100,8 +100,15 @@ func (b *builder) disk(in *configs.InstallConfig) {
 	}
 
 	target := in.Disk
-	if in.DiskSelector != nil {
+
+	switch u := configs.DocumentOf[*configs.UnattendedInstallConfig](b.cfg); {
+	case in.DiskSelector != nil:
 		target = "the disk machine.install.diskSelector matches"
+	case target == "" && u != nil:
+		// machine.install.disk holds only an expression naming a path.
+		if e, err := u.Selector(); err == nil && e != nil {
+			target = "the first disk UnattendedInstallConfig's " + e.String() + " matches"
+		}
 	}
 
 	out := struct {

@@ -286,3 +286,45 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderInstallDiskExpression: the disk layout names the install disk
+// as the config chooses it: by path, or by an UnattendedInstallConfig
+// expression, which the node evaluates at install.
+func TestRenderInstallDiskExpression(t *testing.T) {
+	// gen config writes the install disk as an UnattendedInstallConfig
+	// since Talos 1.14.
+	c, err := generate.ParseContract("v1.14")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := generate.Generate(generate.Options{ClusterName: "demo", Endpoint: "https://10.5.0.2:6443", InstallDisk: "/dev/vda", Contract: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	data, err := out.ControlPlane.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const byPath = `match: disk.dev_path == "/dev/vda"`
+	if !strings.Contains(string(data), byPath) {
+		t.Fatalf("gen config writes no %s:\n%s", byPath, data)
+	}
+
+	for _, tc := range []struct{ match, want string }{
+		{byPath, "disk: /dev/vda\n"},
+		{`match: disk.size > 10u * GB`, "disk: the first disk UnattendedInstallConfig's disk.size > 10u * GB matches\n"},
+	} {
+		cfg, err := configs.Decode([]byte(strings.Replace(string(data), byPath, tc.match, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		arts := mustRender(t, cfg, render.Options{Mode: configs.ModeMetal, Hostname: "demo-controlplane-1", NodeIPs: []netip.Addr{netip.MustParseAddr("10.5.0.2")}})
+		if got := file(t, arts, "boot/disk.yaml"); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: boot/disk.yaml has no %q:\n%s", tc.match, tc.want, got)
+		}
+	}
+}

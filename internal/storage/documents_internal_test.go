@@ -33,18 +33,48 @@ func docConfig(t *testing.T, text string) *configs.Config {
 }
 
 // TestInstallTargetFromDocuments: the disk an UnattendedInstallConfig's
-// expression picks, and EPHEMERAL's minimum size from its VolumeConfig,
-// as the install reads them.
+// expression picks, evaluated against the machine's disks (the first it
+// matches, by name), and EPHEMERAL's minimum size and disk selector from
+// its VolumeConfig, as the install reads them.
 func TestInstallTargetFromDocuments(t *testing.T) {
 	sys := fakeDisks(t, map[string]int64{"vda": 6, "vdb": 5, "sdc": 8})
 
-	if err := os.MkdirAll(filepath.Join(sys, "devices", "virtio", "block", "sdc", "device"), 0o755); err != nil {
-		t.Fatal(err)
+	attr := func(name, file, content string) {
+		t.Helper()
+
+		p := filepath.Join(sys, "devices", "virtio", "block", name, file)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := os.WriteFile(p, []byte(content+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
-	if err := os.WriteFile(filepath.Join(sys, "devices", "virtio", "block", "sdc", "device", "model"), []byte("Samsung SSD 990\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// The transport is the name of the bus device/subsystem links to.
+	transport := func(name, bus string) {
+		t.Helper()
+
+		dir, dev := filepath.Join(sys, "bus", bus), filepath.Join(sys, "devices", "virtio", "block", name, "device")
+		for _, d := range []string{dir, dev} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		if err := os.Symlink(dir, filepath.Join(dev, "subsystem")); err != nil {
+			t.Fatal(err)
+		}
 	}
+
+	attr("sdc", "device/model", "Samsung SSD 990")
+	transport("sdc", "nvme")
+	attr("vda", "device/model", "QEMU HARDDISK")
+	transport("vda", "virtio")
+	attr("vdb", "serial", "talos-vdb")
+	attr("vdb", "queue/rotational", "1")
+	transport("vdb", "virtio")
 
 	install := func(match string) string {
 		return "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\nprovisioning:\n  diskSelector:\n    match: '" + match + "'\n"
@@ -54,31 +84,63 @@ func TestInstallTargetFromDocuments(t *testing.T) {
 		return "---\napiVersion: v1alpha1\nkind: VolumeConfig\nname: EPHEMERAL\nprovisioning:\n  minSize: " + size + "\n"
 	}
 
+	ephemeralOn := func(match string) string {
+		return "---\napiVersion: v1alpha1\nkind: VolumeConfig\nname: EPHEMERAL\nprovisioning:\n  diskSelector:\n    match: '" + match + "'\n"
+	}
+
+	const disks = `(disks: /dev/sdc (8.0 GiB, transport "nvme", model "Samsung SSD 990"), /dev/vda (6.0 GiB, transport "virtio", model "QEMU HARDDISK"), ` +
+		`/dev/vdb (5.0 GiB, transport "virtio", serial "talos-vdb"))`
+
 	for _, tt := range []struct {
 		name, docs, want, err string
 	}{
 		{"a device path", install(`disk.dev_path == "/dev/vdb"`), "/dev/vdb", ""},
 		{"a size", install(`disk.size >= 7u * GiB`), "/dev/sdc", ""},
 		{"a model prefix", install(`disk.model.startsWith("Samsung")`), "/dev/sdc", ""},
+		{"a transport", install(`disk.transport == "virtio"`), "/dev/vda", ""},
+		{"either of two", install(`disk.serial == "talos-vdb" || disk.model == "QEMU HARDDISK"`), "/dev/vda", ""},
+		{"not rotational, not NVMe", install(`!disk.rotational && disk.transport != "nvme"`), "/dev/vda", ""},
+		{"rotational", install(`disk.rotational`), "/dev/vdb", ""},
+		{"in a list, sized", install(`disk.transport in ["virtio", "sata"] && disk.size < 6u * GiB`), "/dev/vdb", ""},
+		{"no disk is the system disk before the install", install(`!system_disk`), "/dev/sdc", ""},
 		{"a size and a model that no disk has together", install(`disk.size < 7u * GiB && disk.model.startsWith("Samsung")`), "",
-			`machine.install.diskSelector {size: "< 7GiB", model: "Samsung*"} matches no disk here`},
+			`UnattendedInstallConfig's provisioning.diskSelector.match: disk.size < 7u * GiB && disk.model.startsWith("Samsung") matches no disk here ` + disks},
+		{"an error evaluating", install(`disk.size * 10000000000u > 1u`), "",
+			`UnattendedInstallConfig's provisioning.diskSelector.match: disk.size * 10000000000u > 1u: uint overflow`},
 		{"EPHEMERAL's minimum size met", install(`disk.dev_path == "/dev/vda"`) + minSize("3GiB"), "/dev/vda", ""},
 		{"EPHEMERAL's minimum size too big for the disk", install(`disk.dev_path == "/dev/vda"`) + minSize("5GiB"), "",
 			"install disk /dev/vda: plan partitions: the disk (6.0 GiB) is too small for EFI, BIOS, BOOT, META, STATE, EPHEMERAL: it needs at least 7.2 GiB"},
+		{"EPHEMERAL's selector matching the install disk, the system disk once installed", install(`disk.transport == "nvme"`) +
+			ephemeralOn(`system_disk && !disk.rotational`), "/dev/sdc", ""},
+		{"EPHEMERAL's selector not matching the install disk", install(`disk.dev_path == "/dev/vda"`) + ephemeralOn(`disk.transport == "nvme"`), "",
+			`install disk /dev/vda (6.0 GiB, transport "virtio", model "QEMU HARDDISK"): VolumeConfig "EPHEMERAL" provisioning.diskSelector.match ` +
+				`disk.transport == "nvme" does not match it, and talosbox makes EPHEMERAL on the system disk`},
+		{"EPHEMERAL's selector and a v1alpha1 install disk", "version: v1alpha1\nmachine:\n  install:\n    disk: /dev/vdb\n" + ephemeralOn(`!disk.rotational`), "",
+			`install disk /dev/vdb (5.0 GiB, transport "virtio", serial "talos-vdb"): VolumeConfig "EPHEMERAL" provisioning.diskSelector.match !disk.rotational does not match it`},
+		{"a v1alpha1 disk selector, as before", "version: v1alpha1\nmachine:\n  install:\n    diskSelector:\n      model: QEMU*\n" + ephemeralOn(`!disk.rotational`),
+			"/dev/vda", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := NewVolumes(Options{
 				Platform: platform.Platform{Name: platform.Metal, StateDir: t.TempDir(), EphemeralDir: t.TempDir(), Root: "/"},
 				SysRoot:  sys,
+				// Consulted only when the config chooses no disk.
+				Cmdline: func() platform.Cmdline { return platform.ParseCmdline("talosbox.install.disk=/dev/vdb") },
 			})
 
-			d, err := v.installTarget(docConfig(t, tt.docs))
+			cfg := docConfig(t, tt.docs)
+			d, err := v.installTarget(cfg)
 
 			switch {
 			case tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)):
 				t.Fatalf("err = %v, want %q", err, tt.err)
 			case tt.err == "" && (err != nil || d.Path != tt.want):
 				t.Fatalf("installTarget = %s, %v; want %s", d.Path, err, tt.want)
+			case tt.err != "":
+				// Refused before the node leaves maintenance mode.
+				if cerr := v.CheckInstallable(cfg); cerr == nil || cerr.Error() != err.Error() {
+					t.Fatalf("CheckInstallable = %v, want %v", cerr, err)
+				}
 			}
 		})
 	}

@@ -15,45 +15,32 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/talosbox/talosbox/configs"
+	"github.com/talosbox/talosbox/configs/diskexpr"
 	"github.com/talosbox/talosbox/internal/atomicfile"
 	"github.com/talosbox/talosbox/internal/disk"
 	"github.com/talosbox/talosbox/internal/platform"
 )
 
-// installTarget picks the disk an install writes to: the disk the config's
-// machine.install.diskSelector matches, else its machine.install.disk, else talosbox.install.disk= from the kernel
-// command line, else the first virtio disk (the first disk otherwise).
-// It checks that the layout fits, so that a config naming a wrong disk is
-// refused before the node leaves maintenance mode.
+// installTarget picks the disk an install writes to: the first disk the
+// config's UnattendedInstallConfig expression matches, else the disk its
+// machine.install.diskSelector matches, else its machine.install.disk,
+// else talosbox.install.disk= from the kernel command line, else the first
+// virtio disk (the first disk otherwise). It checks that EPHEMERAL's
+// VolumeConfig selector matches the disk and that the layout fits, so
+// that a config naming a wrong disk is refused before the node leaves
+// maintenance mode.
 func (v *Volumes) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
-	want := ""
-
-	var sel *configs.InstallDiskSelector
-
-	if cfg.Machine != nil && cfg.Machine.Install != nil {
-		want, sel = cfg.Machine.Install.Disk, cfg.Machine.Install.DiskSelector
-	}
-
-	if want == "" {
-		want, _ = v.opts.Cmdline().Get(platform.ParamInstallDisk)
-	}
-
 	devs, err := disk.Scan(v.opts.SysRoot)
 	if err != nil {
 		return disk.BlockDevice{}, err
 	}
 
-	var d disk.BlockDevice
-
-	// The selector wins over a disk path, as in Talos.
-	if sel != nil {
-		d, err = disk.SelectDisk(devs, disk.Selector{Size: sel.Size, Name: sel.Name, Model: sel.Model, Serial: sel.Serial,
-			Modalias: sel.Modalias, UUID: sel.UUID, WWID: sel.WWID, Type: sel.Type, BusPath: sel.BusPath})
-	} else {
-		d, err = disk.ChooseDisk(devs, want)
+	d, err := v.chooseInstallDisk(cfg, devs)
+	if err != nil {
+		return disk.BlockDevice{}, err
 	}
 
-	if err != nil {
+	if err := v.checkEphemeralSelector(cfg, d); err != nil {
 		return disk.BlockDevice{}, err
 	}
 
@@ -62,6 +49,92 @@ func (v *Volumes) installTarget(cfg *configs.Config) (disk.BlockDevice, error) {
 	}
 
 	return d, nil
+}
+
+func (v *Volumes) chooseInstallDisk(cfg *configs.Config, devs []disk.BlockDevice) (disk.BlockDevice, error) {
+	if u := configs.DocumentOf[*configs.UnattendedInstallConfig](cfg); u != nil {
+		sel, err := u.Selector()
+		if err != nil {
+			return disk.BlockDevice{}, fmt.Errorf("%s: %w", unattendedSelector, err)
+		}
+
+		// Without an expression (refused by validation on metal) the
+		// v1alpha1 fields and the defaults choose.
+		if sel != nil {
+			return v.matchInstallDisk(sel, disk.Disks(devs))
+		}
+	}
+
+	want := ""
+
+	var sel *configs.InstallDiskSelector
+
+	if cfg.Machine != nil && cfg.Machine.Install != nil {
+		want, sel = cfg.Machine.Install.Disk, cfg.Machine.Install.DiskSelector
+	}
+
+	// The selector wins over a disk path, as in Talos.
+	if sel != nil {
+		return disk.SelectDisk(devs, disk.Selector{Size: sel.Size, Name: sel.Name, Model: sel.Model, Serial: sel.Serial,
+			Modalias: sel.Modalias, UUID: sel.UUID, WWID: sel.WWID, Type: sel.Type, BusPath: sel.BusPath})
+	}
+
+	if want == "" {
+		want, _ = v.opts.Cmdline().Get(platform.ParamInstallDisk)
+	}
+
+	return disk.ChooseDisk(devs, want)
+}
+
+// unattendedSelector names the install disk expression in messages.
+const unattendedSelector = "UnattendedInstallConfig's provisioning.diskSelector.match"
+
+// matchInstallDisk is the first of disks sel matches, as Talos takes the
+// first disk its expression matches. Before the install no disk is the
+// system disk.
+func (v *Volumes) matchInstallDisk(sel *diskexpr.Expr, disks []disk.BlockDevice) (disk.BlockDevice, error) {
+	for _, d := range disks {
+		ok, err := sel.Match(v.diskEnv(d))
+		if err != nil {
+			return disk.BlockDevice{}, fmt.Errorf("%s: %w", unattendedSelector, err)
+		}
+
+		if ok {
+			return d, nil
+		}
+	}
+
+	return disk.BlockDevice{}, fmt.Errorf("%s: %w", unattendedSelector, noDisk(sel, disks, nil))
+}
+
+// checkEphemeralSelector refuses an install disk that EPHEMERAL's
+// VolumeConfig selector does not match: talosbox makes EPHEMERAL on the
+// system disk, which the install disk is about to be.
+func (v *Volumes) checkEphemeralSelector(cfg *configs.Config, d disk.BlockDevice) error {
+	const what = `VolumeConfig "EPHEMERAL" provisioning.diskSelector.match`
+
+	sel, err := configs.SystemVolumeConfig(cfg, configs.VolumeEphemeral).Selector()
+	if sel == nil && err == nil {
+		return nil
+	}
+
+	ok := false
+
+	if err == nil {
+		env := v.diskEnv(d)
+		env.SystemDisk = true
+		ok, err = sel.Match(env)
+	}
+
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case !ok:
+		return fmt.Errorf("install disk %s (%s): %s %s does not match it, and talosbox makes EPHEMERAL on the system disk: "+
+			"write a selector the install disk matches (system_disk), or choose another install disk", d.Path, describeDisk(d), what, sel)
+	}
+
+	return nil
 }
 
 // CheckInstallable refuses, on a metal node that is not installed yet, a

@@ -225,7 +225,30 @@ func noDisk(sel *diskexpr.Expr, candidates []disk.BlockDevice, passed []string) 
 		return fmt.Errorf("no disk that %s matches has room: %s", sel, strings.Join(passed, "; "))
 	}
 
-	return fmt.Errorf("%s matches no disk here (disks: %s)", sel, disk.Describe(candidates))
+	described := make([]string, len(candidates))
+	for i, d := range candidates {
+		described[i] = d.Path + " (" + describeDisk(d) + ")"
+	}
+
+	if len(described) == 0 {
+		described = []string{"none"}
+	}
+
+	return fmt.Errorf("%s matches no disk here (disks: %s)", sel, strings.Join(described, ", "))
+}
+
+// describeDisk says what a selector sees of d: its size, and the fields
+// selectors test most, when the kernel tells them.
+func describeDisk(d disk.BlockDevice) string {
+	parts := []string{fmt.Sprintf("%.1f GiB", float64(d.Size)/(1<<30))}
+
+	for _, f := range []struct{ name, value string }{{"transport", d.Transport}, {"model", d.Model}, {"serial", d.Serial}} {
+		if f.value != "" {
+			parts = append(parts, fmt.Sprintf("%s %q", f.name, f.value))
+		}
+	}
+
+	return strings.Join(parts, ", ")
 }
 
 func probePath(d disk.BlockDevice) (string, error) {

@@ -54,7 +54,7 @@ func userVolume(name, typ, match, maxSize string) *configs.UserVolumeConfig {
 	u := &configs.UserVolumeConfig{Name: name, VolumeType: typ, Filesystem: &configs.UserVolumeFilesystem{Type: "ext4"},
 		Mount: &configs.UserVolumeMount{DisableAccessTime: ptr(true)}}
 	if match != "" {
-		u.Provisioning = &configs.UserVolumeProvisioning{DiskSelector: &configs.UserVolumeDiskSelector{Match: match}, MaxSize: maxSize}
+		u.Provisioning = &configs.UserVolumeProvisioning{DiskSelector: &configs.DiskMatch{Match: match}, MaxSize: maxSize}
 	}
 
 	return u
@@ -167,7 +167,7 @@ func TestUserVolumes(t *testing.T) {
 	}{
 		{userVolume("none", "", `disk.transport == "nvme"`, "1GiB"), `disk.transport == "nvme" matches no disk here (disks: /dev/` + a + ` (0.4 GiB), /dev/` + b + ` (0.2 GiB))`},
 		{
-			&configs.UserVolumeConfig{Name: "big", Provisioning: &configs.UserVolumeProvisioning{DiskSelector: &configs.UserVolumeDiskSelector{Match: sel}, MinSize: "1GiB"}},
+			&configs.UserVolumeConfig{Name: "big", Provisioning: &configs.UserVolumeProvisioning{DiskSelector: &configs.DiskMatch{Match: sel}, MinSize: "1GiB"}},
 			`no disk that ` + sel + ` matches has room: /dev/` + a + `: not enough space: 149 MiB free, the volume needs 1.0 GiB`,
 		},
 		{userVolume("wholeb", configs.UserVolumeDisk, `disk.dev_path == "/dev/`+a+`"`, ""), `no disk that disk.dev_path == "/dev/` + a + `" matches has room: /dev/` + a + `: holds gpt`},
