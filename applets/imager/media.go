@@ -13,6 +13,7 @@ import (
 	"github.com/talosbox/talosbox/initramfs"
 	"github.com/talosbox/talosbox/internal/applet"
 	"github.com/talosbox/talosbox/internal/bootmedia"
+	"github.com/talosbox/talosbox/internal/render"
 	"github.com/talosbox/talosbox/internal/version"
 )
 
@@ -175,8 +176,10 @@ func loadEmbedded(path string) ([]byte, error) {
 		return nil, err
 	}
 
-	// Warnings are the node's to print; errors would stop its boot.
-	if _, _, err := configs.Load(data, configs.ModeMetal); err != nil {
+	// The node's own validation (render.Load: configs' rules and every
+	// renderer). Warnings are the node's to print; errors would stop its
+	// boot.
+	if _, _, err := render.Load(data, configs.ModeMetal); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 
