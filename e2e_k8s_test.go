@@ -169,6 +169,12 @@ func TestDockerKubernetes(t *testing.T) {
 		t.FailNow()
 	}
 
+	// Issue 49: the node has the kubelet validate its config, with the
+	// binary in the kubelet image it runs, before it applies one.
+	t.Run("a kubelet setting the kubelet refuses is refused at apply, in its words", func(t *testing.T) {
+		testKubeletValidatesAtApply(t, dc, w)
+	})
+
 	t.Run("the pods talosbox deploys share one shim per node", func(t *testing.T) {
 		testSystemShimGroup(t, dc, names, cp1, w)
 	})

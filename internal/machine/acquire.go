@@ -10,7 +10,6 @@ import (
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/platform"
-	"github.com/talosbox/talosbox/internal/render"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
 
@@ -152,7 +151,7 @@ func (n *Node) mode() configs.Mode {
 
 // check decodes and validates a config for this platform.
 func (n *Node) check(data []byte) (*configs.Config, error) {
-	cfg, _, err := render.Load(data, n.mode())
+	cfg, _, err := n.load(data)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
-	"github.com/talosbox/talosbox/internal/render"
 	"github.com/talosbox/talosbox/internal/resources/config"
 	"github.com/talosbox/talosbox/internal/resources/runtime"
 )
@@ -219,9 +218,7 @@ type loadedConfig struct {
 }
 
 func (n *Node) validate(data []byte) (*configs.Config, []string, error) {
-	// The one validation (render.Load): configs' rules, then every
-	// renderer, as talosctl validate runs them.
-	cfg, warnings, err := render.Load(data, n.mode())
+	cfg, warnings, err := n.load(data)
 	if err != nil {
 		return cfg, warnings, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/cri"
+	"github.com/talosbox/talosbox/internal/k8s/validator"
 	"github.com/talosbox/talosbox/internal/logring"
 	"github.com/talosbox/talosbox/internal/network"
 	"github.com/talosbox/talosbox/internal/platform"
@@ -139,6 +140,8 @@ type Node struct {
 	// containerd is the container runtime; the boot starts its services
 	// and machined's controllers render its config.
 	containerd *cri.Containerd
+	// kubeValidator finds the components' validators in its images.
+	kubeValidator *validator.Finder
 
 	// volumes are the system disk and the user disks; the boot and reset
 	// sequences decide when they are opened, mounted and wiped.
@@ -191,6 +194,8 @@ func New(opts Options) (*Node, error) {
 		offered:  make(chan loadedConfig),
 		requests: make(chan request),
 		sysRoot:  storage.SysRoot,
+
+		kubeValidator: newKubeValidator(opts.Platform),
 	}
 
 	n.containerd = cri.NewContainerd(cri.ContainerdOptions{

@@ -21,12 +21,15 @@ import (
 // (talosbox's settings with machine.kubelet.extraConfig), the scheduler's
 // (cluster.scheduler.config), the controller-manager's extraArgs. Only
 // what the config sets is asked about, and only where the Kubernetes
-// binary of that version is at hand (kubevalidate.Find: a machine that
-// built the images); elsewhere configs' own checks from the per-version
-// data are what there is.
+// binary of that version is at hand: on a node, in the component's image
+// when the node has it (Options.KubeBinaries: a config that is not
+// validated so gets a warning that says why); elsewhere in the image cache
+// of a machine that built the images (kubevalidate.Find), and without one
+// configs' own checks from the per-version data are what there is.
 func (b *builder) kubeValidate() {
 	type part struct {
 		component, image string
+		path             string // the config's, for a warning
 		req              kubevalidate.Request
 	}
 
@@ -40,7 +43,7 @@ func (b *builder) kubeValidate() {
 			InContainer: b.opts.Mode == configs.ModeContainer,
 		})
 		if err == nil {
-			parts = append(parts, part{"kubelet", spec.Image, kubevalidate.Request{Kubelet: &kubevalidate.Kubelet{
+			parts = append(parts, part{"kubelet", spec.Image, "machine.kubelet.extraConfig", kubevalidate.Request{Kubelet: &kubevalidate.Kubelet{
 				Config: spec.Config, Fields: slices.Sorted(maps.Keys(k.ExtraConfig)),
 			}}})
 		}
@@ -54,7 +57,7 @@ func (b *builder) kubeValidate() {
 
 		if s := cl.Scheduler; s != nil && len(s.Config) > 0 {
 			if doc := schedulerConfig(b.cfg); doc != nil {
-				parts = append(parts, part{"kube-scheduler", specs[k8s.SchedulerID].Image, kubevalidate.Request{Scheduler: &kubevalidate.Scheduler{
+				parts = append(parts, part{"kube-scheduler", specs[k8s.SchedulerID].Image, "cluster.scheduler.config", kubevalidate.Request{Scheduler: &kubevalidate.Scheduler{
 					Config: doc, FeatureGates: s.ExtraArgs["feature-gates"],
 				}}})
 			}
@@ -66,7 +69,7 @@ func (b *builder) kubeValidate() {
 				args = append(args, "--"+k+"="+cm.ExtraArgs[k])
 			}
 
-			parts = append(parts, part{"kube-controller-manager", specs[k8s.ControllerManagerID].Image,
+			parts = append(parts, part{"kube-controller-manager", specs[k8s.ControllerManagerID].Image, "cluster.controllerManager.extraArgs",
 				kubevalidate.Request{ControllerManager: &kubevalidate.ControllerManager{Args: args}}})
 		}
 	}
@@ -77,15 +80,14 @@ func (b *builder) kubeValidate() {
 			continue // reported with the image
 		}
 
-		bin, err := kubevalidate.Find(ver.String())
+		ans, err := b.kubeRun(p.image, ver.String(), &p.req)
 		if err != nil {
-			continue
-		}
+			// Only a node says so: elsewhere the image cache is an
+			// extra, and its absence is the usual case.
+			if b.opts.KubeBinaries != nil {
+				b.warn(p.path, "not validated by %s %s itself: %v", p.component, ver, err)
+			}
 
-		ans, err := kubevalidate.Run(context.Background(), bin, &p.req)
-		if err != nil {
-			// A binary from before kube-config-validate existed, or one
-			// that failed: the config is not the one at fault.
 			continue
 		}
 
@@ -108,6 +110,31 @@ func (b *builder) kubeValidate() {
 			b.fail(p, "%s refuses it: %s", who, prob.Msg)
 		}
 	}
+}
+
+// kubeRun runs the validator of the component of image, version ver, on
+// req: the node's (Options.KubeBinaries) or the image cache's.
+func (b *builder) kubeRun(image, ver string, req *kubevalidate.Request) (*kubevalidate.Answer, error) {
+	ctx := context.Background()
+
+	var (
+		bin string
+		err error
+	)
+
+	if b.opts.KubeBinaries != nil {
+		bin, err = b.opts.KubeBinaries(ctx, image)
+	} else {
+		bin, err = kubevalidate.Find(ver)
+	}
+
+	if err != nil {
+		return nil, err
+	}
+
+	// A binary from before kube-config-validate existed, or one that
+	// failed: the config is not the one at fault.
+	return kubevalidate.Run(ctx, bin, req)
 }
 
 // fieldPath joins a component's field path to the config path of its

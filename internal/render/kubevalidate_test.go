@@ -3,7 +3,9 @@
 package render_test
 
 import (
+	"context"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -145,5 +147,44 @@ func TestKubeValidate(t *testing.T) {
 				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
 			}
 		})
+	}
+}
+
+// TestKubeValidateOnNodeRefuses: a node's validation (LoadOn with its
+// finder, here handing out the image cache's binary of the image's
+// version, as the node's finds the same build in the image) refuses what
+// the component refuses, by line, in the component's words.
+func TestKubeValidateOnNodeRefuses(t *testing.T) {
+	_, worker := gen(t)
+
+	data, err := worker.Edit(func(v1 *configs.Config) {
+		v1.Machine.Kubelet.ExtraConfig = configs.Unstructured{"imageGCHighThresholdPercent": 150}
+	}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var asked []string
+
+	find := func(_ context.Context, image string) (string, error) {
+		asked = append(asked, image)
+
+		v, err := configs.KubeVersionOfImage(image)
+		if err != nil {
+			return "", err
+		}
+
+		return kubevalidate.Find(v.String())
+	}
+
+	_, _, err = render.LoadOn(data, configs.ModeContainer, render.WithKubeBinaries(find))
+
+	want := regexp.MustCompile(`line \d+: machine\.kubelet\.extraConfig\.imageGCHighThresholdPercent: kubelet 1\.34\.12 refuses it: invalid configuration: imageGCHighThresholdPercent \(--image-gc-high-threshold\) 150 must be between 0 and 100, inclusive`)
+	if err == nil || !want.MatchString(err.Error()) {
+		t.Errorf("got %v, want %s", err, want)
+	}
+
+	if !reflect.DeepEqual(asked, []string{"ghcr.io/siderolabs/kubelet:v1.34.12"}) {
+		t.Errorf("asked for %q", asked)
 	}
 }

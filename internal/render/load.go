@@ -19,3 +19,16 @@ func Validate(opts ...Option) configs.Check {
 func Load(data []byte, mode configs.Mode, opts ...configs.ValidateOption) (*configs.Config, []string, error) {
 	return configs.Load(data, mode, append(opts, configs.WithChecks(Validate()))...)
 }
+
+// LoadOn is Load on a node, with what the node knows (opts, e.g.
+// WithKubeBinaries): the renderers' warnings (a component config the
+// node could not have its component validate) follow configs'.
+func LoadOn(data []byte, mode configs.Mode, opts ...Option) (*configs.Config, []string, error) {
+	var warns []string
+
+	opts = append(opts[:len(opts):len(opts)], withWarnings(func(w string) { warns = append(warns, w) }))
+
+	cfg, warnings, err := configs.Load(data, mode, configs.WithChecks(Validate(opts...)))
+
+	return cfg, append(warnings, warns...), err
+}

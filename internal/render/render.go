@@ -14,11 +14,13 @@
 // (internal/k8s/render, internal/k8s/manifests/templates, internal/cri,
 // internal/bootloader, internal/disk), or for etcd a pure rendering of
 // what internal/etcd configures, kept in step by tests. Nothing here does
-// I/O except Artifacts.Write.
+// I/O except Artifacts.Write and running the components' own validators
+// (kubeValidate).
 package render
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -49,7 +51,22 @@ type Options struct {
 	// secret (configs' list, as redacted for os:reader) is replaced by
 	// configs.Redacted wherever it appears.
 	WithSecrets bool
+	// KubeBinaries finds the Kubernetes binary that validates the
+	// components' configs (kube-config-validate) in a component's image;
+	// nil looks in the image cache of a machine that built the images
+	// (configs/kubevalidate.Find). A node passes its own
+	// (internal/k8s/validator), and a config it could not validate so
+	// gets a warning.
+	KubeBinaries KubeBinaries
+
+	// warn receives the warnings of the renderers (LoadOn).
+	warn func(string)
 }
+
+// KubeBinaries returns the path of the Kubernetes binary in image (a
+// component's image as the config names it) that runs as
+// kube-config-validate, or why there is none.
+type KubeBinaries func(ctx context.Context, image string) (string, error)
 
 // Option changes the Options Check renders with.
 type Option func(*Options)
@@ -65,6 +82,11 @@ func WithKernelCmdline(c string) Option { return func(o *Options) { o.KernelCmdl
 
 // WithDiskSize is Options.DiskSize.
 func WithDiskSize(n int64) Option { return func(o *Options) { o.DiskSize = n } }
+
+// WithKubeBinaries is Options.KubeBinaries.
+func WithKubeBinaries(f KubeBinaries) Option { return func(o *Options) { o.KubeBinaries = f } }
+
+func withWarnings(f func(string)) Option { return func(o *Options) { o.warn = f } }
 
 // Render renders every artifact of cfg. It fails, with every problem as
 // Check reports them, when any renderer does; inputs a node supplies never
@@ -94,7 +116,8 @@ func Render(cfg *configs.Config, opts Options) (*Artifacts, error) {
 // Check runs every renderer on cfg for mode and returns every failure as
 // a *configs.Errors of *configs.ValidationError, each with the config path
 // that caused it where one is known, so it composes with
-// configs.Validate's. It does no I/O and writes nothing.
+// configs.Validate's. It writes nothing; its only I/O is running the
+// components' own validators (kubeValidate).
 func Check(cfg *configs.Config, mode configs.Mode, opts ...Option) error {
 	o := Options{Mode: mode}
 	for _, opt := range opts {
@@ -165,6 +188,14 @@ func (b *builder) add(a Artifact) {
 	}
 
 	b.arts.List = append(b.arts.List, a)
+}
+
+// warn records a warning at a config path, where the caller takes them
+// (LoadOn); Check alone reports errors only.
+func (b *builder) warn(path, format string, args ...any) {
+	if b.opts.warn != nil {
+		b.opts.warn(path + ": " + sprintf(format, args...))
+	}
 }
 
 // note records something a reader of the artifacts should know.
