@@ -101,6 +101,10 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value) {
 		d.unstructured(n, v)
 
 		return
+	case t == argValueType:
+		d.argValue(n, v) // a string or a list of strings (args.go)
+
+		return
 	case reflect.PointerTo(t).Implements(textUnmarshalType):
 		if !d.expect(n, yaml.ScalarNode) {
 			return

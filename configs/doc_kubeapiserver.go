@@ -16,7 +16,7 @@ import (
 // unless startupProbes is false.
 type KubeAPIServerConfig struct {
 	Image         string            `yaml:"image"`
-	ExtraArgs     map[string]string `yaml:"extraArgs,omitempty"`
+	ExtraArgs     Args              `yaml:"extraArgs,omitempty"`
 	Env           map[string]string `yaml:"env,omitempty"`
 	Resources     *ResourcesConfig  `yaml:"resources,omitempty"`
 	APIPort       *int              `yaml:"apiPort,omitempty"`
@@ -52,7 +52,7 @@ func (k *KubeAPIServerConfig) check(v *validator, path string) {
 			"lets through (anonymous enabled, with those paths): the node leaves the probes out; set startupProbes: false to say so")
 	}
 
-	for _, arg := range sortedStrings(k.ExtraArgs) {
+	for _, arg := range k.ExtraArgs.Names() {
 		for _, d := range apiServerDocDenied {
 			if strings.HasPrefix(arg, d.prefix) {
 				v.errorf(keyPath(path+".extraArgs", arg), "kube-apiserver extra argument %q is not allowed: use %s", arg, d.use)
@@ -74,7 +74,7 @@ func (k *KubeAPIServerConfig) fold(f *folding) {
 
 	a := f.apiServer()
 	a.Image = k.Image
-	a.ExtraArgs = cloneStrings(k.ExtraArgs)
+	a.ExtraArgs = k.ExtraArgs.Clone()
 	a.Env = cloneStrings(k.Env)
 	a.Resources = cloneResources(k.Resources)
 	a.CertSANs = append([]string(nil), k.CertExtraSANs...)

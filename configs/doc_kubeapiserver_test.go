@@ -24,7 +24,7 @@ startupProbes: false
 `, fold: func(t *testing.T, cfg *configs.Config) {
 			a := cfg.Cluster.APIServer
 			switch {
-			case a.Image != "registry.k8s.io/kube-apiserver:v1.34.12" || a.ExtraArgs["http2-max-streams-per-connection"] != "32" || a.Env["HTTP_PROXY"] == "":
+			case a.Image != "registry.k8s.io/kube-apiserver:v1.34.12" || a.ExtraArgs["http2-max-streams-per-connection"].String() != "32" || a.Env["HTTP_PROXY"] == "":
 				t.Errorf("apiServer %+v", a)
 			case a.Resources == nil || a.Resources.Requests["cpu"] != "500m" || !slices.Equal(a.CertSANs, []string{"api.example.com"}):
 				t.Errorf("resources %+v SANs %v", a.Resources, a.CertSANs)
@@ -67,7 +67,7 @@ startupProbes: false
 
 	runPatchCases(t, []patchCase{
 		{name: "strategic merge", patch: "apiVersion: v1alpha1\nkind: KubeAPIServerConfig\nextraArgs:\n  v: \"2\"\n", check: func(t *testing.T, cfg *configs.Config) {
-			if a := cfg.Cluster.APIServer; a.ExtraArgs["v"] != "2" || a.Image != "registry.k8s.io/kube-apiserver:v1.34.12" {
+			if a := cfg.Cluster.APIServer; a.ExtraArgs["v"].String() != "2" || a.Image != "registry.k8s.io/kube-apiserver:v1.34.12" {
 				t.Errorf("apiServer %+v", a)
 			}
 		}},

@@ -29,7 +29,7 @@ func (k *KubeAuthenticationConfig) check(v *validator, path string) {
 	// kube-apiserver refuses the flags the file replaces next to it.
 	// (A KubeAPIServerConfig refuses them itself.)
 	if c := v.cfg.Cluster; c != nil && c.APIServer != nil && DocumentOf[*KubeAPIServerConfig](v.cfg) == nil {
-		for _, arg := range sortedStrings(c.APIServer.ExtraArgs) {
+		for _, arg := range c.APIServer.ExtraArgs.Names() {
 			if arg == "anonymous-auth" || arg == "authentication-config" || strings.HasPrefix(arg, "oidc-") {
 				v.errorf(keyPath("cluster.apiServer.extraArgs", arg), "kube-apiserver extra argument %q cannot be used with a KubeAuthenticationConfig: "+
 					"say it in the KubeAuthenticationConfig", arg)

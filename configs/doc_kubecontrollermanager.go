@@ -6,7 +6,7 @@ package configs
 type KubeControllerManagerConfig struct {
 	Enabled   *bool             `yaml:"enabled,omitempty"`
 	Image     string            `yaml:"image"`
-	ExtraArgs map[string]string `yaml:"extraArgs,omitempty"`
+	ExtraArgs Args              `yaml:"extraArgs,omitempty"`
 	Env       map[string]string `yaml:"env,omitempty"`
 	Resources *ResourcesConfig  `yaml:"resources,omitempty"`
 }
@@ -42,10 +42,10 @@ func (k *KubeControllerManagerConfig) fold(f *folding) {
 	// masks): the component's own flags win, as in Talos.
 	for key, val := range k.ExtraArgs {
 		if cm.ExtraArgs == nil {
-			cm.ExtraArgs = map[string]string{}
+			cm.ExtraArgs = Args{}
 		}
 
-		cm.ExtraArgs[key] = val
+		cm.ExtraArgs[key] = val.clone()
 		f.alias(keyPath("cluster.controllerManager.extraArgs", key), keyPath("extraArgs", key))
 	}
 

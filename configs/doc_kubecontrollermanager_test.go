@@ -11,7 +11,7 @@ func TestKubeControllerManagerConfig(t *testing.T) {
 		{name: "folds into cluster.controllerManager", doc: "kind: KubeControllerManagerConfig\nimage: registry.k8s.io/kube-controller-manager:v1.34.12\nextraArgs:\n  v: \"2\"\nenv:\n  A: b\nresources:\n  limits:\n    memory: 2Gi\n",
 			fold: func(t *testing.T, cfg *configs.Config) {
 				cm := cfg.Cluster.ControllerManager
-				if cm.Image != "registry.k8s.io/kube-controller-manager:v1.34.12" || cm.ExtraArgs["v"] != "2" || cm.Env["A"] != "b" || cm.Resources.Limits["memory"] != "2Gi" {
+				if cm.Image != "registry.k8s.io/kube-controller-manager:v1.34.12" || cm.ExtraArgs["v"].String() != "2" || cm.Env["A"] != "b" || cm.Resources.Limits["memory"] != "2Gi" {
 					t.Errorf("controllerManager %+v", cm)
 				}
 			}},
@@ -35,7 +35,7 @@ func TestKubeControllerManagerConfig(t *testing.T) {
 
 	runPatchCases(t, []patchCase{
 		{name: "strategic merge", patch: "apiVersion: v1alpha1\nkind: KubeControllerManagerConfig\nextraArgs:\n  v: \"3\"\n", check: func(t *testing.T, cfg *configs.Config) {
-			if cfg.Cluster.ControllerManager.ExtraArgs["v"] != "3" {
+			if cfg.Cluster.ControllerManager.ExtraArgs["v"].String() != "3" {
 				t.Errorf("%+v", cfg.Cluster.ControllerManager)
 			}
 		}},

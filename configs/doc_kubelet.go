@@ -9,8 +9,8 @@ type KubeletConfigDoc struct {
 	Image string `yaml:"image"`
 	// Config is merged over the kubelet configuration the node writes
 	// (machine.kubelet.extraConfig); config: {} changes nothing.
-	Config    Unstructured      `yaml:"config"`
-	ExtraArgs map[string]string `yaml:"extraArgs,omitempty"`
+	Config    Unstructured `yaml:"config"`
+	ExtraArgs Args         `yaml:"extraArgs,omitempty"`
 	// ClusterDNS overrides the DNS service addresses pods are given.
 	ClusterDNS                          []string `yaml:"clusterDNS,omitempty"`
 	DefaultRuntimeSeccompProfileEnabled *bool    `yaml:"defaultRuntimeSeccompProfileEnabled,omitempty"`
@@ -35,7 +35,7 @@ func (k *KubeletConfigDoc) fold(f *folding) {
 	kl := f.kubelet()
 	kl.Image = k.Image
 	kl.ExtraConfig = cloneUnstructured(k.Config)
-	kl.ExtraArgs = cloneStrings(k.ExtraArgs)
+	kl.ExtraArgs = k.ExtraArgs.Clone()
 	kl.ClusterDNS = append([]string(nil), k.ClusterDNS...)
 	kl.DefaultRuntimeSeccompProfileEnabled = k.DefaultRuntimeSeccompProfileEnabled != nil && *k.DefaultRuntimeSeccompProfileEnabled
 	kl.DisableManifestsDirectory = true

@@ -27,7 +27,7 @@ clusterDNS: [10.96.0.11]
 defaultRuntimeSeccompProfileEnabled: true
 `, fold: func(t *testing.T, cfg *configs.Config) {
 			k := cfg.Machine.Kubelet
-			if k.ExtraConfig["serverTLSBootstrap"] != true || k.ExtraArgs["feature-gates"] != "AllBeta=true" ||
+			if k.ExtraConfig["serverTLSBootstrap"] != true || k.ExtraArgs["feature-gates"].String() != "AllBeta=true" ||
 				!slices.Equal(k.ClusterDNS, []string{"10.96.0.11"}) || !k.DefaultRuntimeSeccompProfileEnabled {
 				t.Errorf("kubelet %+v", k)
 			}
@@ -50,7 +50,7 @@ defaultRuntimeSeccompProfileEnabled: true
 
 	runPatchCases(t, []patchCase{
 		{name: "strategic merge", patch: "apiVersion: v1alpha1\nkind: KubeletConfig\nextraArgs:\n  v: \"2\"\n", check: func(t *testing.T, cfg *configs.Config) {
-			if cfg.Machine.Kubelet.ExtraArgs["v"] != "2" || cfg.Machine.Kubelet.Image == "" {
+			if cfg.Machine.Kubelet.ExtraArgs["v"].String() != "2" || cfg.Machine.Kubelet.Image == "" {
 				t.Errorf("kubelet %+v", cfg.Machine.Kubelet)
 			}
 		}},

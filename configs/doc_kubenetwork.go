@@ -114,10 +114,10 @@ func (k *KubeNetworkConfig) fold(f *folding) {
 		}
 
 		if cm.ExtraArgs == nil {
-			cm.ExtraArgs = map[string]string{}
+			cm.ExtraArgs = Args{}
 		}
 
-		cm.ExtraArgs[m.flag] = strconv.Itoa(m.size)
+		cm.ExtraArgs.Set(m.flag, strconv.Itoa(m.size))
 		f.alias(keyPath("cluster.controllerManager.extraArgs", m.flag), m.sub)
 	}
 }

@@ -22,7 +22,7 @@ nodeCIDRMaskSizeIPv6: 64
 			}
 
 			// The node masks are the controller-manager's flags.
-			if a := cfg.Cluster.ControllerManager.ExtraArgs; a["node-cidr-mask-size-ipv4"] != "25" || a["node-cidr-mask-size-ipv6"] != "64" {
+			if a := cfg.Cluster.ControllerManager.ExtraArgs; a["node-cidr-mask-size-ipv4"].String() != "25" || a["node-cidr-mask-size-ipv6"].String() != "64" {
 				t.Errorf("controller-manager flags %v", a)
 			}
 		}},
@@ -43,7 +43,7 @@ nodeCIDRMaskSizeIPv6: 64
 		// The controller-manager's own flag wins, as in Talos.
 		{name: "the controller-manager's flag wins", doc: "kind: KubeControllerManagerConfig\nimage: registry.k8s.io/kube-controller-manager:v1.34.12\nextraArgs:\n  node-cidr-mask-size-ipv4: \"26\"\n",
 			v1: "apiVersion: v1alpha1\nkind: KubeNetworkConfig\nnodeCIDRMaskSizeIPv4: 23\n", fold: func(t *testing.T, cfg *configs.Config) {
-				if got := cfg.Cluster.ControllerManager.ExtraArgs["node-cidr-mask-size-ipv4"]; got != "26" {
+				if got := cfg.Cluster.ControllerManager.ExtraArgs["node-cidr-mask-size-ipv4"].String(); got != "26" {
 					t.Errorf("mask %q", got)
 				}
 			}},

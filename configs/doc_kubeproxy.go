@@ -14,10 +14,10 @@ type KubeProxyConfig struct {
 	Enabled *bool  `yaml:"enabled,omitempty"`
 	Image   string `yaml:"image,omitempty"`
 	// Mode is iptables, ipvs or nftables (the default).
-	Mode      string            `yaml:"mode,omitempty"`
-	Config    Unstructured      `yaml:"config"`
-	ExtraArgs map[string]string `yaml:"extraArgs,omitempty"`
-	Resources *ResourcesConfig  `yaml:"resources,omitempty"`
+	Mode      string           `yaml:"mode,omitempty"`
+	Config    Unstructured     `yaml:"config"`
+	ExtraArgs Args             `yaml:"extraArgs,omitempty"`
+	Resources *ResourcesConfig `yaml:"resources,omitempty"`
 }
 
 // Kind implements Document.
@@ -68,7 +68,7 @@ func (k *KubeProxyConfig) fold(f *folding) {
 		f.conflict("", "cluster.proxy", "the kube-proxy config")
 	}
 
-	f.cluster().Proxy = &ProxyConfig{Disabled: !enabled(k.Enabled), Image: k.Image, Mode: k.Mode, ExtraArgs: cloneStrings(k.ExtraArgs)}
+	f.cluster().Proxy = &ProxyConfig{Disabled: !enabled(k.Enabled), Image: k.Image, Mode: k.Mode, ExtraArgs: k.ExtraArgs.Clone()}
 	f.alias("cluster.proxy", "")
 	f.alias("cluster.proxy.disabled", "enabled")
 	f.alias("cluster.proxy.image", "image")

@@ -9,7 +9,7 @@ type KubeSchedulerConfig struct {
 	// Config is merged over the KubeSchedulerConfiguration the node
 	// writes; config: {} changes nothing.
 	Config    Unstructured      `yaml:"config"`
-	ExtraArgs map[string]string `yaml:"extraArgs,omitempty"`
+	ExtraArgs Args              `yaml:"extraArgs,omitempty"`
 	Env       map[string]string `yaml:"env,omitempty"`
 	Resources *ResourcesConfig  `yaml:"resources,omitempty"`
 }
@@ -39,7 +39,7 @@ func (k *KubeSchedulerConfig) fold(f *folding) {
 	s := f.scheduler()
 	s.Image = k.Image
 	s.Config = cloneUnstructured(k.Config)
-	s.ExtraArgs = cloneStrings(k.ExtraArgs)
+	s.ExtraArgs = k.ExtraArgs.Clone()
 	s.Env = cloneStrings(k.Env)
 	s.Resources = cloneResources(k.Resources)
 

@@ -39,7 +39,7 @@ func TestKubeSchedulerConfig(t *testing.T) {
 			}
 		}},
 		{name: "JSON patch", patch: `[{"op": "add", "path": "/KubeSchedulerConfig/extraArgs", "value": {"v": "2"}}]`, check: func(t *testing.T, cfg *configs.Config) {
-			if cfg.Cluster.Scheduler.ExtraArgs["v"] != "2" {
+			if cfg.Cluster.Scheduler.ExtraArgs["v"].String() != "2" {
 				t.Errorf("%+v", cfg.Cluster.Scheduler)
 			}
 		}},

@@ -207,6 +207,41 @@ func ParseEtcdArg(key, value string) (EtcdArgValue, error) {
 	return EtcdArgValue{Flag: name, Value: v}, nil
 }
 
+// ParseEtcdArgValues reads every value of one cluster.etcd.extraArgs
+// entry, in order (ParseEtcdArg each). A list repeats the flag, which
+// etcd adds up for --feature-gates alone: any other flag given more than
+// once keeps only its last value, so it is refused. An empty list sets
+// nothing, as Talos gives etcd no flag for it; its key must still be one
+// the member lets extraArgs set.
+func ParseEtcdArgValues(key string, v ArgValue) ([]EtcdArgValue, error) {
+	values := v.Values()
+	if len(values) == 0 {
+		if _, err := ParseEtcdArg(key, ""); errors.Is(err, ErrEtcdArgOwned) || errors.Is(err, ErrEtcdArgUnknown) {
+			return nil, err
+		}
+
+		return nil, nil
+	}
+
+	out := make([]EtcdArgValue, 0, len(values))
+
+	for _, s := range values {
+		arg, err := ParseEtcdArg(key, s)
+		if err != nil {
+			return nil, err
+		}
+
+		if len(values) > 1 && strings.TrimLeft(key, "-") != "feature-gates" {
+			return nil, fmt.Errorf("%q is given %d times (a list), but etcd keeps only the last value of --%s: write one value (only feature-gates takes repeats)",
+				key, len(values), arg.Flag)
+		}
+
+		out = append(out, arg)
+	}
+
+	return out, nil
+}
+
 func (a EtcdArg) parse(v string) (any, error) {
 	bits := a.Bits
 	if bits == 0 {
@@ -324,15 +359,15 @@ func parseEtcdFeatureGates(v string) (map[string]bool, error) {
 
 // etcdExtraArgs checks cluster.etcd.extraArgs as the etcd member will
 // apply them, then what it checks of them all together when it starts.
-func (v *validator) etcdExtraArgs(args map[string]string) {
+func (v *validator) etcdExtraArgs(args Args) {
 	if settings, errs := ApplyEtcdArgs(args); len(errs) == 0 {
 		for _, err := range settings.Validate() {
 			v.errorf("cluster.etcd.extraArgs", "%v: etcd would not start", err)
 		}
 	}
 
-	for _, k := range sortedKeys(args) {
-		if _, err := ParseEtcdArg(k, args[k]); err != nil {
+	for _, k := range args.Names() {
+		if _, err := ParseEtcdArgValues(k, args[k]); err != nil {
 			msg := err.Error()
 			if errors.Is(err, ErrEtcdArgUnknown) {
 				if s := suggest(strings.TrimLeft(k, "-"), sortedKeys(EtcdArgs)); s != "" {

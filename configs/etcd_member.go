@@ -47,12 +47,13 @@ type EtcdSettings struct {
 }
 
 // ApplyEtcdArgs reads every extraArgs entry and applies them in key
-// order, as the member does. errs are the entries' problems, by key.
-func ApplyEtcdArgs(extraArgs map[string]string) (s EtcdSettings, errs map[string]error) {
+// order, a list's values in order, as the member does. errs are the
+// entries' problems, by key.
+func ApplyEtcdArgs(extraArgs Args) (s EtcdSettings, errs map[string]error) {
 	s = EtcdSettings{values: map[string]any{}, gates: map[string]bool{}}
 
-	for _, k := range slices.Sorted(maps.Keys(extraArgs)) {
-		arg, err := ParseEtcdArg(k, extraArgs[k])
+	for _, k := range extraArgs.Names() {
+		args, err := ParseEtcdArgValues(k, extraArgs[k])
 		if err != nil {
 			if errs == nil {
 				errs = map[string]error{}
@@ -63,15 +64,19 @@ func ApplyEtcdArgs(extraArgs map[string]string) (s EtcdSettings, errs map[string
 			continue
 		}
 
-		s.Flags = append(s.Flags, arg.CommandLine(extraArgs[k]))
+		values := extraArgs[k].Values()
 
-		if gates, ok := arg.Value.(map[string]bool); ok {
-			setGates(s.gates, gates)
+		for i, arg := range args {
+			s.Flags = append(s.Flags, arg.CommandLine(values[i]))
 
-			continue
+			if gates, ok := arg.Value.(map[string]bool); ok {
+				setGates(s.gates, gates)
+
+				continue
+			}
+
+			s.values[arg.Flag] = arg.Value
 		}
-
-		s.values[arg.Flag] = arg.Value
 	}
 
 	return s, errs

@@ -76,7 +76,7 @@ type FlannelConfig struct {
 // APIServerConfig configures kube-apiserver.
 type APIServerConfig struct {
 	Image        string            `yaml:"image,omitempty"`
-	ExtraArgs    map[string]string `yaml:"extraArgs,omitempty"`
+	ExtraArgs    Args              `yaml:"extraArgs,omitempty"`
 	ExtraVolumes []VolumeMount     `yaml:"extraVolumes,omitempty"`
 	Env          map[string]string `yaml:"env,omitempty"`
 	CertSANs     []string          `yaml:"certSANs,omitempty"`
@@ -110,7 +110,7 @@ type VolumeMount struct {
 // ControllerManager configures kube-controller-manager.
 type ControllerManager struct {
 	Image        string            `yaml:"image,omitempty"`
-	ExtraArgs    map[string]string `yaml:"extraArgs,omitempty"`
+	ExtraArgs    Args              `yaml:"extraArgs,omitempty"`
 	ExtraVolumes []VolumeMount     `yaml:"extraVolumes,omitempty"`
 	Env          map[string]string `yaml:"env,omitempty"`
 	Resources    *ResourcesConfig  `yaml:"resources,omitempty"`
@@ -121,14 +121,14 @@ type ProxyConfig struct {
 	Disabled bool   `yaml:"disabled,omitempty"`
 	Image    string `yaml:"image,omitempty"`
 	// Mode is iptables, ipvs or nftables.
-	Mode      string            `yaml:"mode,omitempty"`
-	ExtraArgs map[string]string `yaml:"extraArgs,omitempty"`
+	Mode      string `yaml:"mode,omitempty"`
+	ExtraArgs Args   `yaml:"extraArgs,omitempty"`
 }
 
 // SchedulerConfig configures kube-scheduler.
 type SchedulerConfig struct {
 	Image        string            `yaml:"image,omitempty"`
-	ExtraArgs    map[string]string `yaml:"extraArgs,omitempty"`
+	ExtraArgs    Args              `yaml:"extraArgs,omitempty"`
 	ExtraVolumes []VolumeMount     `yaml:"extraVolumes,omitempty"`
 	Env          map[string]string `yaml:"env,omitempty"`
 	Resources    *ResourcesConfig  `yaml:"resources,omitempty"`
@@ -157,7 +157,7 @@ type DiscoveryServiceRegistry struct {
 type EtcdConfig struct {
 	Image     string                `yaml:"image,omitempty"`
 	CA        *PEMCertificateAndKey `yaml:"ca,omitempty"`
-	ExtraArgs map[string]string     `yaml:"extraArgs,omitempty"`
+	ExtraArgs Args                  `yaml:"extraArgs,omitempty"`
 	// AdvertisedSubnets and ListenSubnets are CIDRs; "!" excludes.
 	AdvertisedSubnets []string `yaml:"advertisedSubnets,omitempty"`
 	ListenSubnets     []string `yaml:"listenSubnets,omitempty"`

@@ -52,12 +52,12 @@ type DisabledToggle struct {
 
 // KubeletConfig configures the kubelet on this node.
 type KubeletConfig struct {
-	Image                    string            `yaml:"image,omitempty"`
-	ClusterDNS               []string          `yaml:"clusterDNS,omitempty"`
-	ExtraArgs                map[string]string `yaml:"extraArgs,omitempty"`
-	ExtraMounts              []ExtraMount      `yaml:"extraMounts,omitempty"`
-	ExtraConfig              Unstructured      `yaml:"extraConfig,omitempty"`
-	CredentialProviderConfig Unstructured      `yaml:"credentialProviderConfig,omitempty"`
+	Image                    string       `yaml:"image,omitempty"`
+	ClusterDNS               []string     `yaml:"clusterDNS,omitempty"`
+	ExtraArgs                Args         `yaml:"extraArgs,omitempty"`
+	ExtraMounts              []ExtraMount `yaml:"extraMounts,omitempty"`
+	ExtraConfig              Unstructured `yaml:"extraConfig,omitempty"`
+	CredentialProviderConfig Unstructured `yaml:"credentialProviderConfig,omitempty"`
 	// DefaultRuntimeSeccompProfileEnabled makes RuntimeDefault the default
 	// seccomp profile of every pod.
 	DefaultRuntimeSeccompProfileEnabled bool           `yaml:"defaultRuntimeSeccompProfileEnabled,omitempty"`

@@ -17,7 +17,7 @@ type kubeComponent struct {
 	name  string // as kubeflags names it
 	path  string // its config section
 	image string // configured, or the default
-	args  map[string]string
+	args  Args
 }
 
 // kubeComponents lists the components this node runs or renders, with
@@ -28,7 +28,7 @@ func (v *validator) kubeComponents(c *Config) []kubeComponent {
 	if m := c.Machine; m != nil {
 		img := images.Kubelet(images.Kubernetes).String()
 
-		var args map[string]string
+		var args Args
 
 		if m.Kubelet != nil {
 			args = m.Kubelet.ExtraArgs
@@ -138,9 +138,8 @@ func (v *validator) componentArgs(comp kubeComponent, ver KubeVersion, known boo
 
 	denied := DeniedExtraArgs[p]
 
-	for _, k := range sortedKeys(comp.args) {
+	for _, k := range comp.args.Names() {
 		kp := keyPath(p, k)
-		val := comp.args[k]
 
 		switch {
 		case k == "":
@@ -179,11 +178,7 @@ func (v *validator) componentArgs(comp kubeComponent, ver KubeVersion, known boo
 			continue
 		}
 
-		if k == "feature-gates" {
-			v.featureGateFlag(kp, comp.name, ver, val)
-		} else if err := f.CheckValue(val); err != nil {
-			v.errorf(kp, "invalid value %q for --%s (%s): %v", val, k, f.Type, err)
-		}
+		v.flagValues(kp, comp.name, ver, k, f, comp.args[k])
 
 		// The kubelet calls nearly every flag deprecated in favour of its
 		// config file; a warning for each would be noise.
@@ -266,7 +261,7 @@ func (v *validator) derivedArgs(c *Config) {
 	}
 
 	type derived struct {
-		args        map[string]string
+		args        Args
 		path, flag  string
 		want        string
 		from, shape string
@@ -289,8 +284,10 @@ func (v *validator) derivedArgs(c *Config) {
 	}
 
 	for _, d := range checks {
-		got, ok := d.args[d.flag]
-		if !ok || sameValue(got, d.want, d.shape) {
+		// A repeated flag is refused as such (componentArgs); an empty
+		// list would drop the flag talosbox sets.
+		got, ok := d.args.Get(d.flag)
+		if !d.args.Has(d.flag) || (!ok && len(d.args.Values(d.flag)) > 1) || (ok && sameValue(got, d.want, d.shape)) {
 			continue
 		}
 
@@ -336,8 +333,8 @@ func (v *validator) admissionPlugins(c *Config) {
 	}
 
 	for _, flag := range []string{"enable-admission-plugins", "disable-admission-plugins"} {
-		list, ok := c.Cluster.APIServer.ExtraArgs[flag]
-		if !ok {
+		list := c.Cluster.APIServer.ExtraArgs.Joined(flag) // repeats add up
+		if list == "" {
 			continue
 		}
 

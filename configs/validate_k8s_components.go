@@ -34,7 +34,7 @@ func (v *validator) componentNames(c *Config) {
 	}
 
 	if cm := cl.ControllerManager; cm != nil {
-		if list, ok := cm.ExtraArgs["controllers"]; ok {
+		if list, ok := cm.ExtraArgs.Joined("controllers"), cm.ExtraArgs.Has("controllers"); ok { // repeats add up
 			if f, ver := v.kubeData(kubeflags.ControllerManager); f != nil {
 				v.controllers(keyPath("cluster.controllerManager.extraArgs", "controllers"), f, ver, list)
 			}

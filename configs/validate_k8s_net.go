@@ -154,12 +154,12 @@ func families(ps []netip.Prefix) string {
 // nodeCIDRMasks checks that every pod subnet can be split into the
 // per-node subnets the controller-manager allocates.
 func (v *validator) nodeCIDRMasks(c *ClusterConfig, pods []netip.Prefix) {
-	var args map[string]string
+	var args Args
 	if c.ControllerManager != nil {
 		args = c.ControllerManager.ExtraArgs
 	}
 
-	if args["allocate-node-cidrs"] == "false" {
+	if s, _ := args.Get("allocate-node-cidrs"); s == "false" {
 		return
 	}
 
@@ -170,11 +170,11 @@ func (v *validator) nodeCIDRMasks(c *ClusterConfig, pods []netip.Prefix) {
 		}
 
 		argKey := key
-		if len(pods) == 1 && args["node-cidr-mask-size"] != "" {
+		if s, _ := args.Get("node-cidr-mask-size"); len(pods) == 1 && s != "" {
 			argKey = "node-cidr-mask-size"
 		}
 
-		if s, ok := args[argKey]; ok {
+		if s, ok := args.Get(argKey); ok {
 			n, err := strconv.Atoi(s)
 			if err != nil {
 				continue // the flag's own check reports it
@@ -289,7 +289,7 @@ func bitmapServiceAllocator(api KubeVersion, cfg *APIServerConfig) bool {
 	}
 
 	if cfg != nil {
-		for entry := range strings.SplitSeq(cfg.ExtraArgs["feature-gates"], ",") {
+		for entry := range strings.SplitSeq(cfg.ExtraArgs.Joined("feature-gates"), ",") {
 			k, val, _ := strings.Cut(strings.TrimSpace(entry), "=")
 			k = strings.TrimPrefix(strings.TrimSpace(k), "kube:")
 

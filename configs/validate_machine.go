@@ -220,11 +220,13 @@ var (
 
 // kubeletNodeLabels checks the kubelet's --node-labels as it does at
 // start.
-func (v *validator) kubeletNodeLabels(p string, args map[string]string) {
-	list, ok := args["node-labels"]
-	if !ok {
+func (v *validator) kubeletNodeLabels(p string, args Args) {
+	values := args.Values("node-labels")
+	if len(values) == 0 {
 		return
 	}
+
+	list := strings.Join(values, ",") // repeats add up
 
 	kp := keyPath(p, "node-labels")
 
@@ -476,11 +478,14 @@ func (v *validator) machineMisc(m *MachineConfig) {
 
 // kubeletTaints checks the kubelet's --register-with-taints
 // (key[=value]:effect, comma-separated) as it does at start.
-func (v *validator) kubeletTaints(p string, args map[string]string) {
-	list, ok := args["register-with-taints"]
-	if !ok {
+func (v *validator) kubeletTaints(p string, args Args) {
+	values := args.Values("register-with-taints")
+	if len(values) == 0 {
 		return
 	}
+
+	// Each value is checked; a repeat is refused as such (componentArgs).
+	list := strings.Join(values, ",")
 
 	kp := keyPath(p, "register-with-taints")
 

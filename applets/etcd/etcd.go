@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/applet"
 	"github.com/talosbox/talosbox/internal/etcd"
 	"github.com/talosbox/talosbox/internal/network"
@@ -126,7 +127,9 @@ func (o *options) resolve() (etcd.Options, etcd.Mode, error) {
 		o.name = h
 	}
 
-	if err := etcd.ValidateExtraArgs(o.extraArgs); errors.Is(err, etcd.ErrArgOwned) {
+	extraArgs := configs.ArgsOf(o.extraArgs)
+
+	if err := etcd.ValidateExtraArgs(extraArgs); errors.Is(err, etcd.ErrArgOwned) {
 		return etcd.Options{}, 0, fmt.Errorf("--arg: %w: this applet's own flags set it (see etcd --help)", err)
 	} else if err != nil {
 		return etcd.Options{}, 0, fmt.Errorf("--arg: %w", err)
@@ -142,7 +145,7 @@ func (o *options) resolve() (etcd.Options, etcd.Mode, error) {
 		DataDir:   o.dataDir,
 		PKIDir:    o.pkiDir,
 		IPs:       ips,
-		ExtraArgs: o.extraArgs,
+		ExtraArgs: extraArgs,
 	}
 
 	opts.ListenClientURLs, opts.AdvertiseClientURLs = urls(o.listenClient, o.advertiseClient, ips, etcd.ClientPort)

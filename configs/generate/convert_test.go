@@ -190,13 +190,13 @@ machine:
 	a, b := cp.Cluster, got.Cluster
 
 	switch {
-	case b.APIServer.ExtraArgs["event-ttl"] != "2h0m0s" || b.APIServer.Env["HTTP_PROXY"] == "" || got.LocalAPIServerPort() != 7443:
+	case b.APIServer.ExtraArgs["event-ttl"].String() != "2h0m0s" || b.APIServer.Env["HTTP_PROXY"] == "" || got.LocalAPIServerPort() != 7443:
 		t.Errorf("API server %+v port %d", b.APIServer, got.LocalAPIServerPort())
-	case b.ControllerManager.ExtraArgs["v"] != "2" || b.Proxy.Mode != "ipvs" || !b.CoreDNS.Disabled:
+	case b.ControllerManager.ExtraArgs["v"].String() != "2" || b.Proxy.Mode != "ipvs" || !b.CoreDNS.Disabled:
 		t.Error("controller-manager, kube-proxy or CoreDNS settings lost")
 	case !b.AllowSchedulingOnControlPlanes || got.Machine.NodeTaints["dedicated"] != "gpu:NoSchedule" || got.Machine.NodeLabels["zone"] != "a":
 		t.Errorf("labels %v taints %v", got.Machine.NodeLabels, got.Machine.NodeTaints)
-	case got.Machine.Kubelet.ExtraArgs["v"] != "3" || got.Machine.Kubelet.NodeIP.ValidSubnets[0] != "10.5.0.0/24":
+	case got.Machine.Kubelet.ExtraArgs["v"].String() != "3" || got.Machine.Kubelet.NodeIP.ValidSubnets[0] != "10.5.0.0/24":
 		t.Errorf("kubelet %+v", got.Machine.Kubelet)
 	case len(got.Machine.Pods) != 1 || len(b.InlineManifests) != len(a.InlineManifests):
 		t.Error("static pods or inline manifests lost")

@@ -172,3 +172,25 @@ func checkMapStringBool(v string) error {
 
 	return nil
 }
+
+// repeatableTypes are the flag types whose parser adds up the values of
+// a flag given more than once (--flag=a --flag=b) instead of keeping the
+// last: pflag's slices, arrays and maps (after the first occurrence
+// replaces the default) and component-base's maps, multimaps, named
+// certificate keys (--tls-sni-cert-key) and the kubelet's NUMA memory
+// reservations (--reserved-memory). The kubelet's --register-with-taints
+// ([]v1.Taint) reads a comma-separated list but replaces it each time,
+// so it is not one of them.
+var repeatableTypes = map[string]bool{
+	"strings": true, "stringArray": true,
+	"ints": true, "int32Slice": true, "int64Slice": true, "uints": true, "bools": true,
+	"float32Slice": true, "float64Slice": true, "durationSlice": true, "ipSlice": true, "ipNetSlice": true,
+	"stringToString": true, "stringToInt": true, "stringToInt64": true,
+	"mapStringString": true, "mapStringBool": true, "colonSeparatedMultimapStringString": true,
+	"namedCertKey": true, "reserved-memory": true,
+}
+
+// Repeatable reports whether the component takes the flag repeated, each
+// value adding to the others; a flag of any other type keeps only its
+// last value. The zero Flag (an unknown flag) is not repeatable.
+func (f Flag) Repeatable() bool { return repeatableTypes[f.Type] }

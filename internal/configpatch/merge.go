@@ -12,7 +12,8 @@ import (
 
 // Strategic merge follows Talos: mappings merge recursively, scalars are
 // replaced, lists are appended to, except for the lists below whose items
-// are matched by a key and merged in place. `$patch: delete` in a mapping
+// are matched by a key and merged in place, and an extraArgs flag's list,
+// which is replaced (configs.IsArgValue). `$patch: delete` in a mapping
 // removes it (a whole key, or the matched list item).
 
 const directiveKey = "$patch"
@@ -121,8 +122,9 @@ func mergeValue(dst, src *yaml.Node, path []string, inFlow bool) (*yaml.Node, er
 	}
 
 	// A typed document's field Talos marks merge:"replace" is replaced
-	// as a whole.
-	replace := len(path) > 1 && configs.MergeReplaces(path[0], path[1:])
+	// as a whole, and so is one flag of extraArgs, list or not (Talos's
+	// Args.Merge), in v1alpha1 too.
+	replace := len(path) > 1 && (configs.MergeReplaces(path[0], path[1:]) || configs.IsArgValue(path))
 
 	switch {
 	case !replace && dst.Kind == yaml.MappingNode && src.Kind == yaml.MappingNode:

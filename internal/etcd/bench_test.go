@@ -14,6 +14,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/talosbox/talosbox/configs"
 )
 
 // benchEtcdEnv names an upstream etcd binary to measure next to the
@@ -77,7 +79,7 @@ func benchOptions(b *testing.B) Options {
 	o := testOptions(b, newTestCA(b), "bench")
 	o.HeartbeatInterval = benchHeartbeatMs * time.Millisecond
 	o.ElectionTimeout = benchElectionMs * time.Millisecond
-	o.ExtraArgs = map[string]string{"snapshot-count": strconv.Itoa(benchSnapshots)}
+	o.ExtraArgs = configs.ArgsOf(map[string]string{"snapshot-count": strconv.Itoa(benchSnapshots)})
 	o.Log = nil
 
 	return o

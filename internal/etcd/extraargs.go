@@ -3,9 +3,7 @@ package etcd
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
-	"slices"
 	"time"
 
 	"go.etcd.io/etcd/pkg/v3/featuregate"
@@ -96,11 +94,12 @@ func set[T any](f func(*embed.Config, T)) argSetter {
 
 // applyExtraArgs sets cluster.etcd.extraArgs on an embed config, see
 // ValidateExtraArgs.
-func applyExtraArgs(cfg *embed.Config, args map[string]string) error {
+func applyExtraArgs(cfg *embed.Config, args configs.Args) error {
 	var errs []error
 
-	// Sorted, so feature-gates and an experimental gate apply in a fixed order.
-	for _, key := range slices.Sorted(maps.Keys(args)) {
+	// Sorted, so feature-gates and an experimental gate apply in a fixed
+	// order; a list's values (repeated feature gates) in theirs.
+	for _, key := range args.Names() {
 		if err := applyArg(cfg, key, args[key]); err != nil {
 			errs = append(errs, err)
 		}
@@ -114,26 +113,28 @@ func applyExtraArgs(cfg *embed.Config, args map[string]string) error {
 }
 
 // ValidateExtraArgs checks cluster.etcd.extraArgs as Start will apply them
-// (configs.ParseEtcdArg, then the embed config). Keys talosbox owns fail
-// with ErrArgOwned, unknown ones with ErrArgUnknown. Every bad key is
+// (configs.ParseEtcdArgValues, then the embed config). Keys talosbox owns
+// fail with ErrArgOwned, unknown ones with ErrArgUnknown. Every bad key is
 // reported, in key order.
-func ValidateExtraArgs(args map[string]string) error {
+func ValidateExtraArgs(args configs.Args) error {
 	return applyExtraArgs(embed.NewConfig(), args)
 }
 
-func applyArg(cfg *embed.Config, key, value string) error {
-	arg, err := configs.ParseEtcdArg(key, value)
+func applyArg(cfg *embed.Config, key string, value configs.ArgValue) error {
+	args, err := configs.ParseEtcdArgValues(key, value)
 	if err != nil {
 		return err
 	}
 
-	set, ok := extraArgs[arg.Flag]
-	if !ok {
-		return fmt.Errorf("%q: %w", key, ErrArgUnknown)
-	}
+	for i, arg := range args {
+		set, ok := extraArgs[arg.Flag]
+		if !ok {
+			return fmt.Errorf("%q: %w", key, ErrArgUnknown)
+		}
 
-	if err := set(cfg, arg.Value); err != nil {
-		return fmt.Errorf("%s=%q: %w", key, value, err)
+		if err := set(cfg, arg.Value); err != nil {
+			return fmt.Errorf("%s=%q: %w", key, value.Values()[i], err)
+		}
 	}
 
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/pki"
 )
 
@@ -89,7 +90,7 @@ type Options struct {
 
 	// ExtraArgs are cluster.etcd.extraArgs: etcd flag names and values,
 	// see ValidateExtraArgs.
-	ExtraArgs map[string]string
+	ExtraArgs configs.Args
 
 	// Log receives etcd's JSON log lines; nil discards them.
 	Log io.Writer

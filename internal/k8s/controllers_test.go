@@ -247,7 +247,7 @@ func TestControlPlaneGraph(t *testing.T) {
 	// (The change is made to the v1alpha1 document as written, what an
 	// apply sends: the generated config has documents besides it.)
 	next := reDecode(t, cp)
-	next.V1Alpha1().Cluster.APIServer.ExtraArgs = map[string]string{"v": "3"}
+	next.V1Alpha1().Cluster.APIServer.ExtraArgs = configs.ArgsOf(map[string]string{"v": "3"})
 	g.setConfig(reDecode(t, next))
 
 	g.wait("the apiserver pod with the new flag", func() bool {

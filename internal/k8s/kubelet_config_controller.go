@@ -3,7 +3,6 @@ package k8s
 import (
 	"cmp"
 	"context"
-	"maps"
 	"slices"
 
 	"github.com/talosbox/talosbox/configs"
@@ -69,7 +68,7 @@ func kubeletConfigFor(cfg *configs.Config) (k8s.KubeletConfigSpec, bool) {
 		Image:                        cmp.Or(k.Image, images.Kubelet(cl.Version).String()),
 		ClusterDNS:                   slices.Clone(k.ClusterDNS),
 		ClusterDomain:                cl.DNSDomain,
-		ExtraArgs:                    maps.Clone(k.ExtraArgs),
+		ExtraArgs:                    k.ExtraArgs.Clone(),
 		ExtraMounts:                  slices.Clone(k.ExtraMounts),
 		ExtraConfig:                  k.ExtraConfig,
 		DefaultRuntimeSeccompEnabled: k.DefaultRuntimeSeccompProfileEnabled,

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 	"github.com/talosbox/talosbox/internal/images"
 	"github.com/talosbox/talosbox/internal/resources/k8s"
@@ -23,11 +24,11 @@ func TestKubeletConfigController(t *testing.T) {
 		{"control plane", func() {}, k8s.KubeletConfigSpec{Image: images.Kubelet("1.34.12").String(), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}},
 		{"worker, with its own DNS and args", func() {
 			worker.Machine.Kubelet.ClusterDNS = []string{"10.0.0.53"}
-			worker.Machine.Kubelet.ExtraArgs = map[string]string{"v": "2"}
+			worker.Machine.Kubelet.ExtraArgs = configs.ArgsOf(map[string]string{"v": "2"})
 			worker.Cluster.Network.DNSDomain = "example.internal"
 			cp = worker
 		}, k8s.KubeletConfigSpec{Image: images.Kubelet("1.34.12").String(), ClusterDNS: []string{"10.0.0.53"}, ClusterDomain: "example.internal",
-			ExtraArgs: map[string]string{"v": "2"}}},
+			ExtraArgs: configs.ArgsOf(map[string]string{"v": "2"})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg()
@@ -49,7 +50,7 @@ func TestKubeletConfigController(t *testing.T) {
 			})
 
 			if got.Image != tc.want.Image || !slices.Equal(got.ClusterDNS, tc.want.ClusterDNS) || got.ClusterDomain != tc.want.ClusterDomain ||
-				len(got.ExtraArgs) != len(tc.want.ExtraArgs) || got.ExtraArgs["v"] != tc.want.ExtraArgs["v"] {
+				len(got.ExtraArgs) != len(tc.want.ExtraArgs) || got.ExtraArgs["v"].String() != tc.want.ExtraArgs["v"].String() {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})

@@ -76,7 +76,7 @@ func TestKubeletSpecUserSettings(t *testing.T) {
 	_, worker := generated(t)
 	k := worker.Machine.Kubelet
 
-	k.ExtraArgs = map[string]string{"node-ip": "192.168.1.5", "v": "4", "hostname-override": "custom"}
+	k.ExtraArgs = configs.ArgsOf(map[string]string{"node-ip": "192.168.1.5", "v": "4", "hostname-override": "custom"})
 	k.ExtraMounts = []configs.ExtraMount{{Destination: "/var/local", Source: "/var/local", Options: []string{"rbind", "rw"}}}
 	k.ExtraConfig = configs.Unstructured{"maxPods": 50, "serializeImagePulls": true, "httpCheckFrequency": "20s"}
 	k.DisableManifestsDirectory = false
@@ -109,7 +109,7 @@ func TestKubeletSpecUserSettings(t *testing.T) {
 		set  func()
 		want string
 	}{
-		{func() { k.ExtraArgs = map[string]string{"kubeconfig": "/x"} }, `machine.kubelet.extraArgs: extra arg "kubeconfig" is not allowed`},
+		{func() { k.ExtraArgs = configs.ArgsOf(map[string]string{"kubeconfig": "/x"}) }, `machine.kubelet.extraArgs: extra arg "kubeconfig" is not allowed`},
 		{func() { k.ExtraArgs, k.ExtraConfig = nil, configs.Unstructured{"port": 1} }, "machine.kubelet.extraConfig.port"},
 	} {
 		tc.set()

@@ -41,7 +41,7 @@ func command(t *testing.T, pod map[string]any) []string {
 func TestStaticPods(t *testing.T) {
 	cp, _ := generated(t)
 
-	cp.Cluster.APIServer.ExtraArgs = map[string]string{"enable-admission-plugins": "AlwaysPullImages,NodeRestriction", "v": "2"}
+	cp.Cluster.APIServer.ExtraArgs = configs.ArgsOf(map[string]string{"enable-admission-plugins": "AlwaysPullImages,NodeRestriction", "v": "2"})
 	cp.Cluster.APIServer.Env = map[string]string{"B": "x$y", "A": "1"}
 
 	specs, err := render.ComponentConfigs(cp)
@@ -119,9 +119,9 @@ func TestStaticPodDeniedArgs(t *testing.T) {
 		set  func(map[string]string)
 		path string
 	}{
-		{k8s.APIServerID, func(m map[string]string) { cp.Cluster.APIServer.ExtraArgs = m }, "cluster.apiServer.extraArgs"},
-		{k8s.ControllerManagerID, func(m map[string]string) { cp.Cluster.ControllerManager.ExtraArgs = m }, "cluster.controllerManager.extraArgs"},
-		{k8s.SchedulerID, func(m map[string]string) { cp.Cluster.Scheduler.ExtraArgs = m }, "cluster.scheduler.extraArgs"},
+		{k8s.APIServerID, func(m map[string]string) { cp.Cluster.APIServer.ExtraArgs = configs.ArgsOf(m) }, "cluster.apiServer.extraArgs"},
+		{k8s.ControllerManagerID, func(m map[string]string) { cp.Cluster.ControllerManager.ExtraArgs = configs.ArgsOf(m) }, "cluster.controllerManager.extraArgs"},
+		{k8s.SchedulerID, func(m map[string]string) { cp.Cluster.Scheduler.ExtraArgs = configs.ArgsOf(m) }, "cluster.scheduler.extraArgs"},
 	} {
 		denied := configs.DeniedExtraArgs[tc.path][0]
 		tc.set(map[string]string{denied: "x"})

@@ -58,15 +58,17 @@ func (b *builder) kubeValidate() {
 		if s := cl.Scheduler; s != nil && len(s.Config) > 0 {
 			if doc := schedulerConfig(b.cfg); doc != nil {
 				parts = append(parts, part{"kube-scheduler", specs[k8s.SchedulerID].Image, "cluster.scheduler.config", kubevalidate.Request{Scheduler: &kubevalidate.Scheduler{
-					Config: doc, FeatureGates: s.ExtraArgs["feature-gates"],
+					Config: doc, FeatureGates: s.ExtraArgs.Joined("feature-gates"), // repeats add up
 				}}})
 			}
 		}
 
 		if cm := cl.ControllerManager; cm != nil && len(cm.ExtraArgs) > 0 {
 			var args []string
-			for _, k := range slices.Sorted(maps.Keys(cm.ExtraArgs)) {
-				args = append(args, "--"+k+"="+cm.ExtraArgs[k])
+			for _, k := range cm.ExtraArgs.Names() {
+				for _, v := range cm.ExtraArgs.Values(k) {
+					args = append(args, "--"+k+"="+v)
+				}
 			}
 
 			parts = append(parts, part{"kube-controller-manager", specs[k8s.ControllerManagerID].Image, "cluster.controllerManager.extraArgs",

@@ -64,7 +64,7 @@ func TestKubeValidateOnNode(t *testing.T) {
 			name: "the control plane's components, each in its image",
 			edit: func(v1 *configs.Config) {
 				v1.Cluster.Scheduler = &configs.SchedulerConfig{Config: configs.Unstructured{"percentageOfNodesToScore": 50}}
-				v1.Cluster.ControllerManager = &configs.ControllerManager{ExtraArgs: map[string]string{"leader-elect-resource-lock": "leases"}}
+				v1.Cluster.ControllerManager = &configs.ControllerManager{ExtraArgs: configs.ArgsOf(map[string]string{"leader-elect-resource-lock": "leases"})}
 			},
 			asked: []string{"registry.k8s.io/kube-scheduler:v1.34.12", "registry.k8s.io/kube-controller-manager:v1.34.12"},
 			warns: []string{

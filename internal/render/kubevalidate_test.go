@@ -132,7 +132,7 @@ func TestKubeValidate(t *testing.T) {
 			}
 
 			if tc.cmArgs != nil {
-				cp.Cluster.ControllerManager = &configs.ControllerManager{ExtraArgs: tc.cmArgs}
+				cp.Cluster.ControllerManager = &configs.ControllerManager{ExtraArgs: configs.ArgsOf(tc.cmArgs)}
 			}
 
 			var got []string

@@ -94,6 +94,15 @@ func setKey(mp *map[string]string, k, v string) {
 	(*mp)[k] = v
 }
 
+// setArg sets one extra arg, making the map if needed.
+func setArg(a *configs.Args, k string, v configs.ArgValue) {
+	if *a == nil {
+		*a = configs.Args{}
+	}
+
+	(*a)[k] = v
+}
+
 func cluster(c *configs.Config) *configs.ClusterConfig { return ensure(&c.Cluster) }
 
 func network(c *configs.Config) *configs.ClusterNetworkConfig { return ensure(&cluster(c).Network) }
@@ -104,17 +113,23 @@ func kubelet(c *configs.Config) *configs.KubeletConfig { return ensure(&machine(
 
 var setters = []func(*mutator, *configs.Config){
 	func(m *mutator, c *configs.Config) {
-		setKey(&ensure(&cluster(c).APIServer).ExtraArgs, m.str(), m.str())
+		setArg(&ensure(&cluster(c).APIServer).ExtraArgs, m.str(), configs.ArgString(m.str()))
 	},
 	func(m *mutator, c *configs.Config) {
-		setKey(&ensure(&cluster(c).ControllerManager).ExtraArgs, m.str(), m.str())
+		setArg(&ensure(&cluster(c).ControllerManager).ExtraArgs, m.str(), configs.ArgString(m.str()))
 	},
 	func(m *mutator, c *configs.Config) {
-		setKey(&ensure(&cluster(c).Scheduler).ExtraArgs, m.str(), m.str())
+		setArg(&ensure(&cluster(c).Scheduler).ExtraArgs, m.str(), configs.ArgString(m.str()))
 	},
-	func(m *mutator, c *configs.Config) { setKey(&ensure(&cluster(c).Proxy).ExtraArgs, m.str(), m.str()) },
-	func(m *mutator, c *configs.Config) { setKey(&ensure(&cluster(c).Etcd).ExtraArgs, m.str(), m.str()) },
-	func(m *mutator, c *configs.Config) { setKey(&kubelet(c).ExtraArgs, m.str(), m.str()) },
+	func(m *mutator, c *configs.Config) {
+		setArg(&ensure(&cluster(c).Proxy).ExtraArgs, m.str(), configs.ArgString(m.str()))
+	},
+	func(m *mutator, c *configs.Config) {
+		setArg(&ensure(&cluster(c).Etcd).ExtraArgs, m.str(), configs.ArgString(m.str()))
+	},
+	func(m *mutator, c *configs.Config) {
+		setArg(&kubelet(c).ExtraArgs, m.str(), configs.ArgString(m.str()))
+	},
 	func(m *mutator, c *configs.Config) { setKey(&ensure(&cluster(c).APIServer).Env, m.str(), m.str()) },
 	func(m *mutator, c *configs.Config) { ensure(&cluster(c).APIServer).Image = m.str() },
 	func(m *mutator, c *configs.Config) { ensure(&cluster(c).Proxy).Image = m.str() },
@@ -236,5 +251,21 @@ var setters = []func(*mutator, *configs.Config){
 		} else {
 			machine(c).Type = configs.MachineTypeWorker
 		}
+	},
+	// Lists: the flag repeated, or (empty) left out.
+	func(m *mutator, c *configs.Config) {
+		setArg(&ensure(&cluster(c).APIServer).ExtraArgs, m.str(), configs.ArgList(m.strs()...))
+	},
+	func(m *mutator, c *configs.Config) {
+		setArg(&ensure(&cluster(c).ControllerManager).ExtraArgs, m.str(), configs.ArgList(m.strs()...))
+	},
+	func(m *mutator, c *configs.Config) {
+		setArg(&ensure(&cluster(c).Proxy).ExtraArgs, m.str(), configs.ArgList(m.strs()...))
+	},
+	func(m *mutator, c *configs.Config) {
+		setArg(&ensure(&cluster(c).Etcd).ExtraArgs, m.str(), configs.ArgList(m.strs()...))
+	},
+	func(m *mutator, c *configs.Config) {
+		setArg(&kubelet(c).ExtraArgs, m.str(), configs.ArgList(m.strs()...))
 	},
 }

@@ -82,7 +82,7 @@ func TestRenderGenerated(t *testing.T) {
 	cp, worker := gen(t)
 
 	cp.Machine.Install.ExtraKernelArgs = []string{"net.ifnames=0"}
-	cp.Cluster.Etcd.ExtraArgs = map[string]string{"experimental-compaction-batch-limit": "500", "quota-backend-bytes": "4294967296"}
+	cp.Cluster.Etcd.ExtraArgs = configs.ArgsOf(map[string]string{"experimental-compaction-batch-limit": "500", "quota-backend-bytes": "4294967296"})
 
 	arts := mustRender(t, cp, render.Options{})
 
@@ -209,7 +209,7 @@ func TestCheck(t *testing.T) {
 		paths  []string
 	}{
 		{"apiserver denied arg", configs.ModeMetal, false, func(c *configs.Config) {
-			c.Cluster.APIServer.ExtraArgs = map[string]string{"etcd-servers": "x"}
+			c.Cluster.APIServer.ExtraArgs = configs.ArgsOf(map[string]string{"etcd-servers": "x"})
 		}, []string{"cluster.apiServer.extraArgs"}},
 		{"kubelet protected field", configs.ModeContainer, true, func(c *configs.Config) {
 			c.Machine.Kubelet.ExtraConfig = configs.Unstructured{"port": 1}
@@ -218,13 +218,13 @@ func TestCheck(t *testing.T) {
 			c.Cluster.Network.ServiceSubnets = []string{"10.96.0.0/30"}
 		}, []string{"cluster.network.serviceSubnets"}},
 		{"etcd extra args", configs.ModeMetal, false, func(c *configs.Config) {
-			c.Cluster.Etcd.ExtraArgs = map[string]string{"name": "x", "snapshot-count": "-1", "no-such-flag": "1"}
+			c.Cluster.Etcd.ExtraArgs = configs.ArgsOf(map[string]string{"name": "x", "snapshot-count": "-1", "no-such-flag": "1"})
 		}, []string{`cluster.etcd.extraArgs["name"]`, `cluster.etcd.extraArgs["no-such-flag"]`, `cluster.etcd.extraArgs["snapshot-count"]`}},
 		{"etcd election timeout", configs.ModeMetal, false, func(c *configs.Config) {
-			c.Cluster.Etcd.ExtraArgs = map[string]string{"heartbeat-interval": "500", "election-timeout": "1000"}
+			c.Cluster.Etcd.ExtraArgs = configs.ArgsOf(map[string]string{"heartbeat-interval": "500", "election-timeout": "1000"})
 		}, []string{"cluster.etcd.extraArgs"}},
 		{"etcd metrics URL", configs.ModeMetal, false, func(c *configs.Config) {
-			c.Cluster.Etcd.ExtraArgs = map[string]string{"listen-metrics-urls": "http://metrics.example:2381"}
+			c.Cluster.Etcd.ExtraArgs = configs.ArgsOf(map[string]string{"listen-metrics-urls": "http://metrics.example:2381"})
 		}, []string{"cluster.etcd.extraArgs"}},
 		{"inline manifest", configs.ModeMetal, false, func(c *configs.Config) {
 			c.Cluster.InlineManifests = []configs.InlineManifest{{Name: "ok", Contents: "apiVersion: v1\nkind: Namespace\n"}, {Name: "bad", Contents: "kind: Namespace\n"}}

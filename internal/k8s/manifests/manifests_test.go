@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/constants"
 	"github.com/talosbox/talosbox/internal/images"
 )
@@ -131,8 +132,8 @@ func TestRenderErrors(t *testing.T) {
 		mutate func(*Options)
 		want   string
 	}{
-		{"denied proxy arg", func(o *Options) { o.ProxyExtraArgs = map[string]string{"kubeconfig": "/x"} }, "cluster.proxy.extraArgs"},
-		{"denied proxy arg with dashes", func(o *Options) { o.ProxyExtraArgs = map[string]string{"--kubeconfig": "/x"} }, `"kubeconfig"`},
+		{"denied proxy arg", func(o *Options) { o.ProxyExtraArgs = configs.ArgsOf(map[string]string{"kubeconfig": "/x"}) }, "cluster.proxy.extraArgs"},
+		{"denied proxy arg with dashes", func(o *Options) { o.ProxyExtraArgs = configs.ArgsOf(map[string]string{"--kubeconfig": "/x"}) }, `"kubeconfig"`},
 		{"bad token", func(o *Options) { o.BootstrapToken = "nope" }, "cluster.token"},
 		{"no endpoint", func(o *Options) { o.Server = "" }, "cluster endpoint"},
 		{"bad domain", func(o *Options) { o.DNSDomain = "a b\n}" }, "dnsDomain"},
@@ -203,7 +204,7 @@ func TestDNSService(t *testing.T) {
 
 func TestKubeProxy(t *testing.T) {
 	o := defaults()
-	o.ProxyExtraArgs = map[string]string{"v": "2", "metrics-bind-address": "0.0.0.0:10249", "proxy-mode": "ipvs", "x": "a\nb: \"c\""}
+	o.ProxyExtraArgs = configs.ArgsOf(map[string]string{"v": "2", "metrics-bind-address": "0.0.0.0:10249", "proxy-mode": "ipvs", "x": "a\nb: \"c\""})
 
 	ms := render(t, o)
 	ds := object(t, ms, "DaemonSet", "kube-proxy")

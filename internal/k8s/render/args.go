@@ -19,19 +19,31 @@ const (
 	argDenied              // the user may not set it
 )
 
-// argSet is a component's flags, rendered sorted by key.
+// argSet is a component's default flags, one value each.
 type argSet map[string]string
 
-// merge folds the user's extra args in under policies; a denied flag is
-// an error naming the config path.
-func (a argSet) merge(extra map[string]string, policies map[string]argPolicy, path string) error {
-	for _, k := range slices.Sorted(maps.Keys(extra)) {
-		v := extra[k]
+// merge is the command line: the defaults with the user's extra args
+// folded in under policies (a denied flag is an error naming the config
+// path), sorted by flag, a flag written once per value ("--key=value"),
+// as Talos's argument builder writes them. An extra arg replaces the
+// default of its name whole: a list repeats the flag in order, and an
+// empty list leaves it out. An additive flag instead gets the extra
+// values' comma-separated items after the default's, in one value.
+func (a argSet) merge(extra configs.Args, policies map[string]argPolicy, path string) ([]string, error) {
+	flags := make(map[string][]string, len(a)+len(extra))
+	for k, v := range a {
+		flags[k] = []string{v}
+	}
+
+	for _, k := range extra.Names() {
+		values := extra.Values(k)
 
 		switch policies[k] {
 		case argDenied:
-			return fmt.Errorf("%s: extra arg %q is not allowed: talosbox sets it", path, k)
+			return nil, fmt.Errorf("%s: extra arg %q is not allowed: talosbox sets it", path, k)
 		case argAdditive:
+			v := strings.Join(values, ",")
+
 			if cur, ok := a[k]; ok && cur != "" {
 				parts := strings.Split(cur, ",")
 
@@ -41,29 +53,24 @@ func (a argSet) merge(extra map[string]string, policies map[string]argPolicy, pa
 					}
 				}
 
-				a[k] = strings.Join(parts, ",")
-
-				continue
+				v = strings.Join(parts, ",")
 			}
 
-			a[k] = v
+			flags[k] = []string{v}
 		default:
-			a[k] = v
+			flags[k] = values
 		}
 	}
 
-	return nil
-}
+	out := make([]string, 0, len(flags))
 
-// args renders "--key=value" sorted by key.
-func (a argSet) args() []string {
-	out := make([]string, 0, len(a))
-
-	for _, k := range slices.Sorted(maps.Keys(a)) {
-		out = append(out, "--"+k+"="+a[k])
+	for _, k := range slices.Sorted(maps.Keys(flags)) {
+		for _, v := range flags[k] {
+			out = append(out, "--"+k+"="+v)
+		}
 	}
 
-	return out
+	return out, nil
 }
 
 func policies(additive, denied []string) map[string]argPolicy {

@@ -136,7 +136,7 @@ func ComponentConfigs(cfg *configs.Config) (map[string]k8s.ComponentConfigSpec, 
 
 	if a := c.APIServer; a != nil {
 		api.Image = cmp.Or(a.Image, api.Image)
-		api.ExtraArgs = maps.Clone(a.ExtraArgs)
+		api.ExtraArgs = a.ExtraArgs.Clone()
 		api.ExtraVolumes = volumes(a.ExtraVolumes)
 		api.Env = maps.Clone(a.Env)
 		api.Resources = resources(a.Resources, "apiServer")
@@ -151,7 +151,7 @@ func ComponentConfigs(cfg *configs.Config) (map[string]k8s.ComponentConfigSpec, 
 
 	if x := c.ControllerManager; x != nil {
 		cm.Image = cmp.Or(x.Image, cm.Image)
-		cm.ExtraArgs = maps.Clone(x.ExtraArgs)
+		cm.ExtraArgs = x.ExtraArgs.Clone()
 		cm.ExtraVolumes = volumes(x.ExtraVolumes)
 		cm.Env = maps.Clone(x.Env)
 		cm.Resources = resources(x.Resources, "controllerManager")
@@ -161,7 +161,7 @@ func ComponentConfigs(cfg *configs.Config) (map[string]k8s.ComponentConfigSpec, 
 
 	if x := c.Scheduler; x != nil {
 		sch.Image = cmp.Or(x.Image, sch.Image)
-		sch.ExtraArgs = maps.Clone(x.ExtraArgs)
+		sch.ExtraArgs = x.ExtraArgs.Clone()
 		sch.ExtraVolumes = volumes(x.ExtraVolumes)
 		sch.Env = maps.Clone(x.Env)
 		sch.Resources = resources(x.Resources, "scheduler")

@@ -63,15 +63,13 @@ func KubeletSpecFor(cfg *configs.Config, in KubeletInputs) (k8s.KubeletSpecSpec,
 		delete(args, "kubeconfig")
 	}
 
-	if _, ok := k.ExtraArgs["hostname-override"]; ok {
+	if k.ExtraArgs.Has("hostname-override") {
 		spec.ExpectedNodename = ""
 	}
 
-	if err := args.merge(k.ExtraArgs, kubeletPolicies, "machine.kubelet.extraArgs"); err != nil {
+	if spec.Args, err = args.merge(k.ExtraArgs, kubeletPolicies, "machine.kubelet.extraArgs"); err != nil {
 		return k8s.KubeletSpecSpec{}, err
 	}
-
-	spec.Args = args.args()
 
 	for _, m := range k.ExtraMounts {
 		spec.ExtraMounts = append(spec.ExtraMounts, k8s.Mount{Destination: m.Destination, Type: cmp.Or(m.Type, "bind"), Source: m.Source, Options: slices.Clone(m.Options)})
@@ -144,7 +142,7 @@ func kubeletConfiguration(cfg *configs.Config, k *configs.KubeletConfig, cl Clus
 	}
 
 	if cfg.IsControlPlane() && (cfg.Cluster == nil || !cfg.Cluster.AllowSchedulingOnControlPlanes) {
-		if _, ok := k.ExtraArgs["register-with-taints"]; !ok {
+		if !k.ExtraArgs.Has("register-with-taints") {
 			taints, _ := c["registerWithTaints"].([]any)
 			if !slices.ContainsFunc(taints, func(t any) bool { m, _ := t.(map[string]any); return m["key"] == constants.ControlPlaneTaint }) {
 				taints = append(taints, map[string]any{"key": constants.ControlPlaneTaint, "effect": "NoSchedule"})

@@ -275,7 +275,7 @@ func apiServerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 
 	// A structured authorization config excludes the flags it replaces.
 	for _, k := range []string{"authorization-mode", "authorization-webhook-config-file"} {
-		if _, ok := spec.ExtraArgs[k]; ok {
+		if spec.ExtraArgs.Has(k) {
 			delete(a, "authorization-config")
 		}
 	}
@@ -287,11 +287,10 @@ func apiServerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 		policies["authentication-config"] = argDenied
 	}
 
-	if err := a.merge(spec.ExtraArgs, policies, "cluster.apiServer.extraArgs"); err != nil {
+	args, err := a.merge(spec.ExtraArgs, policies, "cluster.apiServer.extraArgs")
+	if err != nil {
 		return nil, err
 	}
-
-	args := a.args()
 
 	// The issuers the API server accepts besides its own: the flag is
 	// repeated, right after the first.
@@ -350,12 +349,13 @@ func controllerManagerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 		"tls-min-version":                  "VersionTLS13",
 	}
 
-	if err := a.merge(spec.ExtraArgs, controllerManagerPolicies, "cluster.controllerManager.extraArgs"); err != nil {
+	args, err := a.merge(spec.ExtraArgs, controllerManagerPolicies, "cluster.controllerManager.extraArgs")
+	if err != nil {
 		return nil, err
 	}
 
 	// The bare flag goes first, as Talos places it.
-	return append([]string{"--use-service-account-credentials"}, a.args()...), nil
+	return append([]string{"--use-service-account-credentials"}, args...), nil
 }
 
 func schedulerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
@@ -372,9 +372,5 @@ func schedulerArgs(spec k8s.ComponentConfigSpec) ([]string, error) {
 		"tls-min-version":                        "VersionTLS13",
 	}
 
-	if err := a.merge(spec.ExtraArgs, schedulerPolicies, "cluster.scheduler.extraArgs"); err != nil {
-		return nil, err
-	}
-
-	return a.args(), nil
+	return a.merge(spec.ExtraArgs, schedulerPolicies, "cluster.scheduler.extraArgs")
 }

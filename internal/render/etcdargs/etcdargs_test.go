@@ -22,7 +22,7 @@ func agree(t *testing.T, key, value string) {
 	t.Helper()
 
 	_, mine := Flag(key, value)
-	theirs := etcd.ValidateExtraArgs(map[string]string{key: value})
+	theirs := etcd.ValidateExtraArgs(configs.ArgsOf(map[string]string{key: value}))
 
 	if (mine == nil) != (theirs == nil) {
 		t.Errorf("%q=%q: Flag says %v, the member %v", key, value, mine, theirs)
@@ -130,7 +130,7 @@ func TestValidate(t *testing.T) {
 		{map[string]string{"listen-metrics-urls": "http://0.0.0.0:2381,http://localhost:2382,https://[::1]:2383"}, ""},
 		{map[string]string{"listen-metrics-urls": "http://metrics.example:2381"}, "expected IP in URL for binding"},
 	} {
-		s, errs := Apply(tc.args)
+		s, errs := Apply(configs.ArgsOf(tc.args))
 		if len(errs) > 0 {
 			t.Fatalf("%v: %v", tc.args, errs)
 		}

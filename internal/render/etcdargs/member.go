@@ -20,7 +20,7 @@ type Settings = configs.EtcdSettings
 
 // Apply reads every extraArgs entry and applies them in key order, as the
 // member does (configs.ApplyEtcdArgs, the rule config validation applies).
-func Apply(extraArgs map[string]string) (Settings, map[string]error) {
+func Apply(extraArgs configs.Args) (Settings, map[string]error) {
 	return configs.ApplyEtcdArgs(extraArgs)
 }
 

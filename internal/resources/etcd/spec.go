@@ -3,6 +3,7 @@ package etcd
 import (
 	"slices"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
@@ -14,11 +15,11 @@ const (
 
 // EtcdSpecSpec is what the member runs with.
 type EtcdSpecSpec struct {
-	Name                  string            `yaml:"name" json:"name"`
-	AdvertisedAddresses   []string          `yaml:"advertisedAddresses" json:"advertisedAddresses"`
-	ListenPeerAddresses   []string          `yaml:"listenPeerAddresses" json:"listenPeerAddresses"`
-	ListenClientAddresses []string          `yaml:"listenClientAddresses" json:"listenClientAddresses"`
-	ExtraArgs             map[string]string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
+	Name                  string       `yaml:"name" json:"name"`
+	AdvertisedAddresses   []string     `yaml:"advertisedAddresses" json:"advertisedAddresses"`
+	ListenPeerAddresses   []string     `yaml:"listenPeerAddresses" json:"listenPeerAddresses"`
+	ListenClientAddresses []string     `yaml:"listenClientAddresses" json:"listenClientAddresses"`
+	ExtraArgs             configs.Args `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
 }
 
 // DeepCopy copies the lists and the map.
@@ -27,14 +28,7 @@ func (s EtcdSpecSpec) DeepCopy() EtcdSpecSpec {
 	s.ListenPeerAddresses = slices.Clone(s.ListenPeerAddresses)
 	s.ListenClientAddresses = slices.Clone(s.ListenClientAddresses)
 
-	if s.ExtraArgs != nil {
-		m := make(map[string]string, len(s.ExtraArgs))
-		for k, v := range s.ExtraArgs {
-			m[k] = v
-		}
-
-		s.ExtraArgs = m
-	}
+	s.ExtraArgs = s.ExtraArgs.Clone()
 
 	return s
 }

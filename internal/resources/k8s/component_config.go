@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/bus"
 )
 
@@ -18,7 +19,7 @@ const (
 // what its static pod is built from.
 type ComponentConfigSpec struct {
 	Image         string            `yaml:"image" json:"image"`
-	ExtraArgs     map[string]string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
+	ExtraArgs     configs.Args      `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
 	ExtraVolumes  []ExtraVolume     `yaml:"extraVolumes,omitempty" json:"extraVolumes,omitempty"`
 	Env           map[string]string `yaml:"environmentVariables,omitempty" json:"environmentVariables,omitempty"`
 	Resources     Resources         `yaml:"resources" json:"resources"`
@@ -61,7 +62,7 @@ type Resources struct {
 
 // DeepCopy copies the maps and lists.
 func (s ComponentConfigSpec) DeepCopy() ComponentConfigSpec {
-	s.ExtraArgs = maps.Clone(s.ExtraArgs)
+	s.ExtraArgs = s.ExtraArgs.Clone()
 	s.ExtraVolumes = slices.Clone(s.ExtraVolumes)
 	s.Env = maps.Clone(s.Env)
 	s.Resources.Requests = maps.Clone(s.Resources.Requests)

@@ -13,7 +13,7 @@ type KubeletConfigSpec struct {
 	Image                        string               `yaml:"image"`
 	ClusterDNS                   []string             `yaml:"clusterDNS"`
 	ClusterDomain                string               `yaml:"clusterDomain"`
-	ExtraArgs                    map[string]string    `yaml:"extraArgs,omitempty"`
+	ExtraArgs                    configs.Args         `yaml:"extraArgs,omitempty"`
 	ExtraMounts                  []configs.ExtraMount `yaml:"extraMounts,omitempty"`
 	ExtraConfig                  map[string]any       `yaml:"extraConfig,omitempty"`
 	CloudProviderExternal        bool                 `yaml:"cloudProviderExternal"`

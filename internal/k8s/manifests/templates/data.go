@@ -205,28 +205,44 @@ func proxyArgs(o Options, pods []string) ([]string, error) {
 		"proxy-mode":             mode,
 	}
 
-	for k, v := range o.ProxyExtraArgs {
-		name := strings.TrimLeft(k, "-")
+	return proxyFlags(args, o.ProxyExtraArgs, func(key, name string) error {
 		if slices.Contains(deniedProxyArgs, name) {
-			return nil, fmt.Errorf("cluster.proxy.extraArgs: %q is set by talosbox and cannot be overridden", name)
+			return fmt.Errorf("cluster.proxy.extraArgs: %q is set by talosbox and cannot be overridden", name)
 		}
 
 		if name == "" {
-			return nil, fmt.Errorf("cluster.proxy.extraArgs: empty flag name %q", k)
+			return fmt.Errorf("cluster.proxy.extraArgs: empty flag name %q", key)
 		}
 
-		args[name] = v
+		return nil
+	})
+}
+
+// proxyFlags is kube-proxy's command line: the defaults with the extra
+// args over them (leading dashes dropped from their names, check run on
+// each first), sorted by name, a flag written once per value: a list
+// repeats it in order, an empty one leaves it out.
+func proxyFlags(defaults map[string]string, extra configs.Args, check func(key, name string) error) ([]string, error) {
+	flags := make(map[string][]string, len(defaults)+len(extra))
+	for k, v := range defaults {
+		flags[k] = []string{v}
 	}
 
-	out := make([]string, 0, len(args))
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range args {
-			if !yield(k) {
-				return
-			}
+	for _, k := range extra.Names() {
+		name := strings.TrimLeft(k, "-")
+		if err := check(k, name); err != nil {
+			return nil, err
 		}
-	}) {
-		out = append(out, "--"+k+"="+args[k])
+
+		flags[name] = extra.Values(k)
+	}
+
+	out := make([]string, 0, len(flags))
+
+	for _, k := range slices.Sorted(maps.Keys(flags)) {
+		for _, v := range flags[k] {
+			out = append(out, "--"+k+"="+v)
+		}
 	}
 
 	return out, nil
@@ -242,20 +258,19 @@ const proxyConfigPath = "/var/lib/kube-proxy/config.conf"
 // kubeconfig, and the cluster CIDR, mode and conntrack default wherever
 // it leaves them out.
 func (d *templateData) proxyConfigFile(o Options, pods []string) error {
-	args := map[string]string{"config": proxyConfigPath, "hostname-override": "$(NODE_NAME)"}
+	args, err := proxyFlags(map[string]string{"config": proxyConfigPath, "hostname-override": "$(NODE_NAME)"}, o.ProxyExtraArgs,
+		func(key, name string) error {
+			if name == "config" || name == "" {
+				return fmt.Errorf("KubeProxyConfig.extraArgs: %q is set by talosbox and cannot be overridden", key)
+			}
 
-	for k, v := range o.ProxyExtraArgs {
-		name := strings.TrimLeft(k, "-")
-		if name == "config" || name == "" {
-			return fmt.Errorf("KubeProxyConfig.extraArgs: %q is set by talosbox and cannot be overridden", k)
-		}
-
-		args[name] = v
+			return nil
+		})
+	if err != nil {
+		return err
 	}
 
-	for _, k := range slices.Sorted(maps.Keys(args)) {
-		d.ProxyArgs = append(d.ProxyArgs, "--"+k+"="+args[k])
-	}
+	d.ProxyArgs = args
 
 	c := deepCopy(o.ProxyConfig)
 	c["apiVersion"], c["kind"] = "kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration"

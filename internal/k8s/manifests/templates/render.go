@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/talosbox/talosbox/configs"
 	"github.com/talosbox/talosbox/internal/images"
 )
 
@@ -43,7 +44,7 @@ type Options struct {
 	// ProxyMode is cluster.proxy.mode; "" is nftables for kube-proxy
 	// 1.31 and later, iptables before.
 	ProxyMode      string
-	ProxyExtraArgs map[string]string
+	ProxyExtraArgs configs.Args
 
 	CoreDNSEnabled bool
 	CoreDNSImage   string // images.CoreDNSImage() when empty
