@@ -226,8 +226,10 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 		cs2 := startCacheServe(t, bin, oci, "0.0.0.0:0")
 		mirror2 := "http://" + mirrorAddr(dc, cs2)
 
+		// gen config writes mirrors as RegistryMirrorConfig documents (as
+		// Talos 1.12 on does): the JSON patch addresses the document.
 		dc.ok("-n", node, "patch", "mc", "--immediate", "-p",
-			`[{"op":"replace","path":"/machine/registries/mirrors/registry.k8s.io/endpoints","value":["`+mirror2+`"]}]`)
+			`[{"op":"replace","path":"/RegistryMirrorConfig/registry.k8s.io/endpoints","value":[{"url":"`+mirror2+`"}]}]`)
 
 		waitFile(t, hostsToml, "[host.'"+mirror2+"']")
 
@@ -243,7 +245,7 @@ func TestDockerNodeRunsContainers(t *testing.T) {
 		dead := "http://" + net.JoinHostPort(dc.subnet.Addr().Next().String(), "1")
 
 		dc.ok("-n", node, "patch", "mc", "--immediate", "-p",
-			`[{"op":"replace","path":"/machine/registries/mirrors/registry.k8s.io/endpoints","value":["`+dead+`"]}]`)
+			`[{"op":"replace","path":"/RegistryMirrorConfig/registry.k8s.io/endpoints","value":[{"url":"`+dead+`"}]}]`)
 		waitFile(t, hostsToml, "[host.'"+dead+"']")
 
 		out := dc.fails("-n", node, "image", "pull", images.Proxy(images.Kubernetes).String())
