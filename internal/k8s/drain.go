@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
@@ -218,9 +219,17 @@ func (d *Drainer) retryConflicts(ctx context.Context, what string, op func() err
 	}
 }
 
+// retryable says whether a request may succeed when sent again: the API
+// server said so, or the connection to it broke (an API server restarting
+// or starved of CPU mid-response: client-go then reports "unexpected error
+// when reading response body. Please retry"). Eviction is idempotent, so
+// sending one again whose answer was lost is harmless.
 func retryable(err error) bool {
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) ||
+		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)
 }
 
 // DrainReport says what a drain did with each pod on the node.
