@@ -116,6 +116,8 @@ func (v *validator) device(p string, d *Device) {
 		v.warnf(p+".dhcpOptions", "dhcpOptions have no effect without dhcp: true")
 	}
 
+	v.dhcpv6(p, d.DHCP, d.DHCPOptions)
+
 	seen := map[uint16]bool{}
 
 	for i, vl := range d.VLANs {
@@ -131,6 +133,18 @@ func (v *validator) device(p string, d *Device) {
 		seen[vl.ID] = true
 
 		v.addressing(vp, "vlan", vl.Addresses, vl.CIDR, vl.Routes, vl.MTU, vl.VIP)
+		v.dhcpv6(vp, vl.DHCP, vl.DHCPOptions)
+	}
+}
+
+// dhcpv6 warns for dhcpOptions.ipv6: Talos runs a DHCPv6 client then, and
+// talosbox has none yet. Only a warning, unlike a DHCPv6Config document:
+// the option rides along with DHCPv4 on the same link (Talos's stability
+// configs carry it), and the link still gets its IPv4 lease and the
+// addresses router advertisements give.
+func (v *validator) dhcpv6(p string, dhcp bool, o *DHCPOptions) {
+	if dhcp && o != nil && o.IPv6 != nil && *o.IPv6 {
+		v.warnf(p+".dhcpOptions.ipv6", "talosbox has no DHCPv6 client yet: the link gets no DHCPv6 lease, only a DHCPv4 one and the addresses router advertisements give")
 	}
 }
 
