@@ -206,13 +206,21 @@ func TestDockerKubernetes(t *testing.T) {
 	// control plane whose own API server is down still reports its pods
 	// (the bad-image case below) and renews its lease.
 	t.Run("kubeprism healthy on every node", func(t *testing.T) {
+		// Waited for: the Kubernetes CA rotation just before restarted
+		// every API server, and a KubePrism health check presents the
+		// kubelet's client certificate, which the kubelet renews after the
+		// old CA is dropped; until then no upstream accepts it.
 		for _, n := range []string{cp1, cp3, w} {
-			out, code := dc.talosctl("-n", n, "get", "kubeprismstatuses")
-			lines := strings.Split(strings.TrimSpace(out), "\n")
+			waitFor(t, 3*time.Minute, n+"'s KubePrism healthy", func() error {
+				out, code := dc.talosctl("-n", n, "get", "kubeprismstatuses")
+				lines := strings.Split(strings.TrimSpace(out), "\n")
 
-			if f := strings.Fields(lines[len(lines)-1]); code != 0 || len(f) < 2 || f[len(f)-2] != "localhost:7445" || f[len(f)-1] != "true" {
-				t.Errorf("get kubeprismstatuses on %s: exit %d\n%s", n, code, out)
-			}
+				if f := strings.Fields(lines[len(lines)-1]); code != 0 || len(f) < 2 || f[len(f)-2] != "localhost:7445" || f[len(f)-1] != "true" {
+					return fmt.Errorf("get kubeprismstatuses: exit %d\n%s", code, out)
+				}
+
+				return nil
+			})
 		}
 
 		// The worker balances over every control plane, not just the
