@@ -65,14 +65,7 @@ func patched(t *testing.T, cfg *configs.Config, patch string) *configs.Config {
 		t.Fatal(err)
 	}
 
-	ps, err := configpatch.Parse([]byte(patch))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if data, err = configpatch.Apply(data, ps...); err != nil {
-		t.Fatal(err)
-	}
+	data = applyPatches(t, data, patch)
 
 	out, _, err := render.Load(data, configs.ModeMetal)
 	if err != nil {
@@ -80,6 +73,24 @@ func patched(t *testing.T, cfg *configs.Config, patch string) *configs.Config {
 	}
 
 	return out
+}
+
+// applyPatches applies each patch in turn, as talosctl's --config-patch does.
+func applyPatches(t *testing.T, data []byte, patches ...string) []byte {
+	t.Helper()
+
+	for _, p := range patches {
+		ps, err := configpatch.Parse([]byte(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if data, err = configpatch.Apply(data, ps...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	return data
 }
 
 // TestRenderRepeatedFlags: an extraArgs list is the flag repeated, in
@@ -149,22 +160,11 @@ cluster:
 // reach the command lines too, kube-proxy's from its configuration file
 // included.
 func TestRenderRepeatedFlagsFromDocuments(t *testing.T) {
-	data := talosKnownKinds(t, "v1.14/base-controlplane.yaml")
-
-	for _, p := range []string{
+	data := applyPatches(t, talosKnownKinds(t, "v1.14/base-controlplane.yaml"),
 		"apiVersion: v1alpha1\nkind: KubeletConfig\nextraArgs:\n  node-labels: [a=b, c=d]\n",
 		"apiVersion: v1alpha1\nkind: KubeAPIServerConfig\nextraArgs:\n  runtime-config: [api/all=true, scheduling.k8s.io/v1alpha1=true]\n",
 		"apiVersion: v1alpha1\nkind: KubeProxyConfig\nextraArgs:\n  ipvs-exclude-cidrs: [10.0.0.0/8, 192.168.0.0/16]\n",
-	} {
-		ps, err := configpatch.Parse([]byte(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		if data, err = configpatch.Apply(data, ps...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 
 	cfg, _, err := render.Load(data, configs.ModeContainer)
 	if err != nil {
